@@ -1,0 +1,92 @@
+package resolve
+
+import "unicode/utf8"
+
+// fuzzyWord reports whether w takes part in edit-distance matching: long
+// enough and made of letters only (typos in codes and numbers are not
+// corrected, they are different items).
+func fuzzyWord(w string) bool {
+	if utf8.RuneCountInString(w) < minFuzzyLen {
+		return false
+	}
+	for _, r := range w {
+		if r >= '0' && r <= '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// maxDistance is the largest edit distance tolerated for a word of n bytes.
+func maxDistance(n int) int {
+	if n >= 8 {
+		return 2
+	}
+	return 1
+}
+
+// forDeletes calls fn with w and every string made by deleting up to d runes
+// from w. The slice passed to fn is reused; fn must copy it to keep it.
+// Variants may repeat.
+func forDeletes(w string, d int, buf *[]byte, fn func([]byte)) {
+	*buf = append((*buf)[:0], w...)
+	fn(*buf)
+	deleteRec(w, d, buf, fn)
+}
+
+func deleteRec(w string, d int, buf *[]byte, fn func([]byte)) {
+	if d == 0 {
+		return
+	}
+	for i, r := range w {
+		size := utf8.RuneLen(r)
+		if size < 0 {
+			size = 1
+		}
+		v := w[:i] + w[i+size:]
+		if len(v) == 0 {
+			continue
+		}
+		*buf = append((*buf)[:0], v...)
+		fn(*buf)
+		deleteRec(v, d-1, buf, fn)
+	}
+}
+
+// editDistance is the optimal string alignment distance between a and b in
+// runes (insertions, deletions, substitutions, adjacent transpositions),
+// computed up to max: any larger distance is reported as max+1.
+func editDistance(a, b string, max int) int {
+	ra, rb := []rune(a), []rune(b)
+	if d := len(ra) - len(rb); d > max || -d > max {
+		return max + 1
+	}
+	// three rows suffice for OSA
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			v := min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				v = min(v, prev2[j-2]+1)
+			}
+			cur[j] = v
+			rowMin = min(rowMin, v)
+		}
+		if rowMin > max {
+			return max + 1
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return min(prev[len(rb)], max+1)
+}

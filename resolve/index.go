@@ -1,0 +1,235 @@
+package resolve
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentplane/agentplane"
+)
+
+// Tier is how well a query matched an item. Higher is better.
+type Tier int8
+
+// Match tiers, best last.
+const (
+	TierNone   Tier = iota // no match
+	TierFuzzy              // every word matches a word of the item within a small edit distance
+	TierPrefix             // every word is a prefix of a word of the item
+	TierToken              // every word is a word (name, alias or keyword) of the item
+	TierExact              // the whole query equals the item's id, display name or an alias
+)
+
+var tierNames = [...]string{"none", "fuzzy", "prefix", "token", "exact"}
+
+// String returns the tier's name.
+func (t Tier) String() string {
+	if int(t) < len(tierNames) {
+		return tierNames[t]
+	}
+	return fmt.Sprintf("tier(%d)", int8(t))
+}
+
+// Index is an immutable, searchable view of a catalog's items, built once
+// when the catalog is loaded. All methods are safe for concurrent use.
+//
+// Items are kept in rank order (higher UsageCount first, then id), which is
+// also the deterministic tie-break between items that match equally well.
+type Index struct {
+	items []agentplane.ResolverItem
+	byID  map[string]int32 // raw id -> item
+
+	// exact keys: normalized id, display name and aliases, chained per key
+	exact     map[string]int32 // key -> first entry
+	exactItem []int32          // entry -> item
+	exactNext []int32          // entry -> next entry with the same key, or -1
+
+	// words of display names, aliases and keywords
+	vocab     map[string]int32 // word -> word id
+	words     []string         // word id -> word
+	sorted    []int32          // word ids in byte order of their words, for prefix ranges
+	postStart []int32          // word id -> start in post; len(words)+1 entries
+	post      []int32          // item ids per word, ascending (rank order)
+	itemStart []int32          // item -> start in itemWords; len(items)+1 entries
+	itemWords []int32          // word ids per item, deduplicated
+
+	// SymSpell deletion index over alphabetic words, for the fuzzy tier
+	deletes map[string][]int32
+}
+
+// Budgets bound the work of one query so that no query is slow, whatever
+// the catalog. They are constants, so results stay deterministic.
+const (
+	scanBudget   = 1 << 15 // postings examined per tier
+	prefixWidth  = 512     // words a prefix may expand to before it is too broad to drive a scan
+	minPrefixLen = 2       // shortest word fragment that drives a prefix scan
+	minFuzzyLen  = 3       // shortest word corrected by edit distance
+	maxWords     = 16      // query words considered; more is not a name
+)
+
+// NewIndex builds an index over items. It fails, naming the item, when an id
+// is empty or appears twice.
+func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
+	n := len(items)
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp.Compare(items[b].UsageCount, items[a].UsageCount); c != 0 {
+			return c
+		}
+		return strings.Compare(items[a].Header.ID, items[b].Header.ID)
+	})
+	ix := &Index{
+		items:     make([]agentplane.ResolverItem, n),
+		byID:      make(map[string]int32, n),
+		exact:     make(map[string]int32, 2*n),
+		exactItem: make([]int32, 0, 2*n),
+		exactNext: make([]int32, 0, 2*n),
+		vocab:     make(map[string]int32),
+		itemStart: make([]int32, n+1),
+	}
+	for i, o := range order {
+		ix.items[i] = items[o]
+	}
+	var scratch []int32
+	var fields []string
+	for i := range ix.items {
+		it := &ix.items[i]
+		id := it.Header.ID
+		if id == "" {
+			return nil, fmt.Errorf("item %d (%q): empty id", order[i], it.Header.DisplayName)
+		}
+		if _, dup := ix.byID[id]; dup {
+			return nil, fmt.Errorf("item %d: duplicate id %q", order[i], id)
+		}
+		ix.byID[id] = int32(i)
+		ix.addExact(Normalize(id), int32(i))
+		name := Normalize(it.Header.DisplayName)
+		ix.addExact(name, int32(i))
+		scratch = scratch[:0]
+		fields = Fields(fields[:0], name)
+		for _, a := range it.Aliases {
+			na := Normalize(a)
+			ix.addExact(na, int32(i))
+			fields = Fields(fields, na)
+		}
+		for _, k := range it.Keywords {
+			fields = Fields(fields, Normalize(k))
+		}
+		for _, w := range fields {
+			wid, ok := ix.vocab[w]
+			if !ok {
+				wid = int32(len(ix.words))
+				ix.vocab[w] = wid
+				ix.words = append(ix.words, w)
+			}
+			if !slices.Contains(scratch, wid) {
+				scratch = append(scratch, wid)
+			}
+		}
+		ix.itemWords = append(ix.itemWords, scratch...)
+		ix.itemStart[i+1] = int32(len(ix.itemWords))
+	}
+	ix.buildPostings()
+	ix.buildSorted()
+	ix.buildDeletes()
+	return ix, nil
+}
+
+func (ix *Index) addExact(key string, item int32) {
+	if key == "" {
+		return
+	}
+	e := int32(len(ix.exactItem))
+	head, ok := ix.exact[key]
+	if !ok {
+		ix.exact[key] = e
+		ix.exactItem = append(ix.exactItem, item)
+		ix.exactNext = append(ix.exactNext, -1)
+		return
+	}
+	// keep chains in rank order: walk to the tail (chains are short)
+	last := head
+	for ix.exactNext[last] >= 0 {
+		last = ix.exactNext[last]
+	}
+	if ix.exactItem[last] == item {
+		return // same item under the same key twice (id equals name)
+	}
+	ix.exactItem = append(ix.exactItem, item)
+	ix.exactNext = append(ix.exactNext, -1)
+	ix.exactNext[last] = e
+}
+
+func (ix *Index) buildPostings() {
+	counts := make([]int32, len(ix.words)+1)
+	for _, w := range ix.itemWords {
+		counts[w+1]++
+	}
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	ix.postStart = counts
+	ix.post = make([]int32, len(ix.itemWords))
+	fill := slices.Clone(counts[:len(ix.words)])
+	for item := range ix.items {
+		for _, w := range ix.itemWords[ix.itemStart[item]:ix.itemStart[item+1]] {
+			ix.post[fill[w]] = int32(item)
+			fill[w]++
+		}
+	}
+}
+
+func (ix *Index) buildSorted() {
+	ix.sorted = make([]int32, len(ix.words))
+	for i := range ix.sorted {
+		ix.sorted[i] = int32(i)
+	}
+	slices.SortFunc(ix.sorted, func(a, b int32) int { return strings.Compare(ix.words[a], ix.words[b]) })
+}
+
+func (ix *Index) buildDeletes() {
+	ix.deletes = make(map[string][]int32)
+	var buf []byte
+	for wid, w := range ix.words {
+		if !fuzzyWord(w) {
+			continue
+		}
+		forDeletes(w, maxDistance(len(w)), &buf, func(key []byte) {
+			k := string(key)
+			list := ix.deletes[k]
+			if len(list) == 0 || list[len(list)-1] != int32(wid) {
+				ix.deletes[k] = append(list, int32(wid))
+			}
+		})
+	}
+}
+
+// Len returns the number of items.
+func (ix *Index) Len() int { return len(ix.items) }
+
+// Item returns the item at position i (0 ≤ i < Len) in rank order.
+func (ix *Index) Item(i int32) *agentplane.ResolverItem { return &ix.items[i] }
+
+// Lookup returns the item with exactly this id.
+func (ix *Index) Lookup(id string) (*agentplane.ResolverItem, bool) {
+	i, ok := ix.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return &ix.items[i], true
+}
+
+// Items returns up to limit items in rank order, for pickers and questions
+// that list a catalog without a query.
+func (ix *Index) Items(limit int) []int32 {
+	n := min(limit, len(ix.items))
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(i)
+	}
+	return out
+}

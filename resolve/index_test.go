@@ -1,0 +1,128 @@
+package resolve
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentplane/agentplane"
+)
+
+func item(id, name string, aliases, keywords []string, usage int64) agentplane.ResolverItem {
+	return agentplane.ResolverItem{Header: agentplane.EntityHeader{ID: id, DisplayName: name}, Aliases: aliases, Keywords: keywords, UsageCount: usage}
+}
+
+func testIndex(t testing.TB) *Index {
+	t.Helper()
+	ix, err := NewIndex([]agentplane.ResolverItem{
+		item("TPL-123", "Q1 CFO Outreach", []string{"cfo outreach"}, []string{"q1", "cfo"}, 0),
+		item("TPL-124", "Q1 CTO Outreach", nil, []string{"cto"}, 5),
+		item("TPL-200", "Renewal Reminder", []string{"renewal"}, nil, 0),
+		item("TPL-201", "Renewal Reminder Final", nil, nil, 0),
+		item("LIST-9", "Q1 pilot list", nil, nil, 0),
+		item("dup-a", "Twin", nil, nil, 0),
+		item("dup-b", "Twin", nil, nil, 0),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+func ids(ix *Index, r Result) string {
+	var s []string
+	for _, i := range r.Items {
+		s = append(s, ix.Item(i).Header.ID)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestResolveTiers(t *testing.T) {
+	t.Parallel()
+	ix := testIndex(t)
+	tests := []struct {
+		name   string
+		query  string
+		tier   Tier
+		strict bool
+		want   string
+	}{
+		{"ExactName", "q1 cfo outreach", TierExact, true, "TPL-123"},
+		{"ExactNameNoisy", "  Q1 CFO-Outreach!", TierExact, true, "TPL-123"},
+		{"ExactID", "tpl-123", TierExact, true, "TPL-123"},
+		{"ExactAlias", "Renewal", TierExact, true, "TPL-200"},
+		{"ExactAmbiguous", "twin", TierExact, false, "dup-a,dup-b"},
+		{"TokenSet", "outreach cfo", TierToken, false, "TPL-123"},
+		{"TokenKeywordRankOrder", "outreach q1", TierToken, false, "TPL-124,TPL-123"},
+		{"Prefix", "renewal remind", TierPrefix, false, "TPL-200,TPL-201"},
+		{"PrefixPartial", "pilot li", TierPrefix, false, "LIST-9"},
+		{"Fuzzy", "renewel", TierFuzzy, false, "TPL-200,TPL-201"},
+		{"FuzzyTransposition", "outraech cfo", TierFuzzy, false, "TPL-123"},
+		{"Miss", "zebra", TierNone, false, ""},
+		{"MissWithKnownWord", "cfo zebra", TierNone, false, ""},
+		{"Empty", "  ", TierNone, false, ""},
+		{"DigitsNotFuzzed", "tpl 124x", TierNone, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := ix.Resolve(tt.query, 10)
+			if r.Tier != tt.tier || r.Strict() != tt.strict || ids(ix, r) != tt.want {
+				t.Errorf("Resolve(%q) = tier %v strict %v items %q; want %v %v %q", tt.query, r.Tier, r.Strict(), ids(ix, r), tt.tier, tt.strict, tt.want)
+			}
+		})
+	}
+}
+
+func TestResolveLimit(t *testing.T) {
+	t.Parallel()
+	ix := testIndex(t)
+	r := ix.Resolve("q1", 1)
+	if len(r.Items) != 1 || ix.Item(r.Items[0]).Header.ID != "TPL-124" {
+		t.Fatalf("Resolve(q1, 1) = %q", ids(ix, r))
+	}
+}
+
+func TestNewIndexErrors(t *testing.T) {
+	t.Parallel()
+	_, err := NewIndex([]agentplane.ResolverItem{item("a", "A", nil, nil, 0), item("a", "B", nil, nil, 0)})
+	if err == nil || !strings.Contains(err.Error(), `duplicate id "a"`) {
+		t.Fatalf("duplicate ids: err = %v", err)
+	}
+	_, err = NewIndex([]agentplane.ResolverItem{item("", "A", nil, nil, 0)})
+	if err == nil || !strings.Contains(err.Error(), "empty id") {
+		t.Fatalf("empty id: err = %v", err)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	t.Parallel()
+	ix := testIndex(t)
+	if it, ok := ix.Lookup("LIST-9"); !ok || it.Header.DisplayName != "Q1 pilot list" {
+		t.Fatalf("Lookup(LIST-9) = %v, %v", it, ok)
+	}
+	if _, ok := ix.Lookup("list-9"); ok {
+		t.Fatal("Lookup is by exact id, yet list-9 was found")
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		a, b string
+		max  int
+		want int
+	}{
+		{"abc", "abc", 1, 0},
+		{"abc", "abd", 1, 1},
+		{"abc", "acb", 1, 1},
+		{"abc", "a", 1, 2},
+		{"kitten", "sitting", 2, 3},
+		{"renewel", "renewal", 2, 1},
+		{"café", "cafe", 1, 1},
+	}
+	for _, tt := range tests {
+		if got := editDistance(tt.a, tt.b, tt.max); got != tt.want {
+			t.Errorf("editDistance(%q, %q, %d) = %d, want %d", tt.a, tt.b, tt.max, got, tt.want)
+		}
+	}
+}

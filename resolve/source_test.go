@@ -1,0 +1,120 @@
+package resolve
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane"
+)
+
+func TestHTTPProviderSourceCachesForTTL(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	var fail atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.Header.Get("X-Key") != "k" {
+			http.Error(w, "no key", http.StatusUnauthorized)
+			return
+		}
+		if fail.Load() {
+			http.Error(w, "boom", http.StatusInternalServerError)
+			return
+		}
+		w.Write([]byte(`{"items":[{"id":"LIST-9","display_name":"Q1 pilot list","related":[{"entity_type":"segment","id":"S1","display_name":"Pilots","role":"audience"}]}]}`))
+	}))
+	t.Cleanup(srv.Close)
+
+	now := time.Unix(1000, 0)
+	src := NewProviderSource(agentplane.ResolverSource{CatalogID: "mailer_lists"},
+		&HTTPProvider{URL: srv.URL, Headers: map[string]string{"X-Key": "k"}}, time.Minute, func() time.Time { return now })
+	ctx := context.Background()
+	ix, stale, err := src.Index(ctx)
+	if err != nil || stale != nil {
+		t.Fatalf("Index: %v %v", stale, err)
+	}
+	if r := ix.Resolve("q1 pilot list", 5); !r.Strict() {
+		t.Fatalf("not strict: %+v", r)
+	}
+	if it, _ := ix.Lookup("LIST-9"); len(it.Related) != 1 || it.Related[0].Header.ID != "S1" {
+		t.Fatalf("related not decoded: %+v", it)
+	}
+	src.Index(ctx)
+	if hits.Load() != 1 {
+		t.Fatalf("fetched %d times within the TTL, want 1", hits.Load())
+	}
+	now = now.Add(2 * time.Minute)
+	fail.Store(true)
+	ix2, stale, err := src.Index(ctx)
+	if err != nil || stale == nil || ix2 != ix {
+		t.Fatalf("after a failed refresh want the stale index and a note; got %v %v", stale, err)
+	}
+	if hits.Load() != 2 || !strings.Contains(stale.Error(), "status 500") {
+		t.Fatalf("hits %d, stale %v", hits.Load(), stale)
+	}
+}
+
+func TestProviderSourceFailures(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/html":
+			w.Write([]byte("<html>oops</html>"))
+		case "/noid":
+			w.Write([]byte(`[{"display_name":"x"}]`))
+		case "/dup":
+			w.Write([]byte(`[{"id":"a"},{"id":"a"}]`))
+		case "/slow":
+			time.Sleep(200 * time.Millisecond)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	tests := []struct {
+		name string
+		p    Provider
+		want string
+	}{
+		{"NotFound", &HTTPProvider{URL: srv.URL + "/nope"}, "status 404"},
+		{"NotJSON", &HTTPProvider{URL: srv.URL + "/html"}, "decode items"},
+		{"MissingID", &HTTPProvider{URL: srv.URL + "/noid"}, "item 0: missing id"},
+		{"DuplicateID", &HTTPProvider{URL: srv.URL + "/dup"}, `duplicate id "a"`},
+		{"Timeout", &HTTPProvider{URL: srv.URL + "/slow", Timeout: 20 * time.Millisecond}, "deadline exceeded"},
+		{"Refused", &HTTPProvider{URL: "http://127.0.0.1:1/x"}, "refused"},
+		{"Panic", ProviderFunc(func(context.Context) ([]agentplane.ResolverItem, error) { panic("bug") }), "provider panicked: bug"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			src := NewProviderSource(agentplane.ResolverSource{ProviderID: "p"}, tt.p, 0, nil)
+			ix, _, err := src.Index(context.Background())
+			if ix != nil || err == nil || !strings.Contains(err.Error(), tt.want) || agentplane.ErrorCode(err) != agentplane.CodeSourceUnavailable {
+				t.Fatalf("Index() = %v, %v; want error containing %q", ix, err, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzDecodeItems(f *testing.F) {
+	f.Add([]byte(`[{"id":"a","display_name":"A"}]`))
+	f.Add([]byte(`{"items":[{"id":"a","related":[{"entity_type":"p","id":"1","role":"r"}]}]}`))
+	f.Add([]byte(`{"items":null}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		items, err := DecodeItems(b)
+		if err != nil {
+			return
+		}
+		for _, it := range items {
+			if it.Header.ID == "" {
+				t.Fatal("decoded an item without id")
+			}
+		}
+		NewIndex(items) // must not panic
+	})
+}

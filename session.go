@@ -1,0 +1,56 @@
+package agentplane
+
+import (
+	"slices"
+	"time"
+)
+
+// Session is the authoritative runtime state of one conversation: its mode,
+// its active work context, and the explicit pending state the router uses on
+// the next turn. Version grows by one with every change and guards
+// optimistic updates.
+type Session struct {
+	ID                  string               `json:"id"`
+	Mode                string               `json:"mode"` // mode key
+	AWC                 ActiveWorkContext    `json:"awc"`
+	PendingPicker       *PendingPicker       `json:"pending_picker,omitempty"`
+	PendingConfirmation *PendingConfirmation `json:"pending_confirmation,omitempty"`
+	Version             int64                `json:"version"`
+}
+
+// PendingPicker is a picker (or, without UI, a question listing candidates)
+// the session is waiting on. Text that resolves strictly inside its source,
+// or the number of one of its options, invokes CommandID.
+type PendingPicker struct {
+	CommandID     string         `json:"command_id"`
+	Source        ResolverSource `json:"source"`
+	PrefilterText string         `json:"prefilter_text,omitempty"`
+	OptionIDs     []string       `json:"option_ids,omitempty"` // the numbered options of a question
+	ExpiresAt     time.Time      `json:"expires_at"`
+}
+
+// PendingConfirmation is a side-effecting invocation waiting for the
+// human's yes or no.
+type PendingConfirmation struct {
+	CommandID   string    `json:"command_id"`
+	ResolvedID  string    `json:"resolved_id"`
+	DisplayName string    `json:"display_name,omitempty"`
+	Question    string    `json:"question"`
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
+// Clone returns a deep copy of the session.
+func (s *Session) Clone() *Session {
+	c := *s
+	c.AWC = s.AWC.Clone()
+	if s.PendingPicker != nil {
+		p := *s.PendingPicker
+		p.OptionIDs = slices.Clone(p.OptionIDs)
+		c.PendingPicker = &p
+	}
+	if s.PendingConfirmation != nil {
+		p := *s.PendingConfirmation
+		c.PendingConfirmation = &p
+	}
+	return &c
+}
