@@ -1,0 +1,119 @@
+package trigger
+
+import "github.com/agentplane/agentplane/resolve"
+
+// Set matches an utterance against many patterns at once. Phrasings are
+// indexed by their first word, so a turn only looks at the phrasings that
+// can match it. Build it once; Match is safe for concurrent use.
+type Set struct {
+	patterns  []*Pattern
+	owners    []int
+	byFirst   map[string][]ref
+	slotFirst []ref // phrasings that start with the slot
+}
+
+type ref struct{ pat, ph int32 }
+
+func (r ref) less(o ref) bool { return r.pat < o.pat || r.pat == o.pat && r.ph < o.ph }
+
+// Hit is a pattern that matched.
+type Hit struct {
+	Owner      int      // the owner given to Add, e.g. a command's index
+	Pattern    *Pattern // the pattern
+	Start, End int      // the slot's words are words[Start:End]; both 0 without a slot
+}
+
+// NewSet returns an empty set.
+func NewSet() *Set { return &Set{byFirst: make(map[string][]ref)} }
+
+// Add adds a pattern on behalf of owner. Hits come out in the order
+// patterns were added.
+func (s *Set) Add(owner int, p *Pattern) {
+	pi := int32(len(s.patterns))
+	s.patterns = append(s.patterns, p)
+	s.owners = append(s.owners, owner)
+	for i := range p.Phrasings {
+		ph := &p.Phrasings[i]
+		r := ref{pi, int32(i)}
+		if len(ph.Prefix) == 0 {
+			s.slotFirst = append(s.slotFirst, r)
+		} else {
+			s.byFirst[ph.Prefix[0]] = append(s.byFirst[ph.Prefix[0]], r)
+		}
+	}
+}
+
+// Len returns the number of patterns.
+func (s *Set) Len() int { return len(s.patterns) }
+
+// Match appends to dst one hit for each pattern that matches the words
+// (normalized, whole utterance), in the order the patterns were added,
+// using each pattern's first matching phrasing.
+func (s *Set) Match(words []string, dst []Hit) []Hit {
+	if len(words) == 0 {
+		return dst
+	}
+	a, b := s.byFirst[words[0]], s.slotFirst
+	last := int32(-1)
+	for len(a) > 0 || len(b) > 0 {
+		var r ref
+		if len(b) == 0 || len(a) > 0 && a[0].less(b[0]) {
+			r, a = a[0], a[1:]
+		} else {
+			r, b = b[0], b[1:]
+		}
+		if r.pat == last {
+			continue // this pattern already matched with a preferred phrasing
+		}
+		if start, end, ok := s.patterns[r.pat].Phrasings[r.ph].Match(words); ok {
+			last = r.pat
+			dst = append(dst, Hit{Owner: s.owners[r.pat], Pattern: s.patterns[r.pat], Start: start, End: end})
+		}
+	}
+	return dst
+}
+
+// DefaultFillers are the politeness words that may surround a trigger.
+var DefaultFillers = []string{
+	"please", "pls", "plz", "kindly", "now", "right now", "thanks", "thank you", "ok", "okay",
+	"hey", "hi", "hello", "can you", "could you", "would you", "will you", "for me",
+}
+
+// Fillers strips politeness phrases from the start and end of an utterance.
+type Fillers struct {
+	phrases [][]string
+}
+
+// NewFillers normalizes the phrases. Longer phrases are tried first.
+func NewFillers(phrases []string) Fillers {
+	var f Fillers
+	for _, p := range phrases {
+		if w := resolve.Fields(nil, resolve.Normalize(p)); len(w) > 0 {
+			f.phrases = append(f.phrases, w)
+		}
+	}
+	// longest first, stable
+	for i := 1; i < len(f.phrases); i++ {
+		for j := i; j > 0 && len(f.phrases[j]) > len(f.phrases[j-1]); j-- {
+			f.phrases[j], f.phrases[j-1] = f.phrases[j-1], f.phrases[j]
+		}
+	}
+	return f
+}
+
+// Strip returns words without leading and trailing filler phrases. It
+// returns a subslice of words.
+func (f Fillers) Strip(words []string) []string {
+	for changed := true; changed && len(words) > 0; {
+		changed = false
+		for _, p := range f.phrases {
+			if len(p) < len(words) && equalWords(words[:len(p)], p) {
+				words, changed = words[len(p):], true
+			}
+			if len(p) < len(words) && equalWords(words[len(words)-len(p):], p) {
+				words, changed = words[:len(words)-len(p)], true
+			}
+		}
+	}
+	return words
+}

@@ -1,0 +1,138 @@
+package trigger
+
+import (
+	"strings"
+	"testing"
+)
+
+func words(s string) []string { return strings.Fields(s) }
+
+func TestParseAndMatch(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		pattern string
+		input   string
+		ok      bool
+		slot    string
+	}{
+		{"Simple", "switch to {item} mode", "switch to ddr mode", true, "ddr"},
+		{"Alternative", "(switch|change|go) to {item} mode", "go to ddr mode", true, "ddr"},
+		{"OptionalPresentPreferred", "switch to [the] {item} mode", "switch to the ddr mode", true, "ddr"},
+		{"OptionalAbsent", "switch to [the] {item} mode", "switch to ddr mode", true, "ddr"},
+		{"MultiWordSlot", "switch to {item} mode", "switch to sales ops mode", true, "sales ops"},
+		{"SlotAtEnd", "change [the] mode to {item}", "change the mode to ddr", true, "ddr"},
+		{"NoSlot", "[i want to] work on [the] email templates", "work on email templates", true, ""},
+		{"NoSlotFull", "[i want to] work on [the] email templates", "i want to work on the email templates", true, ""},
+		{"MultiWordAlternative", "(go over|move) to {item}", "go over to ddr", true, "ddr"},
+		{"NormalizedLiteral", "Don't-Panic {item}", "dont panic now", true, "now"},
+		{"NotWhole", "switch to {item} mode", "dont switch to ddr mode", false, ""},
+		{"TrailingWords", "switch to {item} mode", "switch to ddr mode yesterday", false, ""},
+		{"EmptySlot", "switch to {item} mode", "switch to mode", false, ""},
+		{"Question", "switch to {item} mode", "should i switch to ddr mode", false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := Parse(tt.pattern)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := words(tt.input)
+			_, s, e, ok := p.Match(w)
+			if ok != tt.ok || strings.Join(w[s:e], " ") != tt.slot {
+				t.Fatalf("Match(%q) = %v %q; want %v %q", tt.input, ok, strings.Join(w[s:e], " "), tt.ok, tt.slot)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, pattern, want string }{
+		{"Empty", "", "empty utterance"},
+		{"OnlyOptional", "[please]", "empty utterance"},
+		{"OnlySlot", "{item}", "only a slot"},
+		{"OptionalThenSlot", "[go to] {item}", "only a slot"},
+		{"Unclosed", "(switch|change to x", "unclosed"},
+		{"UnclosedOptional", "switch [to x", "unclosed"},
+		{"EmptyAlt", "(a||b) {item}", "empty alternative"},
+		{"TwoSlots", "{a} and {b}", "second slot"},
+		{"SlotInGroup", "(go to {item}|x)", "inside a group"},
+		{"BadSlotName", "go to {it em}", "slot name"},
+		{"StrayClose", "go to ) {item}", "unexpected ')'"},
+		{"StrayBrace", "go to } x", "unexpected '}'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse(tt.pattern)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse(%q) error = %v, want %q", tt.pattern, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseTooManyPhrasings(t *testing.T) {
+	t.Parallel()
+	_, err := Parse(strings.Repeat("[a] ", 11) + "b")
+	if err == nil || !strings.Contains(err.Error(), "more than 1024") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSetOrderAndFillers(t *testing.T) {
+	t.Parallel()
+	s := NewSet()
+	for i, p := range []string{"open {item}", "open the {item}", "{item} please open"} {
+		s.Add(i*10, MustParse(t, p))
+	}
+	hits := s.Match(words("open the book"), nil)
+	if len(hits) != 2 || hits[0].Owner != 0 || hits[1].Owner != 10 {
+		t.Fatalf("hits = %+v", hits)
+	}
+	if hits[0].Start != 1 || hits[1].Start != 2 {
+		t.Fatalf("slot spans = %+v", hits)
+	}
+	f := NewFillers(DefaultFillers)
+	got := strings.Join(f.Strip(words("can you please open the book now thanks")), " ")
+	if got != "open the book" {
+		t.Fatalf("Strip = %q", got)
+	}
+	if got := f.Strip(words("please")); len(got) != 1 {
+		t.Fatalf("Strip must leave a lone filler alone, got %q", got)
+	}
+}
+
+func MustParse(tb testing.TB, s string) *Pattern {
+	tb.Helper()
+	p, err := Parse(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// FuzzParse checks that Parse never panics, and that every phrasing of a
+// parsed pattern matches an utterance built from it.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"(switch|change|go|move) [over] to [the] {item} mode", "[i want to] work on [the] email templates", "{x}", "((a|b)|[c d]) {i} e", "[[a]] b", "a (b|[c]) {s}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := Parse(s)
+		if err != nil {
+			return
+		}
+		for _, ph := range p.Phrasings {
+			w := append(append([]string(nil), ph.Prefix...), ph.Suffix...)
+			if ph.Slot {
+				w = append(append(append([]string(nil), ph.Prefix...), "zzslot"), ph.Suffix...)
+			}
+			if _, _, _, ok := p.Match(w); !ok {
+				t.Fatalf("pattern %q does not match its own phrasing %q", s, w)
+			}
+		}
+	})
+}
