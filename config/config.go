@@ -1,0 +1,208 @@
+// Package config loads and validates agentplane configuration files.
+//
+// A configuration is one YAML file: modes, toolboxes, catalogs, commands,
+// tools and router settings. Parse reports every problem it finds, each with
+// its path and line, and returns a configuration only when there is none:
+//
+//	cfg, err := config.Load("agentplane.yaml", nil)
+//	var probs config.Problems
+//	if errors.As(err, &probs) {
+//		for _, p := range probs {
+//			fmt.Println(p) // agentplane.yaml:40: commands[2].resolver.catalog: unknown catalog "emial_templates"
+//		}
+//	}
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/agentplane/agentplane"
+)
+
+// Config is a validated configuration, in domain types. Slices keep the
+// order of the file; that order breaks ties in routing.
+type Config struct {
+	Modes     []agentplane.Mode
+	Toolboxes []agentplane.Toolbox
+	Catalogs  []agentplane.Catalog // without the built-in modes catalog
+	Commands  []agentplane.CommandDefinition
+	Tools     []Tool
+	Router    Router
+}
+
+// Tool is a tool declared in configuration (built-in tools need none).
+type Tool struct {
+	Name                 string
+	Description          string
+	Impact               string // read | internal | external
+	Risk                 string // low | medium | high
+	RequiresConfirmation bool
+	HTTP                 *agentplane.HTTPProviderSpec // POST target; nil for other transports
+}
+
+// Router holds the router settings.
+type Router struct {
+	Fillers         []string      // politeness phrases that may surround a trigger
+	PickerTTL       time.Duration // how long a pending picker waits
+	ConfirmationTTL time.Duration // how long a pending confirmation waits
+	MaxOptions      int           // most candidates a question lists
+}
+
+// Router defaults.
+const (
+	DefaultPickerTTL       = 10 * time.Minute
+	DefaultConfirmationTTL = 5 * time.Minute
+	DefaultMaxOptions      = 5
+)
+
+// BuiltinTools are the tools every configuration may name without
+// declaring them.
+var BuiltinTools = []string{"agent_set_mode", "agent_set_active_entity", "agent_clear_active_entity"}
+
+// Options tell the validator what exists outside the file.
+type Options struct {
+	// Providers are the names of the code-backed resolver providers the
+	// program registers; commands and toolboxes may name only these.
+	Providers []string
+	// Tools are names of tools registered in code besides BuiltinTools.
+	Tools []string
+}
+
+// Problem is one thing wrong with a configuration.
+type Problem struct {
+	File string // file name, "" when parsed from bytes without one
+	Line int    // 1-based line, 0 when unknown
+	Path string // e.g. commands[2].resolver.catalog
+	Msg  string
+}
+
+// String returns "file:line: path: message".
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.File != "" {
+		b.WriteString(p.File)
+		b.WriteString(":")
+	}
+	if p.Line > 0 {
+		fmt.Fprintf(&b, "%d:", p.Line)
+	}
+	if b.Len() > 0 {
+		b.WriteString(" ")
+	}
+	if p.Path != "" {
+		b.WriteString(p.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Msg)
+	return b.String()
+}
+
+// Problems is the error Parse returns: every problem found, in file order.
+type Problems []Problem
+
+// Error lists the problems, one per line.
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Load reads and parses the file at path.
+func Load(path string, opts *Options) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	return Parse(data, path, opts)
+}
+
+// Parse parses and validates a configuration. name is used in problem
+// reports. The error, when not nil, is Problems.
+func Parse(data []byte, name string, opts *Options) (*Config, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	var probs Problems
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		probs = append(probs, Problem{File: name, Line: yamlErrorLine(err), Msg: "invalid YAML: " + cleanYAMLError(err)})
+		return nil, probs
+	}
+	var f file
+	d := &decoder{probs: &probs, lines: map[string]int{}}
+	d.decode(&root, reflect.ValueOf(&f).Elem(), "")
+	v := &validator{f: &f, opts: opts, lines: d.lines, probs: &probs}
+	cfg := v.validate()
+	for i := range probs {
+		probs[i].File = name
+		if probs[i].Line == 0 {
+			probs[i].Line = v.lineOf(probs[i].Path)
+		}
+	}
+	if len(probs) > 0 {
+		sortProblems(probs)
+		return nil, probs
+	}
+	return cfg, nil
+}
+
+func sortProblems(ps Problems) {
+	// stable insertion sort by line: files are small
+	for i := 1; i < len(ps); i++ {
+		for j := i; j > 0 && ps[j].Line < ps[j-1].Line; j-- {
+			ps[j], ps[j-1] = ps[j-1], ps[j]
+		}
+	}
+}
+
+func yamlErrorLine(err error) int {
+	var line int
+	if _, scanErr := fmt.Sscanf(cleanYAMLError(err), "line %d:", &line); scanErr == nil {
+		return line
+	}
+	return 0
+}
+
+// Mode returns the mode with the key.
+func (c *Config) Mode(key string) (*agentplane.Mode, bool) {
+	for i := range c.Modes {
+		if c.Modes[i].Key == key {
+			return &c.Modes[i], true
+		}
+	}
+	return nil, false
+}
+
+// DefaultMode returns the default mode.
+func (c *Config) DefaultMode() *agentplane.Mode {
+	for i := range c.Modes {
+		if c.Modes[i].Default {
+			return &c.Modes[i]
+		}
+	}
+	return &c.Modes[0] // unreachable for a validated configuration
+}
+
+// ModesCatalog returns the built-in catalog of modes: one item per mode,
+// with the mode key as id.
+func (c *Config) ModesCatalog() agentplane.Catalog {
+	cat := agentplane.Catalog{ID: agentplane.ModesCatalog, DisplayName: "Modes", EntityType: "mode"}
+	for _, m := range c.Modes {
+		cat.Items = append(cat.Items, agentplane.ResolverItem{
+			Header:      agentplane.EntityHeader{ID: m.Key, DisplayName: m.DisplayName},
+			Description: m.Description,
+			Aliases:     m.Aliases,
+		})
+	}
+	return cat
+}

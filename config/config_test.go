@@ -1,0 +1,141 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/agentplane/agentplane"
+)
+
+func TestParseReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("testdata/bad.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Parse(data, "bad.yaml", nil)
+	var probs Problems
+	if !errors.As(err, &probs) {
+		t.Fatalf("err = %v, want Problems", err)
+	}
+	got := err.Error()
+	want := []string{
+		`bad.yaml:5: modes[0].toolboxes[1]: unknown toolbox "nope"`,
+		`bad.yaml:6: modes[1].key: "Sales Mode": use lowercase letters`,
+		`bad.yaml:7: modes[1].id: "not-a-guid" is not a GUID without hyphens`,
+		`bad.yaml:8: modes[1].default: a second default mode`,
+		`bad.yaml:13: toolboxes[0].commands[3]: unknown command "ghost"`,
+		`bad.yaml:14: toolboxes[0].tools[0]: unknown tool "unknown_tool"`,
+		`bad.yaml:18: catalogs[0].items[0].related[0].role: missing`,
+		`bad.yaml:19: catalogs[0].items[1].id: duplicate item id "TPL-1"`,
+		`bad.yaml:19: catalogs[0].items[1].display_name: missing`,
+		`bad.yaml:21: catalogs[1].provider.http.url: "ftp://x" is not an http:// or https:// URL`,
+		`bad.yaml:22: catalogs[1].ttl_seconds: must not be negative`,
+		`bad.yaml:29: commands[0].triggers[1]: trigger "switch to (a|b mode", column 11: unclosed '('`,
+		`bad.yaml:30: commands[0].colour: unknown field "colour"`,
+		`bad.yaml:34: commands[1].on_select: "set_mode" does not resolve against catalog "email_templates"`,
+		`bad.yaml:35: commands[1].triggers[0]: a launcher's trigger has no {slot}`,
+		`bad.yaml:37: commands[2].tool: unknown tool "send_email"`,
+		`bad.yaml:39: commands[2].resolver.catalog: unknown catalog "emial_templates"`,
+		`bad.yaml:40: commands[2].requires_confirmation: expected true or false, found "yes please"`,
+		`bad.yaml:41: commands[2].triggers[0]: no {item} slot`,
+		`bad.yaml:43: tools[0].name: "bad name!": must match`,
+		`tools[0].description: missing`,
+		`bad.yaml:44: tools[0].impact: "sometimes": must be read, internal or external`,
+		`bad.yaml:47: router.max_options: must be between 1 and 20`,
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing problem %q", w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("got:\n%s", got)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, yaml, want string }{
+		{"NotYAML", "version: [1", "invalid YAML"},
+		{"Empty", "", "invalid YAML"},
+		{"NoVersion", "modes: [{key: a, default: true}]", "version: missing"},
+		{"FutureVersion", "version: 2\nmodes: [{key: a, default: true}]", "unsupported version 2"},
+		{"NoModes", "version: 1", "no modes"},
+		{"NoDefault", "version: 1\nmodes: [{key: a}]", "no default mode"},
+		{"ModesIsMap", "version: 1\nmodes: {key: a}", "modes: expected a list"},
+		{"DuplicateKey", "version: 1\nversion: 1\nmodes: [{key: a, default: true}]", `duplicate key "version"`},
+		{"Suggestion", "version: 1\nmodes: [{key: a, defualt: true}]", `did you mean "default"`},
+		{"ReservedCatalog", "version: 1\nmodes: [{key: a, default: true}]\ncatalogs: [{id: modes, items: []}]", "built-in catalog of modes"},
+		{"AliasClash", "version: 1\nmodes: [{key: a, default: true, aliases: [b]}, {key: b}]", `already names mode "a"`},
+		{"InactiveCatalog", `version: 1
+modes: [{key: a, default: true, toolboxes: [t]}]
+toolboxes: [{id: t, commands: [c]}]
+catalogs: [{id: k, items: [{id: x, display_name: X}]}]
+commands: [{id: c, tool: agent_set_active_entity, parameter: p, resolver: {catalog: k}, sets_active_context: true, active_entity_type: e}]`,
+			`catalog "k" is not enabled in mode "a"`},
+		{"RoleGatedCatalog", `version: 1
+modes: [{key: a, default: true, toolboxes: [t, admin]}]
+toolboxes: [{id: t, commands: [c]}, {id: admin, catalogs: [k], required_roles: [admin]}]
+catalogs: [{id: k, entity_type: e, items: [{id: x, display_name: X}]}]
+commands: [{id: c, tool: agent_set_active_entity, parameter: p, resolver: {catalog: k}, sets_active_context: true}]`,
+			`catalog "k" is not enabled in mode "a"`},
+		{"EntityTypeMismatch", `version: 1
+modes: [{key: a, default: true}]
+catalogs: [{id: k, entity_type: e, items: []}]
+commands: [{id: c, tool: agent_set_active_entity, parameter: p, resolver: {catalog: k}, sets_active_context: true, active_entity_type: f}]`,
+			`catalog "k" holds "e" entities`},
+		{"SlashAliasClash", `version: 1
+modes: [{key: a, default: true}]
+commands:
+  - {id: c, tool: agent_set_mode, parameter: p, resolver: {catalog: modes}, aliases: [d]}
+  - {id: d, tool: agent_set_mode, parameter: p, resolver: {catalog: modes}}`,
+			`/d already names command "d"`},
+		{"UnknownProvider", `version: 1
+modes: [{key: a, default: true}]
+commands: [{id: c, tool: agent_set_mode, parameter: p, resolver: {provider: crm}}]`,
+			`unknown provider "crm"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := Parse([]byte(tt.yaml), "x.yaml", nil)
+			if cfg != nil || err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse = %v, %v; want error containing %q", cfg, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse([]byte(`version: 1
+modes: [{key: general, default: true, toolboxes: [t]}]
+toolboxes: [{id: t, catalogs: [modes], commands: [m], providers: [crm]}]
+commands: [{id: m, tool: agent_set_mode, parameter: mode, resolver: {catalog: modes}, sets_session_mode: true}]`), "x.yaml", &Options{Providers: []string{"crm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cfg.Modes[0]
+	if m.ID != agentplane.ModeID("general") || !agentplane.IsModeID(m.ID) {
+		t.Fatalf("derived id %q", m.ID)
+	}
+	if m.DisplayName != "general" || cfg.Commands[0].Kind != "executable" || cfg.Router.MaxOptions != DefaultMaxOptions {
+		t.Fatalf("defaults not filled: %+v %+v", m, cfg.Commands[0])
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	data, _ := os.ReadFile("testdata/bad.yaml")
+	f.Add(data)
+	f.Add([]byte("version: 1\nmodes: [{key: a, default: true}]"))
+	f.Add([]byte("a: &x [*x]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cfg, err := Parse(b, "f.yaml", nil)
+		if (cfg == nil) == (err == nil) {
+			t.Fatalf("Parse returned cfg=%v err=%v", cfg, err)
+		}
+	})
+}

@@ -1,0 +1,103 @@
+package config
+
+import "github.com/agentplane/agentplane/resolve"
+
+// The YAML form of a configuration file. Field names are normative: see the
+// README's configuration reference.
+
+type file struct {
+	Version   int           `yaml:"version"`
+	Modes     []modeFile    `yaml:"modes"`
+	Toolboxes []toolboxFile `yaml:"toolboxes"`
+	Catalogs  []catalogFile `yaml:"catalogs"`
+	Commands  []commandFile `yaml:"commands"`
+	Tools     []toolFile    `yaml:"tools"`
+	Router    routerFile    `yaml:"router"`
+}
+
+type modeFile struct {
+	Key                 string   `yaml:"key"`
+	ID                  string   `yaml:"id"`
+	DisplayName         string   `yaml:"display_name"`
+	Description         string   `yaml:"description"`
+	SystemPromptSummary string   `yaml:"system_prompt_summary"`
+	Default             bool     `yaml:"default"`
+	Aliases             []string `yaml:"aliases"`
+	HumanRoleHints      []string `yaml:"human_role_hints"`
+	ExampleUtterances   []string `yaml:"example_utterances"`
+	Toolboxes           []string `yaml:"toolboxes"`
+}
+
+type toolboxFile struct {
+	ID            string   `yaml:"id"`
+	DisplayName   string   `yaml:"display_name"`
+	Catalogs      []string `yaml:"catalogs"`
+	Providers     []string `yaml:"providers"`
+	Commands      []string `yaml:"commands"`
+	Tools         []string `yaml:"tools"`
+	RequiredRoles []string `yaml:"required_roles"`
+}
+
+type catalogFile struct {
+	ID          string             `yaml:"id"`
+	DisplayName string             `yaml:"display_name"`
+	EntityType  string             `yaml:"entity_type"`
+	Items       []resolve.WireItem `yaml:"items"`
+	Provider    *providerFile      `yaml:"provider"`
+	TTLSeconds  int                `yaml:"ttl_seconds"`
+}
+
+type providerFile struct {
+	HTTP *httpFile `yaml:"http"`
+}
+
+type httpFile struct {
+	URL       string            `yaml:"url"`
+	Headers   map[string]string `yaml:"headers"`
+	TimeoutMS int               `yaml:"timeout_ms"`
+}
+
+type resolverFile struct {
+	Catalog  string `yaml:"catalog"`
+	Provider string `yaml:"provider"`
+}
+
+type commandFile struct {
+	ID                   string        `yaml:"id"`
+	DisplayName          string        `yaml:"display_name"`
+	Description          string        `yaml:"description"`
+	Kind                 string        `yaml:"kind"`
+	Tool                 string        `yaml:"tool"`
+	Parameter            string        `yaml:"parameter"`
+	Resolver             *resolverFile `yaml:"resolver"`
+	PickerType           string        `yaml:"picker_type"`
+	TargetCatalog        string        `yaml:"target_catalog"`
+	TargetMode           string        `yaml:"target_mode"`
+	OnSelect             string        `yaml:"on_select"`
+	SetsSessionMode      bool          `yaml:"sets_session_mode"`
+	SetsActiveContext    bool          `yaml:"sets_active_context"`
+	ClearsActiveContext  bool          `yaml:"clears_active_context"`
+	ActiveEntityType     string        `yaml:"active_entity_type"`
+	Domain               string        `yaml:"domain"`
+	RequiresConfirmation bool          `yaml:"requires_confirmation"`
+	ProducesSideEffects  bool          `yaml:"produces_side_effects"`
+	Aliases              []string      `yaml:"aliases"`
+	Triggers             []string      `yaml:"triggers"`
+	Examples             []string      `yaml:"examples"`
+}
+
+type toolFile struct {
+	Name                 string    `yaml:"name"`
+	Description          string    `yaml:"description"`
+	Impact               string    `yaml:"impact"`
+	Risk                 string    `yaml:"risk"`
+	RequiresConfirmation bool      `yaml:"requires_confirmation"`
+	HTTP                 *httpFile `yaml:"http"`
+}
+
+type routerFile struct {
+	Fillers                *[]string `yaml:"fillers"`
+	PickerTTLSeconds       int       `yaml:"picker_ttl_seconds"`
+	ConfirmationTTLSeconds int       `yaml:"confirmation_ttl_seconds"`
+	MaxOptions             int       `yaml:"max_options"`
+}

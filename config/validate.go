@@ -1,0 +1,615 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/resolve"
+	"github.com/agentplane/agentplane/trigger"
+)
+
+var (
+	keyPattern      = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	toolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+)
+
+type validator struct {
+	f     *file
+	opts  *Options
+	lines map[string]int
+	probs *Problems
+
+	catalogs  map[string]int // id -> index in f.Catalogs; "modes" -> -1
+	commands  map[string]int
+	toolboxes map[string]int
+	modes     map[string]int
+	tools     map[string]bool
+}
+
+func (v *validator) add(path, format string, args ...any) {
+	*v.probs = append(*v.probs, Problem{Path: path, Line: v.lineOf(path), Msg: fmt.Sprintf(format, args...)})
+}
+
+// lineOf returns the line of path or of its nearest ancestor that was seen.
+func (v *validator) lineOf(path string) int {
+	for path != "" {
+		if l, ok := v.lines[path]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+func (v *validator) validate() *Config {
+	f := v.f
+	cfg := &Config{}
+	if f.Version != 1 {
+		if f.Version == 0 {
+			v.add("version", "missing: set version: 1")
+		} else {
+			v.add("version", "unsupported version %d: this agentplane reads version 1", f.Version)
+		}
+	}
+	v.index()
+	cfg.Modes = v.checkModes()
+	cfg.Toolboxes = v.checkToolboxes()
+	cfg.Catalogs = v.checkCatalogs()
+	cfg.Tools = v.checkTools()
+	cfg.Commands = v.checkCommands()
+	cfg.Router = v.checkRouter()
+	v.checkActivation(cfg)
+	return cfg
+}
+
+// index records the ids of everything that can be referenced, reporting
+// missing and duplicate ids.
+func (v *validator) index() {
+	f := v.f
+	v.modes = map[string]int{}
+	for i, m := range f.Modes {
+		p := fmt.Sprintf("modes[%d].key", i)
+		switch {
+		case m.Key == "":
+			v.add(p, "missing")
+		case !keyPattern.MatchString(m.Key):
+			v.add(p, "%q: use lowercase letters, digits, '_' and '-', starting with a letter or digit", m.Key)
+		default:
+			if j, dup := v.modes[m.Key]; dup {
+				v.add(p, "duplicate mode %q (also modes[%d])", m.Key, j)
+			} else {
+				v.modes[m.Key] = i
+			}
+		}
+	}
+	v.toolboxes = map[string]int{}
+	for i, t := range f.Toolboxes {
+		p := fmt.Sprintf("toolboxes[%d].id", i)
+		if t.ID == "" {
+			v.add(p, "missing")
+		} else if j, dup := v.toolboxes[t.ID]; dup {
+			v.add(p, "duplicate toolbox %q (also toolboxes[%d])", t.ID, j)
+		} else {
+			v.toolboxes[t.ID] = i
+		}
+	}
+	v.catalogs = map[string]int{agentplane.ModesCatalog: -1}
+	for i, c := range f.Catalogs {
+		p := fmt.Sprintf("catalogs[%d].id", i)
+		switch {
+		case c.ID == "":
+			v.add(p, "missing")
+		case c.ID == agentplane.ModesCatalog:
+			v.add(p, "%q is the built-in catalog of modes; choose another id", c.ID)
+		default:
+			if j, dup := v.catalogs[c.ID]; dup {
+				v.add(p, "duplicate catalog %q (also catalogs[%d])", c.ID, j)
+			} else {
+				v.catalogs[c.ID] = i
+			}
+		}
+	}
+	v.commands = map[string]int{}
+	for i, c := range f.Commands {
+		p := fmt.Sprintf("commands[%d].id", i)
+		switch {
+		case c.ID == "":
+			v.add(p, "missing")
+		case !keyPattern.MatchString(c.ID):
+			v.add(p, "%q: use lowercase letters, digits, '_' and '-' (it is typed as /%s)", c.ID, c.ID)
+		default:
+			if j, dup := v.commands[c.ID]; dup {
+				v.add(p, "duplicate command %q (also commands[%d])", c.ID, j)
+			} else {
+				v.commands[c.ID] = i
+			}
+		}
+	}
+	v.tools = map[string]bool{}
+	for _, t := range BuiltinTools {
+		v.tools[t] = true
+	}
+	for _, t := range v.opts.Tools {
+		v.tools[t] = true
+	}
+	for i, t := range f.Tools {
+		p := fmt.Sprintf("tools[%d].name", i)
+		switch {
+		case t.Name == "":
+			v.add(p, "missing")
+		case !toolNamePattern.MatchString(t.Name):
+			v.add(p, "%q: must match ^[a-zA-Z0-9_-]{1,64}$", t.Name)
+		case v.tools[t.Name]:
+			v.add(p, "duplicate tool %q (built-in or declared twice)", t.Name)
+		default:
+			v.tools[t.Name] = true
+		}
+	}
+}
+
+func (v *validator) refs(path string, ids []string, known func(string) bool, what string) {
+	for i, id := range ids {
+		if !known(id) {
+			v.add(fmt.Sprintf("%s[%d]", path, i), "unknown %s %q", what, id)
+		}
+	}
+	for i, id := range ids {
+		if slices.Index(ids, id) != i {
+			v.add(fmt.Sprintf("%s[%d]", path, i), "%s %q listed twice", what, id)
+		}
+	}
+}
+
+func nonEmpty(v *validator, path string, list []string) {
+	for i, s := range list {
+		if strings.TrimSpace(s) == "" {
+			v.add(fmt.Sprintf("%s[%d]", path, i), "empty")
+		}
+	}
+}
+
+func (v *validator) checkModes() []agentplane.Mode {
+	f := v.f
+	if len(f.Modes) == 0 {
+		v.add("modes", "no modes: define at least one, with default: true")
+	}
+	var out []agentplane.Mode
+	defaults := 0
+	ids := map[string]int{}
+	names := map[string]string{} // normalized key/alias -> mode key
+	for i, m := range f.Modes {
+		p := fmt.Sprintf("modes[%d]", i)
+		id := strings.ToLower(m.ID)
+		if m.ID == "" {
+			id = agentplane.ModeID(m.Key)
+		} else if !agentplane.IsModeID(id) {
+			v.add(p+".id", "%q is not a GUID without hyphens (32 hexadecimal characters); leave it out to derive one from the key", m.ID)
+		}
+		if j, dup := ids[id]; dup && m.Key != "" {
+			v.add(p+".id", "id %s is also the id of modes[%d]", id, j)
+		}
+		ids[id] = i
+		if m.Default {
+			defaults++
+			if defaults > 1 {
+				v.add(p+".default", "a second default mode: exactly one mode is the default")
+			}
+		}
+		for j, a := range append([]string{m.Key}, m.Aliases...) {
+			n := resolve.Normalize(a)
+			if n == "" {
+				v.add(fmt.Sprintf("%s.aliases[%d]", p, j-1), "empty")
+				continue
+			}
+			if other, dup := names[n]; dup && other != m.Key {
+				v.add(fmt.Sprintf("%s.aliases[%d]", p, j-1), "%q already names mode %q", a, other)
+			}
+			names[n] = m.Key
+		}
+		v.refs(p+".toolboxes", m.Toolboxes, func(s string) bool { _, ok := v.toolboxes[s]; return ok }, "toolbox")
+		nonEmpty(v, p+".example_utterances", m.ExampleUtterances)
+		display := m.DisplayName
+		if display == "" {
+			display = m.Key
+		}
+		out = append(out, agentplane.Mode{
+			Key: m.Key, ID: id, DisplayName: display, Description: m.Description,
+			SystemPromptSummary: m.SystemPromptSummary, Default: m.Default,
+			Aliases: m.Aliases, HumanRoleHints: m.HumanRoleHints, ExampleUtterances: m.ExampleUtterances,
+			Toolboxes: m.Toolboxes,
+		})
+	}
+	if len(f.Modes) > 0 && defaults == 0 {
+		v.add("modes", "no default mode: set default: true on exactly one mode")
+	}
+	return out
+}
+
+func (v *validator) checkToolboxes() []agentplane.Toolbox {
+	var out []agentplane.Toolbox
+	for i, t := range v.f.Toolboxes {
+		p := fmt.Sprintf("toolboxes[%d]", i)
+		v.refs(p+".catalogs", t.Catalogs, func(s string) bool { _, ok := v.catalogs[s]; return ok }, "catalog")
+		v.refs(p+".providers", t.Providers, func(s string) bool { return slices.Contains(v.opts.Providers, s) }, "provider")
+		v.refs(p+".commands", t.Commands, func(s string) bool { _, ok := v.commands[s]; return ok }, "command")
+		v.refs(p+".tools", t.Tools, func(s string) bool { return v.tools[s] }, "tool")
+		nonEmpty(v, p+".required_roles", t.RequiredRoles)
+		out = append(out, agentplane.Toolbox{
+			ID: t.ID, DisplayName: t.DisplayName, Catalogs: t.Catalogs, Providers: t.Providers,
+			Commands: t.Commands, Tools: t.Tools, RequiredRoles: t.RequiredRoles,
+		})
+	}
+	return out
+}
+
+func (v *validator) checkHTTP(path string, h *httpFile) *agentplane.HTTPProviderSpec {
+	u, err := url.Parse(h.URL)
+	switch {
+	case h.URL == "":
+		v.add(path+".url", "missing")
+	case err != nil:
+		v.add(path+".url", "%v", err)
+	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+		v.add(path+".url", "%q is not an http:// or https:// URL", h.URL)
+	}
+	if h.TimeoutMS < 0 {
+		v.add(path+".timeout_ms", "must not be negative")
+	}
+	return &agentplane.HTTPProviderSpec{URL: h.URL, Headers: h.Headers, Timeout: time.Duration(h.TimeoutMS) * time.Millisecond}
+}
+
+func (v *validator) checkCatalogs() []agentplane.Catalog {
+	var out []agentplane.Catalog
+	for i, c := range v.f.Catalogs {
+		p := fmt.Sprintf("catalogs[%d]", i)
+		cat := agentplane.Catalog{ID: c.ID, DisplayName: c.DisplayName, EntityType: c.EntityType, TTL: time.Duration(c.TTLSeconds) * time.Second}
+		if cat.DisplayName == "" {
+			cat.DisplayName = c.ID
+		}
+		switch {
+		case c.Provider != nil && c.Items != nil:
+			v.add(p, "has both items and a provider: choose one")
+		case c.Provider == nil && c.Items == nil:
+			v.add(p, "has neither items nor a provider")
+		}
+		if c.Provider != nil {
+			if c.Provider.HTTP == nil {
+				v.add(p+".provider", "missing http: a catalog provider is {http: {url: ...}}")
+			} else {
+				cat.Provider = &agentplane.ProviderSpec{HTTP: v.checkHTTP(p+".provider.http", c.Provider.HTTP)}
+			}
+		} else if c.TTLSeconds != 0 {
+			v.add(p+".ttl_seconds", "only a catalog with a provider has a TTL")
+		}
+		if c.TTLSeconds < 0 {
+			v.add(p+".ttl_seconds", "must not be negative")
+		}
+		seen := map[string]int{}
+		for j, it := range c.Items {
+			ip := fmt.Sprintf("%s.items[%d]", p, j)
+			if it.ID == "" {
+				v.add(ip+".id", "missing")
+			} else if k, dup := seen[it.ID]; dup {
+				v.add(ip+".id", "duplicate item id %q (also items[%d])", it.ID, k)
+			}
+			seen[it.ID] = j
+			if strings.TrimSpace(it.DisplayName) == "" {
+				v.add(ip+".display_name", "missing")
+			}
+			for k, r := range it.Related {
+				rp := fmt.Sprintf("%s.related[%d]", ip, k)
+				for _, miss := range []struct{ key, val string }{{"entity_type", r.EntityType}, {"id", r.ID}, {"role", r.Role}} {
+					if miss.val == "" {
+						v.add(rp+"."+miss.key, "missing: every related entity needs entity_type, id and role")
+					}
+				}
+			}
+			cat.Items = append(cat.Items, it.Item())
+		}
+		out = append(out, cat)
+	}
+	return out
+}
+
+func (v *validator) checkTools() []Tool {
+	var out []Tool
+	for i, t := range v.f.Tools {
+		p := fmt.Sprintf("tools[%d]", i)
+		if strings.TrimSpace(t.Description) == "" {
+			v.add(p+".description", "missing: say what the tool does, for the LLM and for people")
+		}
+		if !slices.Contains([]string{"read", "internal", "external"}, t.Impact) {
+			v.add(p+".impact", "%q: must be read, internal or external", t.Impact)
+		}
+		risk := t.Risk
+		if risk == "" {
+			risk = "low"
+		} else if !slices.Contains([]string{"low", "medium", "high"}, risk) {
+			v.add(p+".risk", "%q: must be low, medium or high", t.Risk)
+		}
+		tool := Tool{Name: t.Name, Description: t.Description, Impact: t.Impact, Risk: risk, RequiresConfirmation: t.RequiresConfirmation}
+		if t.HTTP == nil {
+			v.add(p, "missing http: a declared tool needs a transport ({http: {url: ...}})")
+		} else {
+			tool.HTTP = v.checkHTTP(p+".http", t.HTTP)
+		}
+		out = append(out, tool)
+	}
+	return out
+}
+
+func (v *validator) catalogEntityType(id string) string {
+	if i, ok := v.catalogs[id]; ok {
+		if i < 0 {
+			return "mode"
+		}
+		return v.f.Catalogs[i].EntityType
+	}
+	return ""
+}
+
+func (v *validator) checkCommands() []agentplane.CommandDefinition {
+	var out []agentplane.CommandDefinition
+	slash := map[string]string{} // normalized id/alias -> command id
+	for _, c := range v.f.Commands {
+		slash[c.ID] = c.ID
+	}
+	for i, c := range v.f.Commands {
+		p := fmt.Sprintf("commands[%d]", i)
+		cmd := agentplane.CommandDefinition{
+			ID: c.ID, DisplayName: c.DisplayName, Description: c.Description, Kind: agentplane.CommandKind(c.Kind),
+			Tool: c.Tool, Parameter: c.Parameter, PickerType: c.PickerType,
+			TargetCatalog: c.TargetCatalog, TargetMode: c.TargetMode, OnSelect: c.OnSelect,
+			SetsSessionMode: c.SetsSessionMode, SetsActiveContext: c.SetsActiveContext, ClearsActiveContext: c.ClearsActiveContext,
+			ActiveEntityType: c.ActiveEntityType, Domain: c.Domain,
+			RequiresConfirmation: c.RequiresConfirmation, ProducesSideEffects: c.ProducesSideEffects,
+			Aliases: c.Aliases, Triggers: c.Triggers, Examples: c.Examples,
+		}
+		if cmd.DisplayName == "" {
+			cmd.DisplayName = c.ID
+		}
+		if cmd.PickerType == "" {
+			cmd.PickerType = "list"
+		}
+		if c.Resolver != nil {
+			cmd.Source = agentplane.ResolverSource{CatalogID: c.Resolver.Catalog, ProviderID: c.Resolver.Provider}
+		}
+		switch cmd.Kind {
+		case "":
+			cmd.Kind = agentplane.KindExecutable
+			fallthrough
+		case agentplane.KindExecutable:
+			v.checkExecutable(p, c, &cmd)
+		case agentplane.KindLauncher:
+			v.checkLauncher(p, c)
+		default:
+			v.add(p+".kind", "%q: must be executable or launcher", c.Kind)
+		}
+		if c.TargetMode != "" {
+			if _, ok := v.modes[c.TargetMode]; !ok {
+				v.add(p+".target_mode", "unknown mode %q", c.TargetMode)
+			}
+		}
+		for j, a := range c.Aliases {
+			ap := fmt.Sprintf("%s.aliases[%d]", p, j)
+			n := strings.ToLower(strings.TrimSpace(a))
+			if !keyPattern.MatchString(n) {
+				v.add(ap, "%q: a slash alias is one word of lowercase letters, digits, '_' and '-'", a)
+				continue
+			}
+			if other, dup := slash[n]; dup && other != c.ID {
+				v.add(ap, "/%s already names command %q", n, other)
+			} else if dup {
+				v.add(ap, "/%s is already this command's id or alias", n)
+			}
+			slash[n] = c.ID
+		}
+		for j, t := range c.Triggers {
+			tp := fmt.Sprintf("%s.triggers[%d]", p, j)
+			pat, err := trigger.Parse(t)
+			if err != nil {
+				v.add(tp, "%v", err)
+				continue
+			}
+			switch {
+			case cmd.Kind == agentplane.KindLauncher && pat.HasSlot():
+				v.add(tp, "a launcher's trigger has no {slot}: it opens a picker instead")
+			case cmd.Kind == agentplane.KindExecutable && !pat.HasSlot():
+				v.add(tp, "no {item} slot: an executable command needs its one parameter (use kind: launcher for an entry point without one)")
+			}
+		}
+		nonEmpty(v, p+".examples", c.Examples)
+		out = append(out, cmd)
+	}
+	return out
+}
+
+func (v *validator) checkExecutable(p string, c commandFile, cmd *agentplane.CommandDefinition) {
+	if c.Tool == "" {
+		v.add(p+".tool", "missing: an executable command runs a tool")
+	} else if !v.tools[c.Tool] {
+		v.add(p+".tool", "unknown tool %q (declare it under tools: or use a built-in: %s)", c.Tool, strings.Join(BuiltinTools, ", "))
+	}
+	if c.Parameter == "" {
+		v.add(p+".parameter", "missing: name the command's one parameter")
+	}
+	switch {
+	case c.Resolver == nil:
+		v.add(p+".resolver", "missing: {catalog: ID} or {provider: NAME}")
+	case c.Resolver.Catalog != "" && c.Resolver.Provider != "":
+		v.add(p+".resolver", "names both a catalog and a provider: choose one")
+	case c.Resolver.Catalog != "":
+		if _, ok := v.catalogs[c.Resolver.Catalog]; !ok {
+			v.add(p+".resolver.catalog", "unknown catalog %q", c.Resolver.Catalog)
+		}
+	case c.Resolver.Provider != "":
+		if !slices.Contains(v.opts.Providers, c.Resolver.Provider) {
+			v.add(p+".resolver.provider", "unknown provider %q", c.Resolver.Provider)
+		}
+	default:
+		v.add(p+".resolver", "empty: {catalog: ID} or {provider: NAME}")
+	}
+	for _, f := range []struct{ key, val string }{{"target_catalog", c.TargetCatalog}, {"on_select", c.OnSelect}} {
+		if f.val != "" {
+			v.add(p+"."+f.key, "only a launcher has %s", f.key)
+		}
+	}
+	if c.SetsSessionMode && (c.Resolver == nil || c.Resolver.Catalog != agentplane.ModesCatalog) {
+		v.add(p+".sets_session_mode", "a command that sets the mode resolves against the catalog %q", agentplane.ModesCatalog)
+	}
+	if c.SetsActiveContext && c.ClearsActiveContext {
+		v.add(p+".clears_active_context", "a command either sets or clears the active context, not both")
+	}
+	if c.SetsActiveContext {
+		et := ""
+		if c.Resolver != nil {
+			et = v.catalogEntityType(c.Resolver.Catalog)
+		}
+		switch {
+		case c.ActiveEntityType == "" && et == "":
+			v.add(p+".active_entity_type", "missing: required with sets_active_context")
+		case c.ActiveEntityType == "":
+			cmd.ActiveEntityType = et
+		case et != "" && et != c.ActiveEntityType:
+			v.add(p+".active_entity_type", "%q, but catalog %q holds %q entities", c.ActiveEntityType, c.Resolver.Catalog, et)
+		}
+	} else if c.ActiveEntityType != "" {
+		v.add(p+".active_entity_type", "only meaningful with sets_active_context: true")
+	}
+}
+
+func (v *validator) checkLauncher(p string, c commandFile) {
+	if c.TargetCatalog == "" {
+		v.add(p+".target_catalog", "missing: a launcher opens a picker on its target catalog")
+	} else if _, ok := v.catalogs[c.TargetCatalog]; !ok {
+		v.add(p+".target_catalog", "unknown catalog %q", c.TargetCatalog)
+	}
+	if c.OnSelect == "" {
+		v.add(p+".on_select", "missing: the command a selection invokes")
+	} else if j, ok := v.commands[c.OnSelect]; !ok {
+		v.add(p+".on_select", "unknown command %q", c.OnSelect)
+	} else {
+		target := v.f.Commands[j]
+		switch {
+		case target.Kind == string(agentplane.KindLauncher):
+			v.add(p+".on_select", "%q is a launcher; on_select names an executable command", c.OnSelect)
+		case target.Resolver == nil || target.Resolver.Catalog != c.TargetCatalog:
+			v.add(p+".on_select", "%q does not resolve against catalog %q, so a pick from the picker cannot be passed to it", c.OnSelect, c.TargetCatalog)
+		}
+	}
+	for _, f := range []struct {
+		key string
+		set bool
+	}{{"tool", c.Tool != ""}, {"parameter", c.Parameter != ""}, {"resolver", c.Resolver != nil},
+		{"sets_session_mode", c.SetsSessionMode}, {"sets_active_context", c.SetsActiveContext}, {"clears_active_context", c.ClearsActiveContext},
+		{"requires_confirmation", c.RequiresConfirmation}, {"produces_side_effects", c.ProducesSideEffects}} {
+		if f.set {
+			v.add(p+"."+f.key, "a launcher runs nothing itself; put %s on its on_select command", f.key)
+		}
+	}
+}
+
+func (v *validator) checkRouter() Router {
+	r := v.f.Router
+	out := Router{
+		Fillers:         trigger.DefaultFillers,
+		PickerTTL:       DefaultPickerTTL,
+		ConfirmationTTL: DefaultConfirmationTTL,
+		MaxOptions:      DefaultMaxOptions,
+	}
+	if r.Fillers != nil {
+		nonEmpty(v, "router.fillers", *r.Fillers)
+		out.Fillers = *r.Fillers
+	}
+	if r.PickerTTLSeconds < 0 {
+		v.add("router.picker_ttl_seconds", "must not be negative")
+	} else if r.PickerTTLSeconds > 0 {
+		out.PickerTTL = time.Duration(r.PickerTTLSeconds) * time.Second
+	}
+	if r.ConfirmationTTLSeconds < 0 {
+		v.add("router.confirmation_ttl_seconds", "must not be negative")
+	} else if r.ConfirmationTTLSeconds > 0 {
+		out.ConfirmationTTL = time.Duration(r.ConfirmationTTLSeconds) * time.Second
+	}
+	switch {
+	case r.MaxOptions < 0 || r.MaxOptions > 20:
+		v.add("router.max_options", "must be between 1 and 20")
+	case r.MaxOptions > 0:
+		out.MaxOptions = r.MaxOptions
+	}
+	return out
+}
+
+// checkActivation enforces that whatever a command needs is active wherever
+// the command is: in every toolbox that exposes a command, within the same
+// mode, a toolbox needing no more roles enables the command's catalog or
+// provider (and, for a launcher, its target catalog and on_select command).
+func (v *validator) checkActivation(cfg *Config) {
+	if len(*v.probs) > 0 {
+		return // references are broken; these checks would only repeat them
+	}
+	tbByID := map[string]*agentplane.Toolbox{}
+	for i := range cfg.Toolboxes {
+		tbByID[cfg.Toolboxes[i].ID] = &cfg.Toolboxes[i]
+	}
+	cmdByID := map[string]*agentplane.CommandDefinition{}
+	for i := range cfg.Commands {
+		cmdByID[cfg.Commands[i].ID] = &cfg.Commands[i]
+	}
+	reported := map[string]bool{}
+	for _, m := range cfg.Modes {
+		for _, tbID := range m.Toolboxes {
+			tb := tbByID[tbID]
+			// enabled reports whether, in mode m, whoever may use tb also has
+			// a toolbox enabling the thing.
+			enabled := func(has func(*agentplane.Toolbox) bool) bool {
+				for _, other := range m.Toolboxes {
+					o := tbByID[other]
+					if has(o) && subset(o.RequiredRoles, tb.RequiredRoles) {
+						return true
+					}
+				}
+				return false
+			}
+			for _, cid := range tb.Commands {
+				c := cmdByID[cid]
+				i := v.commands[cid]
+				need := func(path, what, id string, has func(*agentplane.Toolbox) bool) {
+					key := path + "|" + m.Key
+					if !enabled(has) && !reported[key] {
+						reported[key] = true
+						v.add(path, "%s %q is not enabled in mode %q, where toolbox %q makes this command active (add it to a toolbox of that mode)", what, id, m.Key, tb.ID)
+					}
+				}
+				if c.Kind == agentplane.KindLauncher {
+					need(fmt.Sprintf("commands[%d].target_catalog", i), "catalog", c.TargetCatalog, func(t *agentplane.Toolbox) bool { return slices.Contains(t.Catalogs, c.TargetCatalog) })
+					need(fmt.Sprintf("commands[%d].on_select", i), "command", c.OnSelect, func(t *agentplane.Toolbox) bool { return slices.Contains(t.Commands, c.OnSelect) })
+					continue
+				}
+				if c.Source.CatalogID != "" {
+					need(fmt.Sprintf("commands[%d].resolver.catalog", i), "catalog", c.Source.CatalogID, func(t *agentplane.Toolbox) bool { return slices.Contains(t.Catalogs, c.Source.CatalogID) })
+				} else {
+					need(fmt.Sprintf("commands[%d].resolver.provider", i), "provider", c.Source.ProviderID, func(t *agentplane.Toolbox) bool { return slices.Contains(t.Providers, c.Source.ProviderID) })
+				}
+			}
+		}
+	}
+}
+
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}

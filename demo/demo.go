@@ -1,0 +1,24 @@
+// Package demo holds the demo configuration embedded in the agentplane
+// binary: a sales assistant with modes general, ddr and sales, email
+// templates with their audience personas, mailer lists and design decision
+// records.
+package demo
+
+import (
+	_ "embed"
+
+	"github.com/agentplane/agentplane/config"
+)
+
+// YAML is the demo configuration file.
+//
+//go:embed agentplane.yaml
+var YAML []byte
+
+// Name is the name problems in the demo configuration are reported under.
+const Name = "demo/agentplane.yaml"
+
+// Config parses the demo configuration.
+func Config(opts *config.Options) (*config.Config, error) {
+	return config.Parse(YAML, Name, opts)
+}
