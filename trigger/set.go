@@ -46,15 +46,17 @@ func (s *Set) Add(owner int, p *Pattern) {
 // Len returns the number of patterns.
 func (s *Set) Len() int { return len(s.patterns) }
 
-// Match appends to dst one hit for each pattern that matches the words
-// (normalized, whole utterance), in the order the patterns were added,
-// using each pattern's first matching phrasing.
+// Match appends to dst a hit for every phrasing that matches the words
+// (normalized, whole utterance), in the order the patterns were added and,
+// within a pattern, preferred phrasing first. A pattern yields one hit per
+// distinct slot span: "send it to the q1 pilot list" against
+// "send it to [the] {item} [list]" yields both "q1 pilot" and "q1 pilot list".
 func (s *Set) Match(words []string, dst []Hit) []Hit {
 	if len(words) == 0 {
 		return dst
 	}
 	a, b := s.byFirst[words[0]], s.slotFirst
-	last := int32(-1)
+	first := len(dst) // hits of the current pattern start here
 	for len(a) > 0 || len(b) > 0 {
 		var r ref
 		if len(b) == 0 || len(a) > 0 && a[0].less(b[0]) {
@@ -62,12 +64,23 @@ func (s *Set) Match(words []string, dst []Hit) []Hit {
 		} else {
 			r, b = b[0], b[1:]
 		}
-		if r.pat == last {
-			continue // this pattern already matched with a preferred phrasing
+		start, end, ok := s.patterns[r.pat].Phrasings[r.ph].Match(words)
+		if !ok {
+			continue
 		}
-		if start, end, ok := s.patterns[r.pat].Phrasings[r.ph].Match(words); ok {
-			last = r.pat
-			dst = append(dst, Hit{Owner: s.owners[r.pat], Pattern: s.patterns[r.pat], Start: start, End: end})
+		p := s.patterns[r.pat]
+		if len(dst) == 0 || dst[len(dst)-1].Pattern != p {
+			first = len(dst)
+		}
+		dup := false
+		for _, h := range dst[first:] {
+			if h.Start == start && h.End == end {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			dst = append(dst, Hit{Owner: s.owners[r.pat], Pattern: p, Start: start, End: end})
 		}
 	}
 	return dst

@@ -95,6 +95,16 @@ func TestSetOrderAndFillers(t *testing.T) {
 	if hits[0].Start != 1 || hits[1].Start != 2 {
 		t.Fatalf("slot spans = %+v", hits)
 	}
+	s2 := NewSet()
+	s2.Add(0, MustParse(t, "send (this|it) to [the] {item} [list]"))
+	hits = s2.Match(words("send it to the q1 pilot list"), nil)
+	var spans []string
+	for _, h := range hits {
+		spans = append(spans, strings.Join(words("send it to the q1 pilot list")[h.Start:h.End], " "))
+	}
+	if strings.Join(spans, "|") != "q1 pilot|the q1 pilot|q1 pilot list|the q1 pilot list" {
+		t.Fatalf("want every distinct slot span, preferred first; got %+v", hits)
+	}
 	f := NewFillers(DefaultFillers)
 	got := strings.Join(f.Strip(words("can you please open the book now thanks")), " ")
 	if got != "open the book" {
