@@ -38,6 +38,9 @@ type CommandDefinition struct {
 
 	RequiresConfirmation bool
 	ProducesSideEffects  bool
+	// ConfirmationText is the confirmation question; "{item}" stands for
+	// the resolved item's display name. Empty means "Confirm <display name>: '{item}'?".
+	ConfirmationText string
 
 	Aliases  []string // slash-form names besides the id
 	Triggers []string // trigger patterns (see package trigger)
@@ -50,7 +53,7 @@ func (c *CommandDefinition) NeedsConfirmation() bool {
 	return c.RequiresConfirmation || c.ProducesSideEffects
 }
 
-// Source returns the resolver source a selection of this command is checked
+// SelectionSource returns the resolver source a selection of this command is checked
 // against: the target catalog for launchers, else the command's source.
 func (c *CommandDefinition) SelectionSource() ResolverSource {
 	if c.Kind == KindLauncher {

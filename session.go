@@ -32,11 +32,10 @@ type PendingPicker struct {
 // PendingConfirmation is a side-effecting invocation waiting for the
 // human's yes or no.
 type PendingConfirmation struct {
-	CommandID   string    `json:"command_id"`
-	ResolvedID  string    `json:"resolved_id"`
-	DisplayName string    `json:"display_name,omitempty"`
-	Question    string    `json:"question"`
-	ExpiresAt   time.Time `json:"expires_at"`
+	CommandID  string    `json:"command_id"`
+	ResolvedID string    `json:"resolved_id"`
+	Question   string    `json:"question"`
+	ExpiresAt  time.Time `json:"expires_at"`
 }
 
 // Clone returns a deep copy of the session.

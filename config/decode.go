@@ -146,7 +146,6 @@ func cleanYAMLError(err error) string {
 	return strings.TrimPrefix(err.Error(), "yaml: ")
 }
 
-
 // fieldsOf maps YAML keys to field indexes from the yaml struct tags.
 func fieldsOf(t reflect.Type) map[string]int {
 	m := make(map[string]int, t.NumField())

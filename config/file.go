@@ -81,6 +81,7 @@ type commandFile struct {
 	Domain               string        `yaml:"domain"`
 	RequiresConfirmation bool          `yaml:"requires_confirmation"`
 	ProducesSideEffects  bool          `yaml:"produces_side_effects"`
+	ConfirmationText     string        `yaml:"confirmation_text"`
 	Aliases              []string      `yaml:"aliases"`
 	Triggers             []string      `yaml:"triggers"`
 	Examples             []string      `yaml:"examples"`

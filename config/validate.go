@@ -372,7 +372,8 @@ func (v *validator) checkCommands() []agentplane.CommandDefinition {
 			SetsSessionMode: c.SetsSessionMode, SetsActiveContext: c.SetsActiveContext, ClearsActiveContext: c.ClearsActiveContext,
 			ActiveEntityType: c.ActiveEntityType, Domain: c.Domain,
 			RequiresConfirmation: c.RequiresConfirmation, ProducesSideEffects: c.ProducesSideEffects,
-			Aliases: c.Aliases, Triggers: c.Triggers, Examples: c.Examples,
+			ConfirmationText: c.ConfirmationText,
+			Aliases:          c.Aliases, Triggers: c.Triggers, Examples: c.Examples,
 		}
 		if cmd.DisplayName == "" {
 			cmd.DisplayName = c.ID
@@ -428,6 +429,9 @@ func (v *validator) checkCommands() []agentplane.CommandDefinition {
 			}
 		}
 		nonEmpty(v, p+".examples", c.Examples)
+		if c.ConfirmationText != "" && !cmd.NeedsConfirmation() {
+			v.add(p+".confirmation_text", "the command needs no confirmation (set requires_confirmation or produces_side_effects)")
+		}
 		out = append(out, cmd)
 	}
 	return out
@@ -511,7 +515,8 @@ func (v *validator) checkLauncher(p string, c commandFile) {
 		set bool
 	}{{"tool", c.Tool != ""}, {"parameter", c.Parameter != ""}, {"resolver", c.Resolver != nil},
 		{"sets_session_mode", c.SetsSessionMode}, {"sets_active_context", c.SetsActiveContext}, {"clears_active_context", c.ClearsActiveContext},
-		{"requires_confirmation", c.RequiresConfirmation}, {"produces_side_effects", c.ProducesSideEffects}} {
+		{"requires_confirmation", c.RequiresConfirmation}, {"produces_side_effects", c.ProducesSideEffects},
+		{"confirmation_text", c.ConfirmationText != ""}} {
 		if f.set {
 			v.add(p+"."+f.key, "a launcher runs nothing itself; put %s on its on_select command", f.key)
 		}

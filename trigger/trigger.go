@@ -96,11 +96,11 @@ func (e *SyntaxError) Error() string {
 
 // node is a parsed element.
 type node struct {
-	kind  byte     // 'w' word, 'a' alternatives, 'o' optional, 's' slot
-	word  string   // 'w'
-	alts  [][]node // 'a': the alternatives; 'o': one sequence
-	name  string   // 's'
-	col   int
+	kind byte     // 'w' word, 'a' alternatives, 'o' optional, 's' slot
+	word string   // 'w'
+	alts [][]node // 'a': the alternatives; 'o': one sequence
+	name string   // 's'
+	col  int
 }
 
 type parser struct {

@@ -1,0 +1,510 @@
+// Package router is the control plane router (CPR): a pure function from a
+// user turn, a session snapshot and a registry to exactly one Decision, with
+// a trace that says why.
+//
+// The order is fixed (DESIGN.md, "The turn"): a structured selection, a
+// pending confirmation, a pending picker, the slash form, triggers, and
+// otherwise continue_with_llm. The router never executes anything; the gate
+// does, and it is the only thing that changes a session.
+//
+//	reg, _ := router.NewRegistry(cfg, nil)
+//	d, _ := router.Route(ctx, reg, sess, agentplane.TurnInput{Text: "switch to ddr mode", Now: now})
+//	fmt.Println(d.Action, d.CommandID, d.ResolvedID) // invoke_command set_mode ddr
+package router
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/resolve"
+	"github.com/agentplane/agentplane/trigger"
+)
+
+// maxHits bounds how many trigger matches one turn evaluates.
+const maxHits = 8
+
+// Route decides what to do with one turn. sess is read, never changed; a
+// nil session is a fresh session in the default mode. in.Now is the turn's
+// time (zero means time.Now) and decides whether pending state has expired.
+//
+// Route returns an error, with an agentplane error code and nothing decided,
+// only for malformed input: text over agentplane.MaxInputBytes
+// (input_too_long), invalid UTF-8 or control characters (invalid_input), or
+// a selection naming an unknown command (unknown_action), an inactive one
+// (inactive_action) or an id its source does not hold (invalid_args).
+func Route(ctx context.Context, reg *Registry, sess *agentplane.Session, in agentplane.TurnInput) (agentplane.Decision, error) {
+	if err := checkInput(&in); err != nil {
+		return agentplane.Decision{}, err
+	}
+	if in.Now.IsZero() {
+		in.Now = time.Now()
+	}
+	t := &turn{ctx: ctx, reg: reg, in: in, sess: sess}
+	if sess == nil {
+		t.sess = &agentplane.Session{}
+	}
+	t.mode = t.sess.Mode
+	if _, ok := reg.modes[t.mode]; !ok {
+		if t.mode != "" {
+			t.tracef("session mode %q is not configured; using the default mode %q", t.mode, reg.defaultMode)
+		}
+		t.mode = reg.defaultMode
+	}
+	return t.route()
+}
+
+func checkInput(in *agentplane.TurnInput) error {
+	if len(in.Text) > agentplane.MaxInputBytes {
+		return agentplane.Errorf(agentplane.CodeInputTooLong, "text is %d bytes; the limit is %d", len(in.Text), agentplane.MaxInputBytes)
+	}
+	if !utf8.ValidString(in.Text) {
+		return agentplane.Errorf(agentplane.CodeInvalidInput, "text is not valid UTF-8")
+	}
+	for i, r := range in.Text {
+		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r >= 0x7f && r < 0xa0 {
+			return agentplane.Errorf(agentplane.CodeInvalidInput, "text has control character U+%04X at byte %d", r, i)
+		}
+	}
+	if s := in.Selection; s != nil && (s.CommandID == "" || s.ID == "") {
+		return agentplane.Errorf(agentplane.CodeInvalidInput, "selection needs both command_id and id")
+	}
+	return nil
+}
+
+// turn is the state of one routing call.
+type turn struct {
+	ctx   context.Context
+	reg   *Registry
+	in    agentplane.TurnInput
+	sess  *agentplane.Session
+	mode  string
+	trace []string
+	words []string // normalized words of the text, once computed
+}
+
+func (t *turn) tracef(format string, args ...any) {
+	t.trace = append(t.trace, fmt.Sprintf(format, args...))
+}
+
+// done finishes the trace with the decision itself and returns it.
+func (t *turn) done(d agentplane.Decision) (agentplane.Decision, error) {
+	switch d.Action {
+	case agentplane.ActionInvokeCommand:
+		t.tracef("decision: invoke_command %s(%s)", d.CommandID, d.ResolvedID)
+	case agentplane.ActionOpenPicker:
+		t.tracef("decision: open_picker on %s for %s", d.Source(), d.CommandID)
+	case agentplane.ActionAskQuestion:
+		t.tracef("decision: ask_clarifying_question %q", d.QuestionText)
+	case agentplane.ActionContinueLLM:
+		t.tracef("decision: continue_with_llm (%s)", d.ReasonCode)
+	}
+	d.Trace = t.trace
+	return d, nil
+}
+
+func (t *turn) llm(reason string) (agentplane.Decision, error) {
+	return t.done(agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: reason})
+}
+
+func (t *turn) route() (agentplane.Decision, error) {
+	if t.in.Selection != nil {
+		return t.selection()
+	}
+	if d, ok := t.pendingConfirmation(); ok {
+		return t.done(d)
+	}
+	if d, ok := t.pendingPicker(); ok {
+		return t.done(d)
+	}
+	text := strings.TrimSpace(t.in.Text)
+	if strings.HasPrefix(text, "/") {
+		return t.slash(text)
+	}
+	if len(t.normalizedWords()) == 0 {
+		return t.llm(agentplane.ReasonEmptyInput)
+	}
+	return t.triggers()
+}
+
+func (t *turn) normalizedWords() []string {
+	if t.words == nil {
+		t.words = resolve.Fields(make([]string, 0, 16), resolve.Normalize(t.in.Text))
+	}
+	return t.words
+}
+
+// selection validates a structured pick and invokes its command.
+func (t *turn) selection() (agentplane.Decision, error) {
+	sel := t.in.Selection
+	cmd, ok := t.reg.Command(sel.CommandID)
+	if !ok {
+		return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeUnknownAction, "selection: unknown command %q", sel.CommandID)
+	}
+	if cmd.Kind == agentplane.KindLauncher {
+		t.tracef("selection names launcher %q; its selections go to %q", cmd.ID, cmd.OnSelect)
+		cmd, _ = t.reg.Command(cmd.OnSelect)
+	}
+	if !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) {
+		return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeInactiveAction, "selection: command %q is not active in mode %q", cmd.ID, t.mode)
+	}
+	item, err := t.lookup(cmd, sel.ID)
+	if err != nil {
+		return agentplane.Decision{}, err
+	}
+	t.tracef("selection: %s %q (%s) in %s", cmd.ID, item.Header.ID, item.Header.DisplayName, cmd.Source)
+	return t.done(t.invokeOrConfirm(cmd, item))
+}
+
+// lookup finds id in the command's source, which must be active.
+func (t *turn) lookup(cmd *agentplane.CommandDefinition, id string) (*agentplane.ResolverItem, error) {
+	if !t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) {
+		return nil, agentplane.Errorf(agentplane.CodeInactiveAction, "%s is not active in mode %q", cmd.Source, t.mode)
+	}
+	ix, err := t.index(cmd.Source)
+	if err != nil {
+		return nil, err
+	}
+	item, ok := ix.Lookup(id)
+	if !ok {
+		return nil, agentplane.Errorf(agentplane.CodeInvalidArgs, "%q is not an item of %s", id, cmd.Source)
+	}
+	return item, nil
+}
+
+func (t *turn) index(src agentplane.ResolverSource) (*resolve.Index, error) {
+	s, ok := t.reg.Source(src)
+	if !ok {
+		return nil, agentplane.Errorf(agentplane.CodeSourceUnavailable, "%s is not configured", src)
+	}
+	ix, stale, err := s.Index(t.ctx)
+	if err != nil {
+		t.tracef("%v", err)
+		return nil, err
+	}
+	if stale != nil {
+		t.tracef("serving cached items: refresh failed: %v", stale)
+	}
+	return ix, nil
+}
+
+// invokeOrConfirm invokes the command with the item, or asks the human to
+// confirm first when the command needs it.
+func (t *turn) invokeOrConfirm(cmd *agentplane.CommandDefinition, item *agentplane.ResolverItem) agentplane.Decision {
+	if cmd.NeedsConfirmation() {
+		q := ConfirmationQuestion(cmd, item.Header.DisplayName)
+		t.tracef("%s needs confirmation; asking", cmd.ID)
+		return agentplane.Decision{Action: agentplane.ActionAskQuestion, QuestionText: q, Options: []string{"Yes", "No"},
+			CommandID: cmd.ID, ResolvedID: item.Header.ID}
+	}
+	t.tracef("invoke %s(%s)", cmd.ID, item.Header.ID)
+	return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: cmd.ID, ResolvedID: item.Header.ID}
+}
+
+// ConfirmationQuestion is the question asked before cmd runs on the item
+// with this display name.
+func ConfirmationQuestion(cmd *agentplane.CommandDefinition, itemName string) string {
+	if cmd.ConfirmationText != "" {
+		return strings.ReplaceAll(cmd.ConfirmationText, "{item}", itemName)
+	}
+	return fmt.Sprintf("Confirm %s: '%s'?", cmd.DisplayName, itemName)
+}
+
+var yesWords = set("yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay", "confirm", "confirmed", "do it", "go ahead", "yes please", "please do", "of course", "absolutely")
+var noWords = set("no", "n", "nope", "nah", "cancel", "stop", "dont", "do not", "abort", "no thanks", "never mind", "nevermind", "decline")
+
+func set(words ...string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
+
+// answer classifies the text as yes (1), no (-1) or neither (0).
+func (t *turn) answer() int {
+	w := t.reg.fillers.Strip(t.normalizedWords())
+	s := strings.Join(w, " ")
+	switch {
+	case yesWords[s]:
+		return 1
+	case noWords[s]:
+		return -1
+	}
+	return 0
+}
+
+func (t *turn) pendingConfirmation() (agentplane.Decision, bool) {
+	pc := t.sess.PendingConfirmation
+	if pc == nil {
+		return agentplane.Decision{}, false
+	}
+	if !t.in.Now.Before(pc.ExpiresAt) {
+		t.tracef("pending confirmation of %s(%s) expired at %s; dropped", pc.CommandID, pc.ResolvedID, pc.ExpiresAt.UTC().Format(time.RFC3339))
+		return agentplane.Decision{}, false
+	}
+	if !t.reg.CommandActive(t.mode, t.in.Roles, pc.CommandID) {
+		t.tracef("pending confirmation of %s is no longer active here; dropped", pc.CommandID)
+		return agentplane.Decision{}, false
+	}
+	switch t.answer() {
+	case 1:
+		t.tracef("confirmed pending %s(%s)", pc.CommandID, pc.ResolvedID)
+		return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: pc.CommandID, ResolvedID: pc.ResolvedID, Confirmed: true}, true
+	case -1:
+		t.tracef("declined pending %s(%s)", pc.CommandID, pc.ResolvedID)
+		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonConfirmationDeclined}, true
+	}
+	t.tracef("not a yes or no: pending confirmation of %s(%s) dropped", pc.CommandID, pc.ResolvedID)
+	return agentplane.Decision{}, false
+}
+
+func (t *turn) pendingPicker() (agentplane.Decision, bool) {
+	pp := t.sess.PendingPicker
+	if pp == nil {
+		return agentplane.Decision{}, false
+	}
+	if !t.in.Now.Before(pp.ExpiresAt) {
+		t.tracef("pending picker for %s expired", pp.CommandID)
+		return agentplane.Decision{}, false
+	}
+	cmd, ok := t.reg.Command(pp.CommandID)
+	if !ok || !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) || !t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) {
+		t.tracef("pending picker for %s is no longer active here", pp.CommandID)
+		return agentplane.Decision{}, false
+	}
+	ix, err := t.index(cmd.Source)
+	if err != nil {
+		return agentplane.Decision{}, false
+	}
+	if id, ok := t.optionChoice(pp); ok {
+		if item, found := ix.Lookup(id); found {
+			t.tracef("picked option %q from the pending question", id)
+			return t.invokeOrConfirm(cmd, item), true
+		}
+	}
+	text := strings.TrimSpace(t.in.Text)
+	if strings.HasPrefix(text, "/") {
+		return agentplane.Decision{}, false
+	}
+	res := ix.Resolve(text, 2)
+	if res.Strict() {
+		item := ix.Item(res.Items[0])
+		t.tracef("%q resolved strictly in pending picker %s: %s", text, cmd.Source, item.Header.ID)
+		return t.invokeOrConfirm(cmd, item), true
+	}
+	t.tracef("%q does not resolve strictly in pending picker %s (%s tier, %d items)", text, cmd.Source, res.Tier, len(res.Items))
+	return agentplane.Decision{}, false
+}
+
+// optionChoice reads "2", "#2", "option 2" or, for a question with one
+// option, "yes" as a choice among the pending question's options.
+func (t *turn) optionChoice(pp *agentplane.PendingPicker) (string, bool) {
+	if len(pp.OptionIDs) == 0 {
+		return "", false
+	}
+	w := t.normalizedWords()
+	if len(w) == 2 && (w[0] == "option" || w[0] == "number" || w[0] == "no") {
+		w = w[1:]
+	}
+	if len(w) == 1 {
+		if n, err := strconv.Atoi(w[0]); err == nil && n >= 1 && n <= len(pp.OptionIDs) {
+			return pp.OptionIDs[n-1], true
+		}
+	}
+	if len(pp.OptionIDs) == 1 && t.answer() == 1 {
+		return pp.OptionIDs[0], true
+	}
+	return "", false
+}
+
+// slash handles "/command argument".
+func (t *turn) slash(text string) (agentplane.Decision, error) {
+	name, arg, _ := strings.Cut(text[1:], " ")
+	name = strings.ToLower(name)
+	arg = strings.TrimSpace(arg)
+	i, ok := t.reg.slash[name]
+	if !ok {
+		t.tracef("slash form /%s names no command", name)
+		return t.llm(agentplane.ReasonUnknownCommand)
+	}
+	cmd := t.reg.commands[i]
+	if !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) {
+		t.tracef("slash form /%s names %s, not active in mode %q", name, cmd.ID, t.mode)
+		return t.llm(agentplane.ReasonInactiveCommand)
+	}
+	t.tracef("slash form /%s -> %s", name, cmd.ID)
+	if cmd.Kind == agentplane.KindLauncher || arg == "" {
+		return t.done(t.browse(cmd))
+	}
+	d, _ := t.resolveSlot(cmd, arg)
+	return t.done(d)
+}
+
+// browse opens a picker on a command's catalog with no query: the launcher's
+// target catalog (selections go to its on_select command), or an
+// executable's own source. Without UI it asks one question listing the
+// first items.
+func (t *turn) browse(cmd *agentplane.CommandDefinition) agentplane.Decision {
+	target := cmd
+	if cmd.Kind == agentplane.KindLauncher {
+		target, _ = t.reg.Command(cmd.OnSelect)
+	}
+	src := target.Source
+	if !t.reg.SourceActive(t.mode, t.in.Roles, src) {
+		t.tracef("%s is not active in mode %q", src, t.mode)
+		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonUnresolved}
+	}
+	if t.in.UI {
+		t.tracef("open picker on %s; a selection invokes %s", src, target.ID)
+		return t.picker(target, "", "")
+	}
+	ix, err := t.index(src)
+	if err != nil {
+		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonSourceUnavailable}
+	}
+	items := ix.Items(t.reg.settings.MaxOptions)
+	if len(items) == 0 {
+		t.tracef("%s has no items", src)
+		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonUnresolved}
+	}
+	q := fmt.Sprintf("Which of the %s?", strings.ToLower(t.sourceName(src)))
+	if ix.Len() > len(items) {
+		q = fmt.Sprintf("Which of the %s? (showing %d of %d; or type a name)", strings.ToLower(t.sourceName(src)), len(items), ix.Len())
+	}
+	t.tracef("no UI: ask which item of %s for %s", src, target.ID)
+	return t.question(target, q, ix, items)
+}
+
+func (t *turn) sourceName(src agentplane.ResolverSource) string {
+	if c, ok := t.reg.Catalog(src.CatalogID); ok && c.DisplayName != "" {
+		return c.DisplayName
+	}
+	if src.ProviderID != "" {
+		return src.ProviderID
+	}
+	return src.CatalogID
+}
+
+func (t *turn) picker(cmd *agentplane.CommandDefinition, prefilter, highlight string) agentplane.Decision {
+	return agentplane.Decision{Action: agentplane.ActionOpenPicker, PickerType: cmd.PickerType,
+		CatalogID: cmd.Source.CatalogID, ProviderID: cmd.Source.ProviderID,
+		PrefilterText: prefilter, HighlightID: highlight, CommandID: cmd.ID}
+}
+
+func (t *turn) question(cmd *agentplane.CommandDefinition, q string, ix *resolve.Index, items []int32) agentplane.Decision {
+	d := agentplane.Decision{Action: agentplane.ActionAskQuestion, QuestionText: q, CommandID: cmd.ID}
+	for _, i := range items {
+		it := ix.Item(i)
+		d.Options = append(d.Options, it.Header.DisplayName)
+		d.OptionIDs = append(d.OptionIDs, it.Header.ID)
+	}
+	return d
+}
+
+// quality ranks what resolving a slot achieved, for choosing between
+// several trigger matches.
+const (
+	qualityNone      = iota // nothing resolved
+	qualityCandidate        // a picker or question
+	qualityStrict           // a strict resolution
+)
+
+// resolveSlot resolves slot text against the command's source and applies
+// the UI-first rules.
+func (t *turn) resolveSlot(cmd *agentplane.CommandDefinition, text string) (agentplane.Decision, int) {
+	if !t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) {
+		t.tracef("%s is not active in mode %q", cmd.Source, t.mode)
+		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonUnresolved}, qualityNone
+	}
+	ix, err := t.index(cmd.Source)
+	if err != nil {
+		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonSourceUnavailable}, qualityNone
+	}
+	res := ix.Resolve(text, t.reg.settings.MaxOptions)
+	note := ""
+	if res.Truncated {
+		note = ", search budget reached"
+	}
+	t.tracef("resolve %q in %s: %s tier, %d item(s)%s", res.Query, cmd.Source, res.Tier, len(res.Items), note)
+	switch {
+	case res.Strict():
+		return t.invokeOrConfirm(cmd, ix.Item(res.Items[0])), qualityStrict
+	case len(res.Items) == 0:
+		t.tracef("%s matched but %q resolves to nothing", cmd.ID, text)
+		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonUnresolved}, qualityNone
+	case t.in.UI:
+		best := ix.Item(res.Items[0]).Header.ID
+		t.tracef("not strict: open picker on %s prefiltered with %q, highlighting %s", cmd.Source, text, best)
+		return t.picker(cmd, text, best), qualityCandidate
+	default:
+		q := fmt.Sprintf("Which of the %s did you mean?", strings.ToLower(t.sourceName(cmd.Source)))
+		if len(res.Items) == 1 {
+			q = fmt.Sprintf("Did you mean '%s'?", ix.Item(res.Items[0]).Header.DisplayName)
+		}
+		t.tracef("not strict, no UI: ask which of %d candidate(s)", len(res.Items))
+		return t.question(cmd, q, ix, res.Items), qualityCandidate
+	}
+}
+
+// triggers matches the active commands' triggers against the whole
+// utterance, with and without politeness fillers, and takes the match whose
+// resolution is best (strict, then candidates), earliest first.
+func (t *turn) triggers() (agentplane.Decision, error) {
+	words := t.normalizedWords()
+	var hitsBuf [maxHits * 2]trigger.Hit
+	hits := t.reg.triggers.Match(words, hitsBuf[:0])
+	full := len(hits) // hits[:full] are over words, the rest over stripped
+	stripped := t.reg.fillers.Strip(words)
+	if len(stripped) != len(words) {
+		hits = t.reg.triggers.Match(stripped, hits)
+		if len(hits) > full {
+			t.tracef("politeness fillers stripped: %q", strings.Join(stripped, " "))
+		}
+	}
+	var (
+		best        agentplane.Decision
+		bestQuality = -1
+		evaluated   = 0
+	)
+	for i, h := range hits {
+		cmd := t.reg.commands[h.Owner]
+		if !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) {
+			continue // inactive commands are invisible, not even traced
+		}
+		if evaluated++; evaluated > maxHits {
+			t.tracef("more than %d trigger matches; the rest are ignored", maxHits)
+			break
+		}
+		var d agentplane.Decision
+		q := qualityCandidate
+		if !h.Pattern.HasSlot() {
+			t.tracef("trigger of %s matched: %q", cmd.ID, h.Pattern.Source)
+			if d = t.browse(cmd); d.Action == agentplane.ActionContinueLLM {
+				q = qualityNone
+			}
+		} else {
+			src := words
+			if i >= full {
+				src = stripped
+			}
+			slot := strings.Join(src[h.Start:h.End], " ")
+			t.tracef("trigger of %s matched: %q with {%s} = %q", cmd.ID, h.Pattern.Source, h.Pattern.SlotName, slot)
+			d, q = t.resolveSlot(cmd, slot)
+		}
+		if q > bestQuality {
+			best, bestQuality = d, q
+		}
+		if q == qualityStrict {
+			break // nothing beats a strict resolution, and earlier wins ties
+		}
+	}
+	if evaluated == 0 {
+		return t.llm(agentplane.ReasonNoControlIntent)
+	}
+	return t.done(best) // a continue_with_llm best has its reason traced already
+}
