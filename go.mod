@@ -4,4 +4,7 @@ go 1.26.0
 
 require golang.org/x/text v0.44.0
 
-require go.yaml.in/yaml/v3 v3.0.6 // indirect
+require (
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
+)
