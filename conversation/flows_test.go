@@ -1,0 +1,222 @@
+package conversation_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/conversation"
+	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/store/memstore"
+)
+
+var start = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+// newEngine wires the demo configuration the way cmd/agentplane does, with
+// a fixed clock and sequential session ids.
+func newEngine(tb testing.TB) *conversation.Engine {
+	tb.Helper()
+	cfg, err := demo.Config(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	reg, err := router.NewRegistry(cfg, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	clock := start
+	now := func() time.Time { clock = clock.Add(time.Second); return clock }
+	store := memstore.New()
+	g, err := gate.New(reg, store, &gate.Options{Now: now})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := 0
+	return conversation.New(reg, g, store, &conversation.Options{Now: now, NewID: func() string { n++; return fmt.Sprintf("s%d", n) }})
+}
+
+func turn(t *testing.T, e *conversation.Engine, id string, in agentplane.TurnInput) conversation.Turn {
+	t.Helper()
+	tr, err := e.Turn(context.Background(), id, in)
+	if err != nil {
+		t.Fatalf("turn %+v: %v", in, err)
+	}
+	return tr
+}
+
+// Flow A — one-and-done: switch to DDR mode.
+func TestFlowA(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t)
+	s, _ := e.Start(context.Background(), "")
+	tr := turn(t, e, s.ID, agentplane.TurnInput{Text: "switch to DDR mode"})
+	if tr.Decision.Action != agentplane.ActionInvokeCommand || tr.Decision.CommandID != "set_mode" || tr.Decision.ResolvedID != "ddr" {
+		t.Fatalf("decision %+v", tr.Decision)
+	}
+	if tr.Result.Status != gate.StatusSuccess || tr.Session.Mode != "ddr" {
+		t.Fatalf("result %+v, mode %q", tr.Result, tr.Session.Mode)
+	}
+	// the DDR mode's toolboxes are now active: its catalog resolves, the sales commands do not
+	tr = turn(t, e, s.ID, agentplane.TurnInput{Text: "open the agent control plane ddr"})
+	if tr.Result == nil || tr.Session.AWC.Entity.ID != "AGN-000037" || tr.Session.AWC.EntityType != "ddr" {
+		t.Fatalf("after mode change: %+v %+v", tr.Decision, tr.Session.AWC)
+	}
+}
+
+// Flow B — launcher with UI: work on email templates, pick one.
+func TestFlowB(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t)
+	s, _ := e.Start(context.Background(), "")
+	tr := turn(t, e, s.ID, agentplane.TurnInput{Text: "I want to work on email templates", UI: true})
+	d := tr.Decision
+	if d.Action != agentplane.ActionOpenPicker || d.CatalogID != "email_templates" || d.CommandID != "set_active_email_template" {
+		t.Fatalf("turn 1: %+v", d)
+	}
+	if tr.Session.PendingPicker == nil || tr.Session.PendingPicker.CommandID != "set_active_email_template" {
+		t.Fatalf("no pending picker recorded: %+v", tr.Session)
+	}
+	tr = turn(t, e, s.ID, agentplane.TurnInput{UI: true, Selection: &agentplane.Selection{CommandID: d.CommandID, ID: "TPL-123"}})
+	if tr.Decision.Action != agentplane.ActionInvokeCommand || tr.Result.Status != gate.StatusSuccess {
+		t.Fatalf("turn 2: %+v %+v", tr.Decision, tr.Result)
+	}
+	awc := tr.Session.AWC
+	if awc.EntityType != "email_template" || awc.Entity.ID != "TPL-123" || awc.Entity.DisplayName != "Q1 CFO Outreach" {
+		t.Fatalf("AWC = %+v", awc)
+	}
+	if len(awc.RelatedEntities) != 1 || awc.RelatedEntities[0].Header.ID != "PERS-22" || awc.RelatedEntities[0].Role != "audience" {
+		t.Fatalf("related = %+v", awc.RelatedEntities)
+	}
+	if tr.Session.PendingPicker != nil {
+		t.Fatal("the picker stayed pending after the selection")
+	}
+}
+
+// Flow C — the active template and its related persona, then the LLM.
+func TestFlowC(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t)
+	s, _ := e.Start(context.Background(), "")
+	turn(t, e, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
+	tr := turn(t, e, s.ID, agentplane.TurnInput{Text: "rewrite this template for the CFO persona"})
+	if tr.Decision.Action != agentplane.ActionContinueLLM || tr.Result != nil {
+		t.Fatalf("decision %+v", tr.Decision)
+	}
+	awc := tr.Session.AWC
+	if awc.Entity == nil || awc.Entity.ID != "TPL-123" || awc.RelatedEntities[0].Header.DisplayName != "CFO - MidMarket" {
+		t.Fatalf("the LLM would not see the template and persona: %+v", awc)
+	}
+}
+
+// Flow D — a side-effecting command asks for confirmation first.
+func TestFlowD(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t)
+	s, _ := e.Start(context.Background(), "sales")
+	turn(t, e, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
+	tr := turn(t, e, s.ID, agentplane.TurnInput{Text: "send this to the Q1 pilot list"})
+	d := tr.Decision
+	if d.Action != agentplane.ActionAskQuestion || d.QuestionText != "Confirm send to 'Q1 pilot list'?" || d.CommandID != "send_template_to_list" || d.ResolvedID != "LIST-9" {
+		t.Fatalf("turn 1: %+v", d)
+	}
+	if tr.Result != nil || tr.Session.PendingConfirmation == nil {
+		t.Fatalf("something ran before confirmation, or nothing is pending: %+v %+v", tr.Result, tr.Session)
+	}
+	version := tr.Session.Version
+	tr = turn(t, e, s.ID, agentplane.TurnInput{Text: "Yes"})
+	if tr.Decision.Action != agentplane.ActionInvokeCommand || !tr.Decision.Confirmed || tr.Decision.ResolvedID != "LIST-9" {
+		t.Fatalf("turn 2: %+v", tr.Decision)
+	}
+	// The send tool is an HTTP tool that the tools issue connects; until
+	// then the gate says so and changes nothing but the pending state.
+	if tr.Result.Status != gate.StatusFailed || tr.Result.Error.Code != agentplane.CodeToolUnavailable || tr.Result.Tool != "send_template" {
+		t.Fatalf("result %+v", tr.Result)
+	}
+	if tr.Session.PendingConfirmation != nil || tr.Session.Version != version+1 || tr.Session.AWC.Entity.ID != "TPL-123" {
+		t.Fatalf("session after the confirmed turn: %+v", tr.Session)
+	}
+}
+
+func TestFlowDDeclined(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t)
+	s, _ := e.Start(context.Background(), "sales")
+	turn(t, e, s.ID, agentplane.TurnInput{Text: "send it to the Q1 pilot list"})
+	tr := turn(t, e, s.ID, agentplane.TurnInput{Text: "no"})
+	if tr.Decision.ReasonCode != agentplane.ReasonConfirmationDeclined || tr.Result != nil || tr.Session.PendingConfirmation != nil {
+		t.Fatalf("decline: %+v %+v", tr.Decision, tr.Session)
+	}
+	tr = turn(t, e, s.ID, agentplane.TurnInput{Text: "yes"})
+	if tr.Decision.Action != agentplane.ActionContinueLLM {
+		t.Fatalf("a yes after the decline invoked something: %+v", tr.Decision)
+	}
+}
+
+func TestQuestionThenNumber(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t)
+	s, _ := e.Start(context.Background(), "")
+	tr := turn(t, e, s.ID, agentplane.TurnInput{Text: "open the outreach template"})
+	if tr.Decision.Action != agentplane.ActionAskQuestion || len(tr.Decision.Options) != 2 {
+		t.Fatalf("turn 1: %+v", tr.Decision)
+	}
+	tr = turn(t, e, s.ID, agentplane.TurnInput{Text: "2"})
+	if tr.Result == nil || tr.Session.AWC.Entity.ID != "TPL-124" {
+		t.Fatalf("turn 2: %+v %+v", tr.Decision, tr.Session.AWC)
+	}
+}
+
+func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
+	t.Parallel()
+	cfg, _ := demo.Config(nil)
+	reg, _ := router.NewRegistry(cfg, nil)
+	store := memstore.New()
+	g, _ := gate.New(reg, store, nil)
+	ctx := context.Background()
+	s, _ := g.Open(ctx, "x", "general")
+	tests := []struct {
+		name string
+		inv  gate.Invocation
+		code string
+	}{
+		{"UnknownCommand", gate.Invocation{CommandID: "nope", ResolvedID: "x"}, agentplane.CodeUnknownAction},
+		{"Inactive", gate.Invocation{CommandID: "send_template_to_list", ResolvedID: "LIST-9"}, agentplane.CodeInactiveAction},
+		{"InventedID", gate.Invocation{CommandID: "set_mode", ResolvedID: "turbo"}, agentplane.CodeInvalidArgs},
+		{"Launcher", gate.Invocation{CommandID: "open_email_templates", ResolvedID: "TPL-123"}, agentplane.CodeInvalidArgs},
+		{"NoSession", gate.Invocation{SessionID: "ghost", CommandID: "set_mode", ResolvedID: "ddr"}, agentplane.CodeNotFound},
+	}
+	for _, tt := range tests {
+		inv := tt.inv
+		if inv.SessionID == "" {
+			inv.SessionID = s.ID
+		}
+		inv.Origin = gate.OriginUser
+		res, err := g.Execute(ctx, inv)
+		if err != nil || res.Status != gate.StatusRejected || res.Error.Code != tt.code {
+			t.Errorf("%s: %+v %v", tt.name, res, err)
+		}
+	}
+	after, _ := store.Get(ctx, s.ID)
+	if after.Version != s.Version || after.Mode != "general" {
+		t.Fatalf("a rejected invocation changed the session: %+v", after)
+	}
+	// confirmation policy: the gate refuses an unconfirmed side effect even if asked directly
+	s2, _ := g.Open(ctx, "y", "sales")
+	res, _ := g.Execute(ctx, gate.Invocation{SessionID: s2.ID, CommandID: "send_template_to_list", ResolvedID: "LIST-9", Origin: gate.OriginLLM})
+	if res.Status != gate.StatusConfirmationRequired {
+		t.Fatalf("unconfirmed send: %+v", res)
+	}
+	// a stale version loses
+	cur, _ := store.Get(ctx, s.ID)
+	cur.Version++
+	store.Put(ctx, cur) // someone else wrote
+	stale := *cur
+	stale.Version = cur.Version // same version again: conflict
+	if err := store.Put(ctx, &stale); agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
+		t.Fatalf("stale put: %v", err)
+	}
+}
