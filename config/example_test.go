@@ -21,6 +21,6 @@ commands:
 `), "agentplane.yaml", nil)
 	fmt.Println(err)
 	// Output:
-	// agentplane.yaml:9: commands[0].resolver.catalog: unknown catalog "moods"
-	// agentplane.yaml:10: commands[0].triggers[1]: trigger "switch (to mode", column 8: unclosed '('
+	// agentplane.yaml:10: commands[0].resolver.catalog: unknown catalog "moods"
+	// agentplane.yaml:11: commands[0].triggers[1]: trigger "switch (to mode", column 8: unclosed '('
 }

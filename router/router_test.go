@@ -32,17 +32,17 @@ func sessionIn(mode string) *agentplane.Session {
 }
 
 type want struct {
-	action     agentplane.Action
-	command    string
-	resolved   string
-	catalog    string
-	highlight  string
-	prefilter  string
-	question   string
-	options    string // joined with |
-	reason     string
-	confirmed  bool
-	traceHas   string
+	action    agentplane.Action
+	command   string
+	resolved  string
+	catalog   string
+	highlight string
+	prefilter string
+	question  string
+	options   string // joined with |
+	reason    string
+	confirmed bool
+	traceHas  string
 }
 
 func check(t *testing.T, d agentplane.Decision, w want) {
