@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func run(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	m := &Main{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errOut,
+		Now: func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) }}
+	code := m.Run(context.Background(), args)
+	return out.String(), errOut.String(), code
+}
+
+func TestRouteContract(t *testing.T) {
+	t.Parallel()
+	input := strings.Join([]string{
+		`{"text": "switch to ddr mode"}`,
+		`{"text": "open the cfo template", "ui": true}`,
+		`{"text": "send this to the Q1 pilot list", "mode": "sales"}`,
+		`{"text": "hello there"}`,
+		`{"selection": {"command_id": "set_mode", "id": "sales"}}`,
+		`not json`,
+		`{"text": "x", "mode": "nope"}`,
+		`{"txt": "typo"}`,
+		`{"text": "` + strings.Repeat("a", 5000) + `"}`,
+		`{"text": "a\u0007b"}`,
+		`{"selection": {"command_id": "send_template_to_list", "id": "LIST-9"}}`,
+		`{"text": "` + strings.Repeat("b", 70000) + `"}`,
+		`{"text": "switch to sales mode", "roles": ["admin"]}`,
+	}, "\n")
+	out, _, code := run(t, input, "route")
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (some lines failed)", code)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 13 {
+		t.Fatalf("%d output lines for 13 inputs:\n%s", len(lines), out)
+	}
+	want := []string{
+		`"action":"invoke_command","command_id":"set_mode","resolved_id":"ddr"`,
+		`"action":"open_picker","command_id":"set_active_email_template","picker_type":"list","catalog_id":"email_templates","prefilter_text":"cfo","highlight_id":"TPL-123"`,
+		`"action":"ask_clarifying_question","command_id":"send_template_to_list","resolved_id":"LIST-9","question_text":"Confirm send to 'Q1 pilot list'?","options":["Yes","No"]`,
+		`"action":"continue_with_llm","reason_code":"no_control_intent"`,
+		`"action":"invoke_command","command_id":"set_mode","resolved_id":"sales"`,
+		`"error":{"code":"invalid_input","message":"line 6: not a turn object`,
+		`"error":{"code":"invalid_input","message":"line 7: unknown mode \"nope\""`,
+		`"error":{"code":"invalid_input","message":"line 8: not a turn object: json: unknown field \"txt\""`,
+		`"error":{"code":"input_too_long"`,
+		`"error":{"code":"invalid_input","message":"line 10: text has control character U+0007`,
+		`"error":{"code":"inactive_action"`,
+		`"error":{"code":"input_too_long","message":"line 12: longer than 65536 bytes"`,
+		`"action":"invoke_command","command_id":"set_mode","resolved_id":"sales"`,
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d = %s\nwant it to contain %s", i+1, lines[i], w)
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &v); err != nil {
+			t.Errorf("line %d is not JSON: %v", i+1, err)
+		}
+		if _, isErr := v["error"]; !isErr {
+			if tr, ok := v["trace"].([]any); !ok || len(tr) == 0 {
+				t.Errorf("line %d has no trace", i+1)
+			}
+		}
+	}
+}
+
+func TestRouteAllGoodExitsZero(t *testing.T) {
+	t.Parallel()
+	out, _, code := run(t, "{\"text\":\"hi\"}\n{\"text\":\"switch to ddr mode\"}", "route")
+	if code != 0 || strings.Count(out, "\n") != 2 {
+		t.Fatalf("exit %d, out %q", code, out)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	out, _, code := run(t, "", "validate")
+	if code != 0 || !strings.Contains(out, "valid (3 modes") {
+		t.Fatalf("demo: exit %d, %s", code, out)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("version: 1\nmodes: [{key: a, default: true, toolboxes: [t]}]\ntoolboxes: [{id: t, commands: [c]}]\ncommands:\n  - {id: c, tool: agent_set_mode, parameter: p, resolver: {catalog: emial_templates}}\n  - {id: d, tool: nope, parameter: p, resolver: {catalog: modes}}\n"), 0o644)
+	out, _, code = run(t, "", "validate", "--config", bad)
+	if code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, w := range []string{
+		bad + `:5: commands[0].resolver.catalog: unknown catalog "emial_templates"`,
+		bad + `:6: commands[1].tool: unknown tool "nope"`,
+		"2 problem(s)",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	_, errOut, code := run(t, "", "validate", "--config", filepath.Join(dir, "missing.yaml"))
+	if code != 1 {
+		t.Fatalf("missing file: exit %d %s", code, errOut)
+	}
+	if _, _, code := run(t, "", "frobnicate"); code != 2 {
+		t.Fatalf("unknown command: exit %d", code)
+	}
+	if _, _, code := run(t, "", "route", "--bogus"); code != 2 {
+		t.Fatalf("bad flag: exit %d", code)
+	}
+}
+
+func TestChatTranscript(t *testing.T) {
+	t.Parallel()
+	script := strings.Join([]string{
+		"switch to sales mode",
+		"I want to work on email templates",
+		"1",
+		"send this to the q1 pilot list",
+		"yes",
+		"open the outreach template",
+		"9",
+		"2",
+		"rewrite this for the CFO persona",
+		"\x01bad",
+		":quit",
+	}, "\n")
+	out, _, code := run(t, script, "chat")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, w := range []string{
+		"✓ Mode: Sales.",
+		"Pick from Email templates:\n  1. Q1 CFO Outreach (TPL-123)",
+		"✓ Now working on email_template Q1 CFO Outreach (TPL-123).",
+		"[mode: sales | active email_template: Q1 CFO Outreach (TPL-123) | audience persona: CFO - MidMarket (PERS-22)]",
+		"? Confirm send to 'Q1 pilot list'?\n  (yes / no)",
+		"✗ send_template_to_list would run tool send_template with list_id=\"LIST-9\", but the tool is not connected yet [tool_unavailable]",
+		"Pick from Email templates matching \"outreach\":\n *1. Q1 CFO Outreach (TPL-123)\n  2. Q1 CTO Outreach (TPL-124)",
+		"Pick a number from 1 to 2.",
+		"✓ Now working on email_template Q1 CTO Outreach (TPL-124).",
+		"No LLM is configured yet",
+		"! text has control character U+0001 at byte 0 (invalid_input)",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("transcript lacks %q", w)
+		}
+	}
+	if t.Failed() {
+		t.Log(out)
+	}
+}

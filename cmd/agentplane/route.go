@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/router"
+)
+
+// routeInput is one line of `agentplane route` input.
+type routeInput struct {
+	Text      *string               `json:"text"`
+	UI        bool                  `json:"ui"`
+	Mode      string                `json:"mode"`
+	Roles     []string              `json:"roles"`
+	Selection *agentplane.Selection `json:"selection"`
+}
+
+type routeError struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// maxLine bounds one input line; longer lines are reported and skipped.
+const maxLine = 64 << 10
+
+func (m *Main) route(ctx context.Context, args []string) int {
+	fs := m.flags("route")
+	path := fs.String("config", "", "configuration file (default: the embedded demo)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	reg, ok := m.registry(*path)
+	if !ok {
+		return 1
+	}
+	in := bufio.NewReaderSize(m.Stdin, 64<<10)
+	out := bufio.NewWriterSize(m.Stdout, 64<<10)
+	defer out.Flush()
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	failed := false
+	for lineNo := 1; ; lineNo++ {
+		line, err := readLine(in)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, errLineTooLong) {
+			fmt.Fprintf(m.Stderr, "agentplane route: reading input: %v\n", err)
+			return 1
+		}
+		var v any
+		if err != nil {
+			v = lineError(agentplane.CodeInputTooLong, fmt.Sprintf("line %d: %v", lineNo, err))
+		} else {
+			d, rerr := routeLine(ctx, reg, line, m.Now)
+			if rerr != nil {
+				v = lineError(agentplane.ErrorCode(rerr), fmt.Sprintf("line %d: %s", lineNo, agentplane.ErrorMessage(rerr)))
+			} else {
+				v = d
+			}
+		}
+		if _, isErr := v.(routeError); isErr {
+			failed = true
+		}
+		if err := enc.Encode(v); err != nil {
+			fmt.Fprintf(m.Stderr, "agentplane route: %v\n", err)
+			return 1
+		}
+		if in.Buffered() == 0 {
+			out.Flush() // interactive use: answer before blocking on the next line
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+func lineError(code, msg string) routeError {
+	var e routeError
+	e.Error.Code, e.Error.Message = code, msg
+	return e
+}
+
+var errLineTooLong = fmt.Errorf("longer than %d bytes", maxLine)
+
+// readLine reads one line without its line ending. It returns (nil, io.EOF)
+// at the end of input; a line longer than maxLine is consumed and reported
+// with errLineTooLong.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > maxLine+2 {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if tooLong {
+			return []byte{}, errLineTooLong
+		}
+		if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
+			return nil, err
+		}
+		return bytes.TrimRight(line, "\r\n"), nil
+	}
+}
+
+func routeLine(ctx context.Context, reg *router.Registry, line []byte, now func() time.Time) (agentplane.Decision, error) {
+	var in routeInput
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeInvalidInput, "not a turn object: %v", err)
+	}
+	if dec.More() {
+		return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeInvalidInput, "more than one JSON value on the line")
+	}
+	if in.Text == nil && in.Selection == nil {
+		return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeInvalidInput, `missing "text"`)
+	}
+	mode := in.Mode
+	if mode == "" {
+		mode = reg.DefaultMode()
+	} else if _, ok := reg.Mode(mode); !ok {
+		return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeInvalidInput, "unknown mode %q", mode)
+	}
+	turn := agentplane.TurnInput{UI: in.UI, Roles: in.Roles, Selection: in.Selection, Now: now()}
+	if in.Text != nil {
+		turn.Text = *in.Text
+	}
+	sess := &agentplane.Session{ID: "route", Mode: mode, Version: 1}
+	return router.Route(ctx, reg, sess, turn)
+}

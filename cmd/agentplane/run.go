@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/router"
+)
+
+// Main is the agentplane program, with its standard streams and clock
+// injected so tests run it in-process.
+type Main struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Now    func() time.Time // nil means time.Now
+}
+
+const usage = `agentplane — the control plane between a person, an LLM and tools
+
+Usage:
+  agentplane chat     [--config FILE] [--mode KEY] [--trace]   terminal chat
+  agentplane route    [--config FILE]                           JSON lines in, decisions out
+  agentplane validate [--config FILE]                           check a configuration
+
+Without --config, the embedded demo configuration (a sales assistant) is used.
+`
+
+// Run runs the command line args and returns the exit status: 0 success,
+// 1 failure (invalid configuration, a failed input line), 2 usage error.
+func (m *Main) Run(ctx context.Context, args []string) int {
+	if m.Now == nil {
+		m.Now = time.Now
+	}
+	if len(args) == 0 {
+		fmt.Fprint(m.Stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "chat":
+		return m.chat(ctx, args[1:])
+	case "route":
+		return m.route(ctx, args[1:])
+	case "validate":
+		return m.validate(args[1:])
+	case "help", "-h", "--help":
+		fmt.Fprint(m.Stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(m.Stderr, "agentplane: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func (m *Main) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("agentplane "+name, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	return fs
+}
+
+// parse parses flags; it returns the exit status to use when parsing ended
+// the run (help or a bad flag).
+func parse(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		return 2, false
+	}
+	return 0, true
+}
+
+// loadConfig loads the configuration file, or the embedded demo when path
+// is empty.
+func loadConfig(path string, opts *router.Options) (*config.Config, string, error) {
+	if path == "" {
+		cfg, err := demo.Config(opts.ConfigOptions())
+		return cfg, demo.Name, err
+	}
+	cfg, err := config.Load(path, opts.ConfigOptions())
+	return cfg, path, err
+}
+
+// registry loads a configuration and compiles it, printing problems.
+func (m *Main) registry(path string) (*router.Registry, bool) {
+	opts := &router.Options{Now: m.Now}
+	cfg, name, err := loadConfig(path, opts)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: invalid configuration %s:\n%v\n", name, err)
+		return nil, false
+	}
+	reg, err := router.NewRegistry(cfg, opts)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: %s: %v\n", name, err)
+		return nil, false
+	}
+	return reg, true
+}
+
+func (m *Main) validate(args []string) int {
+	fs := m.flags("validate")
+	path := fs.String("config", "", "configuration file (default: the embedded demo)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	cfg, name, err := loadConfig(*path, &router.Options{})
+	if err != nil {
+		var probs config.Problems
+		if errors.As(err, &probs) {
+			for _, p := range probs {
+				fmt.Fprintln(m.Stdout, p)
+			}
+			fmt.Fprintf(m.Stdout, "%s: %d problem(s)\n", name, len(probs))
+		} else {
+			fmt.Fprintf(m.Stdout, "%v\n", err)
+		}
+		return 1
+	}
+	if _, err := router.NewRegistry(cfg, &router.Options{}); err != nil {
+		fmt.Fprintf(m.Stdout, "%s: %v\n", name, err)
+		return 1
+	}
+	fmt.Fprintf(m.Stdout, "%s: valid (%d modes, %d toolboxes, %d catalogs, %d commands, %d tools)\n",
+		name, len(cfg.Modes), len(cfg.Toolboxes), len(cfg.Catalogs), len(cfg.Commands), len(cfg.Tools))
+	return 0
+}
