@@ -25,16 +25,12 @@ func maxDistance(n int) int {
 	return 1
 }
 
-// forDeletes calls fn with w and every string made by deleting up to d runes
-// from w. The slice passed to fn is reused; fn must copy it to keep it.
-// Variants may repeat.
-func forDeletes(w string, d int, buf *[]byte, fn func([]byte)) {
-	*buf = append((*buf)[:0], w...)
-	fn(*buf)
-	deleteRec(w, d, buf, fn)
-}
-
-func deleteRec(w string, d int, buf *[]byte, fn func([]byte)) {
+// forDeletes calls fn with w and every string made by deleting up to d
+// (at most 2) runes from w. The slice passed to fn is reused; fn must copy
+// it to keep it. Variants may repeat.
+func forDeletes(w string, d int, fn func([]byte)) {
+	var b0, b1 [64]byte
+	fn(append(b0[:0], w...))
 	if d == 0 {
 		return
 	}
@@ -43,13 +39,21 @@ func deleteRec(w string, d int, buf *[]byte, fn func([]byte)) {
 		if size < 0 {
 			size = 1
 		}
-		v := w[:i] + w[i+size:]
-		if len(v) == 0 {
+		if len(w) == size {
+			return
+		}
+		v := append(append(b0[:0], w[:i]...), w[i+size:]...)
+		fn(v)
+		if d < 2 {
 			continue
 		}
-		*buf = append((*buf)[:0], v...)
-		fn(*buf)
-		deleteRec(v, d-1, buf, fn)
+		for j := 0; j < len(v); {
+			_, s2 := utf8.DecodeRune(v[j:])
+			if len(v) > s2 {
+				fn(append(append(b1[:0], v[:j]...), v[j+s2:]...))
+			}
+			j += s2
+		}
 	}
 }
 
@@ -57,14 +61,18 @@ func deleteRec(w string, d int, buf *[]byte, fn func([]byte)) {
 // runes (insertions, deletions, substitutions, adjacent transpositions),
 // computed up to max: any larger distance is reported as max+1.
 func editDistance(a, b string, max int) int {
-	ra, rb := []rune(a), []rune(b)
+	var raBuf, rbBuf [32]rune
+	ra, rb := appendRunes(raBuf[:0], a), appendRunes(rbBuf[:0], b)
 	if d := len(ra) - len(rb); d > max || -d > max {
 		return max + 1
 	}
-	// three rows suffice for OSA
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
+	var rows [3][33]int
+	var prev2, prev, cur []int
+	if len(rb) < 33 {
+		prev2, prev, cur = rows[0][:len(rb)+1], rows[1][:len(rb)+1], rows[2][:len(rb)+1]
+	} else {
+		prev2, prev, cur = make([]int, len(rb)+1), make([]int, len(rb)+1), make([]int, len(rb)+1)
+	}
 	for j := range prev {
 		prev[j] = j
 	}
@@ -89,4 +97,11 @@ func editDistance(a, b string, max int) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return min(prev[len(rb)], max+1)
+}
+
+func appendRunes(dst []rune, s string) []rune {
+	for _, r := range s {
+		dst = append(dst, r)
+	}
+	return dst
 }

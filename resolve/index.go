@@ -16,7 +16,7 @@ type Tier int8
 const (
 	TierNone   Tier = iota // no match
 	TierFuzzy              // every word matches a word of the item within a small edit distance
-	TierPrefix             // every word is a prefix of a word of the item
+	TierPrefix             // every word but the last is a word of the item, the last starts one
 	TierToken              // every word is a word (name, alias or keyword) of the item
 	TierExact              // the whole query equals the item's id, display name or an alias
 )
@@ -49,6 +49,7 @@ type Index struct {
 	vocab     map[string]int32 // word -> word id
 	words     []string         // word id -> word
 	sorted    []int32          // word ids in byte order of their words, for prefix ranges
+	pos       []int32          // word id -> its position in sorted
 	postStart []int32          // word id -> start in post; len(words)+1 entries
 	post      []int32          // item ids per word, ascending (rank order)
 	itemStart []int32          // item -> start in itemWords; len(items)+1 entries
@@ -189,16 +190,19 @@ func (ix *Index) buildSorted() {
 		ix.sorted[i] = int32(i)
 	}
 	slices.SortFunc(ix.sorted, func(a, b int32) int { return strings.Compare(ix.words[a], ix.words[b]) })
+	ix.pos = make([]int32, len(ix.words))
+	for p, w := range ix.sorted {
+		ix.pos[w] = int32(p)
+	}
 }
 
 func (ix *Index) buildDeletes() {
 	ix.deletes = make(map[string][]int32)
-	var buf []byte
 	for wid, w := range ix.words {
 		if !fuzzyWord(w) {
 			continue
 		}
-		forDeletes(w, maxDistance(len(w)), &buf, func(key []byte) {
+		forDeletes(w, maxDistance(len(w)), func(key []byte) {
 			k := string(key)
 			list := ix.deletes[k]
 			if len(list) == 0 || list[len(list)-1] != int32(wid) {

@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -17,6 +18,27 @@ type Result struct {
 // tier: the only resolution the router may act on without asking.
 func (r *Result) Strict() bool { return r.Tier == TierExact && len(r.Items) == 1 }
 
+// ResolveExact matches query against the exact tier only: id, display name
+// or alias. It is the cheap check for whether a text names an item.
+func (ix *Index) ResolveExact(query string, limit int) Result {
+	res := Result{Query: Normalize(query)}
+	ix.exactTier(res.Query, max(limit, 1), &res)
+	return res
+}
+
+func (ix *Index) exactTier(q string, limit int, res *Result) bool {
+	e, ok := ix.exact[q]
+	if !ok {
+		return false
+	}
+	res.Tier = TierExact
+	for ; e >= 0 && len(res.Items) < limit; e = ix.exactNext[e] {
+		res.Items = append(res.Items, ix.exactItem[e])
+	}
+	res.Truncated = e >= 0
+	return true
+}
+
 // Resolve matches query against the index, trying the tiers from exact to
 // fuzzy and stopping at the first that matches anything. It returns at most
 // limit items (limit ≥ 1), in rank order.
@@ -30,13 +52,7 @@ func (ix *Index) resolveNormalized(q string, limit int) Result {
 	if q == "" || len(ix.items) == 0 {
 		return res
 	}
-	// exact
-	if e, ok := ix.exact[q]; ok {
-		res.Tier = TierExact
-		for ; e >= 0 && len(res.Items) < limit; e = ix.exactNext[e] {
-			res.Items = append(res.Items, ix.exactItem[e])
-		}
-		res.Truncated = e >= 0
+	if ix.exactTier(q, limit, &res) {
 		return res
 	}
 	var wordsBuf [maxWords]string
@@ -91,135 +107,115 @@ func (ix *Index) wordsOf(item int32) []int32 {
 	return ix.itemWords[ix.itemStart[item]:ix.itemStart[item+1]]
 }
 
-// scanToken walks the postings of the rarest word and keeps the items that
-// hold every other word too.
-func (ix *Index) scanToken(ids []int32, limit int, res *Result) {
-	driver := 0
-	for i := range ids {
-		if len(ix.postings(ids[i])) < len(ix.postings(ids[driver])) {
-			driver = i
-		}
-	}
-	budget := scanBudget
-	for _, item := range ix.postings(ids[driver]) {
-		if budget--; budget < 0 {
-			res.Truncated = true
-			return
-		}
-		if ix.hasAll(item, ids, driver) {
-			res.Items = append(res.Items, item)
-			if len(res.Items) == limit {
-				return
+// wordSet is the vocabulary words one query word may stand for: itself,
+// its corrections, or (isRange) the words ix.sorted[lo:hi] it starts.
+type wordSet struct {
+	ids     []int32
+	isRange bool
+	lo, hi  int
+}
+
+func (ix *Index) exactSet(id int32, buf *[maxWords]int32, i int) wordSet {
+	buf[i] = id
+	return wordSet{ids: buf[i : i+1]}
+}
+
+func (ix *Index) rangeSet(lo, hi int) wordSet {
+	return wordSet{ids: ix.sorted[lo:hi], isRange: true, lo: lo, hi: hi}
+}
+
+// holds reports whether the item has a word of the set, by looking at the
+// item's words (random access: the fallback for sets with many words).
+func (ix *Index) holds(item int32, s *wordSet) bool {
+	for _, w := range ix.wordsOf(item) {
+		if s.isRange {
+			if p := int(ix.pos[w]); p >= s.lo && p < s.hi {
+				return true
 			}
-		}
-	}
-}
-
-func (ix *Index) hasAll(item int32, ids []int32, skip int) bool {
-	iw := ix.wordsOf(item)
-	for i, id := range ids {
-		if i != skip && !slices.Contains(iw, id) {
-			return false
-		}
-	}
-	return true
-}
-
-// prefixRange returns the positions in ix.sorted of the words that start with p.
-func (ix *Index) prefixRange(p string) (lo, hi int) {
-	lo, _ = slices.BinarySearchFunc(ix.sorted, p, func(w int32, p string) int { return strings.Compare(ix.words[w], p) })
-	hi = lo
-	for hi < len(ix.sorted) && strings.HasPrefix(ix.words[ix.sorted[hi]], p) {
-		hi++
-		if hi-lo > prefixWidth {
-			break
-		}
-	}
-	return lo, hi
-}
-
-// scanPrefix keeps the items where every query word is a prefix of one of
-// the item's words. The query word with the fewest postings drives the scan.
-func (ix *Index) scanPrefix(words []string, limit int, res *Result) {
-	driver, best := -1, 0
-	var lo, hi int
-	for i, w := range words {
-		if len(w) < minPrefixLen {
-			continue
-		}
-		l, h := ix.prefixRange(w)
-		if h == l {
-			return // no item has a word starting with w
-		}
-		if h-l > prefixWidth {
-			continue // too broad to drive
-		}
-		total := 0
-		for _, wid := range ix.sorted[l:h] {
-			total += len(ix.postings(wid))
-		}
-		if driver < 0 || total < best {
-			driver, best, lo, hi = i, total, l, h
-		}
-	}
-	if driver < 0 {
-		return
-	}
-	verify := func(item int32) bool {
-		iw := ix.wordsOf(item)
-		for i, w := range words {
-			if i != driver && !ix.anyPrefix(iw, w) {
-				return false
-			}
-		}
-		return true
-	}
-	ix.scanUnion(ix.sorted[lo:hi], limit, verify, res)
-}
-
-func (ix *Index) anyPrefix(itemWords []int32, p string) bool {
-	for _, id := range itemWords {
-		if strings.HasPrefix(ix.words[id], p) {
+		} else if slices.Contains(s.ids, w) {
 			return true
 		}
 	}
 	return false
 }
 
-// scanUnion visits, in rank order, the items in the union of the postings of
-// wordIDs and keeps those verify accepts, within the scan budget.
-func (ix *Index) scanUnion(wordIDs []int32, limit int, verify func(int32) bool, res *Result) {
-	if len(wordIDs) == 1 {
-		budget := scanBudget
-		for _, item := range ix.postings(wordIDs[0]) {
-			if budget--; budget < 0 {
-				res.Truncated = true
-				return
-			}
-			if verify(item) {
-				if res.Items = append(res.Items, item); len(res.Items) == limit {
-					return
-				}
-			}
+// intersect appends to res, in rank order, up to limit items that hold a
+// word of every set. The set with the fewest postings drives; the others
+// are checked by walking their (sorted) posting lists forward alongside the
+// driver, which reads memory in order, or, for sets of many words, by
+// looking at the candidate's own words.
+func (ix *Index) intersect(sets []wordSet, limit int, res *Result) {
+	driver, best := 0, -1
+	for i := range sets {
+		total := 0
+		for _, w := range sets[i].ids {
+			total += len(ix.postings(w))
 		}
-		return
+		if best < 0 || total < best {
+			driver, best = i, total
+		}
 	}
 	var cand []int32
-	for _, wid := range wordIDs {
-		p := ix.postings(wid)
-		if len(cand)+len(p) > scanBudget {
-			res.Truncated = true
-			p = p[:scanBudget-len(cand)]
+	if d := sets[driver].ids; len(d) == 1 {
+		cand = ix.postings(d[0])
+	} else {
+		for _, w := range d {
+			p := ix.postings(w)
+			if len(cand)+len(p) > scanBudget {
+				p = p[:scanBudget-len(cand)]
+				res.Truncated = true
+			}
+			cand = append(cand, p...)
 		}
-		cand = append(cand, p...)
-		if res.Truncated {
-			break
+		slices.Sort(cand)
+		cand = slices.Compact(cand)
+	}
+	if len(cand) > scanBudget {
+		cand, res.Truncated = cand[:scanBudget], true
+	}
+	// Each other set of few words is checked by walking its words' posting
+	// lists forward alongside the candidates (memory read in order); a set
+	// of many words (a short prefix) by looking at the candidate's words.
+	var listBuf [maxCursors][]int32
+	var curBuf [maxCursors]int
+	var first, count [maxWords]int
+	n := 0
+	for i := range sets {
+		if i == driver || len(sets[i].ids) > maxListsPerSet || n+len(sets[i].ids) > maxCursors {
+			continue
+		}
+		first[i], count[i] = n, len(sets[i].ids)
+		for _, w := range sets[i].ids {
+			listBuf[n] = ix.postings(w)
+			n++
 		}
 	}
-	slices.Sort(cand)
-	cand = slices.Compact(cand)
 	for _, item := range cand {
-		if verify(item) {
+		ok := true
+		for i := range sets {
+			if i == driver {
+				continue
+			}
+			if count[i] == 0 {
+				if !ix.holds(item, &sets[i]) {
+					ok = false
+					break
+				}
+				continue
+			}
+			found := false
+			for c := first[i]; c < first[i]+count[i]; c++ {
+				l := listBuf[c]
+				k := gallop(l, curBuf[c], item)
+				curBuf[c] = k
+				found = found || k < len(l) && l[k] == item
+			}
+			if !found {
+				ok = false
+				break
+			}
+		}
+		if ok {
 			if res.Items = append(res.Items, item); len(res.Items) == limit {
 				return
 			}
@@ -227,74 +223,119 @@ func (ix *Index) scanUnion(wordIDs []int32, limit int, verify func(int32) bool, 
 	}
 }
 
+// Cursor limits of intersect: a set of more words than maxListsPerSet is
+// checked against each candidate's own words instead.
+const (
+	maxListsPerSet = 8
+	maxCursors     = 32
+)
+
+// gallop returns the first index ≥ from where l[index] ≥ x (l ascending).
+func gallop(l []int32, from int, x int32) int {
+	if from >= len(l) || l[from] >= x {
+		return from
+	}
+	step := 1
+	lo := from
+	for lo+step < len(l) && l[lo+step] < x {
+		lo += step
+		step *= 2
+	}
+	hi := min(lo+step, len(l))
+	// l[lo] < x; the answer is in (lo, hi]
+	k, _ := slices.BinarySearch(l[lo+1:hi], x)
+	return lo + 1 + k
+}
+
+// prefixRange returns the positions in ix.sorted of the words that start
+// with p: ix.sorted[lo:hi].
+func (ix *Index) prefixRange(p string) (lo, hi int) {
+	lo, _ = slices.BinarySearchFunc(ix.sorted, p, func(w int32, p string) int { return strings.Compare(ix.words[w], p) })
+	hi = lo + sort.Search(len(ix.sorted)-lo, func(i int) bool { return !strings.HasPrefix(ix.words[ix.sorted[lo+i]], p) })
+	return lo, hi
+}
+
+// scanToken keeps the items that hold every query word.
+func (ix *Index) scanToken(ids []int32, limit int, res *Result) {
+	var setsBuf [maxWords]wordSet
+	sets := setsBuf[:len(ids)]
+	for i := range ids {
+		sets[i] = wordSet{ids: ids[i : i+1]}
+	}
+	ix.intersect(sets, limit, res)
+}
+
+// scanPrefix keeps the items that hold every query word but the last, and
+// a word that starts with the last: how people type a name they have not
+// finished ("q1 cfo outr").
+func (ix *Index) scanPrefix(words []string, limit int, res *Result) {
+	last := words[len(words)-1]
+	if len(last) < minPrefixLen {
+		return
+	}
+	var idsBuf [maxWords]int32
+	var setsBuf [maxWords]wordSet
+	sets := setsBuf[:0]
+	for i, w := range words[:len(words)-1] {
+		id, ok := ix.vocab[w]
+		if !ok {
+			return
+		}
+		sets = append(sets, ix.exactSet(id, &idsBuf, i))
+	}
+	lo, hi := ix.prefixRange(last)
+	if lo == hi {
+		return
+	}
+	if hi-lo > prefixWidth && len(sets) == 0 {
+		return // a lone short fragment: too broad to be a name
+	}
+	ix.intersect(append(sets, ix.rangeSet(lo, hi)), limit, res)
+}
+
 // scanFuzzy corrects each unknown query word to the vocabulary words within
 // a small edit distance, then keeps the items that hold, for every query
 // word, the word itself or one of its corrections.
 func (ix *Index) scanFuzzy(words []string, limit int, res *Result) {
-	alts := make([][]int32, len(words))
+	var idsBuf [maxWords]int32
+	var setsBuf [maxWords]wordSet
+	sets := setsBuf[:0]
 	corrected := false
 	for i, w := range words {
 		if id, ok := ix.vocab[w]; ok {
-			alts[i] = []int32{id}
+			sets = append(sets, ix.exactSet(id, &idsBuf, i))
 			continue
 		}
 		if !fuzzyWord(w) {
 			return
 		}
-		alts[i] = ix.corrections(w)
-		if len(alts[i]) == 0 {
+		c := ix.corrections(w)
+		if len(c) == 0 {
 			return
 		}
+		sets = append(sets, wordSet{ids: c})
 		corrected = true
 	}
-	if !corrected {
-		return
+	if corrected {
+		ix.intersect(sets, limit, res)
 	}
-	driver, best := 0, -1
-	for i, a := range alts {
-		total := 0
-		for _, wid := range a {
-			total += len(ix.postings(wid))
-		}
-		if best < 0 || total < best {
-			driver, best = i, total
-		}
-	}
-	verify := func(item int32) bool {
-		iw := ix.wordsOf(item)
-		for i, a := range alts {
-			if i == driver {
-				continue
-			}
-			found := false
-			for _, id := range a {
-				if slices.Contains(iw, id) {
-					found = true
-					break
-				}
-			}
-			if !found {
-				return false
-			}
-		}
-		return true
-	}
-	ix.scanUnion(alts[driver], limit, verify, res)
 }
 
-// corrections returns the vocabulary words within the edit distance allowed
-// for w, in word id order.
+// corrections returns the vocabulary words closest to w within the edit
+// distance allowed for its length, in word id order: the words one edit
+// away when there are any, else those two edits away (long words only).
 func (ix *Index) corrections(w string) []int32 {
 	var out []int32
-	var buf []byte
-	d := maxDistance(len(w))
-	forDeletes(w, d, &buf, func(key []byte) {
-		for _, wid := range ix.deletes[string(key)] {
-			if !slices.Contains(out, wid) && editDistance(w, ix.words[wid], d) <= d {
-				out = append(out, wid)
+	maxD := maxDistance(len(w))
+	for d := 1; d <= maxD && len(out) == 0; d++ {
+		forDeletes(w, d, func(key []byte) {
+			for _, wid := range ix.deletes[string(key)] {
+				if !slices.Contains(out, wid) && editDistance(w, ix.words[wid], d) <= d {
+					out = append(out, wid)
+				}
 			}
-		}
-	})
+		})
+	}
 	slices.Sort(out)
 	return out
 }

@@ -44,7 +44,7 @@ func Route(ctx context.Context, reg *Registry, sess *agentplane.Session, in agen
 	if in.Now.IsZero() {
 		in.Now = time.Now()
 	}
-	t := &turn{ctx: ctx, reg: reg, in: in, sess: sess}
+	t := &turn{ctx: ctx, reg: reg, in: in, sess: sess, buf: make([]byte, 0, 512)}
 	if sess == nil {
 		t.sess = &agentplane.Session{}
 	}
@@ -83,27 +83,75 @@ type turn struct {
 	in    agentplane.TurnInput
 	sess  *agentplane.Session
 	mode  string
-	trace []string
+	buf   []byte   // trace lines, each ended by '\n'
 	words []string // normalized words of the text, once computed
+	norm  string   // the normalized text, once computed
+	wbuf  [16]string
+}
+
+// slotText returns src[s:e] joined by spaces, where src is t.words or a
+// subslice of it, as a substring of the normalized text (words there are
+// separated by exactly one space), so it does not allocate.
+func (t *turn) slotText(src []string, s, e int) string {
+	base := cap(t.words) - cap(src) // index of src[0] in t.words
+	off := 0
+	for _, w := range t.words[:base+s] {
+		off += len(w) + 1
+	}
+	end := off
+	for _, w := range t.words[base+s : base+e] {
+		end += len(w) + 1
+	}
+	return t.norm[off : end-1]
 }
 
 func (t *turn) tracef(format string, args ...any) {
-	t.trace = append(t.trace, fmt.Sprintf(format, args...))
+	t.buf = fmt.Appendf(t.buf, format, args...)
+	t.buf = append(t.buf, '\n')
+}
+
+// tracep adds a trace line made of parts; it does not allocate beyond
+// growing the trace buffer, so the hot path uses it.
+func (t *turn) tracep(parts ...string) {
+	for _, p := range parts {
+		t.buf = append(t.buf, p...)
+	}
+	t.buf = append(t.buf, '\n')
+}
+
+// lines turns the trace buffer into lines sharing one string.
+func (t *turn) lines() []string {
+	s := string(t.buf)
+	out := make([]string, 0, strings.Count(s, "\n"))
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
+		out = append(out, s[:i])
+		s = s[i+1:]
+	}
+	return out
+}
+
+func kindOf(src agentplane.ResolverSource) (kind, id string) {
+	if src.ProviderID != "" {
+		return "provider:", src.ProviderID
+	}
+	return "catalog:", src.CatalogID
 }
 
 // done finishes the trace with the decision itself and returns it.
 func (t *turn) done(d agentplane.Decision) (agentplane.Decision, error) {
 	switch d.Action {
 	case agentplane.ActionInvokeCommand:
-		t.tracef("decision: invoke_command %s(%s)", d.CommandID, d.ResolvedID)
+		t.tracep("decision: invoke_command ", d.CommandID, "(", d.ResolvedID, ")")
 	case agentplane.ActionOpenPicker:
-		t.tracef("decision: open_picker on %s for %s", d.Source(), d.CommandID)
+		k, id := kindOf(d.Source())
+		t.tracep("decision: open_picker on ", k, id, " for ", d.CommandID)
 	case agentplane.ActionAskQuestion:
-		t.tracef("decision: ask_clarifying_question %q", d.QuestionText)
+		t.tracep("decision: ask_clarifying_question \"", d.QuestionText, "\"")
 	case agentplane.ActionContinueLLM:
-		t.tracef("decision: continue_with_llm (%s)", d.ReasonCode)
+		t.tracep("decision: continue_with_llm (", d.ReasonCode, ")")
 	}
-	d.Trace = t.trace
+	d.Trace = t.lines()
 	return d, nil
 }
 
@@ -133,7 +181,8 @@ func (t *turn) route() (agentplane.Decision, error) {
 
 func (t *turn) normalizedWords() []string {
 	if t.words == nil {
-		t.words = resolve.Fields(make([]string, 0, 16), resolve.Normalize(t.in.Text))
+		t.norm = resolve.Normalize(t.in.Text)
+		t.words = resolve.Fields(t.wbuf[:0], t.norm)
 	}
 	return t.words
 }
@@ -197,11 +246,11 @@ func (t *turn) index(src agentplane.ResolverSource) (*resolve.Index, error) {
 func (t *turn) invokeOrConfirm(cmd *agentplane.CommandDefinition, item *agentplane.ResolverItem) agentplane.Decision {
 	if cmd.NeedsConfirmation() {
 		q := ConfirmationQuestion(cmd, item.Header.DisplayName)
-		t.tracef("%s needs confirmation; asking", cmd.ID)
+		t.tracep(cmd.ID, " needs confirmation; asking")
 		return agentplane.Decision{Action: agentplane.ActionAskQuestion, QuestionText: q, Options: []string{"Yes", "No"},
 			CommandID: cmd.ID, ResolvedID: item.Header.ID}
 	}
-	t.tracef("invoke %s(%s)", cmd.ID, item.Header.ID)
+	t.tracep("invoke ", cmd.ID, "(", item.Header.ID, ")")
 	return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: cmd.ID, ResolvedID: item.Header.ID}
 }
 
@@ -417,6 +466,13 @@ const (
 // resolveSlot resolves slot text against the command's source and applies
 // the UI-first rules.
 func (t *turn) resolveSlot(cmd *agentplane.CommandDefinition, text string) (agentplane.Decision, int) {
+	return t.resolveSlotTiers(cmd, text, false)
+}
+
+// resolveSlotTiers is resolveSlot; with strictOnly it looks only for a
+// strict resolution (the exact tier), for when a candidate answer is
+// already in hand and only a strict one could beat it.
+func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, strictOnly bool) (agentplane.Decision, int) {
 	if !t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) {
 		t.tracef("%s is not active in mode %q", cmd.Source, t.mode)
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonUnresolved}, qualityNone
@@ -425,28 +481,37 @@ func (t *turn) resolveSlot(cmd *agentplane.CommandDefinition, text string) (agen
 	if err != nil {
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonSourceUnavailable}, qualityNone
 	}
-	res := ix.Resolve(text, t.reg.settings.MaxOptions)
-	note := ""
-	if res.Truncated {
-		note = ", search budget reached"
+	var res resolve.Result
+	if strictOnly {
+		res = ix.ResolveExact(text, t.reg.settings.MaxOptions)
+	} else {
+		res = ix.Resolve(text, t.reg.settings.MaxOptions)
 	}
-	t.tracef("resolve %q in %s: %s tier, %d item(s)%s", res.Query, cmd.Source, res.Tier, len(res.Items), note)
+	note := ""
+	if strictOnly {
+		note = " (exact tier only: a candidate answer is already in hand)"
+	}
+	if res.Truncated {
+		note += ", search budget reached"
+	}
+	k, id := kindOf(cmd.Source)
+	t.tracep("resolve \"", res.Query, "\" in ", k, id, ": ", res.Tier.String(), " tier, ", strconv.Itoa(len(res.Items)), " item(s)", note)
 	switch {
 	case res.Strict():
 		return t.invokeOrConfirm(cmd, ix.Item(res.Items[0])), qualityStrict
 	case len(res.Items) == 0:
-		t.tracef("%s matched but %q resolves to nothing", cmd.ID, text)
+		t.tracep(cmd.ID, " matched but \"", text, "\" resolves to nothing")
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonUnresolved}, qualityNone
 	case t.in.UI:
 		best := ix.Item(res.Items[0]).Header.ID
-		t.tracef("not strict: open picker on %s prefiltered with %q, highlighting %s", cmd.Source, text, best)
+		t.tracep("not strict: open picker on ", k, id, " prefiltered with \"", text, "\", highlighting ", best)
 		return t.picker(cmd, text, best), qualityCandidate
 	default:
 		q := fmt.Sprintf("Which of the %s did you mean?", strings.ToLower(t.sourceName(cmd.Source)))
 		if len(res.Items) == 1 {
 			q = fmt.Sprintf("Did you mean '%s'?", ix.Item(res.Items[0]).Header.DisplayName)
 		}
-		t.tracef("not strict, no UI: ask which of %d candidate(s)", len(res.Items))
+		t.tracep("not strict, no UI: ask which of ", strconv.Itoa(len(res.Items)), " candidate(s)")
 		return t.question(cmd, q, ix, res.Items), qualityCandidate
 	}
 }
@@ -483,7 +548,7 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 		var d agentplane.Decision
 		q := qualityCandidate
 		if !h.Pattern.HasSlot() {
-			t.tracef("trigger of %s matched: %q", cmd.ID, h.Pattern.Source)
+			t.tracep("trigger of ", cmd.ID, " matched: \"", h.Pattern.Source, "\"")
 			if d = t.browse(cmd); d.Action == agentplane.ActionContinueLLM {
 				q = qualityNone
 			}
@@ -492,9 +557,9 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 			if i >= full {
 				src = stripped
 			}
-			slot := strings.Join(src[h.Start:h.End], " ")
-			t.tracef("trigger of %s matched: %q with {%s} = %q", cmd.ID, h.Pattern.Source, h.Pattern.SlotName, slot)
-			d, q = t.resolveSlot(cmd, slot)
+			slot := t.slotText(src, h.Start, h.End)
+			t.tracep("trigger of ", cmd.ID, " matched: \"", h.Pattern.Source, "\" with {", h.Pattern.SlotName, "} = \"", slot, "\"")
+			d, q = t.resolveSlotTiers(cmd, slot, bestQuality >= qualityCandidate)
 		}
 		if q > bestQuality {
 			best, bestQuality = d, q
