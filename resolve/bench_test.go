@@ -15,6 +15,7 @@ func BenchmarkNewIndex(b *testing.B) {
 		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
 			cat := catalogtest.Generate(n)
 			b.ReportAllocs()
+			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if _, err := resolve.NewIndex(cat.Items); err != nil {
 					b.Fatal(err)

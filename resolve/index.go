@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -38,12 +39,12 @@ func (t Tier) String() string {
 // also the deterministic tie-break between items that match equally well.
 type Index struct {
 	items []agentplane.ResolverItem
-	byID  map[string]int32 // raw id -> item
 
-	// exact keys: normalized id, display name and aliases, chained per key
-	exact     map[string]int32 // key -> first entry
+	// exact keys: the hash of the normalized id, display name and aliases,
+	// chained per hash; a hit is confirmed against the item's own fields
+	exact     hashTable // key hash -> first entry
 	exactItem []int32          // entry -> item
-	exactNext []int32          // entry -> next entry with the same key, or -1
+	exactNext []int32          // entry -> next entry with the same hash, or -1
 
 	// words of display names, aliases and keywords
 	vocab     map[string]int32 // word -> word id
@@ -55,8 +56,11 @@ type Index struct {
 	itemStart []int32          // item -> start in itemWords; len(items)+1 entries
 	itemWords []int32          // word ids per item, deduplicated
 
-	// SymSpell deletion index over alphabetic words, for the fuzzy tier
-	deletes map[string][]int32
+	// SymSpell deletion index over alphabetic words, for the fuzzy tier:
+	// the hash of each word and of each string one deletion away, chained
+	deletes map[uint64]int32 // variant hash -> first entry
+	delWord []int32          // entry -> word id
+	delNext []int32          // entry -> next entry with the same hash, or -1
 }
 
 // Budgets bound the work of one query so that no query is slow, whatever
@@ -73,63 +77,43 @@ const (
 // is empty or appears twice.
 func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 	n := len(items)
-	order := make([]int32, n)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		if c := cmp.Compare(items[b].UsageCount, items[a].UsageCount); c != 0 {
-			return c
-		}
-		return strings.Compare(items[a].Header.ID, items[b].Header.ID)
-	})
+	order := rankOrder(items)
 	ix := &Index{
 		items:     make([]agentplane.ResolverItem, n),
-		byID:      make(map[string]int32, n),
-		exact:     make(map[string]int32, 2*n),
+		exact:     newHashTable(exactKeys(items)),
 		exactItem: make([]int32, 0, 2*n),
 		exactNext: make([]int32, 0, 2*n),
 		vocab:     make(map[string]int32),
 		itemStart: make([]int32, n+1),
+		itemWords: make([]int32, 0, 8*n), // names of a few words, aliases, keywords
 	}
 	for i, o := range order {
 		ix.items[i] = items[o]
 	}
 	var scratch []int32
-	var fields []string
+	var buf []byte
 	for i := range ix.items {
 		it := &ix.items[i]
 		id := it.Header.ID
 		if id == "" {
 			return nil, fmt.Errorf("item %d (%q): empty id", order[i], it.Header.DisplayName)
 		}
-		if _, dup := ix.byID[id]; dup {
+		idHash := normalHash(id)
+		if _, dup := ix.lookup(idHash, id); dup {
 			return nil, fmt.Errorf("item %d: duplicate id %q", order[i], id)
 		}
-		ix.byID[id] = int32(i)
-		ix.addExact(Normalize(id), int32(i))
-		name := Normalize(it.Header.DisplayName)
-		ix.addExact(name, int32(i))
+		ix.addExact(idHash, int32(i))
 		scratch = scratch[:0]
-		fields = Fields(fields[:0], name)
+		buf = appendNormal(buf[:0], it.Header.DisplayName)
+		ix.addExact(hashBytes(buf), int32(i))
+		scratch = ix.addWords(buf, scratch)
 		for _, a := range it.Aliases {
-			na := Normalize(a)
-			ix.addExact(na, int32(i))
-			fields = Fields(fields, na)
+			buf = appendNormal(buf[:0], a)
+			ix.addExact(hashBytes(buf), int32(i))
+			scratch = ix.addWords(buf, scratch)
 		}
 		for _, k := range it.Keywords {
-			fields = Fields(fields, Normalize(k))
-		}
-		for _, w := range fields {
-			wid, ok := ix.vocab[w]
-			if !ok {
-				wid = int32(len(ix.words))
-				ix.vocab[w] = wid
-				ix.words = append(ix.words, w)
-			}
-			if !slices.Contains(scratch, wid) {
-				scratch = append(scratch, wid)
-			}
+			scratch = ix.addWords(appendNormal(buf[:0], k), scratch)
 		}
 		ix.itemWords = append(ix.itemWords, scratch...)
 		ix.itemStart[i+1] = int32(len(ix.itemWords))
@@ -140,14 +124,87 @@ func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 	return ix, nil
 }
 
-func (ix *Index) addExact(key string, item int32) {
-	if key == "" {
+// addWords adds the words of normalized text b to the vocabulary and
+// appends their ids to item, once each.
+func (ix *Index) addWords(b []byte, item []int32) []int32 {
+	for len(b) > 0 {
+		j := bytes.IndexByte(b, ' ')
+		if j < 0 {
+			j = len(b)
+		}
+		if j > 0 {
+			wid, ok := ix.vocab[string(b[:j])] // no allocation for the lookup
+			if !ok {
+				w := string(b[:j])
+				wid = int32(len(ix.words))
+				ix.vocab[w] = wid
+				ix.words = append(ix.words, w)
+			}
+			if !slices.Contains(item, wid) {
+				item = append(item, wid)
+			}
+		}
+		b = b[min(j+1, len(b)):]
+	}
+	return item
+}
+
+// exactKeys counts the exact keys of items: id, display name, aliases.
+func exactKeys(items []agentplane.ResolverItem) int {
+	n := 2 * len(items)
+	for i := range items {
+		n += len(items[i].Aliases)
+	}
+	return n
+}
+
+// rankOrder returns the item positions in rank order: more used first,
+// then by id.
+func rankOrder(items []agentplane.ResolverItem) []int32 {
+	order := make([]int32, len(items))
+	byID := slices.IsSortedFunc(items, func(a, b agentplane.ResolverItem) int { return strings.Compare(a.Header.ID, b.Header.ID) })
+	if byID {
+		// Catalogs often come in id order: then position breaks usage ties,
+		// and the sort moves no strings.
+		type key struct {
+			usage int64
+			idx   int32
+		}
+		keys := make([]key, len(items))
+		for i := range items {
+			keys[i] = key{items[i].UsageCount, int32(i)}
+		}
+		slices.SortFunc(keys, func(a, b key) int {
+			if c := cmp.Compare(b.usage, a.usage); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.idx, b.idx)
+		})
+		for i := range keys {
+			order[i] = keys[i].idx
+		}
+		return order
+	}
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp.Compare(items[b].UsageCount, items[a].UsageCount); c != 0 {
+			return c
+		}
+		return strings.Compare(items[a].Header.ID, items[b].Header.ID)
+	})
+	return order
+}
+
+func (ix *Index) addExact(key uint64, item int32) {
+	if key == emptyHash {
 		return
 	}
 	e := int32(len(ix.exactItem))
-	head, ok := ix.exact[key]
+	head, ok := ix.exact.get(key)
 	if !ok {
-		ix.exact[key] = e
+		ix.exact.put(key, e)
 		ix.exactItem = append(ix.exactItem, item)
 		ix.exactNext = append(ix.exactNext, -1)
 		return
@@ -197,19 +254,38 @@ func (ix *Index) buildSorted() {
 }
 
 func (ix *Index) buildDeletes() {
-	ix.deletes = make(map[string][]int32)
+	ix.deletes = make(map[uint64]int32, len(ix.words)*8)
 	for wid, w := range ix.words {
 		if !fuzzyWord(w) {
 			continue
 		}
-		forDeletes(w, maxDistance(len(w)), func(key []byte) {
-			k := string(key)
-			list := ix.deletes[k]
-			if len(list) == 0 || list[len(list)-1] != int32(wid) {
-				ix.deletes[k] = append(list, int32(wid))
+		forDeletes(w, 1, func(key []byte) {
+			h := hashBytes(key)
+			e := int32(len(ix.delWord))
+			head, ok := ix.deletes[h]
+			if ok && ix.delWord[head] == int32(wid) {
+				return // the same variant twice from one word ("aab")
 			}
+			ix.delWord = append(ix.delWord, int32(wid))
+			if ok {
+				ix.delNext = append(ix.delNext, head)
+			} else {
+				ix.delNext = append(ix.delNext, -1)
+			}
+			ix.deletes[h] = e
 		})
 	}
+}
+
+// lookup finds the item whose id is exactly id; idHash is normalHash(id).
+func (ix *Index) lookup(idHash uint64, id string) (int32, bool) {
+	e, ok := ix.exact.get(idHash)
+	for ; ok && e >= 0; e = ix.exactNext[e] {
+		if it := ix.exactItem[e]; ix.items[it].Header.ID == id {
+			return it, true
+		}
+	}
+	return 0, false
 }
 
 // Len returns the number of items.
@@ -220,7 +296,7 @@ func (ix *Index) Item(i int32) *agentplane.ResolverItem { return &ix.items[i] }
 
 // Lookup returns the item with exactly this id.
 func (ix *Index) Lookup(id string) (*agentplane.ResolverItem, bool) {
-	i, ok := ix.byID[id]
+	i, ok := ix.lookup(normalHash(id), id)
 	if !ok {
 		return nil, false
 	}

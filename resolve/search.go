@@ -27,16 +27,44 @@ func (ix *Index) ResolveExact(query string, limit int) Result {
 }
 
 func (ix *Index) exactTier(q string, limit int, res *Result) bool {
-	e, ok := ix.exact[q]
+	if q == "" {
+		return false
+	}
+	e, ok := ix.exact.get(hashString(q))
 	if !ok {
 		return false
 	}
-	res.Tier = TierExact
-	for ; e >= 0 && len(res.Items) < limit; e = ix.exactNext[e] {
-		res.Items = append(res.Items, ix.exactItem[e])
+	for ; e >= 0; e = ix.exactNext[e] {
+		item := ix.exactItem[e]
+		if !ix.hasKey(item, q) {
+			continue // a hash collision, not a match
+		}
+		if len(res.Items) == limit {
+			res.Truncated = true
+			break
+		}
+		res.Items = append(res.Items, item)
 	}
-	res.Truncated = e >= 0
+	if len(res.Items) == 0 {
+		return false
+	}
+	res.Tier = TierExact
 	return true
+}
+
+// hasKey reports whether the item's id, display name or an alias
+// normalizes to q.
+func (ix *Index) hasKey(item int32, q string) bool {
+	it := &ix.items[item]
+	if normalEqual(it.Header.ID, q) || normalEqual(it.Header.DisplayName, q) {
+		return true
+	}
+	for _, a := range it.Aliases {
+		if normalEqual(a, q) {
+			return true
+		}
+	}
+	return false
 }
 
 // Resolve matches query against the index, trying the tiers from exact to
@@ -321,21 +349,34 @@ func (ix *Index) scanFuzzy(words []string, limit int, res *Result) {
 	}
 }
 
-// corrections returns the vocabulary words closest to w within the edit
-// distance allowed for its length, in word id order: the words one edit
-// away when there are any, else those two edits away (long words only).
+// corrections returns the vocabulary words closest to w, in word id order:
+// those one edit away when there are any, else those two edits away (long
+// words only). Candidates are the words that share a one-deletion variant
+// with w (SymSpell with distance 1 on both sides: every one-edit word, and
+// the two-edit words reachable that way), confirmed by edit distance.
 func (ix *Index) corrections(w string) []int32 {
 	var out []int32
+	var dist []int
 	maxD := maxDistance(len(w))
-	for d := 1; d <= maxD && len(out) == 0; d++ {
-		forDeletes(w, d, func(key []byte) {
-			for _, wid := range ix.deletes[string(key)] {
-				if !slices.Contains(out, wid) && editDistance(w, ix.words[wid], d) <= d {
-					out = append(out, wid)
-				}
+	forDeletes(w, 1, func(key []byte) {
+		e, ok := ix.deletes[hashBytes(key)]
+		for ; ok && e >= 0; e = ix.delNext[e] {
+			wid := ix.delWord[e]
+			if slices.Contains(out, wid) {
+				continue
 			}
-		})
+			if d := editDistance(w, ix.words[wid], maxD); d <= maxD {
+				out, dist = append(out, wid), append(dist, d)
+			}
+		}
+	})
+	best := slices.Min(append(dist, maxD))
+	kept := out[:0]
+	for i, wid := range out {
+		if dist[i] == best {
+			kept = append(kept, wid)
+		}
 	}
-	slices.Sort(out)
-	return out
+	slices.Sort(kept)
+	return kept
 }

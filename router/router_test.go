@@ -218,3 +218,36 @@ func TestPendingAfterDecision(t *testing.T) {
 		t.Fatal("an expired picker was kept")
 	}
 }
+
+// FuzzRoute checks that no input makes the router panic or return anything
+// but exactly one well-formed decision or an error with a code.
+func FuzzRoute(f *testing.F) {
+	reg := demoRegistry(f)
+	for _, s := range []string{"switch to ddr mode", "/mode", "/send q1", "yes", "2", "I want to work on email templates", "\xff", "open the renewel remnder template", "/ ", "//", "send it to the the the list"} {
+		f.Add(s, true, "general", "")
+	}
+	f.Fuzz(func(t *testing.T, text string, ui bool, mode, selID string) {
+		sess := &agentplane.Session{ID: "f", Mode: mode, Version: 1,
+			PendingPicker: &agentplane.PendingPicker{CommandID: "set_active_email_template", Source: agentplane.ResolverSource{CatalogID: "email_templates"},
+				OptionIDs: []string{"TPL-123", selID}, ExpiresAt: now.Add(time.Minute)}}
+		in := agentplane.TurnInput{Text: text, UI: ui, Now: now}
+		if selID != "" && len(text)%2 == 0 {
+			in.Selection = &agentplane.Selection{CommandID: "set_active_email_template", ID: selID}
+		}
+		d, err := router.Route(context.Background(), reg, sess, in)
+		if err != nil {
+			if agentplane.ErrorCode(err) == agentplane.CodeInternal {
+				t.Fatalf("uncoded error: %v", err)
+			}
+			return
+		}
+		switch d.Action {
+		case agentplane.ActionInvokeCommand, agentplane.ActionOpenPicker, agentplane.ActionAskQuestion, agentplane.ActionContinueLLM:
+		default:
+			t.Fatalf("action %q", d.Action)
+		}
+		if len(d.Trace) == 0 {
+			t.Fatal("no trace")
+		}
+	})
+}

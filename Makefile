@@ -1,0 +1,32 @@
+# agentplane — `make help` lists the targets.
+.PHONY: help test race vet fuzz bench ci run
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+run: ## terminal chat on the embedded demo configuration
+	go run ./cmd/agentplane chat
+
+test: ## all tests
+	go test ./...
+
+race: ## all tests with the race detector, shuffled
+	go test -race -shuffle=on ./...
+
+vet: ## gofmt and go vet
+	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
+	go vet ./...
+
+fuzz: ## fuzz every parser for 30s each
+	go test -run='^$$' -fuzz='^FuzzNormalize$$' -fuzztime=30s ./resolve
+	go test -run='^$$' -fuzz='^FuzzDecodeItems$$' -fuzztime=30s ./resolve
+	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./trigger
+	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./config
+	go test -run='^$$' -fuzz='^FuzzRoute$$' -fuzztime=30s ./router
+
+bench: ## routing and indexing benchmarks on one core (see README)
+	go test -run='^$$' -bench='BenchmarkRoute' -cpu 1 -count 3 ./router
+	go test -run='^$$' -bench='BenchmarkNewIndex|BenchmarkLoadJSON' -cpu 1 -benchtime 1x ./resolve
+
+ci: ## what CI runs
+	bash .ci/run
