@@ -29,17 +29,17 @@ func hashBytes(b []byte) uint64 {
 
 // normalHash is hashString(Normalize(s)) without allocating for ASCII s.
 func normalHash(s string) uint64 {
-	if ascii, _ := asciiClean(s); ascii && len(s) <= 256 {
-		var buf [256]byte
-		return hashBytes(appendASCII(buf[:0], s))
+	var buf [256]byte
+	if b, ok := appendASCII(buf[:0], s); ok {
+		return hashBytes(b)
 	}
 	return hashString(Normalize(s))
 }
 
 // appendNormal appends Normalize(s) to dst, without allocating for ASCII s.
 func appendNormal(dst []byte, s string) []byte {
-	if ascii, _ := asciiClean(s); ascii {
-		return appendASCII(dst, s)
+	if b, ok := appendASCII(dst, s); ok {
+		return b
 	}
 	return append(dst, Normalize(s)...)
 }
@@ -47,9 +47,9 @@ func appendNormal(dst []byte, s string) []byte {
 // normalEqual reports whether Normalize(raw) == q without allocating for
 // short ASCII raw.
 func normalEqual(raw, q string) bool {
-	if ascii, _ := asciiClean(raw); ascii && len(raw) <= 256 {
-		var buf [256]byte
-		return string(appendASCII(buf[:0], raw)) == q
+	var buf [256]byte
+	if b, ok := appendASCII(buf[:0], raw); ok {
+		return string(b) == q
 	}
 	return Normalize(raw) == q
 }

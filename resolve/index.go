@@ -85,38 +85,48 @@ func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 		exactNext: make([]int32, 0, 2*n),
 		vocab:     make(map[string]int32),
 		itemStart: make([]int32, n+1),
-		itemWords: make([]int32, 0, 8*n), // names of a few words, aliases, keywords
 	}
-	for i, o := range order {
-		ix.items[i] = items[o]
+	rank := make([]int32, n) // input position -> rank position
+	for r, o := range order {
+		ix.items[r] = items[o]
+		rank[o] = int32(r)
 	}
-	var scratch []int32
+	// Read the items in input order, which is the order their strings sit
+	// in memory, collecting each one's words; then lay the words out in
+	// rank order.
+	words := make([]int32, 0, 8*n)
+	start := make([]int32, n+1)
 	var buf []byte
-	for i := range ix.items {
-		it := &ix.items[i]
+	for j := range items {
+		it := &items[j]
+		r := rank[j]
 		id := it.Header.ID
 		if id == "" {
-			return nil, fmt.Errorf("item %d (%q): empty id", order[i], it.Header.DisplayName)
+			return nil, fmt.Errorf("item %d (%q): empty id", j, it.Header.DisplayName)
 		}
 		idHash := normalHash(id)
 		if _, dup := ix.lookup(idHash, id); dup {
-			return nil, fmt.Errorf("item %d: duplicate id %q", order[i], id)
+			return nil, fmt.Errorf("item %d: duplicate id %q", j, id)
 		}
-		ix.addExact(idHash, int32(i))
-		scratch = scratch[:0]
+		ix.addExact(idHash, r)
+		first := len(words)
 		buf = appendNormal(buf[:0], it.Header.DisplayName)
-		ix.addExact(hashBytes(buf), int32(i))
-		scratch = ix.addWords(buf, scratch)
+		ix.addExact(hashBytes(buf), r)
+		words = ix.addWords(buf, words, first)
 		for _, a := range it.Aliases {
 			buf = appendNormal(buf[:0], a)
-			ix.addExact(hashBytes(buf), int32(i))
-			scratch = ix.addWords(buf, scratch)
+			ix.addExact(hashBytes(buf), r)
+			words = ix.addWords(buf, words, first)
 		}
 		for _, k := range it.Keywords {
-			scratch = ix.addWords(appendNormal(buf[:0], k), scratch)
+			words = ix.addWords(appendNormal(buf[:0], k), words, first)
 		}
-		ix.itemWords = append(ix.itemWords, scratch...)
-		ix.itemStart[i+1] = int32(len(ix.itemWords))
+		start[j+1] = int32(len(words))
+	}
+	ix.itemWords = make([]int32, 0, len(words))
+	for r, o := range order {
+		ix.itemWords = append(ix.itemWords, words[start[o]:start[o+1]]...)
+		ix.itemStart[r+1] = int32(len(ix.itemWords))
 	}
 	ix.buildPostings()
 	ix.buildSorted()
@@ -125,8 +135,8 @@ func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 }
 
 // addWords adds the words of normalized text b to the vocabulary and
-// appends their ids to item, once each.
-func (ix *Index) addWords(b []byte, item []int32) []int32 {
+// appends their ids to words, once each within words[first:].
+func (ix *Index) addWords(b []byte, words []int32, first int) []int32 {
 	for len(b) > 0 {
 		j := bytes.IndexByte(b, ' ')
 		if j < 0 {
@@ -140,13 +150,13 @@ func (ix *Index) addWords(b []byte, item []int32) []int32 {
 				ix.vocab[w] = wid
 				ix.words = append(ix.words, w)
 			}
-			if !slices.Contains(item, wid) {
-				item = append(item, wid)
+			if !slices.Contains(words[first:], wid) {
+				words = append(words, wid)
 			}
 		}
 		b = b[min(j+1, len(b)):]
 	}
-	return item
+	return words
 }
 
 // exactKeys counts the exact keys of items: id, display name, aliases.
@@ -209,7 +219,7 @@ func (ix *Index) addExact(key uint64, item int32) {
 		ix.exactNext = append(ix.exactNext, -1)
 		return
 	}
-	// keep chains in rank order: walk to the tail (chains are short)
+	// append at the tail (chains are short); lookups sort what they find
 	last := head
 	for ix.exactNext[last] >= 0 {
 		last = ix.exactNext[last]

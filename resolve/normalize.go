@@ -26,7 +26,8 @@ func Normalize(s string) string {
 		if clean {
 			return s
 		}
-		return string(appendASCII(make([]byte, 0, len(s)), s))
+		b, _ := appendASCII(make([]byte, 0, len(s)), s)
+		return string(b)
 	}
 	return normalizeUnicode(s)
 }
@@ -59,13 +60,17 @@ func asciiClean(s string) (ascii, clean bool) {
 	return true, clean
 }
 
-// appendASCII appends the normal form of the all-ASCII string s to dst.
-func appendASCII(dst []byte, s string) []byte {
+// appendASCII appends the normal form of s to dst when s is all ASCII. At
+// the first non-ASCII byte it stops and returns ok false; what it appended
+// must then be discarded.
+func appendASCII(dst []byte, s string) (out []byte, ok bool) {
 	start := len(dst)
 	pendingSpace := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
+		case c >= utf8.RuneSelf:
+			return dst, false
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
 		case c >= 'A' && c <= 'Z':
 			c += 'a' - 'A'
@@ -81,7 +86,7 @@ func appendASCII(dst []byte, s string) []byte {
 		pendingSpace = false
 		dst = append(dst, c)
 	}
-	return dst
+	return dst, true
 }
 
 // unicodeFold is NFKC, case folding, then removal of combining marks after

@@ -35,18 +35,16 @@ func (ix *Index) exactTier(q string, limit int, res *Result) bool {
 		return false
 	}
 	for ; e >= 0; e = ix.exactNext[e] {
-		item := ix.exactItem[e]
-		if !ix.hasKey(item, q) {
-			continue // a hash collision, not a match
+		if item := ix.exactItem[e]; ix.hasKey(item, q) { // else a hash collision
+			res.Items = append(res.Items, item)
 		}
-		if len(res.Items) == limit {
-			res.Truncated = true
-			break
-		}
-		res.Items = append(res.Items, item)
 	}
 	if len(res.Items) == 0 {
 		return false
+	}
+	slices.Sort(res.Items) // rank order
+	if len(res.Items) > limit {
+		res.Items, res.Truncated = res.Items[:limit], true
 	}
 	res.Tier = TierExact
 	return true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,4 +158,22 @@ func TestChatTranscript(t *testing.T) {
 	if t.Failed() {
 		t.Log(out)
 	}
+}
+
+// FuzzRouteLine checks that no input line makes `agentplane route` panic,
+// and that every line yields a decision or a coded error.
+func FuzzRouteLine(f *testing.F) {
+	reg, ok := (&Main{Stderr: io.Discard, Now: time.Now}).registry("")
+	if !ok {
+		f.Fatal("demo registry")
+	}
+	for _, s := range []string{`{"text":"switch to ddr mode"}`, `{"selection":{"command_id":"set_mode","id":"x"}}`, `{"text":1}`, `[]`, `{"text":"a","roles":[null]}`, `{"text":"\u0000"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		d, err := routeLine(context.Background(), reg, line, time.Now)
+		if err == nil && d.Action == "" {
+			t.Fatalf("no action and no error for %q", line)
+		}
+	})
 }
