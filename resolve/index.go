@@ -43,8 +43,8 @@ type Index struct {
 	// exact keys: the hash of the normalized id, display name and aliases,
 	// chained per hash; a hit is confirmed against the item's own fields
 	exact     hashTable // key hash -> first entry
-	exactItem []int32          // entry -> item
-	exactNext []int32          // entry -> next entry with the same hash, or -1
+	exactItem []int32   // entry -> item
+	exactNext []int32   // entry -> next entry with the same hash, or -1
 
 	// words of display names, aliases and keywords
 	vocab     map[string]int32 // word -> word id
