@@ -65,8 +65,8 @@ func (e *Engine) Start(ctx context.Context, mode string) (*agentplane.Session, e
 // Turn is the outcome of one user turn.
 type Turn struct {
 	Decision agentplane.Decision
-	Result   *gate.Result        // set when the decision invoked a command
-	Session  *agentplane.Session // the session after the turn
+	Result   *agentplane.ExecutionResult // set when the decision invoked a command
+	Session  *agentplane.Session         // the session after the turn
 }
 
 // Turn routes one user input and, for invoke_command, executes it through

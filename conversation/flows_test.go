@@ -57,7 +57,7 @@ func TestFlowA(t *testing.T) {
 	if tr.Decision.Action != agentplane.ActionInvokeCommand || tr.Decision.CommandID != "set_mode" || tr.Decision.ResolvedID != "ddr" {
 		t.Fatalf("decision %+v", tr.Decision)
 	}
-	if tr.Result.Status != gate.StatusSuccess || tr.Session.Mode != "ddr" {
+	if tr.Result.Status != agentplane.StatusSuccess || tr.Session.Mode != "ddr" {
 		t.Fatalf("result %+v, mode %q", tr.Result, tr.Session.Mode)
 	}
 	// the DDR mode's toolboxes are now active: its catalog resolves, the sales commands do not
@@ -81,7 +81,7 @@ func TestFlowB(t *testing.T) {
 		t.Fatalf("no pending picker recorded: %+v", tr.Session)
 	}
 	tr = turn(t, e, s.ID, agentplane.TurnInput{UI: true, Selection: &agentplane.Selection{CommandID: d.CommandID, ID: "TPL-123"}})
-	if tr.Decision.Action != agentplane.ActionInvokeCommand || tr.Result.Status != gate.StatusSuccess {
+	if tr.Decision.Action != agentplane.ActionInvokeCommand || tr.Result.Status != agentplane.StatusSuccess {
 		t.Fatalf("turn 2: %+v %+v", tr.Decision, tr.Result)
 	}
 	awc := tr.Session.AWC
@@ -133,7 +133,7 @@ func TestFlowD(t *testing.T) {
 	}
 	// The send tool is an HTTP tool that the tools issue connects; until
 	// then the gate says so and changes nothing but the pending state.
-	if tr.Result.Status != gate.StatusFailed || tr.Result.Error.Code != agentplane.CodeToolUnavailable || tr.Result.Tool != "send_template" {
+	if tr.Result.Status != agentplane.StatusFailed || tr.Result.Error.Code != agentplane.CodeToolUnavailable || tr.Result.Tool != "send_template" {
 		t.Fatalf("result %+v", tr.Result)
 	}
 	if tr.Session.PendingConfirmation != nil || tr.Session.Version != version+1 || tr.Session.AWC.Entity.ID != "TPL-123" {
@@ -196,7 +196,7 @@ func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 		}
 		inv.Origin = gate.OriginUser
 		res, err := g.Execute(ctx, inv)
-		if err != nil || res.Status != gate.StatusRejected || res.Error.Code != tt.code {
+		if err != nil || res.Status != agentplane.StatusRejected || res.Error.Code != tt.code {
 			t.Errorf("%s: %+v %v", tt.name, res, err)
 		}
 	}
@@ -207,7 +207,7 @@ func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 	// confirmation policy: the gate refuses an unconfirmed side effect even if asked directly
 	s2, _ := g.Open(ctx, "y", "sales")
 	res, _ := g.Execute(ctx, gate.Invocation{SessionID: s2.ID, CommandID: "send_template_to_list", ResolvedID: "LIST-9", Origin: gate.OriginLLM})
-	if res.Status != gate.StatusConfirmationRequired {
+	if res.Status != agentplane.StatusConfirmationRequired {
 		t.Fatalf("unconfirmed send: %+v", res)
 	}
 	// a stale version loses

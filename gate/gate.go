@@ -38,17 +38,6 @@ const (
 	OriginAPI           Origin = "api"
 )
 
-// Status is the outcome of an invocation.
-type Status string
-
-// Statuses of the chat control protocol.
-const (
-	StatusSuccess              Status = "success"
-	StatusRejected             Status = "rejected"
-	StatusFailed               Status = "failed"
-	StatusConfirmationRequired Status = "confirmation_required"
-)
-
 // Invocation asks the gate to run a command with its one resolved id.
 type Invocation struct {
 	SessionID  string
@@ -60,21 +49,6 @@ type Invocation struct {
 	// Confirmed says the human confirmed this exact invocation (in chat, a
 	// "yes" to the pending confirmation the router asked).
 	Confirmed bool
-}
-
-// Result is the outcome of Execute.
-type Result struct {
-	Status  Status              `json:"status"`
-	Message string              `json:"message"`
-	Error   *ResultError        `json:"error,omitempty"`
-	Tool    string              `json:"tool,omitempty"`
-	Session *agentplane.Session `json:"-"` // the session after the invocation
-}
-
-// ResultError says why an invocation was rejected or failed.
-type ResultError struct {
-	Code   string `json:"code"`
-	Detail string `json:"detail"`
 }
 
 // SessionStore keeps sessions. Implementations are safe for concurrent use.
@@ -118,25 +92,25 @@ func New(reg *router.Registry, store SessionStore, opts *Options) (*Gate, error)
 	return g, nil
 }
 
-func rejected(code, format string, args ...any) Result {
+func rejected(code, format string, args ...any) agentplane.ExecutionResult {
 	msg := fmt.Sprintf(format, args...)
-	return Result{Status: StatusRejected, Message: msg, Error: &ResultError{Code: code, Detail: msg}}
+	return agentplane.ExecutionResult{Status: agentplane.StatusRejected, Message: msg, Error: &agentplane.ResultError{Code: code, Detail: msg}}
 }
 
 // Execute runs an invocation. Outcomes that are not the caller's fault or
 // the system's (a rejected, failed or confirmation_required invocation) are
 // results, not errors; the error is for a store that failed. A result other
 // than success changes nothing.
-func (g *Gate) Execute(ctx context.Context, inv Invocation) (Result, error) {
+func (g *Gate) Execute(ctx context.Context, inv Invocation) (agentplane.ExecutionResult, error) {
 	sess, err := g.store.Get(ctx, inv.SessionID)
 	if err != nil {
 		if agentplane.ErrorCode(err) == agentplane.CodeNotFound {
 			return rejected(agentplane.CodeNotFound, "no session %q", inv.SessionID), nil
 		}
-		return Result{}, fmt.Errorf("gate: load session %s: %w", inv.SessionID, err)
+		return agentplane.ExecutionResult{}, fmt.Errorf("gate: load session %s: %w", inv.SessionID, err)
 	}
 	res := g.execute(ctx, sess, inv)
-	if res.Status != StatusSuccess {
+	if res.Status != agentplane.StatusSuccess {
 		res.Session = sess
 		return res, nil
 	}
@@ -146,12 +120,12 @@ func (g *Gate) Execute(ctx context.Context, inv Invocation) (Result, error) {
 			r.Session = sess
 			return r, nil
 		}
-		return Result{}, fmt.Errorf("gate: save session %s: %w", inv.SessionID, err)
+		return agentplane.ExecutionResult{}, fmt.Errorf("gate: save session %s: %w", inv.SessionID, err)
 	}
 	return res, nil
 }
 
-func (g *Gate) execute(ctx context.Context, sess *agentplane.Session, inv Invocation) Result {
+func (g *Gate) execute(ctx context.Context, sess *agentplane.Session, inv Invocation) agentplane.ExecutionResult {
 	cmd, ok := g.reg.Command(inv.CommandID)
 	if !ok {
 		return rejected(agentplane.CodeUnknownAction, "unknown command %q", inv.CommandID)
@@ -172,7 +146,7 @@ func (g *Gate) execute(ctx context.Context, sess *agentplane.Session, inv Invoca
 	src, _ := g.reg.Source(cmd.Source)
 	ix, _, err := src.Index(ctx)
 	if err != nil {
-		return Result{Status: StatusFailed, Message: err.Error(), Error: &ResultError{Code: agentplane.CodeSourceUnavailable, Detail: err.Error()}}
+		return agentplane.ExecutionResult{Status: agentplane.StatusFailed, Message: err.Error(), Error: &agentplane.ResultError{Code: agentplane.CodeSourceUnavailable, Detail: err.Error()}}
 	}
 	item, ok := ix.Lookup(inv.ResolvedID)
 	if !ok {
@@ -180,11 +154,11 @@ func (g *Gate) execute(ctx context.Context, sess *agentplane.Session, inv Invoca
 	}
 	if g.needsConfirmation(cmd, inv.Origin) && !inv.Confirmed {
 		q := router.ConfirmationQuestion(cmd, item.Header.DisplayName)
-		return Result{Status: StatusConfirmationRequired, Message: q, Tool: cmd.Tool}
+		return agentplane.ExecutionResult{Status: agentplane.StatusConfirmationRequired, Message: q, Tool: cmd.Tool}
 	}
 	if !slices.Contains(config.BuiltinTools, cmd.Tool) {
 		msg := fmt.Sprintf("%s would run tool %s with %s=%q, but the tool is not connected yet", cmd.ID, cmd.Tool, cmd.Parameter, item.Header.ID)
-		return Result{Status: StatusFailed, Message: msg, Tool: cmd.Tool, Error: &ResultError{Code: agentplane.CodeToolUnavailable, Detail: msg}}
+		return agentplane.ExecutionResult{Status: agentplane.StatusFailed, Message: msg, Tool: cmd.Tool, Error: &agentplane.ResultError{Code: agentplane.CodeToolUnavailable, Detail: msg}}
 	}
 	next := sess.Clone()
 	msg := applyEffects(next, cmd, item, g.reg)
@@ -193,7 +167,7 @@ func (g *Gate) execute(ctx context.Context, sess *agentplane.Session, inv Invoca
 	if err := next.AWC.Validate(); err != nil {
 		return rejected(agentplane.CodeInvalidState, "%v", err)
 	}
-	return Result{Status: StatusSuccess, Message: msg, Tool: cmd.Tool, Session: next}
+	return agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: msg, Tool: cmd.Tool, Session: next}
 }
 
 // needsConfirmation applies the confirmation policy of DESIGN.md: the

@@ -38,7 +38,8 @@ func (t Tier) String() string {
 // Items are kept in rank order (higher UsageCount first, then id), which is
 // also the deterministic tie-break between items that match equally well.
 type Index struct {
-	items []agentplane.ResolverItem
+	items []agentplane.ResolverItem // as given, not copied
+	order []int32                   // rank position -> position in items
 
 	// exact keys: the hash of the normalized id, display name and aliases,
 	// chained per hash; a hit is confirmed against the item's own fields
@@ -74,12 +75,14 @@ const (
 )
 
 // NewIndex builds an index over items. It fails, naming the item, when an id
-// is empty or appears twice.
+// is empty or appears twice. The index keeps items without copying them:
+// the caller must not change them afterwards.
 func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 	n := len(items)
 	order := rankOrder(items)
 	ix := &Index{
-		items:     make([]agentplane.ResolverItem, n),
+		items:     items,
+		order:     order,
 		exact:     newHashTable(exactKeys(items)),
 		exactItem: make([]int32, 0, 2*n),
 		exactNext: make([]int32, 0, 2*n),
@@ -88,7 +91,6 @@ func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 	}
 	rank := make([]int32, n) // input position -> rank position
 	for r, o := range order {
-		ix.items[r] = items[o]
 		rank[o] = int32(r)
 	}
 	// Read the items in input order, which is the order their strings sit
@@ -291,7 +293,7 @@ func (ix *Index) buildDeletes() {
 func (ix *Index) lookup(idHash uint64, id string) (int32, bool) {
 	e, ok := ix.exact.get(idHash)
 	for ; ok && e >= 0; e = ix.exactNext[e] {
-		if it := ix.exactItem[e]; ix.items[it].Header.ID == id {
+		if it := ix.exactItem[e]; ix.Item(it).Header.ID == id {
 			return it, true
 		}
 	}
@@ -302,7 +304,7 @@ func (ix *Index) lookup(idHash uint64, id string) (int32, bool) {
 func (ix *Index) Len() int { return len(ix.items) }
 
 // Item returns the item at position i (0 ≤ i < Len) in rank order.
-func (ix *Index) Item(i int32) *agentplane.ResolverItem { return &ix.items[i] }
+func (ix *Index) Item(i int32) *agentplane.ResolverItem { return &ix.items[ix.order[i]] }
 
 // Lookup returns the item with exactly this id.
 func (ix *Index) Lookup(id string) (*agentplane.ResolverItem, bool) {
@@ -310,7 +312,7 @@ func (ix *Index) Lookup(id string) (*agentplane.ResolverItem, bool) {
 	if !ok {
 		return nil, false
 	}
-	return &ix.items[i], true
+	return ix.Item(i), true
 }
 
 // Items returns up to limit items in rank order, for pickers and questions

@@ -53,7 +53,7 @@ func (ix *Index) exactTier(q string, limit int, res *Result) bool {
 // hasKey reports whether the item's id, display name or an alias
 // normalizes to q.
 func (ix *Index) hasKey(item int32, q string) bool {
-	it := &ix.items[item]
+	it := ix.Item(item)
 	if normalEqual(it.Header.ID, q) || normalEqual(it.Header.DisplayName, q) {
 		return true
 	}

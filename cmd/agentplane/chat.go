@@ -134,9 +134,9 @@ func (c *chatUI) render(ctx context.Context, t conversation.Turn) {
 	case agentplane.ActionInvokeCommand:
 		r := t.Result
 		switch r.Status {
-		case gate.StatusSuccess:
+		case agentplane.StatusSuccess:
 			c.printf("✓ %s\n", r.Message)
-		case gate.StatusConfirmationRequired:
+		case agentplane.StatusConfirmationRequired:
 			c.printf("? %s (confirmation required)\n", r.Message)
 		default:
 			c.printf("✗ %s [%s]\n", r.Message, r.Error.Code)
