@@ -2,9 +2,8 @@ module github.com/agentplane/agentplane
 
 go 1.26.0
 
-require golang.org/x/text v0.44.0
-
 require (
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/text v0.44.0
+	pgregory.net/rapid v1.3.0
 )
