@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/router"
 )
@@ -29,12 +30,15 @@ type Engine struct {
 	store gate.SessionStore
 	now   func() time.Time
 	newID func() string
+	audit audit.Log
 }
 
 // Options configure an Engine. nil means defaults.
 type Options struct {
 	Now   func() time.Time // the clock; nil means time.Now
 	NewID func() string    // session ids; nil means 16 random bytes in hex
+	// Audit receives a record of every turn; nil means no audit log.
+	Audit audit.Log
 }
 
 // New returns an engine.
@@ -47,6 +51,7 @@ func New(reg *router.Registry, g *gate.Gate, store gate.SessionStore, opts *Opti
 		if opts.NewID != nil {
 			e.newID = opts.NewID
 		}
+		e.audit = opts.Audit
 	}
 	return e
 }
@@ -88,7 +93,7 @@ func (e *Engine) Turn(ctx context.Context, sessionID string, in agentplane.TurnI
 	}
 	t := Turn{Decision: d, Session: after}
 	if d.Action != agentplane.ActionInvokeCommand {
-		return t, nil
+		return t, e.record(ctx, sessionID, in, &t)
 	}
 	res, err := e.gate.Execute(ctx, gate.Invocation{
 		SessionID: sessionID, CommandID: d.CommandID, ResolvedID: d.ResolvedID,
@@ -100,5 +105,19 @@ func (e *Engine) Turn(ctx context.Context, sessionID string, in agentplane.TurnI
 	}
 	t.Result = &res
 	t.Session = res.Session
-	return t, nil
+	return t, e.record(ctx, sessionID, in, &t)
+}
+
+// record appends the turn to the audit log, if there is one.
+func (e *Engine) record(ctx context.Context, sessionID string, in agentplane.TurnInput, t *Turn) error {
+	if e.audit == nil {
+		return nil
+	}
+	d := t.Decision
+	r := &audit.Record{Session: sessionID, Time: in.Now.UTC(), Kind: audit.KindTurn,
+		Input: &in, Decision: &d, Result: t.Result, State: t.Session}
+	if err := e.audit.Append(ctx, r); err != nil {
+		return fmt.Errorf("conversation: audit turn of session %s: %w", sessionID, err)
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/conversation"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/router"
@@ -29,6 +30,7 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 	path := fs.String("config", "", "configuration file (default: the embedded demo)")
 	mode := fs.String("mode", "", "mode to start in (default: the configuration's default mode)")
 	showTrace := fs.Bool("trace", false, "print the router's trace after each turn")
+	auditFile := fs.String("audit-file", "", "append the session's audit records to this JSON Lines file")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -42,7 +44,17 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
 	}
-	e := conversation.New(reg, g, store, &conversation.Options{Now: m.Now})
+	opts := &conversation.Options{Now: m.Now}
+	if *auditFile != "" {
+		log, err := audit.OpenFile(*auditFile)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+			return 1
+		}
+		defer log.Close()
+		opts.Audit = log
+	}
+	e := conversation.New(reg, g, store, opts)
 	sess, err := e.Start(ctx, *mode)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", agentplane.ErrorMessage(err))

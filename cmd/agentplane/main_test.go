@@ -177,3 +177,33 @@ func FuzzRouteLine(f *testing.F) {
 		}
 	})
 }
+
+func TestChatAuditFileAndVerify(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	_, _, code := run(t, "switch to sales mode\nsend it to the q1 pilot list\nyes\nhello\n", "chat", "--audit-file", path)
+	if code != 0 {
+		t.Fatalf("chat exit %d", code)
+	}
+	_, _, code = run(t, "switch to ddr mode\n", "chat", "--audit-file", path) // a second session, appended
+	if code != 0 {
+		t.Fatalf("chat exit %d", code)
+	}
+	out, _, code := run(t, "", "audit", "verify", path)
+	if code != 0 || !strings.Contains(out, "intact: 5 records in 2 sessions") {
+		t.Fatalf("verify: exit %d, %s", code, out)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), `"question_text":"Confirm send to 'Q1 pilot list'?"`) || !strings.Contains(string(data), `"code":"tool_unavailable"`) {
+		t.Fatalf("the log lacks the decision or the result:\n%s", data)
+	}
+	tampered := strings.Replace(string(data), `"resolved_id":"LIST-9"`, `"resolved_id":"LIST-10"`, 1)
+	os.WriteFile(path, []byte(tampered), 0o644)
+	out, _, code = run(t, "", "audit", "verify", path)
+	if code != 1 || !strings.Contains(out, "line 2: session") || !strings.Contains(out, "hash mismatch") {
+		t.Fatalf("tampered: exit %d, %s", code, out)
+	}
+	if _, _, code := run(t, "", "audit", "verify"); code != 2 {
+		t.Fatalf("usage: exit %d", code)
+	}
+}

@@ -25,9 +25,11 @@ type Main struct {
 const usage = `agentplane — the control plane between a person, an LLM and tools
 
 Usage:
-  agentplane chat     [--config FILE] [--mode KEY] [--trace]   terminal chat
+  agentplane chat     [--config FILE] [--mode KEY] [--trace] [--audit-file FILE]
+                                                                terminal chat
   agentplane route    [--config FILE]                           JSON lines in, decisions out
   agentplane validate [--config FILE]                           check a configuration
+  agentplane audit verify FILE                                  check the hash chains of an audit log
 
 Without --config, the embedded demo configuration (a sales assistant) is used.
 `
@@ -49,6 +51,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.route(ctx, args[1:])
 	case "validate":
 		return m.validate(args[1:])
+	case "audit":
+		return m.audit(args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, usage)
 		return 0
