@@ -44,7 +44,8 @@ type ResultError struct {
 
 // PatchOp is one RFC 6902 JSON Patch operation.
 type PatchOp struct {
-	Op    string          `json:"op"` // add | remove | replace
+	Op    string          `json:"op"` // add | remove | replace | move | copy | test
 	Path  string          `json:"path"`
+	From  string          `json:"from,omitempty"`
 	Value json.RawMessage `json:"value,omitempty"`
 }

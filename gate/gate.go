@@ -94,7 +94,8 @@ func New(reg *router.Registry, store SessionStore, opts *Options) (*Gate, error)
 
 func rejected(code, format string, args ...any) agentplane.ExecutionResult {
 	msg := fmt.Sprintf(format, args...)
-	return agentplane.ExecutionResult{Status: agentplane.StatusRejected, Message: msg, Error: &agentplane.ResultError{Code: code, Detail: msg}}
+	return agentplane.ExecutionResult{Status: agentplane.StatusRejected, Message: msg,
+		Error: &agentplane.ResultError{Code: code, Detail: msg}, StateDiff: []agentplane.PatchOp{}}
 }
 
 // Execute runs an invocation. Outcomes that are not the caller's fault or
@@ -105,24 +106,41 @@ func (g *Gate) Execute(ctx context.Context, inv Invocation) (agentplane.Executio
 	sess, err := g.store.Get(ctx, inv.SessionID)
 	if err != nil {
 		if agentplane.ErrorCode(err) == agentplane.CodeNotFound {
-			return rejected(agentplane.CodeNotFound, "no session %q", inv.SessionID), nil
+			r := rejected(agentplane.CodeNotFound, "no session %q", inv.SessionID)
+			r.RequestID = inv.RequestID
+			return r, nil
 		}
 		return agentplane.ExecutionResult{}, fmt.Errorf("gate: load session %s: %w", inv.SessionID, err)
 	}
 	res := g.execute(ctx, sess, inv)
+	res.RequestID = inv.RequestID
 	if res.Status != agentplane.StatusSuccess {
-		res.Session = sess
-		return res, nil
+		return unchanged(res, sess), nil
+	}
+	diff, err := stateDiff(sess, res.Session)
+	if err != nil {
+		return agentplane.ExecutionResult{}, err
 	}
 	if err := g.store.Put(ctx, res.Session); err != nil {
 		if agentplane.ErrorCode(err) == agentplane.CodeVersionConflict {
 			r := rejected(agentplane.CodeVersionConflict, "session %s changed while %s ran; nothing was applied", inv.SessionID, inv.CommandID)
-			r.Session = sess
-			return r, nil
+			r.RequestID = inv.RequestID
+			return unchanged(r, sess), nil
 		}
 		return agentplane.ExecutionResult{}, fmt.Errorf("gate: save session %s: %w", inv.SessionID, err)
 	}
+	res.StateDiff = diff
+	res.SnapshotID = agentplane.SnapshotID(res.Session.ID, res.Session.Version)
 	return res, nil
+}
+
+// unchanged completes a result that changed nothing: an empty diff and the
+// snapshot the session still is.
+func unchanged(r agentplane.ExecutionResult, sess *agentplane.Session) agentplane.ExecutionResult {
+	r.Session = sess
+	r.StateDiff = []agentplane.PatchOp{}
+	r.SnapshotID = agentplane.SnapshotID(sess.ID, sess.Version)
+	return r
 }
 
 func (g *Gate) execute(ctx context.Context, sess *agentplane.Session, inv Invocation) agentplane.ExecutionResult {
