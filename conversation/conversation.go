@@ -36,7 +36,7 @@ type Engine struct {
 // Options configure an Engine. nil means defaults.
 type Options struct {
 	Now   func() time.Time // the clock; nil means time.Now
-	NewID func() string    // session ids; nil means 16 random bytes in hex
+	NewID func() string    // session and request ids; nil means 16 random bytes in hex
 	// Audit receives a record of every turn; nil means no audit log.
 	Audit audit.Log
 }
@@ -97,7 +97,7 @@ func (e *Engine) Turn(ctx context.Context, sessionID string, in agentplane.TurnI
 	}
 	res, err := e.gate.Execute(ctx, gate.Invocation{
 		SessionID: sessionID, CommandID: d.CommandID, ResolvedID: d.ResolvedID,
-		RequestID: fmt.Sprintf("%s-%d", sessionID, after.Version), Origin: gate.OriginUser,
+		RequestID: e.newID(), Origin: gate.OriginUser,
 		Roles: in.Roles, Confirmed: d.Confirmed,
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/conversation"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/gate"
@@ -218,5 +219,65 @@ func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 	stale.Version = cur.Version // same version again: conflict
 	if err := store.Put(ctx, &stale); agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
 		t.Fatalf("stale put: %v", err)
+	}
+}
+
+func TestRequestIDIsIdempotent(t *testing.T) {
+	t.Parallel()
+	cfg, _ := demo.Config(nil)
+	reg, _ := router.NewRegistry(cfg, nil)
+	store := memstore.New()
+	g, _ := gate.New(reg, store, nil)
+	ctx := context.Background()
+	s, _ := g.Open(ctx, "x", "general")
+	inv := gate.Invocation{SessionID: s.ID, CommandID: "set_mode", ResolvedID: "ddr", RequestID: "req-1", Origin: gate.OriginUser}
+	first, err := g.Execute(ctx, inv)
+	if err != nil || first.Status != agentplane.StatusSuccess || first.Session.Version != 2 {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	// a retry with the same request id, even with other arguments, runs nothing
+	inv.ResolvedID = "sales"
+	again, err := g.Execute(ctx, inv)
+	if err != nil || again.Status != agentplane.StatusSuccess || again.Message != first.Message || again.SnapshotID != first.SnapshotID {
+		t.Fatalf("retry: %+v %v", again, err)
+	}
+	cur, _ := store.Get(ctx, s.ID)
+	if cur.Version != 2 || cur.Mode != "ddr" {
+		t.Fatalf("the retry ran again: %+v", cur)
+	}
+	// a new request id runs
+	inv.RequestID = "req-2"
+	if r, _ := g.Execute(ctx, inv); r.Session.Mode != "sales" || r.Session.Version != 3 {
+		t.Fatalf("new request: %+v", r)
+	}
+}
+
+func TestAuditedConversationVerifies(t *testing.T) {
+	t.Parallel()
+	cfg, _ := demo.Config(nil)
+	reg, _ := router.NewRegistry(cfg, nil)
+	store := memstore.New()
+	g, _ := gate.New(reg, store, nil)
+	log := audit.NewMemory()
+	e := conversation.New(reg, g, store, &conversation.Options{Audit: log})
+	ctx := context.Background()
+	s, _ := e.Start(ctx, "sales")
+	for _, text := range []string{"open the q1 cfo outreach template", "send it to the q1 pilot list", "yes", "hi", "/mode ddr"} {
+		if _, err := e.Turn(ctx, s.ID, agentplane.TurnInput{Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, _ := log.Records(ctx, s.ID)
+	if len(recs) != 5 {
+		t.Fatalf("%d records for 5 turns", len(recs))
+	}
+	if err := audit.Verify(recs); err != nil {
+		t.Fatal(err)
+	}
+	if r := recs[0]; r.Result == nil || r.Result.Status != agentplane.StatusSuccess || len(r.Result.StateDiff) == 0 || r.State.AWC.Entity.ID != "TPL-123" {
+		t.Fatalf("first record: %+v", r)
+	}
+	if r := recs[1]; r.Result != nil || r.Decision.QuestionText != "Confirm send to 'Q1 pilot list'?" || r.State.PendingConfirmation == nil {
+		t.Fatalf("second record: %+v", r)
 	}
 }

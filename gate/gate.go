@@ -61,17 +61,32 @@ type SessionStore interface {
 	Put(ctx context.Context, s *agentplane.Session) error
 }
 
+// ResultStore remembers the result of each request id, so that a retried
+// request returns the recorded result and runs nothing twice.
+// Implementations are safe for concurrent use.
+type ResultStore interface {
+	// Result returns the result recorded for the request id, if any.
+	Result(ctx context.Context, requestID string) (agentplane.ExecutionResult, bool, error)
+	// SaveResult records the result of the request id; a second save of
+	// the same id keeps the first.
+	SaveResult(ctx context.Context, requestID string, res agentplane.ExecutionResult) error
+}
+
 // Gate executes invocations. It is safe for concurrent use.
 type Gate struct {
-	reg   *router.Registry
-	store SessionStore
-	now   func() time.Time
-	tools map[string]config.Tool
+	reg     *router.Registry
+	store   SessionStore
+	results ResultStore // nil: no idempotency
+	now     func() time.Time
+	tools   map[string]config.Tool
 }
 
 // Options configure a Gate. nil means defaults.
 type Options struct {
 	Now func() time.Time // the clock; nil means time.Now
+	// Results makes request ids idempotent; the session store is used when
+	// it implements ResultStore.
+	Results ResultStore
 }
 
 // New returns a gate over the registry and session store.
@@ -85,6 +100,11 @@ func New(reg *router.Registry, store SessionStore, opts *Options) (*Gate, error)
 	g := &Gate{reg: reg, store: store, now: time.Now, tools: map[string]config.Tool{}}
 	if opts != nil && opts.Now != nil {
 		g.now = opts.Now
+	}
+	if opts != nil && opts.Results != nil {
+		g.results = opts.Results
+	} else if rs, ok := store.(ResultStore); ok {
+		g.results = rs
 	}
 	for _, t := range reg.Config().Tools {
 		g.tools[t.Name] = t
@@ -102,7 +122,32 @@ func rejected(code, format string, args ...any) agentplane.ExecutionResult {
 // the system's (a rejected, failed or confirmation_required invocation) are
 // results, not errors; the error is for a store that failed. A result other
 // than success changes nothing.
+//
+// A request id seen before returns the recorded result and runs nothing.
 func (g *Gate) Execute(ctx context.Context, inv Invocation) (agentplane.ExecutionResult, error) {
+	if inv.RequestID != "" && g.results != nil {
+		prev, ok, err := g.results.Result(ctx, inv.RequestID)
+		if err != nil {
+			return agentplane.ExecutionResult{}, fmt.Errorf("gate: look up request %s: %w", inv.RequestID, err)
+		}
+		if ok {
+			if sess, err := g.store.Get(ctx, inv.SessionID); err == nil {
+				prev.Session = sess
+			}
+			return prev, nil
+		}
+	}
+	res, err := g.run(ctx, inv)
+	if err != nil || inv.RequestID == "" || g.results == nil {
+		return res, err
+	}
+	if err := g.results.SaveResult(ctx, inv.RequestID, res); err != nil {
+		return agentplane.ExecutionResult{}, fmt.Errorf("gate: record request %s: %w", inv.RequestID, err)
+	}
+	return res, nil
+}
+
+func (g *Gate) run(ctx context.Context, inv Invocation) (agentplane.ExecutionResult, error) {
 	sess, err := g.store.Get(ctx, inv.SessionID)
 	if err != nil {
 		if agentplane.ErrorCode(err) == agentplane.CodeNotFound {

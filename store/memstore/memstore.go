@@ -9,14 +9,37 @@ import (
 	"github.com/agentplane/agentplane"
 )
 
-// Store is an in-memory session store, safe for concurrent use.
+// Store is an in-memory session and request-result store, safe for
+// concurrent use.
 type Store struct {
 	mu       sync.Mutex
 	sessions map[string]*agentplane.Session
+	results  map[string]agentplane.ExecutionResult
 }
 
 // New returns an empty store.
-func New() *Store { return &Store{sessions: map[string]*agentplane.Session{}} }
+func New() *Store {
+	return &Store{sessions: map[string]*agentplane.Session{}, results: map[string]agentplane.ExecutionResult{}}
+}
+
+// Result returns the result recorded for the request id.
+func (s *Store) Result(_ context.Context, requestID string) (agentplane.ExecutionResult, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.results[requestID]
+	return r, ok, nil
+}
+
+// SaveResult records the result of a request id; the first save wins.
+func (s *Store) SaveResult(_ context.Context, requestID string, res agentplane.ExecutionResult) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.results[requestID]; !ok {
+		res.Session = nil // the session lives in the session map
+		s.results[requestID] = res
+	}
+	return nil
+}
 
 // Get returns a copy of the session, or an error with code not_found.
 func (s *Store) Get(_ context.Context, id string) (*agentplane.Session, error) {
