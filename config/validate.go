@@ -71,68 +71,49 @@ func (v *validator) validate() *Config {
 	return cfg
 }
 
+// register records id at position i of a list in seen, reporting a
+// missing, malformed (when pattern is set) or duplicate id at path.
+func (v *validator) register(seen map[string]int, path, what, id string, i int, pattern bool) {
+	switch {
+	case id == "":
+		v.add(path, "missing")
+	case pattern && !keyPattern.MatchString(id):
+		v.add(path, "%q: use lowercase letters, digits, '_' and '-', starting with a letter or digit", id)
+	default:
+		if j, dup := seen[id]; dup {
+			v.add(path, "duplicate %s %q (also %ss[%d])", what, id, what, j)
+		} else {
+			seen[id] = i
+		}
+	}
+}
+
 // index records the ids of everything that can be referenced, reporting
 // missing and duplicate ids.
 func (v *validator) index() {
 	f := v.f
 	v.modes = map[string]int{}
 	for i, m := range f.Modes {
-		p := fmt.Sprintf("modes[%d].key", i)
-		switch {
-		case m.Key == "":
-			v.add(p, "missing")
-		case !keyPattern.MatchString(m.Key):
-			v.add(p, "%q: use lowercase letters, digits, '_' and '-', starting with a letter or digit", m.Key)
-		default:
-			if j, dup := v.modes[m.Key]; dup {
-				v.add(p, "duplicate mode %q (also modes[%d])", m.Key, j)
-			} else {
-				v.modes[m.Key] = i
-			}
-		}
+		v.register(v.modes, fmt.Sprintf("modes[%d].key", i), "mode", m.Key, i, true)
 	}
 	v.toolboxes = map[string]int{}
 	for i, t := range f.Toolboxes {
-		p := fmt.Sprintf("toolboxes[%d].id", i)
-		if t.ID == "" {
-			v.add(p, "missing")
-		} else if j, dup := v.toolboxes[t.ID]; dup {
-			v.add(p, "duplicate toolbox %q (also toolboxes[%d])", t.ID, j)
-		} else {
-			v.toolboxes[t.ID] = i
-		}
+		v.register(v.toolboxes, fmt.Sprintf("toolboxes[%d].id", i), "toolbox", t.ID, i, false)
 	}
-	v.catalogs = map[string]int{agentplane.ModesCatalog: -1}
+	v.catalogs = map[string]int{}
 	for i, c := range f.Catalogs {
 		p := fmt.Sprintf("catalogs[%d].id", i)
-		switch {
-		case c.ID == "":
-			v.add(p, "missing")
-		case c.ID == agentplane.ModesCatalog:
+		if c.ID == agentplane.ModesCatalog {
 			v.add(p, "%q is the built-in catalog of modes; choose another id", c.ID)
-		default:
-			if j, dup := v.catalogs[c.ID]; dup {
-				v.add(p, "duplicate catalog %q (also catalogs[%d])", c.ID, j)
-			} else {
-				v.catalogs[c.ID] = i
-			}
+			continue
 		}
+		v.register(v.catalogs, p, "catalog", c.ID, i, false)
 	}
+	v.catalogs[agentplane.ModesCatalog] = -1
 	v.commands = map[string]int{}
 	for i, c := range f.Commands {
-		p := fmt.Sprintf("commands[%d].id", i)
-		switch {
-		case c.ID == "":
-			v.add(p, "missing")
-		case !keyPattern.MatchString(c.ID):
-			v.add(p, "%q: use lowercase letters, digits, '_' and '-' (it is typed as /%s)", c.ID, c.ID)
-		default:
-			if j, dup := v.commands[c.ID]; dup {
-				v.add(p, "duplicate command %q (also commands[%d])", c.ID, j)
-			} else {
-				v.commands[c.ID] = i
-			}
-		}
+		// command ids are typed in the slash form, so they follow the key pattern
+		v.register(v.commands, fmt.Sprintf("commands[%d].id", i), "command", c.ID, i, true)
 	}
 	v.tools = map[string]bool{}
 	for _, t := range BuiltinTools {

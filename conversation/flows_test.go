@@ -40,6 +40,25 @@ func newEngine(tb testing.TB) *conversation.Engine {
 	return conversation.New(reg, g, store, &conversation.Options{Now: now, NewID: func() string { n++; return fmt.Sprintf("s%d", n) }})
 }
 
+// demoGate returns the demo registry and a gate over an in-memory store.
+func demoGate(tb testing.TB) (*router.Registry, *memstore.Store, *gate.Gate) {
+	tb.Helper()
+	cfg, err := demo.Config(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	reg, err := router.NewRegistry(cfg, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	store := memstore.New()
+	g, err := gate.New(reg, store, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return reg, store, g
+}
+
 func turn(t *testing.T, e *conversation.Engine, id string, in agentplane.TurnInput) conversation.Turn {
 	t.Helper()
 	tr, err := e.Turn(context.Background(), id, in)
@@ -173,10 +192,7 @@ func TestQuestionThenNumber(t *testing.T) {
 
 func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 	t.Parallel()
-	cfg, _ := demo.Config(nil)
-	reg, _ := router.NewRegistry(cfg, nil)
-	store := memstore.New()
-	g, _ := gate.New(reg, store, nil)
+	_, store, g := demoGate(t)
 	ctx := context.Background()
 	s, _ := g.Open(ctx, "x", "general")
 	tests := []struct {
@@ -224,10 +240,7 @@ func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 
 func TestRequestIDIsIdempotent(t *testing.T) {
 	t.Parallel()
-	cfg, _ := demo.Config(nil)
-	reg, _ := router.NewRegistry(cfg, nil)
-	store := memstore.New()
-	g, _ := gate.New(reg, store, nil)
+	_, store, g := demoGate(t)
 	ctx := context.Background()
 	s, _ := g.Open(ctx, "x", "general")
 	inv := gate.Invocation{SessionID: s.ID, CommandID: "set_mode", ResolvedID: "ddr", RequestID: "req-1", Origin: gate.OriginUser}
@@ -254,10 +267,7 @@ func TestRequestIDIsIdempotent(t *testing.T) {
 
 func TestAuditedConversationVerifies(t *testing.T) {
 	t.Parallel()
-	cfg, _ := demo.Config(nil)
-	reg, _ := router.NewRegistry(cfg, nil)
-	store := memstore.New()
-	g, _ := gate.New(reg, store, nil)
+	reg, store, g := demoGate(t)
 	log := audit.NewMemory()
 	e := conversation.New(reg, g, store, &conversation.Options{Audit: log})
 	ctx := context.Background()
