@@ -21,27 +21,15 @@ var start = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 // a fixed clock and sequential session ids.
 func newEngine(tb testing.TB) *conversation.Engine {
 	tb.Helper()
-	cfg, err := demo.Config(nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	reg, err := router.NewRegistry(cfg, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	clock := start
 	now := func() time.Time { clock = clock.Add(time.Second); return clock }
-	store := memstore.New()
-	g, err := gate.New(reg, store, &gate.Options{Now: now})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	reg, store, g := demoGate(tb, &gate.Options{Now: now})
 	n := 0
 	return conversation.New(reg, g, store, &conversation.Options{Now: now, NewID: func() string { n++; return fmt.Sprintf("s%d", n) }})
 }
 
 // demoGate returns the demo registry and a gate over an in-memory store.
-func demoGate(tb testing.TB) (*router.Registry, *memstore.Store, *gate.Gate) {
+func demoGate(tb testing.TB, opts *gate.Options) (*router.Registry, *memstore.Store, *gate.Gate) {
 	tb.Helper()
 	cfg, err := demo.Config(nil)
 	if err != nil {
@@ -52,7 +40,7 @@ func demoGate(tb testing.TB) (*router.Registry, *memstore.Store, *gate.Gate) {
 		tb.Fatal(err)
 	}
 	store := memstore.New()
-	g, err := gate.New(reg, store, nil)
+	g, err := gate.New(reg, store, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -192,7 +180,7 @@ func TestQuestionThenNumber(t *testing.T) {
 
 func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 	t.Parallel()
-	_, store, g := demoGate(t)
+	_, store, g := demoGate(t, nil)
 	ctx := context.Background()
 	s, _ := g.Open(ctx, "x", "general")
 	tests := []struct {
@@ -240,7 +228,7 @@ func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 
 func TestRequestIDIsIdempotent(t *testing.T) {
 	t.Parallel()
-	_, store, g := demoGate(t)
+	_, store, g := demoGate(t, nil)
 	ctx := context.Background()
 	s, _ := g.Open(ctx, "x", "general")
 	inv := gate.Invocation{SessionID: s.ID, CommandID: "set_mode", ResolvedID: "ddr", RequestID: "req-1", Origin: gate.OriginUser}
@@ -267,7 +255,7 @@ func TestRequestIDIsIdempotent(t *testing.T) {
 
 func TestAuditedConversationVerifies(t *testing.T) {
 	t.Parallel()
-	reg, store, g := demoGate(t)
+	reg, store, g := demoGate(t, nil)
 	log := audit.NewMemory()
 	e := conversation.New(reg, g, store, &conversation.Options{Audit: log})
 	ctx := context.Background()
