@@ -42,6 +42,9 @@ type CommandDefinition struct {
 	// the resolved item's display name. Empty means "Confirm <display name>: '{item}'?".
 	ConfirmationText string
 
+	// Preconditions must hold for the gate to run the command.
+	Preconditions Preconditions
+
 	Aliases  []string // slash-form names besides the id
 	Triggers []string // trigger patterns (see package trigger)
 	Examples []string // whole example utterances
@@ -60,4 +63,10 @@ func (c *CommandDefinition) SelectionSource() ResolverSource {
 		return ResolverSource{CatalogID: c.TargetCatalog}
 	}
 	return c.Source
+}
+
+// Preconditions are declared conditions on the session for a command to run.
+type Preconditions struct {
+	Modes          []string // the session is in one of these modes (empty: any)
+	RequiresActive []string // the AWC's active entity is of one of these types (empty: none needed)
 }

@@ -30,6 +30,10 @@ type ExecutionResult struct {
 	// SnapshotID names the state snapshot after the action.
 	SnapshotID string `json:"snapshot_id,omitempty"`
 	RequestID  string `json:"request_id,omitempty"`
+	// ConfirmationToken comes with a confirmation_required result, and only
+	// on the human's channel (origin user or api): re-issuing the same
+	// invocation with it confirms it.
+	ConfirmationToken string `json:"confirmation_token,omitempty"`
 
 	// Session is the session after the action, for the caller; it is not
 	// part of the wire form.

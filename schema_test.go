@@ -58,7 +58,10 @@ func TestEmittedObjectsMatchSchemas(t *testing.T) {
 	for _, inv := range []gate.Invocation{
 		{SessionID: sess.ID, CommandID: "nope", ResolvedID: "x"},
 		{SessionID: sess.ID, CommandID: "set_mode", ResolvedID: "turbo"},
+		{SessionID: sess.ID, CommandID: "set_active_email_template", ResolvedID: "TPL-123", Origin: gate.OriginUser},
 		{SessionID: sess.ID, CommandID: "send_template_to_list", ResolvedID: "LIST-9", Origin: gate.OriginLLM},
+		{SessionID: sess.ID, CommandID: "send_template_to_list", ResolvedID: "LIST-9", Origin: gate.OriginUser},
+		{SessionID: sess.ID, CommandID: "send_template_to_list", ResolvedID: "LIST-9", Origin: gate.OriginUser, ConfirmationToken: "forged"},
 		{SessionID: "ghost", CommandID: "set_mode", ResolvedID: "ddr"},
 	} {
 		res, err := g.Execute(ctx, inv)

@@ -36,6 +36,10 @@ type PendingConfirmation struct {
 	ResolvedID string    `json:"resolved_id"`
 	Question   string    `json:"question"`
 	ExpiresAt  time.Time `json:"expires_at"`
+	// Token is the confirmation token the human's "yes" presents. It is
+	// stored with the session but never shown in a StateSnapshot, which is
+	// what an LLM sees.
+	Token string `json:"token,omitempty"`
 }
 
 // Clone returns a deep copy of the session.

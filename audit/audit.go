@@ -26,7 +26,8 @@ import (
 
 // Record kinds.
 const (
-	KindTurn      = "turn"      // a user turn: input, decision, and the result when it invoked something
+	KindOpen      = "open"      // a session was opened; State is its first state
+	KindTurn      = "turn"      // a user turn: input and decision, and intent and result when it invoked something
 	KindExecution = "execution" // an invocation that did not come from a turn (LLM, MCP, API, workflow)
 )
 
@@ -39,6 +40,7 @@ type Record struct {
 
 	Input    *agentplane.TurnInput       `json:"input,omitempty"`
 	Decision *agentplane.Decision        `json:"decision,omitempty"`
+	Intent   *agentplane.Intent          `json:"intent,omitempty"`
 	Result   *agentplane.ExecutionResult `json:"result,omitempty"`
 	// State is the session after the record's event.
 	State *agentplane.Session `json:"state,omitempty"`
@@ -60,8 +62,10 @@ func (r *Record) ComputeHash() (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// seal sets r's sequence number and chain fields after the previous record.
-func seal(r *Record, prevSeq int64, prevHash string) error {
+// Seal sets r's sequence number and chain fields to follow the record with
+// sequence number prevSeq and hash prevHash (0 and "" for a first record),
+// and computes its hash. Stores call it when they append.
+func Seal(r *Record, prevSeq int64, prevHash string) error {
 	r.Seq, r.Prev = prevSeq+1, prevHash
 	h, err := r.ComputeHash()
 	if err != nil {

@@ -52,9 +52,26 @@ func (l *File) Append(_ context.Context, r *Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.last[r.Session]
-	if err := seal(r, t.seq, t.hash); err != nil {
+	if err := Seal(r, t.seq, t.hash); err != nil {
 		return err
 	}
+	return l.write(r)
+}
+
+// Write appends a record that a store has sealed already, as it is; it
+// must continue the session's chain in this file (the export of a store's
+// log), else Write fails and writes nothing.
+func (l *File) Write(r *Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.last[r.Session]
+	if r.Seq != t.seq+1 || r.Prev != t.hash {
+		return fmt.Errorf("audit: %s: record %s/%d does not continue the chain in this file (at seq %d)", l.path, r.Session, r.Seq, t.seq)
+	}
+	return l.write(r)
+}
+
+func (l *File) write(r *Record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("audit: encode record: %w", err)

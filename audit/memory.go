@@ -26,7 +26,7 @@ func (m *Memory) Append(_ context.Context, r *Record) error {
 	if n := len(recs); n > 0 {
 		prevSeq, prevHash = recs[n-1].Seq, recs[n-1].Hash
 	}
-	if err := seal(r, prevSeq, prevHash); err != nil {
+	if err := Seal(r, prevSeq, prevHash); err != nil {
 		return err
 	}
 	m.sessions[r.Session] = append(recs, *r)

@@ -82,6 +82,7 @@ type commandFile struct {
 	RequiresConfirmation bool          `yaml:"requires_confirmation"`
 	ProducesSideEffects  bool          `yaml:"produces_side_effects"`
 	ConfirmationText     string        `yaml:"confirmation_text"`
+	Preconditions        *precondFile  `yaml:"preconditions"`
 	Aliases              []string      `yaml:"aliases"`
 	Triggers             []string      `yaml:"triggers"`
 	Examples             []string      `yaml:"examples"`
@@ -101,4 +102,9 @@ type routerFile struct {
 	PickerTTLSeconds       int       `yaml:"picker_ttl_seconds"`
 	ConfirmationTTLSeconds int       `yaml:"confirmation_ttl_seconds"`
 	MaxOptions             int       `yaml:"max_options"`
+}
+
+type precondFile struct {
+	Modes          []string `yaml:"modes"`
+	RequiresActive []string `yaml:"requires_active"`
 }

@@ -410,6 +410,11 @@ func (v *validator) checkCommands() []agentplane.CommandDefinition {
 			}
 		}
 		nonEmpty(v, p+".examples", c.Examples)
+		if pc := c.Preconditions; pc != nil {
+			v.refs(p+".preconditions.modes", pc.Modes, func(s string) bool { _, ok := v.modes[s]; return ok }, "mode")
+			nonEmpty(v, p+".preconditions.requires_active", pc.RequiresActive)
+			cmd.Preconditions = agentplane.Preconditions{Modes: pc.Modes, RequiresActive: pc.RequiresActive}
+		}
 		if c.ConfirmationText != "" && !cmd.NeedsConfirmation() {
 			v.add(p+".confirmation_text", "the command needs no confirmation (set requires_confirmation or produces_side_effects)")
 		}

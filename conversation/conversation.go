@@ -12,11 +12,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"time"
 
 	"github.com/agentplane/agentplane"
-	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/router"
 )
@@ -27,22 +25,19 @@ import (
 type Engine struct {
 	reg   *router.Registry
 	gate  *gate.Gate
-	store gate.SessionStore
+	store gate.Store
 	now   func() time.Time
 	newID func() string
-	audit audit.Log
 }
 
 // Options configure an Engine. nil means defaults.
 type Options struct {
 	Now   func() time.Time // the clock; nil means time.Now
 	NewID func() string    // session and request ids; nil means 16 random bytes in hex
-	// Audit receives a record of every turn; nil means no audit log.
-	Audit audit.Log
 }
 
 // New returns an engine.
-func New(reg *router.Registry, g *gate.Gate, store gate.SessionStore, opts *Options) *Engine {
+func New(reg *router.Registry, g *gate.Gate, store gate.Store, opts *Options) *Engine {
 	e := &Engine{reg: reg, gate: g, store: store, now: time.Now, newID: randomID}
 	if opts != nil {
 		if opts.Now != nil {
@@ -51,7 +46,6 @@ func New(reg *router.Registry, g *gate.Gate, store gate.SessionStore, opts *Opti
 		if opts.NewID != nil {
 			e.newID = opts.NewID
 		}
-		e.audit = opts.Audit
 	}
 	return e
 }
@@ -75,10 +69,13 @@ type Turn struct {
 }
 
 // Turn routes one user input and, for invoke_command, executes it through
-// the gate with origin user. in.Now is filled from the engine's clock.
-// Malformed input returns the router's error and changes nothing.
+// the gate with origin user (a "yes" to a pending confirmation presents the
+// confirmation token the session holds); any other decision is recorded
+// with the pending state it implies. The gate writes the turn's audit
+// record either way. in.Now is filled from the engine's clock. Malformed
+// input returns the router's error and changes nothing.
 func (e *Engine) Turn(ctx context.Context, sessionID string, in agentplane.TurnInput) (Turn, error) {
-	sess, err := e.store.Get(ctx, sessionID)
+	sess, err := e.store.Session(ctx, sessionID)
 	if err != nil {
 		return Turn{}, err
 	}
@@ -87,37 +84,24 @@ func (e *Engine) Turn(ctx context.Context, sessionID string, in agentplane.TurnI
 	if err != nil {
 		return Turn{}, err
 	}
-	after, err := e.gate.RecordDecision(ctx, sessionID, &d, in.Now)
-	if err != nil {
-		return Turn{}, err
-	}
-	t := Turn{Decision: d, Session: after}
+	turn := gate.Turn{Input: in, Decision: d}
 	if d.Action != agentplane.ActionInvokeCommand {
-		return t, e.record(ctx, sessionID, in, &t)
+		after, err := e.gate.RecordDecision(ctx, sessionID, turn)
+		if err != nil {
+			return Turn{}, err
+		}
+		return Turn{Decision: d, Session: after}, nil
 	}
-	res, err := e.gate.Execute(ctx, gate.Invocation{
+	inv := gate.Invocation{
 		SessionID: sessionID, CommandID: d.CommandID, ResolvedID: d.ResolvedID,
-		RequestID: e.newID(), Origin: gate.OriginUser,
-		Roles: in.Roles, Confirmed: d.Confirmed,
-	})
+		RequestID: e.newID(), Origin: gate.OriginUser, Roles: in.Roles, Turn: &turn,
+	}
+	if d.Confirmed && sess.PendingConfirmation != nil {
+		inv.ConfirmationToken = sess.PendingConfirmation.Token
+	}
+	res, err := e.gate.Execute(ctx, inv)
 	if err != nil {
 		return Turn{}, err
 	}
-	t.Result = &res
-	t.Session = res.Session
-	return t, e.record(ctx, sessionID, in, &t)
-}
-
-// record appends the turn to the audit log, if there is one.
-func (e *Engine) record(ctx context.Context, sessionID string, in agentplane.TurnInput, t *Turn) error {
-	if e.audit == nil {
-		return nil
-	}
-	d := t.Decision
-	r := &audit.Record{Session: sessionID, Time: in.Now.UTC(), Kind: audit.KindTurn,
-		Input: &in, Decision: &d, Result: t.Result, State: t.Session}
-	if err := e.audit.Append(ctx, r); err != nil {
-		return fmt.Errorf("conversation: audit turn of session %s: %w", sessionID, err)
-	}
-	return nil
+	return Turn{Decision: d, Result: &res, Session: res.Session}, nil
 }

@@ -140,11 +140,12 @@ func TestFlowD(t *testing.T) {
 		t.Fatalf("turn 2: %+v", tr.Decision)
 	}
 	// The send tool is an HTTP tool that the tools issue connects; until
-	// then the gate says so and changes nothing but the pending state.
+	// then the gate says so, and a failed result changes nothing: the
+	// confirmation stays pending, so the human may try again.
 	if tr.Result.Status != agentplane.StatusFailed || tr.Result.Error.Code != agentplane.CodeToolUnavailable || tr.Result.Tool != "send_template" {
 		t.Fatalf("result %+v", tr.Result)
 	}
-	if tr.Session.PendingConfirmation != nil || tr.Session.Version != version+1 || tr.Session.AWC.Entity.ID != "TPL-123" {
+	if tr.Session.PendingConfirmation == nil || tr.Session.Version != version || tr.Session.AWC.Entity.ID != "TPL-123" {
 		t.Fatalf("session after the confirmed turn: %+v", tr.Session)
 	}
 }
@@ -205,24 +206,31 @@ func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 			t.Errorf("%s: %+v %v", tt.name, res, err)
 		}
 	}
-	after, _ := store.Get(ctx, s.ID)
+	after, _ := store.Session(ctx, s.ID)
 	if after.Version != s.Version || after.Mode != "general" {
 		t.Fatalf("a rejected invocation changed the session: %+v", after)
 	}
-	// confirmation policy: the gate refuses an unconfirmed side effect even if asked directly
+	// preconditions, then the confirmation policy: the gate refuses an
+	// unconfirmed side effect even if asked directly
 	s2, _ := g.Open(ctx, "y", "sales")
 	res, _ := g.Execute(ctx, gate.Invocation{SessionID: s2.ID, CommandID: "send_template_to_list", ResolvedID: "LIST-9", Origin: gate.OriginLLM})
-	if res.Status != agentplane.StatusConfirmationRequired {
-		t.Fatalf("unconfirmed send: %+v", res)
+	if res.Status != agentplane.StatusRejected || res.Error.Code != agentplane.CodePreconditionFailed {
+		t.Fatalf("send without an active template: %+v", res)
+	}
+	g.Execute(ctx, gate.Invocation{SessionID: s2.ID, CommandID: "set_active_email_template", ResolvedID: "TPL-123", Origin: gate.OriginUser})
+	res, _ = g.Execute(ctx, gate.Invocation{SessionID: s2.ID, CommandID: "send_template_to_list", ResolvedID: "LIST-9", Origin: gate.OriginLLM})
+	if res.Status != agentplane.StatusConfirmationRequired || res.ConfirmationToken != "" {
+		t.Fatalf("unconfirmed send from the LLM (which must not see a token): %+v", res)
 	}
 	// a stale version loses
-	cur, _ := store.Get(ctx, s.ID)
+	cur, _ := store.Session(ctx, s.ID)
 	cur.Version++
-	store.Put(ctx, cur) // someone else wrote
-	stale := *cur
-	stale.Version = cur.Version // same version again: conflict
-	if err := store.Put(ctx, &stale); agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
-		t.Fatalf("stale put: %v", err)
+	if err := store.Commit(ctx, &gate.Commit{SessionID: s.ID, Session: cur}); err != nil { // someone else wrote
+		t.Fatal(err)
+	}
+	stale := *cur // the same version again: conflict
+	if err := store.Commit(ctx, &gate.Commit{SessionID: s.ID, Session: &stale}); agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
+		t.Fatalf("stale commit: %v", err)
 	}
 }
 
@@ -242,7 +250,7 @@ func TestRequestIDIsIdempotent(t *testing.T) {
 	if err != nil || again.Status != agentplane.StatusSuccess || again.Message != first.Message || again.SnapshotID != first.SnapshotID {
 		t.Fatalf("retry: %+v %v", again, err)
 	}
-	cur, _ := store.Get(ctx, s.ID)
+	cur, _ := store.Session(ctx, s.ID)
 	if cur.Version != 2 || cur.Mode != "ddr" {
 		t.Fatalf("the retry ran again: %+v", cur)
 	}
@@ -256,8 +264,7 @@ func TestRequestIDIsIdempotent(t *testing.T) {
 func TestAuditedConversationVerifies(t *testing.T) {
 	t.Parallel()
 	reg, store, g := demoGate(t, nil)
-	log := audit.NewMemory()
-	e := conversation.New(reg, g, store, &conversation.Options{Audit: log})
+	e := conversation.New(reg, g, store, nil)
 	ctx := context.Background()
 	s, _ := e.Start(ctx, "sales")
 	for _, text := range []string{"open the q1 cfo outreach template", "send it to the q1 pilot list", "yes", "hi", "/mode ddr"} {
@@ -265,13 +272,14 @@ func TestAuditedConversationVerifies(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recs, _ := log.Records(ctx, s.ID)
-	if len(recs) != 5 {
-		t.Fatalf("%d records for 5 turns", len(recs))
+	recs, _ := store.Records(ctx, s.ID)
+	if len(recs) != 6 || recs[0].Kind != audit.KindOpen {
+		t.Fatalf("%d records for an open and 5 turns", len(recs))
 	}
 	if err := audit.Verify(recs); err != nil {
 		t.Fatal(err)
 	}
+	recs = recs[1:]
 	if r := recs[0]; r.Result == nil || r.Result.Status != agentplane.StatusSuccess || len(r.Result.StateDiff) == 0 || r.State.AWC.Entity.ID != "TPL-123" {
 		t.Fatalf("first record: %+v", r)
 	}

@@ -2,25 +2,33 @@
 // anything, whoever asks for it, passes through Gate.Execute, and nothing
 // else writes a session.
 //
-// Execute loads the session, checks that the command is active for the
-// session's mode and the principal's roles, checks that the id exists in the
-// command's resolver source, applies the confirmation policy, runs the tool
-// and applies the command's declared effects with an optimistic version
-// check.
+// Execute takes these steps, in this order, in this one place: load the
+// session; check that the command is active for the session's mode and the
+// principal's roles; check that the id exists in the command's resolver
+// source (no invented ids); check the command's preconditions; apply the
+// confirmation policy (a confirmation token bound to the exact invocation);
+// run the tool with a timeout (a panic is a failed result); apply the
+// command's declared effects with an optimistic version check; and commit
+// the new state, its RFC 6902 diff and the audit record together.
 //
-//	g, _ := gate.New(reg, store, nil)
-//	res, _ := g.Execute(ctx, gate.Invocation{SessionID: id, CommandID: "set_mode", ResolvedID: "ddr", Origin: gate.OriginUser})
-//	// res.Status == gate.StatusSuccess, res.Session.Mode == "ddr"
+//	g, _ := gate.New(reg, memstore.New(), nil)
+//	s, _ := g.Open(ctx, "s1", "")
+//	res, _ := g.Execute(ctx, gate.Invocation{SessionID: s.ID, CommandID: "set_mode", ResolvedID: "ddr", Origin: gate.OriginUser})
+//	// res.Status == agentplane.StatusSuccess, res.Session.Mode == "ddr"
 package gate
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/router"
 )
@@ -38,78 +46,147 @@ const (
 	OriginAPI           Origin = "api"
 )
 
+// humanChannel reports whether results for this origin go to the human,
+// who alone may see confirmation tokens.
+func (o Origin) humanChannel() bool { return o == OriginUser || o == OriginAPI }
+
 // Invocation asks the gate to run a command with its one resolved id.
 type Invocation struct {
 	SessionID  string
 	CommandID  string
 	ResolvedID string
-	RequestID  string
+	RequestID  string // a repeated request id returns the recorded result and runs nothing
 	Origin     Origin
 	Roles      []string // the principal's roles
-	// Confirmed says the human confirmed this exact invocation (in chat, a
-	// "yes" to the pending confirmation the router asked).
-	Confirmed bool
+	// ConfirmationToken confirms an invocation that needs confirmation.
+	ConfirmationToken string
+	// Turn, when the invocation answers a user turn, is recorded with it.
+	Turn *Turn
 }
 
-// SessionStore keeps sessions. Implementations are safe for concurrent use.
-type SessionStore interface {
-	// Get returns a copy of the session, or an error with code not_found.
-	Get(ctx context.Context, id string) (*agentplane.Session, error)
-	// Put stores a copy of s when s.Version is one more than the stored
-	// version (1 for a new session); otherwise it returns an error with
-	// code version_conflict and stores nothing.
-	Put(ctx context.Context, s *agentplane.Session) error
+// Turn is the user turn an invocation or a decision belongs to.
+type Turn struct {
+	Input    agentplane.TurnInput
+	Decision agentplane.Decision
 }
 
-// ResultStore remembers the result of each request id, so that a retried
-// request returns the recorded result and runs nothing twice.
-// Implementations are safe for concurrent use.
-type ResultStore interface {
-	// Result returns the result recorded for the request id, if any.
+// Confirmation is an issued confirmation token and the exact invocation it
+// confirms.
+type Confirmation struct {
+	Token      string    `json:"token"`
+	SessionID  string    `json:"session_id"`
+	CommandID  string    `json:"command_id"`
+	ResolvedID string    `json:"resolved_id"`
+	Version    int64     `json:"version"` // the session version the invocation must run at
+	ExpiresAt  time.Time `json:"expires_at"`
+	Used       bool      `json:"used"`
+}
+
+// Store keeps what the gate reads and commits. Implementations are safe for
+// concurrent use.
+type Store interface {
+	// Session returns a copy of the session, or an error with code not_found.
+	Session(ctx context.Context, id string) (*agentplane.Session, error)
+	// Result returns the result recorded for a request id.
 	Result(ctx context.Context, requestID string) (agentplane.ExecutionResult, bool, error)
-	// SaveResult records the result of the request id; a second save of
-	// the same id keeps the first.
-	SaveResult(ctx context.Context, requestID string, res agentplane.ExecutionResult) error
+	// Confirmation returns an issued confirmation token.
+	Confirmation(ctx context.Context, token string) (Confirmation, bool, error)
+	// Commit applies c atomically: all of it or, with an error, none.
+	// It fails with code version_conflict when c.Session's version is not
+	// one more than the stored version (1 for a new session), and with
+	// code confirmation_invalid when c.Use names a token that is unknown
+	// or used.
+	Commit(ctx context.Context, c *Commit) error
+}
+
+// Commit is one atomic change of the store.
+type Commit struct {
+	SessionID string
+	// Session is the new state; nil when the state is unchanged.
+	Session *agentplane.Session
+	// Record is appended to the session's audit chain; the store seals it.
+	Record *audit.Record
+	// RequestID, with Result, makes the request idempotent.
+	RequestID string
+	Result    *agentplane.ExecutionResult
+	// Issue stores a new confirmation token; Use marks one used.
+	Issue *Confirmation
+	Use   string
+}
+
+// Tool is code the gate runs for a command. The tool registry of the tools
+// issue will provide these; built-in tools need none.
+type Tool interface {
+	Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+}
+
+// ToolFunc adapts a function to Tool.
+type ToolFunc func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+
+// Call calls f.
+func (f ToolFunc) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	return f(ctx, args)
+}
+
+// Sink receives a copy of every record after it is committed, for example
+// an audit.File that exports the log as JSON Lines.
+type Sink interface {
+	Write(r *audit.Record) error
 }
 
 // Gate executes invocations. It is safe for concurrent use.
 type Gate struct {
-	reg     *router.Registry
-	store   SessionStore
-	results ResultStore // nil: no idempotency
-	now     func() time.Time
-	tools   map[string]config.Tool
+	reg         *router.Registry
+	store       Store
+	now         func() time.Time
+	newToken    func() string
+	tools       map[string]Tool
+	toolTimeout time.Duration
+	sink        Sink
+	declared    map[string]config.Tool
 }
 
 // Options configure a Gate. nil means defaults.
 type Options struct {
-	Now func() time.Time // the clock; nil means time.Now
-	// Results makes request ids idempotent; the session store is used when
-	// it implements ResultStore.
-	Results ResultStore
+	Now         func() time.Time // the clock; nil means time.Now
+	NewToken    func() string    // confirmation tokens; nil means 16 random bytes in hex
+	Tools       map[string]Tool  // tools by name, besides the built-in ones
+	ToolTimeout time.Duration    // how long a tool may run; 0 means 30s
+	Sink        Sink             // a copy of every committed record; nil means none
 }
 
-// New returns a gate over the registry and session store.
-func New(reg *router.Registry, store SessionStore, opts *Options) (*Gate, error) {
+// New returns a gate over the registry and store.
+func New(reg *router.Registry, store Store, opts *Options) (*Gate, error) {
 	if reg == nil {
 		return nil, errors.New("gate: missing registry (pass router.NewRegistry(cfg, nil))")
 	}
 	if store == nil {
-		return nil, errors.New("gate: missing session store (pass memstore.New())")
+		return nil, errors.New("gate: missing store (pass memstore.New())")
 	}
-	g := &Gate{reg: reg, store: store, now: time.Now, tools: map[string]config.Tool{}}
-	if opts != nil && opts.Now != nil {
-		g.now = opts.Now
+	if opts == nil {
+		opts = &Options{}
 	}
-	if opts != nil && opts.Results != nil {
-		g.results = opts.Results
-	} else if rs, ok := store.(ResultStore); ok {
-		g.results = rs
+	g := &Gate{reg: reg, store: store, now: opts.Now, newToken: opts.NewToken, tools: opts.Tools,
+		toolTimeout: opts.ToolTimeout, sink: opts.Sink, declared: map[string]config.Tool{}}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.newToken == nil {
+		g.newToken = randomToken
+	}
+	if g.toolTimeout <= 0 {
+		g.toolTimeout = 30 * time.Second
 	}
 	for _, t := range reg.Config().Tools {
-		g.tools[t.Name] = t
+		g.declared[t.Name] = t
 	}
 	return g, nil
+}
+
+func randomToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func rejected(code, format string, args ...any) agentplane.ExecutionResult {
@@ -118,65 +195,248 @@ func rejected(code, format string, args ...any) agentplane.ExecutionResult {
 		Error: &agentplane.ResultError{Code: code, Detail: msg}, StateDiff: []agentplane.PatchOp{}}
 }
 
-// Execute runs an invocation. Outcomes that are not the caller's fault or
-// the system's (a rejected, failed or confirmation_required invocation) are
-// results, not errors; the error is for a store that failed. A result other
-// than success changes nothing.
-//
-// A request id seen before returns the recorded result and runs nothing.
+func failed(code, tool, format string, args ...any) agentplane.ExecutionResult {
+	r := rejected(code, format, args...)
+	r.Status, r.Tool = agentplane.StatusFailed, tool
+	return r
+}
+
+// Execute runs an invocation. Outcomes are results, not errors: a
+// rejected, failed or confirmation_required result changes nothing but
+// the audit log (every attempt is recorded). The error is for a store that
+// failed.
 func (g *Gate) Execute(ctx context.Context, inv Invocation) (agentplane.ExecutionResult, error) {
-	if inv.RequestID != "" && g.results != nil {
-		prev, ok, err := g.results.Result(ctx, inv.RequestID)
+	if inv.RequestID != "" {
+		prev, ok, err := g.store.Result(ctx, inv.RequestID)
 		if err != nil {
 			return agentplane.ExecutionResult{}, fmt.Errorf("gate: look up request %s: %w", inv.RequestID, err)
 		}
 		if ok {
-			if sess, err := g.store.Get(ctx, inv.SessionID); err == nil {
+			if sess, err := g.store.Session(ctx, inv.SessionID); err == nil {
 				prev.Session = sess
 			}
 			return prev, nil
 		}
 	}
-	res, err := g.run(ctx, inv)
-	if err != nil || inv.RequestID == "" || g.results == nil {
-		return res, err
-	}
-	if err := g.results.SaveResult(ctx, inv.RequestID, res); err != nil {
-		return agentplane.ExecutionResult{}, fmt.Errorf("gate: record request %s: %w", inv.RequestID, err)
-	}
-	return res, nil
-}
-
-func (g *Gate) run(ctx context.Context, inv Invocation) (agentplane.ExecutionResult, error) {
-	sess, err := g.store.Get(ctx, inv.SessionID)
+	sess, err := g.store.Session(ctx, inv.SessionID)
 	if err != nil {
 		if agentplane.ErrorCode(err) == agentplane.CodeNotFound {
 			r := rejected(agentplane.CodeNotFound, "no session %q", inv.SessionID)
 			r.RequestID = inv.RequestID
-			return r, nil
+			return r, nil // there is no chain to record the attempt in
 		}
 		return agentplane.ExecutionResult{}, fmt.Errorf("gate: load session %s: %w", inv.SessionID, err)
 	}
-	res := g.execute(ctx, sess, inv)
-	res.RequestID = inv.RequestID
-	if res.Status != agentplane.StatusSuccess {
-		return unchanged(res, sess), nil
-	}
-	diff, err := stateDiff(sess, res.Session)
-	if err != nil {
-		return agentplane.ExecutionResult{}, err
-	}
-	if err := g.store.Put(ctx, res.Session); err != nil {
-		if agentplane.ErrorCode(err) == agentplane.CodeVersionConflict {
-			r := rejected(agentplane.CodeVersionConflict, "session %s changed while %s ran; nothing was applied", inv.SessionID, inv.CommandID)
-			r.RequestID = inv.RequestID
-			return unchanged(r, sess), nil
+	now := g.now()
+	p := g.prepare(ctx, sess, &inv, now)
+	c := &Commit{SessionID: sess.ID, RequestID: inv.RequestID, Result: &p.res, Issue: p.issue}
+	if p.res.Status == "" {
+		p.res = g.run(ctx, sess, &inv, p)
+		if p.res.Status == agentplane.StatusSuccess {
+			c.Session, c.Use = p.res.Session, inv.ConfirmationToken
 		}
-		return agentplane.ExecutionResult{}, fmt.Errorf("gate: save session %s: %w", inv.SessionID, err)
 	}
-	res.StateDiff = diff
-	res.SnapshotID = agentplane.SnapshotID(res.Session.ID, res.Session.Version)
-	return res, nil
+	p.res.RequestID = inv.RequestID
+	c.Record = g.record(sess.ID, now, &inv, p.intent, &p.res)
+	if c.Session == nil {
+		c.Record.State = sess
+		p.res = unchanged(p.res, sess)
+	}
+	err = g.store.Commit(ctx, c)
+	if err != nil && c.Session != nil && agentplane.ErrorCode(err) == agentplane.CodeVersionConflict {
+		// Someone else changed the session: apply nothing, record the attempt.
+		p.res = unchanged(rejected(agentplane.CodeVersionConflict, "session %s changed while %s ran; nothing was applied", sess.ID, inv.CommandID), sess)
+		p.res.RequestID = inv.RequestID
+		c = &Commit{SessionID: sess.ID, RequestID: inv.RequestID, Result: &p.res, Record: g.record(sess.ID, now, &inv, p.intent, &p.res)}
+		c.Record.State = sess
+		err = g.store.Commit(ctx, c)
+	}
+	if err != nil {
+		return agentplane.ExecutionResult{}, fmt.Errorf("gate: commit %s on session %s: %w", inv.CommandID, sess.ID, err)
+	}
+	g.mirror(c.Record)
+	return p.res, nil
+}
+
+// prepared is an invocation that passed, or failed, the checks before the
+// tool runs.
+type prepared struct {
+	res    agentplane.ExecutionResult // set when the invocation stops before running
+	cmd    *agentplane.CommandDefinition
+	item   *agentplane.ResolverItem
+	intent *agentplane.Intent
+	issue  *Confirmation
+}
+
+// prepare takes the steps before running: activity, arguments,
+// preconditions and confirmation.
+func (g *Gate) prepare(ctx context.Context, sess *agentplane.Session, inv *Invocation, now time.Time) prepared {
+	p := prepared{intent: intentOf(inv, nil)}
+	cmd, ok := g.reg.Command(inv.CommandID)
+	if !ok {
+		p.res = rejected(agentplane.CodeUnknownAction, "unknown command %q", inv.CommandID)
+		return p
+	}
+	p.cmd, p.intent = cmd, intentOf(inv, cmd)
+	mode := sess.Mode
+	if _, ok := g.reg.Mode(mode); !ok {
+		mode = g.reg.DefaultMode()
+	}
+	switch {
+	case cmd.Kind == agentplane.KindLauncher:
+		p.res = rejected(agentplane.CodeInvalidArgs, "%s is a launcher: it opens a picker and runs nothing; invoke %s", cmd.ID, cmd.OnSelect)
+		return p
+	case !g.reg.CommandActive(mode, inv.Roles, cmd.ID):
+		p.res = rejected(agentplane.CodeInactiveAction, "command %s is not active in mode %q for this principal", cmd.ID, mode)
+		return p
+	case !g.reg.SourceActive(mode, inv.Roles, cmd.Source):
+		p.res = rejected(agentplane.CodeInactiveAction, "%s is not active in mode %q", cmd.Source, mode)
+		return p
+	}
+	src, _ := g.reg.Source(cmd.Source)
+	ix, _, err := src.Index(ctx)
+	if err != nil {
+		p.res = failed(agentplane.CodeSourceUnavailable, cmd.Tool, "%v", err)
+		return p
+	}
+	if p.item, ok = ix.Lookup(inv.ResolvedID); !ok {
+		p.res = rejected(agentplane.CodeInvalidArgs, "%s: %q is not an item of %s", cmd.Parameter, inv.ResolvedID, cmd.Source)
+		return p
+	}
+	if msg := preconditionsFail(cmd, sess, mode); msg != "" {
+		p.res = rejected(agentplane.CodePreconditionFailed, "%s: %s", cmd.ID, msg)
+		return p
+	}
+	if !g.needsConfirmation(cmd, inv.Origin) {
+		return p
+	}
+	if inv.ConfirmationToken == "" {
+		q := router.ConfirmationQuestion(cmd, p.item.Header.DisplayName)
+		p.issue = &Confirmation{Token: g.newToken(), SessionID: sess.ID, CommandID: cmd.ID, ResolvedID: p.item.Header.ID,
+			Version: sess.Version, ExpiresAt: now.Add(g.reg.Settings().ConfirmationTTL)}
+		p.res = agentplane.ExecutionResult{Status: agentplane.StatusConfirmationRequired, Message: q, Tool: cmd.Tool,
+			Error: &agentplane.ResultError{Code: agentplane.CodeConfirmationRequired, Detail: q}, StateDiff: []agentplane.PatchOp{}}
+		if inv.Origin.humanChannel() {
+			p.res.ConfirmationToken = p.issue.Token // never to the LLM's or an agent's channel
+		}
+		return p
+	}
+	conf, ok, err := g.store.Confirmation(ctx, inv.ConfirmationToken)
+	switch {
+	case err != nil:
+		p.res = failed(agentplane.CodeInternal, cmd.Tool, "confirmation lookup failed")
+	case !ok:
+		p.res = rejected(agentplane.CodeConfirmationInvalid, "unknown confirmation token")
+	case conf.Used:
+		p.res = rejected(agentplane.CodeConfirmationInvalid, "the confirmation token was used already")
+	case !now.Before(conf.ExpiresAt):
+		p.res = rejected(agentplane.CodeConfirmationInvalid, "the confirmation token expired at %s", conf.ExpiresAt.UTC().Format(time.RFC3339))
+	case conf.SessionID != sess.ID:
+		p.res = rejected(agentplane.CodeConfirmationInvalid, "the confirmation token belongs to another session")
+	case conf.CommandID != cmd.ID || conf.ResolvedID != p.item.Header.ID:
+		p.res = rejected(agentplane.CodeConfirmationInvalid, "the confirmation token confirms %s(%s), not %s(%s)", conf.CommandID, conf.ResolvedID, cmd.ID, p.item.Header.ID)
+	case conf.Version != sess.Version:
+		p.res = rejected(agentplane.CodeConfirmationInvalid, "the session changed since the confirmation was asked (version %d, now %d)", conf.Version, sess.Version)
+	}
+	return p
+}
+
+// preconditionsFail returns why the command's preconditions do not hold
+// for the session, or "".
+func preconditionsFail(cmd *agentplane.CommandDefinition, sess *agentplane.Session, mode string) string {
+	pre := cmd.Preconditions
+	if len(pre.Modes) > 0 && !slices.Contains(pre.Modes, mode) {
+		return fmt.Sprintf("runs only in mode %v, the session is in %q", pre.Modes, mode)
+	}
+	if len(pre.RequiresActive) > 0 && (sess.AWC.Entity == nil || !slices.Contains(pre.RequiresActive, sess.AWC.EntityType)) {
+		return fmt.Sprintf("needs an active %v; open one first", pre.RequiresActive)
+	}
+	return ""
+}
+
+// needsConfirmation applies the confirmation policy of DESIGN.md: the
+// command or its tool asks for it, the tool's risk is high, or the tool
+// changes the world and the human did not ask for it directly.
+func (g *Gate) needsConfirmation(cmd *agentplane.CommandDefinition, origin Origin) bool {
+	if cmd.NeedsConfirmation() {
+		return true
+	}
+	t, ok := g.declared[cmd.Tool]
+	if !ok {
+		return false
+	}
+	if t.RequiresConfirmation || t.Risk == "high" {
+		return true
+	}
+	return t.Impact == "external" && !origin.humanChannel()
+}
+
+// run runs the tool and applies the command's effects; a success carries
+// the new session in Session.
+func (g *Gate) run(ctx context.Context, sess *agentplane.Session, inv *Invocation, p prepared) agentplane.ExecutionResult {
+	cmd, item := p.cmd, p.item
+	out, res := g.callTool(ctx, cmd, item, p.intent.Args)
+	if res != nil {
+		return *res
+	}
+	next := sess.Clone()
+	msg := applyEffects(next, cmd, item)
+	next.PendingPicker, next.PendingConfirmation = nil, nil
+	next.Version++
+	if err := next.AWC.Validate(); err != nil {
+		return failed(agentplane.CodeInvalidState, cmd.Tool, "%v", err)
+	}
+	diff, err := stateDiff(sess, next)
+	if err != nil {
+		return failed(agentplane.CodeInternal, cmd.Tool, "%v", err)
+	}
+	return agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: msg, Tool: cmd.Tool, Output: out,
+		StateDiff: diff, SnapshotID: agentplane.SnapshotID(next.ID, next.Version), Session: next}
+}
+
+// callTool runs the command's tool with the gate's timeout. Built-in tools
+// only apply the command's declared effects; their output echoes the id.
+// A tool that errs, hangs or panics yields a failed result.
+func (g *Gate) callTool(ctx context.Context, cmd *agentplane.CommandDefinition, item *agentplane.ResolverItem, args json.RawMessage) (json.RawMessage, *agentplane.ExecutionResult) {
+	if slices.Contains(config.BuiltinTools, cmd.Tool) {
+		return args, nil
+	}
+	t, ok := g.tools[cmd.Tool]
+	if !ok {
+		r := failed(agentplane.CodeToolUnavailable, cmd.Tool, "%s would run tool %s with %s=%q, but the tool is not connected yet", cmd.ID, cmd.Tool, cmd.Parameter, item.Header.ID)
+		return nil, &r
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.toolTimeout)
+	defer cancel()
+	type answer struct {
+		out json.RawMessage
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- answer{err: fmt.Errorf("panicked: %v", r)}
+			}
+		}()
+		out, err := t.Call(ctx, args)
+		done <- answer{out, err}
+	}()
+	select {
+	case a := <-done:
+		if a.err != nil {
+			r := failed(agentplane.CodeToolFailed, cmd.Tool, "tool %s: %v", cmd.Tool, a.err)
+			return nil, &r
+		}
+		if len(a.out) > 0 && !json.Valid(a.out) {
+			r := failed(agentplane.CodeToolFailed, cmd.Tool, "tool %s returned output that is not JSON", cmd.Tool)
+			return nil, &r
+		}
+		return a.out, nil
+	case <-ctx.Done():
+		r := failed(agentplane.CodeTimeout, cmd.Tool, "tool %s did not answer within %s", cmd.Tool, g.toolTimeout)
+		return nil, &r
+	}
 }
 
 // unchanged completes a result that changed nothing: an empty diff and the
@@ -188,71 +448,39 @@ func unchanged(r agentplane.ExecutionResult, sess *agentplane.Session) agentplan
 	return r
 }
 
-func (g *Gate) execute(ctx context.Context, sess *agentplane.Session, inv Invocation) agentplane.ExecutionResult {
-	cmd, ok := g.reg.Command(inv.CommandID)
-	if !ok {
-		return rejected(agentplane.CodeUnknownAction, "unknown command %q", inv.CommandID)
+// intentOf is the protocol intent of an invocation.
+func intentOf(inv *Invocation, cmd *agentplane.CommandDefinition) *agentplane.Intent {
+	in := &agentplane.Intent{Type: agentplane.IntentActionCall, Action: inv.CommandID, RequestID: inv.RequestID,
+		Origin: string(inv.Origin), ConfirmationToken: inv.ConfirmationToken}
+	if cmd != nil {
+		in.Args, _ = json.Marshal(map[string]string{cmd.Parameter: inv.ResolvedID})
 	}
-	mode := sess.Mode
-	if _, ok := g.reg.Mode(mode); !ok {
-		mode = g.reg.DefaultMode()
-	}
-	if cmd.Kind == agentplane.KindLauncher {
-		return rejected(agentplane.CodeInvalidArgs, "%s is a launcher: it opens a picker and runs nothing; invoke %s", cmd.ID, cmd.OnSelect)
-	}
-	if !g.reg.CommandActive(mode, inv.Roles, cmd.ID) {
-		return rejected(agentplane.CodeInactiveAction, "command %s is not active in mode %q for this principal", cmd.ID, mode)
-	}
-	if !g.reg.SourceActive(mode, inv.Roles, cmd.Source) {
-		return rejected(agentplane.CodeInactiveAction, "%s is not active in mode %q", cmd.Source, mode)
-	}
-	src, _ := g.reg.Source(cmd.Source)
-	ix, _, err := src.Index(ctx)
-	if err != nil {
-		return agentplane.ExecutionResult{Status: agentplane.StatusFailed, Message: err.Error(), Error: &agentplane.ResultError{Code: agentplane.CodeSourceUnavailable, Detail: err.Error()}}
-	}
-	item, ok := ix.Lookup(inv.ResolvedID)
-	if !ok {
-		return rejected(agentplane.CodeInvalidArgs, "%s: %q is not an item of %s", cmd.Parameter, inv.ResolvedID, cmd.Source)
-	}
-	if g.needsConfirmation(cmd, inv.Origin) && !inv.Confirmed {
-		q := router.ConfirmationQuestion(cmd, item.Header.DisplayName)
-		return agentplane.ExecutionResult{Status: agentplane.StatusConfirmationRequired, Message: q, Tool: cmd.Tool}
-	}
-	if !slices.Contains(config.BuiltinTools, cmd.Tool) {
-		msg := fmt.Sprintf("%s would run tool %s with %s=%q, but the tool is not connected yet", cmd.ID, cmd.Tool, cmd.Parameter, item.Header.ID)
-		return agentplane.ExecutionResult{Status: agentplane.StatusFailed, Message: msg, Tool: cmd.Tool, Error: &agentplane.ResultError{Code: agentplane.CodeToolUnavailable, Detail: msg}}
-	}
-	next := sess.Clone()
-	msg := applyEffects(next, cmd, item, g.reg)
-	next.PendingPicker, next.PendingConfirmation = nil, nil
-	next.Version++
-	if err := next.AWC.Validate(); err != nil {
-		return rejected(agentplane.CodeInvalidState, "%v", err)
-	}
-	return agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: msg, Tool: cmd.Tool, Session: next}
+	return in
 }
 
-// needsConfirmation applies the confirmation policy of DESIGN.md: the
-// command or its tool asks for it, the tool's risk is high, or the tool
-// changes the world and the human did not ask for it directly.
-func (g *Gate) needsConfirmation(cmd *agentplane.CommandDefinition, origin Origin) bool {
-	if cmd.NeedsConfirmation() {
-		return true
+// record builds the audit record of an invocation.
+func (g *Gate) record(sessionID string, now time.Time, inv *Invocation, intent *agentplane.Intent, res *agentplane.ExecutionResult) *audit.Record {
+	kind := audit.KindExecution
+	r := &audit.Record{Session: sessionID, Time: now.UTC(), Intent: intent, Result: res, State: res.Session}
+	if inv.Turn != nil {
+		kind = audit.KindTurn
+		in, d := inv.Turn.Input, inv.Turn.Decision
+		r.Input, r.Decision = &in, &d
 	}
-	t, ok := g.tools[cmd.Tool]
-	if !ok {
-		return false
+	r.Kind = kind
+	return r
+}
+
+func (g *Gate) mirror(r *audit.Record) {
+	if g.sink != nil && r != nil {
+		// The store holds the record; a failing mirror must not undo it.
+		_ = g.sink.Write(r)
 	}
-	if t.RequiresConfirmation || t.Risk == "high" {
-		return true
-	}
-	return t.Impact == "external" && origin != OriginUser && origin != OriginAPI
 }
 
 // applyEffects applies the command's declared effects to s and says what
 // changed.
-func applyEffects(s *agentplane.Session, cmd *agentplane.CommandDefinition, item *agentplane.ResolverItem, reg *router.Registry) string {
+func applyEffects(s *agentplane.Session, cmd *agentplane.CommandDefinition, item *agentplane.ResolverItem) string {
 	var msg string
 	if cmd.SetsSessionMode {
 		s.Mode = item.Header.ID
@@ -285,26 +513,41 @@ func joinMsg(a, b string) string {
 	return a + " " + b
 }
 
-// RecordDecision applies the pending state a router decision implies (see
-// router.Registry.Pending) to the session, taken at now. It writes only when
-// the pending state changes, with the same optimistic version check as
-// Execute, and returns the session as it is afterwards.
-func (g *Gate) RecordDecision(ctx context.Context, sessionID string, d *agentplane.Decision, now time.Time) (*agentplane.Session, error) {
-	sess, err := g.store.Get(ctx, sessionID)
+// RecordDecision records a router decision that invoked nothing: its audit
+// record, and the pending state it implies (see router.Registry.Pending).
+// A confirmation question gets a confirmation token, bound to the version
+// the session has once the question is pending; the human's "yes" carries
+// it to Execute. It returns the session as it is afterwards.
+func (g *Gate) RecordDecision(ctx context.Context, sessionID string, t Turn) (*agentplane.Session, error) {
+	sess, err := g.store.Session(ctx, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("gate: load session %s: %w", sessionID, err)
 	}
-	picker, confirm := g.reg.Pending(sess, d, now)
-	if equalPicker(picker, sess.PendingPicker) && equalConfirm(confirm, sess.PendingConfirmation) {
-		return sess, nil
+	now := t.Input.Now
+	if now.IsZero() {
+		now = g.now()
 	}
-	next := sess.Clone()
-	next.PendingPicker, next.PendingConfirmation = picker, confirm
-	next.Version++
-	if err := g.store.Put(ctx, next); err != nil {
+	picker, confirm := g.reg.Pending(sess, &t.Decision, now)
+	c := &Commit{SessionID: sessionID}
+	state := sess
+	if !equalPicker(picker, sess.PendingPicker) || !equalConfirm(confirm, sess.PendingConfirmation) {
+		next := sess.Clone()
+		next.PendingPicker, next.PendingConfirmation = picker, confirm
+		next.Version++
+		if confirm != nil {
+			c.Issue = &Confirmation{Token: g.newToken(), SessionID: sessionID, CommandID: confirm.CommandID,
+				ResolvedID: confirm.ResolvedID, Version: next.Version, ExpiresAt: confirm.ExpiresAt}
+			confirm.Token = c.Issue.Token
+		}
+		c.Session, state = next, next
+	}
+	in, d := t.Input, t.Decision
+	c.Record = &audit.Record{Session: sessionID, Time: now.UTC(), Kind: audit.KindTurn, Input: &in, Decision: &d, State: state}
+	if err := g.store.Commit(ctx, c); err != nil {
 		return nil, fmt.Errorf("gate: record decision on session %s: %w", sessionID, err)
 	}
-	return next, nil
+	g.mirror(c.Record)
+	return state, nil
 }
 
 // Open creates a session in the given mode (the default mode when empty).
@@ -316,9 +559,11 @@ func (g *Gate) Open(ctx context.Context, id, mode string) (*agentplane.Session, 
 		return nil, agentplane.Errorf(agentplane.CodeInvalidArgs, "unknown mode %q", mode)
 	}
 	s := &agentplane.Session{ID: id, Mode: mode, Version: 1}
-	if err := g.store.Put(ctx, s); err != nil {
+	c := &Commit{SessionID: id, Session: s, Record: &audit.Record{Session: id, Time: g.now().UTC(), Kind: audit.KindOpen, State: s}}
+	if err := g.store.Commit(ctx, c); err != nil {
 		return nil, fmt.Errorf("gate: create session %s: %w", id, err)
 	}
+	g.mirror(c.Record)
 	return s, nil
 }
 
@@ -334,5 +579,5 @@ func equalConfirm(a, b *agentplane.PendingConfirmation) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return *a == *b
+	return a.CommandID == b.CommandID && a.ResolvedID == b.ResolvedID && a.Question == b.Question && a.ExpiresAt.Equal(b.ExpiresAt)
 }

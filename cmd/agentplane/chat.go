@@ -39,12 +39,7 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 		return 1
 	}
 	store := memstore.New()
-	g, err := gate.New(reg, store, &gate.Options{Now: m.Now})
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return 1
-	}
-	opts := &conversation.Options{Now: m.Now}
+	gopts := &gate.Options{Now: m.Now}
 	if *auditFile != "" {
 		log, err := audit.OpenFile(*auditFile)
 		if err != nil {
@@ -52,9 +47,14 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 			return 1
 		}
 		defer log.Close()
-		opts.Audit = log
+		gopts.Sink = log
 	}
-	e := conversation.New(reg, g, store, opts)
+	g, err := gate.New(reg, store, gopts)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+		return 1
+	}
+	e := conversation.New(reg, g, store, &conversation.Options{Now: m.Now})
 	sess, err := e.Start(ctx, *mode)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", agentplane.ErrorMessage(err))

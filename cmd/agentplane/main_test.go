@@ -181,7 +181,7 @@ func FuzzRouteLine(f *testing.F) {
 func TestChatAuditFileAndVerify(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	_, _, code := run(t, "switch to sales mode\nsend it to the q1 pilot list\nyes\nhello\n", "chat", "--audit-file", path)
+	_, _, code := run(t, "switch to sales mode\nopen the q1 cfo outreach template\nsend it to the q1 pilot list\nyes\nhello\n", "chat", "--audit-file", path)
 	if code != 0 {
 		t.Fatalf("chat exit %d", code)
 	}
@@ -190,7 +190,7 @@ func TestChatAuditFileAndVerify(t *testing.T) {
 		t.Fatalf("chat exit %d", code)
 	}
 	out, _, code := run(t, "", "audit", "verify", path)
-	if code != 0 || !strings.Contains(out, "intact: 5 records in 2 sessions") {
+	if code != 0 || !strings.Contains(out, "intact: 8 records in 2 sessions") {
 		t.Fatalf("verify: exit %d, %s", code, out)
 	}
 	data, _ := os.ReadFile(path)
@@ -200,7 +200,7 @@ func TestChatAuditFileAndVerify(t *testing.T) {
 	tampered := strings.Replace(string(data), `"resolved_id":"LIST-9"`, `"resolved_id":"LIST-10"`, 1)
 	os.WriteFile(path, []byte(tampered), 0o644)
 	out, _, code = run(t, "", "audit", "verify", path)
-	if code != 1 || !strings.Contains(out, "line 2: session") || !strings.Contains(out, "hash mismatch") {
+	if code != 1 || !strings.Contains(out, "line 4: session") || !strings.Contains(out, "hash mismatch") {
 		t.Fatalf("tampered: exit %d, %s", code, out)
 	}
 	if _, _, code := run(t, "", "audit", "verify"); code != 2 {
