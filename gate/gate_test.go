@@ -356,4 +356,3 @@ func TestNonSuccessChangesNothing(t *testing.T) {
 		}
 	})
 }
-
