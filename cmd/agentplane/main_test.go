@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -205,5 +206,20 @@ func TestChatAuditFileAndVerify(t *testing.T) {
 	}
 	if _, _, code := run(t, "", "audit", "verify"); code != 2 {
 		t.Fatalf("usage: exit %d", code)
+	}
+}
+
+func TestTestCommand(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob("../../examples/*.yaml")
+	out, _, code := run(t, "", append([]string{"test"}, files...)...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("%d passed, 0 failed", len(files))) {
+		t.Fatalf("examples: exit %d\n%s", code, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("turns:\n  - user: switch to ddr mode\n    expect: {mode: sales}\n"), 0o644)
+	out, _, code = run(t, "", "test", bad, files[0])
+	if code != 1 || !strings.Contains(out, "FAIL "+bad+`:2: turn 1: mode is "ddr", want "sales"`) || !strings.Contains(out, "1 passed, 1 failed") {
+		t.Fatalf("failing file: exit %d\n%s", code, out)
 	}
 }

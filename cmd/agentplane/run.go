@@ -29,6 +29,7 @@ Usage:
                                                                 terminal chat
   agentplane route    [--config FILE]                           JSON lines in, decisions out
   agentplane validate [--config FILE]                           check a configuration
+  agentplane test     [--config FILE] FILE.yaml...              run conversation test files
   agentplane audit verify FILE                                  check the hash chains of an audit log
 
 Without --config, the embedded demo configuration (a sales assistant) is used.
@@ -53,6 +54,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.validate(args[1:])
 	case "audit":
 		return m.audit(args[1:])
+	case "test":
+		return m.test(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, usage)
 		return 0

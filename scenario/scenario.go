@@ -1,0 +1,258 @@
+// Package scenario runs conversation test files: scripted turns against a
+// configuration, with expectations on each turn's decision, result and the
+// session afterwards. Users test their configuration the way they test code.
+//
+//	name: switch mode
+//	mode: general
+//	turns:
+//	  - user: switch to DDR mode
+//	    expect: {decision: invoke_command, command: set_mode, resolved_id: ddr, status: success, mode: ddr}
+//
+// A turn is one of `user: TEXT`, `select: {command: ID, id: ID}`,
+// `confirm: true` (the human says yes) or `decline: true` (no).
+package scenario
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/conversation"
+	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/store/memstore"
+)
+
+// File is a conversation test file.
+type File struct {
+	Name  string   `yaml:"name"`
+	Mode  string   `yaml:"mode"`  // the mode the session starts in; the default mode when empty
+	UI    bool     `yaml:"ui"`    // the client renders pickers
+	Roles []string `yaml:"roles"` // the principal's roles
+	Turns []Turn   `yaml:"turns"`
+}
+
+// Turn is one scripted turn and what must follow from it.
+type Turn struct {
+	User    *string    `yaml:"user"`
+	Select  *Selection `yaml:"select"`
+	Confirm bool       `yaml:"confirm"`
+	Decline bool       `yaml:"decline"`
+	UI      *bool      `yaml:"ui"` // overrides the file's ui for this turn
+	Expect  Expect     `yaml:"expect"`
+}
+
+// Selection is a pick from a picker or an option button.
+type Selection struct {
+	Command string `yaml:"command"`
+	ID      string `yaml:"id"`
+}
+
+// Expect lists what must hold after a turn; empty fields are not checked.
+type Expect struct {
+	Decision   string   `yaml:"decision"` // open_picker | invoke_command | ask_clarifying_question | continue_with_llm
+	Command    string   `yaml:"command"`
+	ResolvedID string   `yaml:"resolved_id"`
+	Catalog    string   `yaml:"catalog"`   // an open_picker's catalog
+	Highlight  string   `yaml:"highlight"` // an open_picker's highlighted id
+	Question   string   `yaml:"question"`
+	Options    []string `yaml:"options"`
+	Reason     string   `yaml:"reason"` // a continue_with_llm's reason code
+	Status     string   `yaml:"status"` // success | rejected | failed | confirmation_required; "none" when nothing ran
+	Error      string   `yaml:"error"`  // the result's error code
+	Mode       string   `yaml:"mode"`
+	AWC        *AWC     `yaml:"awc"`
+	Pending    string   `yaml:"pending"` // none | picker | confirmation
+}
+
+// AWC is the expected active work context; entity_id "" with the key
+// present means nothing is active.
+type AWC struct {
+	EntityType string   `yaml:"entity_type"`
+	EntityID   *string  `yaml:"entity_id"`
+	Domain     string   `yaml:"domain"`
+	Related    []string `yaml:"related"` // ids of the related entities, in order
+}
+
+// Failure is one unmet expectation, with where it is written.
+type Failure struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (f Failure) String() string { return fmt.Sprintf("%s:%d: %s", f.File, f.Line, f.Msg) }
+
+// Run runs the conversation test file at path against the registry and
+// returns its failures (none when it passes). The error is for a file that
+// cannot be read or parsed.
+func Run(ctx context.Context, reg *router.Registry, path string) ([]Failure, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	lines := turnLines(&root)
+	r := &runner{path: path, lines: lines}
+	for i, t := range f.Turns {
+		kinds := 0
+		for _, set := range []bool{t.User != nil, t.Select != nil, t.Confirm, t.Decline} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds != 1 {
+			return nil, fmt.Errorf("%s:%d: turn %d: give exactly one of user, select, confirm, decline", path, r.line(i), i+1)
+		}
+	}
+
+	clock := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	now := func() time.Time { clock = clock.Add(time.Second); return clock }
+	n := 0
+	newID := func() string { n++; return fmt.Sprintf("id-%d", n) }
+	store := memstore.New()
+	g, err := gate.New(reg, store, &gate.Options{Now: now, NewToken: newID})
+	if err != nil {
+		return nil, err
+	}
+	e := conversation.New(reg, g, store, &conversation.Options{Now: now, NewID: newID})
+	sess, err := e.Start(ctx, f.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for i, t := range f.Turns {
+		in := agentplane.TurnInput{UI: f.UI, Roles: f.Roles}
+		if t.UI != nil {
+			in.UI = *t.UI
+		}
+		switch {
+		case t.User != nil:
+			in.Text = *t.User
+		case t.Select != nil:
+			in.Selection = &agentplane.Selection{CommandID: t.Select.Command, ID: t.Select.ID}
+		case t.Confirm:
+			in.Text = "yes"
+		case t.Decline:
+			in.Text = "no"
+		}
+		tr, err := e.Turn(ctx, sess.ID, in)
+		if err != nil {
+			r.fail(i, "turn %d: %v", i+1, err)
+			continue
+		}
+		r.check(i, &t.Expect, &tr)
+	}
+	return r.failures, nil
+}
+
+// turnLines returns the line of each turn in the file.
+func turnLines(root *yaml.Node) []int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "turns" {
+			var out []int
+			for _, t := range n.Content[i+1].Content {
+				out = append(out, t.Line)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+type runner struct {
+	path     string
+	lines    []int
+	failures []Failure
+}
+
+func (r *runner) line(i int) int {
+	if i < len(r.lines) {
+		return r.lines[i]
+	}
+	return 0
+}
+
+func (r *runner) fail(i int, format string, args ...any) {
+	r.failures = append(r.failures, Failure{File: r.path, Line: r.line(i), Msg: fmt.Sprintf(format, args...)})
+}
+
+func (r *runner) eq(i int, what, want, got string) {
+	if want != "" && want != got {
+		r.fail(i, "turn %d: %s is %q, want %q", i+1, what, got, want)
+	}
+}
+
+func (r *runner) check(i int, x *Expect, t *conversation.Turn) {
+	d := t.Decision
+	r.eq(i, "decision", x.Decision, string(d.Action))
+	r.eq(i, "command", x.Command, d.CommandID)
+	r.eq(i, "resolved id", x.ResolvedID, d.ResolvedID)
+	r.eq(i, "picker catalog", x.Catalog, d.CatalogID)
+	r.eq(i, "highlighted id", x.Highlight, d.HighlightID)
+	r.eq(i, "question", x.Question, d.QuestionText)
+	r.eq(i, "reason", x.Reason, d.ReasonCode)
+	if x.Options != nil && !slices.Equal(x.Options, d.Options) {
+		r.fail(i, "turn %d: options are %q, want %q", i+1, d.Options, x.Options)
+	}
+	status, code := "none", ""
+	if t.Result != nil {
+		status = string(t.Result.Status)
+		if t.Result.Error != nil {
+			code = t.Result.Error.Code
+		}
+	}
+	r.eq(i, "status", x.Status, status)
+	r.eq(i, "error code", x.Error, code)
+	s := t.Session
+	r.eq(i, "mode", x.Mode, s.Mode)
+	pending := "none"
+	switch {
+	case s.PendingConfirmation != nil:
+		pending = "confirmation"
+	case s.PendingPicker != nil:
+		pending = "picker"
+	}
+	r.eq(i, "pending", x.Pending, pending)
+	if a := x.AWC; a != nil {
+		r.eq(i, "active entity type", a.EntityType, s.AWC.EntityType)
+		r.eq(i, "domain", a.Domain, s.AWC.Domain)
+		if a.EntityID != nil {
+			got := ""
+			if s.AWC.Entity != nil {
+				got = s.AWC.Entity.ID
+			}
+			if got != *a.EntityID {
+				r.fail(i, "turn %d: active entity is %q, want %q", i+1, got, *a.EntityID)
+			}
+		}
+		if a.Related != nil {
+			var got []string
+			for _, rel := range s.AWC.RelatedEntities {
+				got = append(got, rel.Header.ID)
+			}
+			if !slices.Equal(got, a.Related) {
+				r.fail(i, "turn %d: related entities are %s, want %s", i+1, strings.Join(got, ", "), strings.Join(a.Related, ", "))
+			}
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package scenario_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/scenario"
+)
+
+func demoRegistry(t *testing.T) *router.Registry {
+	t.Helper()
+	cfg, err := demo.Config(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := router.NewRegistry(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// TestExamples runs the demo's conversation suite under examples/.
+func TestExamples(t *testing.T) {
+	t.Parallel()
+	reg := demoRegistry(t)
+	files, _ := filepath.Glob("../examples/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no example conversations")
+	}
+	for _, f := range files {
+		fails, err := scenario.Run(context.Background(), reg, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range fails {
+			t.Error(x)
+		}
+	}
+}
+
+func TestFailuresNameFileAndLine(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(path, []byte(`name: wrong expectations
+turns:
+  - user: switch to ddr mode
+    expect: {decision: invoke_command, resolved_id: ddr}
+  - user: switch to sales mode
+    expect: {resolved_id: general, mode: ddr, status: failed}
+`), 0o644)
+	fails, err := scenario.Run(context.Background(), demoRegistry(t), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range fails {
+		got = append(got, f.String())
+	}
+	want := []string{
+		path + `:5: turn 2: resolved id is "sales", want "general"`,
+		path + `:5: turn 2: status is "success", want "failed"`,
+		path + `:5: turn 2: mode is "sales", want "ddr"`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("failures:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestBadFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"unknown-key.yaml": "name: x\nturns:\n  - user: hi\n    expct: {}\n",
+		"two-kinds.yaml":   "turns:\n  - user: hi\n    confirm: true\n",
+		"none.yaml":        "turns:\n  - expect: {}\n",
+		"bad-mode.yaml":    "mode: nope\nturns: []\n",
+	} {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, []byte(body), 0o644)
+		if _, err := scenario.Run(context.Background(), demoRegistry(t), path); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
