@@ -30,6 +30,7 @@ Usage:
   agentplane route    [--config FILE]                           JSON lines in, decisions out
   agentplane validate [--config FILE]                           check a configuration
   agentplane test     [--config FILE] FILE.yaml...              run conversation test files
+  agentplane replay   [--config FILE] LOG.jsonl                 re-run recorded sessions, print divergences
   agentplane audit verify FILE                                  check the hash chains of an audit log
 
 Without --config, the embedded demo configuration (a sales assistant) is used.
@@ -56,6 +57,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.audit(args[1:])
 	case "test":
 		return m.test(ctx, args[1:])
+	case "replay":
+		return m.replay(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, usage)
 		return 0
