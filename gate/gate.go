@@ -27,6 +27,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/config"
@@ -144,6 +146,7 @@ type Gate struct {
 	toolTimeout time.Duration
 	sink        Sink
 	declared    map[string]config.Tool
+	argSchemas  map[string]*jsonschema.Schema
 }
 
 // Options configure a Gate. nil means defaults.
@@ -179,6 +182,14 @@ func New(reg *router.Registry, store Store, opts *Options) (*Gate, error) {
 	}
 	for _, t := range reg.Config().Tools {
 		g.declared[t.Name] = t
+	}
+	var cmds []*agentplane.CommandDefinition
+	for i := range reg.Config().Commands {
+		cmds = append(cmds, &reg.Config().Commands[i])
+	}
+	var err error
+	if g.argSchemas, err = argsSchemas(cmds); err != nil {
+		return nil, err
 	}
 	return g, nil
 }

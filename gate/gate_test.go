@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -355,4 +356,46 @@ func TestNonSuccessChangesNothing(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestIntents(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.ready(t, "a")
+	ctx := context.Background()
+	before := f.session(t, "a")
+	bad := []struct {
+		args, want string
+	}{
+		{`{}`, "missing property 'template_id'"},
+		{`{"template_id": 7}`, "want string"},
+		{`{"template_id": "TPL-124", "extra": 1}`, "additional properties 'extra' not allowed"},
+		{`[1]`, "want object"},
+		{`not json`, "args are not JSON"},
+	}
+	for _, b := range bad {
+		r, err := f.g.Intent(ctx, "a", nil, agentplane.Intent{Type: agentplane.IntentActionCall, Action: "set_active_email_template", Args: json.RawMessage(b.args), Origin: "llm"})
+		if err != nil || r.Status != agentplane.StatusRejected || r.Error.Code != agentplane.CodeInvalidArgs || !strings.Contains(r.Error.Detail, b.want) {
+			t.Errorf("args %s: %+v %v", b.args, r.Error, err)
+		}
+	}
+	r, _ := f.g.Intent(ctx, "a", nil, agentplane.Intent{Type: agentplane.IntentClarificationRequest, Question: "Which template?", Origin: "llm"})
+	if r.Status != agentplane.StatusSuccess || len(r.StateDiff) != 0 || r.Message != "Which template?" {
+		t.Fatalf("clarification: %+v", r)
+	}
+	if after := f.session(t, "a"); after.Version != before.Version {
+		t.Fatal("an intent that was refused or only asked a question changed the session")
+	}
+	r, _ = f.g.Intent(ctx, "a", nil, agentplane.Intent{Type: agentplane.IntentActionCall, Action: "set_active_email_template", Args: json.RawMessage(`{"template_id":"TPL-124"}`), Origin: "llm"})
+	if r.Status != agentplane.StatusSuccess || r.Session.AWC.Entity.ID != "TPL-124" {
+		t.Fatalf("valid call: %+v", r)
+	}
+	r, _ = f.g.Intent(ctx, "a", nil, agentplane.Intent{Type: agentplane.IntentActionCall, Action: "format_disk", Args: json.RawMessage(`{}`)})
+	if r.Error == nil || r.Error.Code != agentplane.CodeUnknownAction {
+		t.Fatalf("unknown action: %+v", r)
+	}
+	recs, _ := f.store.Records(ctx, "a")
+	if err := audit.Verify(recs); err != nil || len(recs) != 2+len(bad)+3 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
 }
