@@ -34,6 +34,10 @@ type fixture struct {
 }
 
 func newFixture(t testing.TB, tools map[string]gate.Tool) *fixture {
+	return newFixtureSink(t, tools, nil)
+}
+
+func newFixtureSink(t testing.TB, tools map[string]gate.Tool, sink gate.Sink) *fixture {
 	t.Helper()
 	cfg, err := demo.Config(nil)
 	if err != nil {
@@ -59,6 +63,7 @@ func newFixture(t testing.TB, tools map[string]gate.Tool) *fixture {
 		NewToken:    func() string { n++; return fmt.Sprintf("tok-%d", n) },
 		Tools:       tools,
 		ToolTimeout: 50 * time.Millisecond,
+		Sink:        sink,
 	})
 	if err != nil {
 		t.Fatal(err)
