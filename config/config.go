@@ -44,7 +44,11 @@ type Tool struct {
 	Impact               string // read | internal | external
 	Risk                 string // low | medium | high
 	RequiresConfirmation bool
-	HTTP                 *agentplane.HTTPProviderSpec // POST target; nil for other transports
+	// InputSchema is the JSON Schema of the tool's arguments, an object
+	// schema; {"type": "object"} when the file gives none.
+	InputSchema map[string]any
+	Timeout     time.Duration                 // how long a call may run; 0 means the gate's default
+	HTTP        *agentplane.HTTPProviderSpec // POST target; nil for other transports
 }
 
 // Router holds the router settings.

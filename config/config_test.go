@@ -93,6 +93,14 @@ commands:
   - {id: c, tool: agent_set_mode, parameter: p, resolver: {catalog: modes}, aliases: [d]}
   - {id: d, tool: agent_set_mode, parameter: p, resolver: {catalog: modes}}`,
 			`/d already names command "d"`},
+		{"ToolSchemaNotObject", `version: 1
+modes: [{key: a, default: true}]
+tools: [{name: t, description: d, impact: read, http: {url: "http://x/y"}, input_schema: {type: string}}]`,
+			`tools[0].input_schema: must be an object schema`},
+		{"ToolSchemaBroken", `version: 1
+modes: [{key: a, default: true}]
+tools: [{name: t, description: d, impact: read, http: {url: "http://x/y"}, input_schema: {type: object, properties: {x: {type: 7}}}}]`,
+			`tools[0].input_schema: does not compile`},
 		{"UnknownProvider", `version: 1
 modes: [{key: a, default: true}]
 commands: [{id: c, tool: agent_set_mode, parameter: p, resolver: {provider: crm}}]`,

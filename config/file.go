@@ -93,8 +93,10 @@ type toolFile struct {
 	Description          string    `yaml:"description"`
 	Impact               string    `yaml:"impact"`
 	Risk                 string    `yaml:"risk"`
-	RequiresConfirmation bool      `yaml:"requires_confirmation"`
-	HTTP                 *httpFile `yaml:"http"`
+	RequiresConfirmation bool           `yaml:"requires_confirmation"`
+	InputSchema          map[string]any `yaml:"input_schema"`
+	TimeoutMS            int            `yaml:"timeout_ms"`
+	HTTP                 *httpFile      `yaml:"http"`
 }
 
 type routerFile struct {

@@ -317,7 +317,16 @@ func (v *validator) checkTools() []Tool {
 		} else if !slices.Contains([]string{"low", "medium", "high"}, risk) {
 			v.add(p+".risk", "%q: must be low, medium or high", t.Risk)
 		}
-		tool := Tool{Name: t.Name, Description: t.Description, Impact: t.Impact, Risk: risk, RequiresConfirmation: t.RequiresConfirmation}
+		tool := Tool{Name: t.Name, Description: t.Description, Impact: t.Impact, Risk: risk, RequiresConfirmation: t.RequiresConfirmation,
+			InputSchema: t.InputSchema, Timeout: time.Duration(t.TimeoutMS) * time.Millisecond}
+		if tool.InputSchema == nil {
+			tool.InputSchema = map[string]any{"type": "object"}
+		} else if err := CheckObjectSchema(tool.InputSchema); err != nil {
+			v.add(p+".input_schema", "%v", err)
+		}
+		if t.TimeoutMS < 0 {
+			v.add(p+".timeout_ms", "must not be negative")
+		}
 		if t.HTTP == nil {
 			v.add(p, "missing http: a declared tool needs a transport ({http: {url: ...}})")
 		} else {

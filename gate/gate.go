@@ -52,11 +52,14 @@ const (
 // who alone may see confirmation tokens.
 func (o Origin) humanChannel() bool { return o == OriginUser || o == OriginAPI }
 
-// Invocation asks the gate to run a command with its one resolved id.
+// Invocation asks the gate to run a command with its one resolved id, or a
+// tool with JSON arguments.
 type Invocation struct {
 	SessionID  string
 	CommandID  string
 	ResolvedID string
+	Tool       string          // instead of CommandID: a tool offered to the LLM and MCP clients
+	Args       json.RawMessage // the tool's arguments, a JSON object
 	RequestID  string // a repeated request id returns the recorded result and runs nothing
 	Origin     Origin
 	Roles      []string // the principal's roles
@@ -75,13 +78,13 @@ type Turn struct {
 // Confirmation is an issued confirmation token and the exact invocation it
 // confirms.
 type Confirmation struct {
-	Token      string    `json:"token"`
-	SessionID  string    `json:"session_id"`
-	CommandID  string    `json:"command_id"`
-	ResolvedID string    `json:"resolved_id"`
-	Version    int64     `json:"version"` // the session version the invocation must run at
-	ExpiresAt  time.Time `json:"expires_at"`
-	Used       bool      `json:"used"`
+	Token     string    `json:"token"`
+	SessionID string    `json:"session_id"`
+	Action    string    `json:"action"`  // the command id or tool name
+	Binding   string    `json:"binding"` // a command's resolved id, or a tool's arguments as compact JSON
+	Version   int64     `json:"version"` // the session version the invocation must run at
+	ExpiresAt time.Time `json:"expires_at"`
+	Used      bool      `json:"used"`
 }
 
 // Store keeps what the gate reads and commits. Implementations are safe for
@@ -146,7 +149,8 @@ type Gate struct {
 	toolTimeout time.Duration
 	sink        Sink
 	declared    map[string]config.Tool
-	argSchemas  map[string]*jsonschema.Schema
+	argSchemas  map[string]*jsonschema.Schema // by command id
+	toolSchemas map[string]*jsonschema.Schema // by tool name
 }
 
 // Options configure a Gate. nil means defaults.
@@ -180,8 +184,14 @@ func New(reg *router.Registry, store Store, opts *Options) (*Gate, error) {
 	if g.toolTimeout <= 0 {
 		g.toolTimeout = 30 * time.Second
 	}
+	g.toolSchemas = map[string]*jsonschema.Schema{}
 	for _, t := range reg.Config().Tools {
 		g.declared[t.Name] = t
+		s, err := config.CompileSchema("tools/"+t.Name, t.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("gate: input schema of tool %s: %w", t.Name, err)
+		}
+		g.toolSchemas[t.Name] = s
 	}
 	var cmds []*agentplane.CommandDefinition
 	for i := range reg.Config().Commands {
@@ -256,14 +266,14 @@ func (g *Gate) Execute(ctx context.Context, inv Invocation) (agentplane.Executio
 	err = g.store.Commit(ctx, c)
 	if err != nil && c.Session != nil && agentplane.ErrorCode(err) == agentplane.CodeVersionConflict {
 		// Someone else changed the session: apply nothing, record the attempt.
-		p.res = unchanged(rejected(agentplane.CodeVersionConflict, "session %s changed while %s ran; nothing was applied", sess.ID, inv.CommandID), sess)
+		p.res = unchanged(rejected(agentplane.CodeVersionConflict, "session %s changed while %s ran; nothing was applied", sess.ID, p.action), sess)
 		p.res.RequestID = inv.RequestID
 		c = &Commit{SessionID: sess.ID, RequestID: inv.RequestID, Result: &p.res, Record: g.record(sess.ID, now, &inv, p.intent, &p.res)}
 		c.Record.State = sess
 		err = g.store.Commit(ctx, c)
 	}
 	if err != nil {
-		return agentplane.ExecutionResult{}, fmt.Errorf("gate: commit %s on session %s: %w", inv.CommandID, sess.ID, err)
+		return agentplane.ExecutionResult{}, fmt.Errorf("gate: commit %s on session %s: %w", p.action, sess.ID, err)
 	}
 	g.mirror(c.Record)
 	return p.res, nil
@@ -272,61 +282,38 @@ func (g *Gate) Execute(ctx context.Context, inv Invocation) (agentplane.Executio
 // prepared is an invocation that passed, or failed, the checks before the
 // tool runs.
 type prepared struct {
-	res    agentplane.ExecutionResult // set when the invocation stops before running
-	cmd    *agentplane.CommandDefinition
-	item   *agentplane.ResolverItem
-	intent *agentplane.Intent
-	issue  *Confirmation
+	res     agentplane.ExecutionResult // set when the invocation stops before running
+	intent  *agentplane.Intent
+	issue   *Confirmation
+	action  string                        // command id or tool name
+	tool    string                        // the tool that runs
+	binding string                        // what a confirmation binds
+	cmd     *agentplane.CommandDefinition // nil for a tool invocation
+	item    *agentplane.ResolverItem      // the command's resolved item
 }
 
 // prepare takes the steps before running: activity, arguments,
 // preconditions and confirmation.
 func (g *Gate) prepare(ctx context.Context, sess *agentplane.Session, inv *Invocation, now time.Time) prepared {
-	p := prepared{intent: intentOf(inv, nil)}
-	cmd, ok := g.reg.Command(inv.CommandID)
-	if !ok {
-		p.res = rejected(agentplane.CodeUnknownAction, "unknown command %q", inv.CommandID)
-		return p
-	}
-	p.cmd, p.intent = cmd, intentOf(inv, cmd)
 	mode := sess.Mode
 	if _, ok := g.reg.Mode(mode); !ok {
 		mode = g.reg.DefaultMode()
 	}
-	switch {
-	case cmd.Kind == agentplane.KindLauncher:
-		p.res = rejected(agentplane.CodeInvalidArgs, "%s is a launcher: it opens a picker and runs nothing; invoke %s", cmd.ID, cmd.OnSelect)
-		return p
-	case !g.reg.CommandActive(mode, inv.Roles, cmd.ID):
-		p.res = rejected(agentplane.CodeInactiveAction, "command %s is not active in mode %q for this principal", cmd.ID, mode)
-		return p
-	case !g.reg.SourceActive(mode, inv.Roles, cmd.Source):
-		p.res = rejected(agentplane.CodeInactiveAction, "%s is not active in mode %q", cmd.Source, mode)
-		return p
+	var p prepared
+	var question string
+	if inv.Tool != "" {
+		p, question = g.prepareTool(inv, mode)
+	} else {
+		p, question = g.prepareCommand(ctx, sess, inv, mode)
 	}
-	src, _ := g.reg.Source(cmd.Source)
-	ix, _, err := src.Index(ctx)
-	if err != nil {
-		p.res = failed(agentplane.CodeSourceUnavailable, cmd.Tool, "%v", err)
-		return p
-	}
-	if p.item, ok = ix.Lookup(inv.ResolvedID); !ok {
-		p.res = rejected(agentplane.CodeInvalidArgs, "%s: %q is not an item of %s", cmd.Parameter, inv.ResolvedID, cmd.Source)
-		return p
-	}
-	if msg := preconditionsFail(cmd, sess, mode); msg != "" {
-		p.res = rejected(agentplane.CodePreconditionFailed, "%s: %s", cmd.ID, msg)
-		return p
-	}
-	if !g.needsConfirmation(cmd, inv.Origin) {
+	if p.res.Status != "" || !g.needsConfirmation(p.cmd, p.tool, inv.Origin) {
 		return p
 	}
 	if inv.ConfirmationToken == "" {
-		q := router.ConfirmationQuestion(cmd, p.item.Header.DisplayName)
-		p.issue = &Confirmation{Token: g.newToken(), SessionID: sess.ID, CommandID: cmd.ID, ResolvedID: p.item.Header.ID,
+		p.issue = &Confirmation{Token: g.newToken(), SessionID: sess.ID, Action: p.action, Binding: p.binding,
 			Version: sess.Version, ExpiresAt: now.Add(g.reg.Settings().ConfirmationTTL)}
-		p.res = agentplane.ExecutionResult{Status: agentplane.StatusConfirmationRequired, Message: q, Tool: cmd.Tool,
-			Error: &agentplane.ResultError{Code: agentplane.CodeConfirmationRequired, Detail: q}, StateDiff: []agentplane.PatchOp{}}
+		p.res = agentplane.ExecutionResult{Status: agentplane.StatusConfirmationRequired, Message: question, Tool: p.tool,
+			Error: &agentplane.ResultError{Code: agentplane.CodeConfirmationRequired, Detail: question}, StateDiff: []agentplane.PatchOp{}}
 		if inv.Origin.humanChannel() {
 			p.res.ConfirmationToken = p.issue.Token // never to the LLM's or an agent's channel
 		}
@@ -335,7 +322,7 @@ func (g *Gate) prepare(ctx context.Context, sess *agentplane.Session, inv *Invoc
 	conf, ok, err := g.store.Confirmation(ctx, inv.ConfirmationToken)
 	switch {
 	case err != nil:
-		p.res = failed(agentplane.CodeInternal, cmd.Tool, "confirmation lookup failed")
+		p.res = failed(agentplane.CodeInternal, p.tool, "confirmation lookup failed")
 	case !ok:
 		p.res = rejected(agentplane.CodeConfirmationInvalid, "unknown confirmation token")
 	case conf.Used:
@@ -344,12 +331,84 @@ func (g *Gate) prepare(ctx context.Context, sess *agentplane.Session, inv *Invoc
 		p.res = rejected(agentplane.CodeConfirmationInvalid, "the confirmation token expired at %s", conf.ExpiresAt.UTC().Format(time.RFC3339))
 	case conf.SessionID != sess.ID:
 		p.res = rejected(agentplane.CodeConfirmationInvalid, "the confirmation token belongs to another session")
-	case conf.CommandID != cmd.ID || conf.ResolvedID != p.item.Header.ID:
-		p.res = rejected(agentplane.CodeConfirmationInvalid, "the confirmation token confirms %s(%s), not %s(%s)", conf.CommandID, conf.ResolvedID, cmd.ID, p.item.Header.ID)
+	case conf.Action != p.action || conf.Binding != p.binding:
+		p.res = rejected(agentplane.CodeConfirmationInvalid, "the confirmation token confirms %s(%s), not %s(%s)", conf.Action, conf.Binding, p.action, p.binding)
 	case conf.Version != sess.Version:
 		p.res = rejected(agentplane.CodeConfirmationInvalid, "the session changed since the confirmation was asked (version %d, now %d)", conf.Version, sess.Version)
 	}
 	return p
+}
+
+// prepareCommand checks a command invocation: the command is active, its
+// id exists in its active source, its preconditions hold. It returns the
+// confirmation question to ask if one is needed.
+func (g *Gate) prepareCommand(ctx context.Context, sess *agentplane.Session, inv *Invocation, mode string) (prepared, string) {
+	p := prepared{intent: intentOf(inv, nil), action: inv.CommandID}
+	cmd, ok := g.reg.Command(inv.CommandID)
+	if !ok {
+		p.res = rejected(agentplane.CodeUnknownAction, "unknown command %q", inv.CommandID)
+		return p, ""
+	}
+	p.cmd, p.tool, p.intent, p.binding = cmd, cmd.Tool, intentOf(inv, cmd), inv.ResolvedID
+	switch {
+	case cmd.Kind == agentplane.KindLauncher:
+		p.res = rejected(agentplane.CodeInvalidArgs, "%s is a launcher: it opens a picker and runs nothing; invoke %s", cmd.ID, cmd.OnSelect)
+		return p, ""
+	case !g.reg.CommandActive(mode, inv.Roles, cmd.ID):
+		p.res = rejected(agentplane.CodeInactiveAction, "command %s is not active in mode %q for this principal", cmd.ID, mode)
+		return p, ""
+	case !g.reg.SourceActive(mode, inv.Roles, cmd.Source):
+		p.res = rejected(agentplane.CodeInactiveAction, "%s is not active in mode %q", cmd.Source, mode)
+		return p, ""
+	}
+	src, _ := g.reg.Source(cmd.Source)
+	ix, _, err := src.Index(ctx)
+	if err != nil {
+		p.res = failed(agentplane.CodeSourceUnavailable, cmd.Tool, "%v", err)
+		return p, ""
+	}
+	if p.item, ok = ix.Lookup(inv.ResolvedID); !ok {
+		p.res = rejected(agentplane.CodeInvalidArgs, "%s: %q is not an item of %s", cmd.Parameter, inv.ResolvedID, cmd.Source)
+		return p, ""
+	}
+	if msg := preconditionsFail(cmd, sess, mode); msg != "" {
+		p.res = rejected(agentplane.CodePreconditionFailed, "%s: %s", cmd.ID, msg)
+		return p, ""
+	}
+	return p, router.ConfirmationQuestion(cmd, p.item.Header.DisplayName)
+}
+
+// prepareTool checks a tool invocation: the tool is declared and active,
+// and its arguments match its input schema.
+func (g *Gate) prepareTool(inv *Invocation, mode string) (prepared, string) {
+	args := inv.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	p := prepared{action: inv.Tool, tool: inv.Tool, intent: &agentplane.Intent{Type: agentplane.IntentActionCall, Action: inv.Tool,
+		RequestID: inv.RequestID, Origin: string(inv.Origin), ConfirmationToken: inv.ConfirmationToken}}
+	if json.Valid(args) {
+		p.intent.Args = args
+	}
+	if _, ok := g.declared[inv.Tool]; !ok {
+		if slices.Contains(config.BuiltinTools, inv.Tool) {
+			p.res = rejected(agentplane.CodeUnknownAction, "built-in tool %s runs through its commands", inv.Tool)
+		} else {
+			p.res = rejected(agentplane.CodeUnknownAction, "unknown tool %q", inv.Tool)
+		}
+		return p, ""
+	}
+	if !g.reg.ToolActive(mode, inv.Roles, inv.Tool) {
+		p.res = rejected(agentplane.CodeInactiveAction, "tool %s is not active in mode %q for this principal", inv.Tool, mode)
+		return p, ""
+	}
+	canonical, msg := g.checkToolArgs(inv.Tool, args)
+	if msg != "" {
+		p.res = rejected(agentplane.CodeInvalidArgs, "%s: %s", inv.Tool, msg)
+		return p, ""
+	}
+	p.binding = canonical
+	return p, fmt.Sprintf("Confirm %s with %s?", inv.Tool, canonical)
 }
 
 // preconditionsFail returns why the command's preconditions do not hold
@@ -368,11 +427,11 @@ func preconditionsFail(cmd *agentplane.CommandDefinition, sess *agentplane.Sessi
 // needsConfirmation applies the confirmation policy of DESIGN.md: the
 // command or its tool asks for it, the tool's risk is high, or the tool
 // changes the world and the human did not ask for it directly.
-func (g *Gate) needsConfirmation(cmd *agentplane.CommandDefinition, origin Origin) bool {
-	if cmd.NeedsConfirmation() {
+func (g *Gate) needsConfirmation(cmd *agentplane.CommandDefinition, tool string, origin Origin) bool {
+	if cmd != nil && cmd.NeedsConfirmation() {
 		return true
 	}
-	t, ok := g.declared[cmd.Tool]
+	t, ok := g.declared[tool]
 	if !ok {
 		return false
 	}
@@ -382,42 +441,54 @@ func (g *Gate) needsConfirmation(cmd *agentplane.CommandDefinition, origin Origi
 	return t.Impact == "external" && !origin.humanChannel()
 }
 
-// run runs the tool and applies the command's effects; a success carries
-// the new session in Session.
+// run runs the tool and, for a command, applies its effects; a success
+// that changed the session carries it in Session.
 func (g *Gate) run(ctx context.Context, sess *agentplane.Session, inv *Invocation, p prepared) agentplane.ExecutionResult {
-	cmd, item := p.cmd, p.item
-	out, res := g.callTool(ctx, cmd, item, p.intent.Args)
+	out, res := g.callTool(ctx, p)
 	if res != nil {
 		return *res
 	}
+	if p.cmd == nil { // a tool changes the world, not the session
+		return agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: fmt.Sprintf("%s done.", p.tool), Tool: p.tool, Output: out}
+	}
 	next := sess.Clone()
-	msg := applyEffects(next, cmd, item)
+	msg := applyEffects(next, p.cmd, p.item)
 	next.PendingPicker, next.PendingConfirmation = nil, nil
 	next.Version++
 	if err := next.AWC.Validate(); err != nil {
-		return failed(agentplane.CodeInvalidState, cmd.Tool, "%v", err)
+		return failed(agentplane.CodeInvalidState, p.tool, "%v", err)
 	}
 	diff, err := stateDiff(sess, next)
 	if err != nil {
-		return failed(agentplane.CodeInternal, cmd.Tool, "%v", err)
+		return failed(agentplane.CodeInternal, p.tool, "%v", err)
 	}
-	return agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: msg, Tool: cmd.Tool, Output: out,
+	return agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: msg, Tool: p.tool, Output: out,
 		StateDiff: diff, SnapshotID: agentplane.SnapshotID(next.ID, next.Version), Session: next}
 }
 
-// callTool runs the command's tool with the gate's timeout. Built-in tools
-// only apply the command's declared effects; their output echoes the id.
-// A tool that errs, hangs or panics yields a failed result.
-func (g *Gate) callTool(ctx context.Context, cmd *agentplane.CommandDefinition, item *agentplane.ResolverItem, args json.RawMessage) (json.RawMessage, *agentplane.ExecutionResult) {
-	if slices.Contains(config.BuiltinTools, cmd.Tool) {
+// callTool runs the tool with the gate's timeout. Built-in tools only
+// apply the command's declared effects; their output echoes the arguments.
+// A tool that errs, hangs, panics or answers with something other than
+// JSON yields a failed result.
+func (g *Gate) callTool(ctx context.Context, p prepared) (json.RawMessage, *agentplane.ExecutionResult) {
+	args := p.intent.Args
+	if slices.Contains(config.BuiltinTools, p.tool) {
 		return args, nil
 	}
-	t, ok := g.tools[cmd.Tool]
+	t, ok := g.tools[p.tool]
 	if !ok {
-		r := failed(agentplane.CodeToolUnavailable, cmd.Tool, "%s would run tool %s with %s=%q, but the tool is not connected yet", cmd.ID, cmd.Tool, cmd.Parameter, item.Header.ID)
+		what := string(args)
+		if p.cmd != nil {
+			what = fmt.Sprintf("%s=%q", p.cmd.Parameter, p.item.Header.ID)
+		}
+		r := failed(agentplane.CodeToolUnavailable, p.tool, "%s would run tool %s with %s, but the tool is not connected yet", p.action, p.tool, what)
 		return nil, &r
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.toolTimeout)
+	timeout := g.toolTimeout
+	if d := g.declared[p.tool].Timeout; d > 0 {
+		timeout = d
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	type answer struct {
 		out json.RawMessage
@@ -436,16 +507,16 @@ func (g *Gate) callTool(ctx context.Context, cmd *agentplane.CommandDefinition, 
 	select {
 	case a := <-done:
 		if a.err != nil {
-			r := failed(agentplane.CodeToolFailed, cmd.Tool, "tool %s: %v", cmd.Tool, a.err)
+			r := failed(agentplane.CodeToolFailed, p.tool, "tool %s: %v", p.tool, a.err)
 			return nil, &r
 		}
 		if len(a.out) > 0 && !json.Valid(a.out) {
-			r := failed(agentplane.CodeToolFailed, cmd.Tool, "tool %s returned output that is not JSON", cmd.Tool)
+			r := failed(agentplane.CodeToolFailed, p.tool, "tool %s returned output that is not JSON", p.tool)
 			return nil, &r
 		}
 		return a.out, nil
 	case <-ctx.Done():
-		r := failed(agentplane.CodeTimeout, cmd.Tool, "tool %s did not answer within %s", cmd.Tool, g.toolTimeout)
+		r := failed(agentplane.CodeTimeout, p.tool, "tool %s did not answer within %s", p.tool, timeout)
 		return nil, &r
 	}
 }
@@ -546,8 +617,8 @@ func (g *Gate) RecordDecision(ctx context.Context, sessionID string, t Turn) (*a
 		next.PendingPicker, next.PendingConfirmation = picker, confirm
 		next.Version++
 		if confirm != nil {
-			c.Issue = &Confirmation{Token: g.newToken(), SessionID: sessionID, CommandID: confirm.CommandID,
-				ResolvedID: confirm.ResolvedID, Version: next.Version, ExpiresAt: confirm.ExpiresAt}
+			c.Issue = &Confirmation{Token: g.newToken(), SessionID: sessionID, Action: confirm.CommandID,
+				Binding: confirm.ResolvedID, Version: next.Version, ExpiresAt: confirm.ExpiresAt}
 			confirm.Token = c.Issue.Token
 		}
 		c.Session, state = next, next

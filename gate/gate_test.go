@@ -404,3 +404,51 @@ func TestIntents(t *testing.T) {
 		t.Fatalf("%d records, %v", len(recs), err)
 	}
 }
+
+func TestToolInvocations(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.open(t, "g", "general")
+	f.ready(t, "a")
+	ctx := context.Background()
+	tool := func(session string, args string, origin gate.Origin, token string) agentplane.ExecutionResult {
+		r, err := f.g.Execute(ctx, gate.Invocation{SessionID: session, Tool: "send_template", Args: json.RawMessage(args), Origin: origin, ConfirmationToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	cases := []struct {
+		name, session, args string
+		origin              gate.Origin
+		code                string
+	}{
+		{"Inactive", "g", `{"list_id":"LIST-9"}`, gate.OriginLLM, agentplane.CodeInactiveAction},
+		{"MissingArg", "a", `{}`, gate.OriginLLM, agentplane.CodeInvalidArgs},
+		{"ExtraArg", "a", `{"list_id":"LIST-9","bcc":"x"}`, gate.OriginLLM, agentplane.CodeInvalidArgs},
+		{"WrongType", "a", `{"list_id":9}`, gate.OriginLLM, agentplane.CodeInvalidArgs},
+		{"NotJSON", "a", `{list_id}`, gate.OriginLLM, agentplane.CodeInvalidArgs},
+	}
+	for _, c := range cases {
+		if r := tool(c.session, c.args, c.origin, ""); r.Status != agentplane.StatusRejected || r.Error.Code != c.code {
+			t.Errorf("%s: %+v %+v", c.name, r, r.Error)
+		}
+	}
+	if r, _ := f.g.Execute(ctx, gate.Invocation{SessionID: "a", Tool: "agent_set_mode", Args: json.RawMessage(`{"mode":"ddr"}`)}); r.Error == nil || r.Error.Detail != "built-in tool agent_set_mode runs through its commands" {
+		t.Fatalf("built-in tool called directly: %+v", r)
+	}
+	// an external tool the LLM calls waits for the human; the LLM gets no token
+	r := tool("a", `{"list_id": "LIST-9"}`, gate.OriginLLM, "")
+	if r.Status != agentplane.StatusConfirmationRequired || r.ConfirmationToken != "" || f.sends.Load() != 0 {
+		t.Fatalf("LLM call: %+v", r)
+	}
+	// the human's channel confirms the exact arguments (compared as compact JSON)
+	r = tool("a", `{"list_id": "LIST-9"}`, gate.OriginUser, "")
+	if r.Status != agentplane.StatusSuccess || f.sends.Load() != 1 || string(r.Output) != `{"sent":true}` || len(r.StateDiff) != 0 {
+		t.Fatalf("human call: %+v", r)
+	}
+	tok := f.exec(t, gate.Invocation{SessionID: "a", CommandID: "send_template_to_list", ResolvedID: "LIST-9"}).ConfirmationToken
+	if r := tool("a", `{"list_id":"LIST-9"}`, gate.OriginLLM, tok); r.Error == nil || r.Error.Code != agentplane.CodeConfirmationInvalid {
+		t.Fatalf("a command's token used for the tool: %+v", r)
+	}
+}

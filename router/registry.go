@@ -209,6 +209,17 @@ func (r *Registry) SourceActive(mode string, roles []string, src agentplane.Reso
 	return false
 }
 
+// ToolActive reports whether the tool is offered (to the LLM and MCP
+// clients) for a session in the mode with a principal holding the roles.
+func (r *Registry) ToolActive(mode string, roles []string, name string) bool {
+	for _, tb := range r.modeBoxes[mode] {
+		if slices.Contains(tb.Tools, name) && tb.Allows(roles) {
+			return true
+		}
+	}
+	return false
+}
+
 // ActiveCommands returns the ids of the commands active in the mode for the
 // roles, in configuration order.
 func (r *Registry) ActiveCommands(mode string, roles []string) []string {
