@@ -47,7 +47,7 @@ type Tool struct {
 	// InputSchema is the JSON Schema of the tool's arguments, an object
 	// schema; {"type": "object"} when the file gives none.
 	InputSchema map[string]any
-	Timeout     time.Duration                 // how long a call may run; 0 means the gate's default
+	Timeout     time.Duration                // how long a call may run; 0 means the gate's default
 	HTTP        *agentplane.HTTPProviderSpec // POST target; nil for other transports
 }
 

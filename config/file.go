@@ -89,10 +89,10 @@ type commandFile struct {
 }
 
 type toolFile struct {
-	Name                 string    `yaml:"name"`
-	Description          string    `yaml:"description"`
-	Impact               string    `yaml:"impact"`
-	Risk                 string    `yaml:"risk"`
+	Name                 string         `yaml:"name"`
+	Description          string         `yaml:"description"`
+	Impact               string         `yaml:"impact"`
+	Risk                 string         `yaml:"risk"`
 	RequiresConfirmation bool           `yaml:"requires_confirmation"`
 	InputSchema          map[string]any `yaml:"input_schema"`
 	TimeoutMS            int            `yaml:"timeout_ms"`

@@ -60,7 +60,7 @@ type Invocation struct {
 	ResolvedID string
 	Tool       string          // instead of CommandID: a tool offered to the LLM and MCP clients
 	Args       json.RawMessage // the tool's arguments, a JSON object
-	RequestID  string // a repeated request id returns the recorded result and runs nothing
+	RequestID  string          // a repeated request id returns the recorded result and runs nothing
 	Origin     Origin
 	Roles      []string // the principal's roles
 	// ConfirmationToken confirms an invocation that needs confirmation.
