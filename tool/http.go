@@ -1,0 +1,99 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// MaxHTTPBody is the largest response an HTTP tool may return.
+const MaxHTTPBody = 1 << 20
+
+// HTTP is a tool that POSTs its arguments to a URL. The request body is
+// {"args": ARGS, "session_id": ..., "request_id": ...}; the Idempotency-Key
+// header carries the request id, so a retried request is recognisable
+// downstream. A 2xx JSON body is the result; a timeout, another status, a
+// body that is not JSON or is larger than MaxHTTPBody is an *Error naming
+// the status and quoting the start of the body.
+type HTTP struct {
+	S       Spec
+	URL     string
+	Headers map[string]string
+	Timeout time.Duration // 0 means 10s
+	Client  *http.Client  // nil means http.DefaultClient
+}
+
+// Spec returns the spec.
+func (h *HTTP) Spec() Spec { return h.S }
+
+// Call posts the arguments.
+func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ci, _ := CallInfoFrom(ctx)
+	body, err := json.Marshal(struct {
+		Args      json.RawMessage `json:"args"`
+		SessionID string          `json:"session_id,omitempty"`
+		RequestID string          `json:"request_id,omitempty"`
+	}{args, ci.SessionID, ci.RequestID})
+	if err != nil {
+		return nil, Errorf("bad_args", "%v", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, Errorf("bad_url", "%v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if ci.RequestID != "" {
+		req.Header.Set("Idempotency-Key", ci.RequestID)
+	}
+	for k, v := range h.Headers {
+		req.Header.Set(k, v)
+	}
+	client := h.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, Errorf("timeout", "POST %s: no answer within %s", h.URL, timeout)
+		}
+		return nil, Errorf("unreachable", "POST %s: %v", h.URL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxHTTPBody+1))
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, Errorf("timeout", "POST %s: body not read within %s", h.URL, timeout)
+		}
+		return nil, Errorf("read_failed", "POST %s: %v", h.URL, err)
+	}
+	switch {
+	case len(b) > MaxHTTPBody:
+		return nil, Errorf("too_large", "POST %s: status %d, body larger than %d bytes", h.URL, resp.StatusCode, MaxHTTPBody)
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return nil, Errorf("http_status", "POST %s: status %d: %s", h.URL, resp.StatusCode, snippet(b))
+	case !json.Valid(b):
+		return nil, Errorf("not_json", "POST %s: status %d, body is not JSON: %s", h.URL, resp.StatusCode, snippet(b))
+	}
+	return b, nil
+}
+
+func snippet(b []byte) string {
+	const n = 160
+	if len(b) > n {
+		return fmt.Sprintf("%q…", b[:n])
+	}
+	return fmt.Sprintf("%q", b)
+}

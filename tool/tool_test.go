@@ -1,0 +1,115 @@
+package tool_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/tool"
+)
+
+func fn(spec tool.Spec) tool.Tool {
+	return &tool.Func{S: spec, Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
+}
+
+func TestRegisterRefusesBadTools(t *testing.T) {
+	t.Parallel()
+	good := tool.Spec{Name: "ok_tool", Usage: "Does a thing.", InputSchema: json.RawMessage(`{"type":"object"}`), Impact: tool.ImpactRead, Risk: tool.RiskLow}
+	tests := []struct {
+		name   string
+		mutate func(*tool.Spec)
+		want   string
+	}{
+		{"BadName", func(s *tool.Spec) { s.Name = "send mail!" }, `name "send mail!" must match`},
+		{"LongName", func(s *tool.Spec) { s.Name = strings.Repeat("a", 65) }, "must match"},
+		{"EmptyUsage", func(s *tool.Spec) { s.Usage = "  " }, "empty usage text"},
+		{"NotObject", func(s *tool.Spec) { s.InputSchema = json.RawMessage(`{"type":"string"}`) }, "must be an object schema"},
+		{"NotCompiling", func(s *tool.Spec) { s.InputSchema = json.RawMessage(`{"type":"object","properties":{"x":{"type":5}}}`) }, "does not compile"},
+		{"NotJSON", func(s *tool.Spec) { s.InputSchema = json.RawMessage(`{`) }, "not a JSON object"},
+		{"BadOutput", func(s *tool.Spec) { s.OutputSchema = json.RawMessage(`{"type":"nope"}`) }, "output schema does not compile"},
+		{"BadImpact", func(s *tool.Spec) { s.Impact = "sideways" }, `impact "sideways"`},
+		{"BadRisk", func(s *tool.Spec) { s.Risk = "" }, `risk ""`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := good
+			tt.mutate(&s)
+			err := tool.NewRegistry().Register(fn(s))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Register = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	reg := tool.NewRegistry()
+	if err := reg.Register(fn(good)); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(fn(good)); err == nil || !strings.Contains(err.Error(), "registered already") {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if _, err := reg.Validate("ok_tool", json.RawMessage(`[]`)); err == nil {
+		t.Fatal("an array passed an object schema")
+	}
+	if out, err := reg.Validate("ok_tool", json.RawMessage(` { "a" : 1 } `)); err != nil || string(out) != `{"a":1}` {
+		t.Fatalf("Validate = %s, %v", out, err)
+	}
+}
+
+func TestHTTPTool(t *testing.T) {
+	t.Parallel()
+	var got struct {
+		body    map[string]any
+		idemKey string
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		json.Unmarshal(b, &got.body)
+		got.idemKey = r.Header.Get("Idempotency-Key")
+		switch r.URL.Path {
+		case "/ok":
+			w.Write([]byte(`{"sent": true}`))
+		case "/500":
+			http.Error(w, "mail server exploded", 500)
+		case "/html":
+			w.Write([]byte("<html>hi</html>"))
+		case "/big":
+			w.Write([]byte(`"` + strings.Repeat("x", tool.MaxHTTPBody) + `"`))
+		case "/slow":
+			time.Sleep(300 * time.Millisecond)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	spec := tool.Spec{Name: "send", Usage: "Sends.", InputSchema: json.RawMessage(`{"type":"object"}`), Impact: tool.ImpactExternal, Risk: tool.RiskMedium}
+	ctx := tool.WithCallInfo(context.Background(), tool.CallInfo{SessionID: "s1", RequestID: "req-7"})
+	h := &tool.HTTP{S: spec, URL: srv.URL + "/ok"}
+	out, err := h.Call(ctx, json.RawMessage(`{"list_id":"LIST-9"}`))
+	if err != nil || string(out) != `{"sent": true}` {
+		t.Fatalf("ok: %s %v", out, err)
+	}
+	if got.idemKey != "req-7" || got.body["session_id"] != "s1" || got.body["args"].(map[string]any)["list_id"] != "LIST-9" {
+		t.Fatalf("request: %+v", got)
+	}
+	for path, want := range map[string]string{
+		"/500":  `http_status: POST ` + srv.URL + `/500: status 500: "mail server exploded\n"`,
+		"/html": `not_json: POST ` + srv.URL + `/html: status 200, body is not JSON: "<html>hi</html>"`,
+		"/big":  "too_large",
+		"/slow": "timeout",
+	} {
+		h := &tool.HTTP{S: spec, URL: srv.URL + path, Timeout: 100 * time.Millisecond}
+		_, err := h.Call(ctx, json.RawMessage(`{}`))
+		var te *tool.Error
+		if !errors.As(err, &te) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v, want prefix %q", path, err, want)
+		}
+	}
+	h = &tool.HTTP{S: spec, URL: "http://127.0.0.1:1/x"}
+	if _, err := h.Call(ctx, json.RawMessage(`{}`)); err == nil || !strings.HasPrefix(err.Error(), "unreachable") {
+		t.Fatalf("refused: %v", err)
+	}
+}
