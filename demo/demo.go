@@ -8,6 +8,7 @@ import (
 	_ "embed"
 
 	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/tool"
 )
 
 // YAML is the demo configuration file.
@@ -18,7 +19,13 @@ var YAML []byte
 // Name is the name problems in the demo configuration are reported under.
 const Name = "demo/agentplane.yaml"
 
-// Config parses the demo configuration.
+// Config parses the demo configuration. The demo's code tools (ToolNames)
+// and agent_list_modes are added to opts.Tools.
 func Config(opts *config.Options) (*config.Config, error) {
-	return config.Parse(YAML, Name, opts)
+	o := config.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Tools = append(append(append([]string(nil), o.Tools...), ToolNames...), tool.ListModesName)
+	return config.Parse(YAML, Name, &o)
 }

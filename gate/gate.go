@@ -33,6 +33,7 @@ import (
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/tool"
 )
 
 // Origin says who asked for an invocation.
@@ -119,20 +120,6 @@ type Commit struct {
 	Use   string
 }
 
-// Tool is code the gate runs for a command. The tool registry of the tools
-// issue will provide these; built-in tools need none.
-type Tool interface {
-	Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
-}
-
-// ToolFunc adapts a function to Tool.
-type ToolFunc func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
-
-// Call calls f.
-func (f ToolFunc) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
-	return f(ctx, args)
-}
-
 // Sink receives a copy of every record after it is committed, for example
 // an audit.File that exports the log as JSON Lines.
 type Sink interface {
@@ -145,21 +132,19 @@ type Gate struct {
 	store       Store
 	now         func() time.Time
 	newToken    func() string
-	tools       map[string]Tool
+	tools       *tool.Registry
 	toolTimeout time.Duration
 	sink        Sink
-	declared    map[string]config.Tool
 	argSchemas  map[string]*jsonschema.Schema // by command id
-	toolSchemas map[string]*jsonschema.Schema // by tool name
 }
 
 // Options configure a Gate. nil means defaults.
 type Options struct {
 	Now         func() time.Time // the clock; nil means time.Now
-	NewToken    func() string    // confirmation tokens; nil means 16 random bytes in hex
-	Tools       map[string]Tool  // tools by name, besides the built-in ones
-	ToolTimeout time.Duration    // how long a tool may run; 0 means 30s
-	Sink        Sink             // a copy of every committed record; nil means none
+	NewToken    func() string  // confirmation tokens; nil means 16 random bytes in hex
+	Tools       *tool.Registry // the tools that run, besides the built-in ones; nil means none
+	ToolTimeout time.Duration  // how long a tool may run; 0 means 30s
+	Sink        Sink           // a copy of every committed record; nil means none
 }
 
 // New returns a gate over the registry and store.
@@ -174,7 +159,10 @@ func New(reg *router.Registry, store Store, opts *Options) (*Gate, error) {
 		opts = &Options{}
 	}
 	g := &Gate{reg: reg, store: store, now: opts.Now, newToken: opts.NewToken, tools: opts.Tools,
-		toolTimeout: opts.ToolTimeout, sink: opts.Sink, declared: map[string]config.Tool{}}
+		toolTimeout: opts.ToolTimeout, sink: opts.Sink}
+	if g.tools == nil {
+		g.tools = tool.NewRegistry()
+	}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -183,15 +171,6 @@ func New(reg *router.Registry, store Store, opts *Options) (*Gate, error) {
 	}
 	if g.toolTimeout <= 0 {
 		g.toolTimeout = 30 * time.Second
-	}
-	g.toolSchemas = map[string]*jsonschema.Schema{}
-	for _, t := range reg.Config().Tools {
-		g.declared[t.Name] = t
-		s, err := config.CompileSchema("tools/"+t.Name, t.InputSchema)
-		if err != nil {
-			return nil, fmt.Errorf("gate: input schema of tool %s: %w", t.Name, err)
-		}
-		g.toolSchemas[t.Name] = s
 	}
 	var cmds []*agentplane.CommandDefinition
 	for i := range reg.Config().Commands {
@@ -390,7 +369,7 @@ func (g *Gate) prepareTool(inv *Invocation, mode string) (prepared, string) {
 	if json.Valid(args) {
 		p.intent.Args = args
 	}
-	if _, ok := g.declared[inv.Tool]; !ok {
+	if _, ok := g.tools.Get(inv.Tool); !ok {
 		if slices.Contains(config.BuiltinTools, inv.Tool) {
 			p.res = rejected(agentplane.CodeUnknownAction, "built-in tool %s runs through its commands", inv.Tool)
 		} else {
@@ -402,12 +381,12 @@ func (g *Gate) prepareTool(inv *Invocation, mode string) (prepared, string) {
 		p.res = rejected(agentplane.CodeInactiveAction, "tool %s is not active in mode %q for this principal", inv.Tool, mode)
 		return p, ""
 	}
-	canonical, msg := g.checkToolArgs(inv.Tool, args)
-	if msg != "" {
-		p.res = rejected(agentplane.CodeInvalidArgs, "%s: %s", inv.Tool, msg)
+	canonical, err := g.tools.Validate(inv.Tool, args)
+	if err != nil {
+		p.res = rejected(agentplane.CodeInvalidArgs, "%s: %v", inv.Tool, err)
 		return p, ""
 	}
-	p.binding = canonical
+	p.binding = string(canonical)
 	return p, fmt.Sprintf("Confirm %s with %s?", inv.Tool, canonical)
 }
 
@@ -427,24 +406,25 @@ func preconditionsFail(cmd *agentplane.CommandDefinition, sess *agentplane.Sessi
 // needsConfirmation applies the confirmation policy of DESIGN.md: the
 // command or its tool asks for it, the tool's risk is high, or the tool
 // changes the world and the human did not ask for it directly.
-func (g *Gate) needsConfirmation(cmd *agentplane.CommandDefinition, tool string, origin Origin) bool {
+func (g *Gate) needsConfirmation(cmd *agentplane.CommandDefinition, toolName string, origin Origin) bool {
 	if cmd != nil && cmd.NeedsConfirmation() {
 		return true
 	}
-	t, ok := g.declared[tool]
+	t, ok := g.tools.Get(toolName)
 	if !ok {
 		return false
 	}
-	if t.RequiresConfirmation || t.Risk == "high" {
+	spec := t.Spec()
+	if spec.RequiresConfirmation || spec.Risk == tool.RiskHigh {
 		return true
 	}
-	return t.Impact == "external" && !origin.humanChannel()
+	return spec.Impact == tool.ImpactExternal && !origin.humanChannel()
 }
 
 // run runs the tool and, for a command, applies its effects; a success
 // that changed the session carries it in Session.
 func (g *Gate) run(ctx context.Context, sess *agentplane.Session, inv *Invocation, p prepared) agentplane.ExecutionResult {
-	out, res := g.callTool(ctx, p)
+	out, res := g.callTool(ctx, sess, inv, p)
 	if res != nil {
 		return *res
 	}
@@ -470,25 +450,25 @@ func (g *Gate) run(ctx context.Context, sess *agentplane.Session, inv *Invocatio
 // apply the command's declared effects; their output echoes the arguments.
 // A tool that errs, hangs, panics or answers with something other than
 // JSON yields a failed result.
-func (g *Gate) callTool(ctx context.Context, p prepared) (json.RawMessage, *agentplane.ExecutionResult) {
+func (g *Gate) callTool(ctx context.Context, sess *agentplane.Session, inv *Invocation, p prepared) (json.RawMessage, *agentplane.ExecutionResult) {
 	args := p.intent.Args
 	if slices.Contains(config.BuiltinTools, p.tool) {
 		return args, nil
 	}
-	t, ok := g.tools[p.tool]
-	if !ok {
+	t, ok := g.tools.Get(p.tool)
+	unavailable := func() (json.RawMessage, *agentplane.ExecutionResult) {
 		what := string(args)
 		if p.cmd != nil {
 			what = fmt.Sprintf("%s=%q", p.cmd.Parameter, p.item.Header.ID)
 		}
-		r := failed(agentplane.CodeToolUnavailable, p.tool, "%s would run tool %s with %s, but the tool is not connected yet", p.action, p.tool, what)
+		r := failed(agentplane.CodeToolUnavailable, p.tool, "%s would run tool %s with %s, but the tool is not connected", p.action, p.tool, what)
 		return nil, &r
 	}
-	timeout := g.toolTimeout
-	if d := g.declared[p.tool].Timeout; d > 0 {
-		timeout = d
+	if !ok {
+		return unavailable()
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	timeout := g.toolTimeout
+	ctx, cancel := context.WithTimeout(tool.WithCallInfo(ctx, tool.CallInfo{SessionID: sess.ID, RequestID: inv.RequestID, Session: sess.Clone()}), timeout)
 	defer cancel()
 	type answer struct {
 		out json.RawMessage
@@ -506,6 +486,9 @@ func (g *Gate) callTool(ctx context.Context, p prepared) (json.RawMessage, *agen
 	}()
 	select {
 	case a := <-done:
+		if errors.Is(a.err, tool.ErrUnavailable) {
+			return unavailable()
+		}
 		if a.err != nil {
 			r := failed(agentplane.CodeToolFailed, p.tool, "tool %s: %v", p.tool, a.err)
 			return nil, &r
@@ -583,7 +566,7 @@ func applyEffects(s *agentplane.Session, cmd *agentplane.CommandDefinition, item
 		msg = joinMsg(msg, fmt.Sprintf("Closed %s.", item.Header.DisplayName))
 	}
 	if msg == "" {
-		msg = fmt.Sprintf("%s(%s) done.", cmd.ID, item.Header.ID)
+		msg = fmt.Sprintf("%s: %s — done.", cmd.DisplayName, item.Header.DisplayName)
 	}
 	return msg
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/router"
 	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/tool"
 )
 
 var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -30,14 +31,16 @@ type fixture struct {
 	store *memstore.Store
 	now   time.Time
 	sends atomic.Int32
-	send  gate.ToolFunc
 }
 
-func newFixture(t testing.TB, tools map[string]gate.Tool) *fixture {
-	return newFixtureSink(t, tools, nil)
+// sendFunc is the body of the fixture's send_template tool.
+type sendFunc func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+
+func newFixture(t testing.TB, send sendFunc) *fixture {
+	return newFixtureSink(t, send, nil)
 }
 
-func newFixtureSink(t testing.TB, tools map[string]gate.Tool, sink gate.Sink) *fixture {
+func newFixtureSink(t testing.TB, send sendFunc, sink gate.Sink) *fixture {
 	t.Helper()
 	cfg, err := demo.Config(nil)
 	if err != nil {
@@ -48,14 +51,15 @@ func newFixtureSink(t testing.TB, tools map[string]gate.Tool, sink gate.Sink) *f
 		t.Fatal(err)
 	}
 	f := &fixture{store: memstore.New(), now: t0}
-	if tools == nil {
-		tools = map[string]gate.Tool{}
-	}
-	if _, ok := tools["send_template"]; !ok {
-		tools["send_template"] = gate.ToolFunc(func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	if send == nil {
+		send = func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 			f.sends.Add(1)
 			return json.RawMessage(`{"sent":true}`), nil
-		})
+		}
+	}
+	tools := tool.NewRegistry()
+	if err := tools.Register(&tool.Func{S: demo.NewOutbox(nil).Tool().Spec(), Fn: send}); err != nil {
+		t.Fatal(err)
 	}
 	n := 0
 	f.g, err = gate.New(reg, f.store, &gate.Options{
@@ -197,8 +201,7 @@ func containsToken(b []byte) bool {
 
 func TestToolFailuresAreResults(t *testing.T) {
 	t.Parallel()
-	tools := map[string]gate.Tool{
-		"send_template": gate.ToolFunc(func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	f := newFixture(t, func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 			switch {
 			case string(args) == `{"list_id":"LIST-9"}`:
 				<-ctx.Done() // hangs until cut
@@ -209,9 +212,7 @@ func TestToolFailuresAreResults(t *testing.T) {
 				return nil, errors.New("smtp: 550 mailbox unavailable")
 			}
 			return json.RawMessage(`not json`), nil
-		}),
-	}
-	f := newFixture(t, tools)
+	})
 	f.ready(t, "a")
 	tests := []struct{ list, code, detail string }{
 		{"LIST-9", agentplane.CodeTimeout, "tool send_template did not answer within 50ms"},

@@ -59,7 +59,7 @@ func (g *Gate) Intent(ctx context.Context, sessionID string, roles []string, in 
 			in.Args = nil // the record holds JSON; the message says what came
 			return g.refuse(ctx, sessionID, &in, rejected(agentplane.CodeInvalidArgs, "%s: args are not JSON", in.Action))
 		}
-		if _, isTool := g.declared[in.Action]; isTool {
+		if _, isTool := g.tools.Get(in.Action); isTool {
 			inv.CommandID, inv.Tool, inv.Args = "", in.Action, in.Args
 			return g.Execute(ctx, inv)
 		}
@@ -109,23 +109,6 @@ func asValidation(err error, target **jsonschema.ValidationError) bool {
 		*target = v
 	}
 	return ok
-}
-
-// checkToolArgs validates a tool's arguments against its input schema and
-// returns them as compact JSON, or what is wrong.
-func (g *Gate) checkToolArgs(tool string, args json.RawMessage) (string, string) {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, args); err != nil {
-		return "", fmt.Sprintf("args are not JSON: %v", err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		return "", fmt.Sprintf("args are not JSON: %v", err)
-	}
-	if err := g.toolSchemas[tool].Validate(doc); err != nil {
-		return "", fmt.Sprintf("args %s do not match the input schema: %s", buf.Bytes(), strings.TrimSpace(err.Error()))
-	}
-	return buf.String(), ""
 }
 
 // refuse records an intent that changes nothing and returns its result.

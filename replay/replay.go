@@ -27,13 +27,18 @@ import (
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/router"
 	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/tool"
 )
 
 // Run replays every session of a JSON Lines audit log (the export format)
 // against the registry, writing one line per divergence to out, and returns
 // how many there were. The log's chains are verified first; a broken log is
 // an error.
-func Run(ctx context.Context, reg *router.Registry, log io.Reader, out io.Writer) (int, error) {
+//
+// tools are the tools the recording ran with (their specs decide the
+// confirmation policy and argument checks); replay calls none of them but
+// answers in their place with the recorded outcome.
+func Run(ctx context.Context, reg *router.Registry, tools *tool.Registry, log io.Reader, out io.Writer) (int, error) {
 	data, err := io.ReadAll(log)
 	if err != nil {
 		return 0, err
@@ -55,7 +60,7 @@ func Run(ctx context.Context, reg *router.Registry, log io.Reader, out io.Writer
 	}
 	total := 0
 	for _, id := range order {
-		n, err := session(ctx, reg, sessions[id], out)
+		n, err := session(ctx, reg, tools, sessions[id], out)
 		if err != nil {
 			return total, fmt.Errorf("replay: session %s: %w", id, err)
 		}
@@ -104,6 +109,8 @@ func (p *player) call(context.Context, json.RawMessage) (json.RawMessage, error)
 		return nil, errors.New("replay: no recorded result for this call")
 	case res.Status == agentplane.StatusSuccess:
 		return res.Output, nil
+	case res.Error != nil && res.Error.Code == agentplane.CodeToolUnavailable:
+		return nil, tool.ErrUnavailable
 	case res.Error != nil:
 		return nil, errors.New(res.Error.Detail)
 	}
@@ -125,14 +132,22 @@ func (p *player) compare(field string, recorded, replayed any) {
 	}
 }
 
-func session(ctx context.Context, reg *router.Registry, recs []audit.Record, out io.Writer) (int, error) {
+func session(ctx context.Context, reg *router.Registry, tools *tool.Registry, recs []audit.Record, out io.Writer) (int, error) {
 	if len(recs) == 0 || recs[0].Kind != audit.KindOpen || recs[0].State == nil {
 		return 0, errors.New("the log does not start with the session's open record")
 	}
 	p := &player{cur: &recs[0], out: out}
-	tools := map[string]gate.Tool{}
+	stand := tool.NewRegistry() // the same tools, answering from the record
+	if tools != nil {
+		for _, name := range tools.Names() {
+			t, _ := tools.Get(name)
+			if err := stand.Register(&tool.Func{S: t.Spec(), Fn: p.call}); err != nil {
+				return 0, err
+			}
+		}
+	}
 	store := memstore.New()
-	g, err := gate.New(reg, store, &gate.Options{Now: p.now, NewToken: p.newToken, Tools: tools})
+	g, err := gate.New(reg, store, &gate.Options{Now: p.now, NewToken: p.newToken, Tools: stand})
 	if err != nil {
 		return 0, err
 	}
@@ -147,14 +162,6 @@ func session(ctx context.Context, reg *router.Registry, recs []audit.Record, out
 		r := &recs[i]
 		p.cur = r
 		p.ids = nil
-		// Tools answer with the recorded outcome; a tool that was not
-		// connected when recording is not connected now either.
-		for _, t := range reg.Config().Tools {
-			delete(tools, t.Name)
-			if r.Result != nil && (r.Result.Error == nil || r.Result.Error.Code != agentplane.CodeToolUnavailable) {
-				tools[t.Name] = gate.ToolFunc(p.call)
-			}
-		}
 		if r.Intent != nil && r.Intent.RequestID != "" {
 			p.ids = []string{r.Intent.RequestID}
 		}

@@ -22,11 +22,21 @@ import (
 	"github.com/agentplane/agentplane/replay"
 	"github.com/agentplane/agentplane/router"
 	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/tool"
 )
+
+// demoTools is the demo's send tool (replay only reads its spec).
+func demoTools(t testing.TB) *tool.Registry {
+	r := tool.NewRegistry()
+	if err := r.Register(demo.NewOutbox(nil).Tool()); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
 
 func registry(t testing.TB, yaml []byte) *router.Registry {
 	t.Helper()
-	cfg, err := config.Parse(yaml, "demo.yaml", nil)
+	cfg, err := config.Parse(yaml, "demo.yaml", &config.Options{Tools: append(demo.ToolNames, tool.ListModesName)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +69,12 @@ func record(t testing.TB, path string, steps []string, ui bool) {
 	id := func() string { n++; return fmt.Sprintf("id-%d", n) }
 	store := memstore.New()
 	sends := 0
-	g, _ := gate.New(reg, store, &gate.Options{Now: now, NewToken: id, Sink: sink, Tools: map[string]gate.Tool{
-		"send_template": gate.ToolFunc(func(context.Context, json.RawMessage) (json.RawMessage, error) {
-			sends++
-			return json.RawMessage(fmt.Sprintf(`{"message_id":%d}`, sends)), nil
-		}),
+	tools := tool.NewRegistry()
+	tools.Register(&tool.Func{S: demo.NewOutbox(nil).Tool().Spec(), Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		sends++
+		return json.RawMessage(fmt.Sprintf(`{"message_id":%d}`, sends)), nil
 	}})
+	g, _ := gate.New(reg, store, &gate.Options{Now: now, NewToken: id, Sink: sink, Tools: tools})
 	e := conversation.New(reg, g, store, &conversation.Options{Now: now, NewID: id})
 	ctx := context.Background()
 	s, err := e.Start(ctx, "")
@@ -97,7 +107,7 @@ func TestReplayReproducesGeneratedSessions(t *testing.T) {
 		f, _ := os.Open(path)
 		defer f.Close()
 		var out bytes.Buffer
-		n, err := replay.Run(context.Background(), reg, f, &out)
+		n, err := replay.Run(context.Background(), reg, demoTools(t), f, &out)
 		if err != nil || n != 0 {
 			rt.Fatalf("replay: %d divergences, %v\n%s", n, err, out.String())
 		}
@@ -112,7 +122,7 @@ func TestReplayShowsWhatAConfigChangeChanges(t *testing.T) {
 	f, _ := os.Open(path)
 	defer f.Close()
 	var out bytes.Buffer
-	n, err := replay.Run(context.Background(), registry(t, changed), f, &out)
+	n, err := replay.Run(context.Background(), registry(t, changed), demoTools(t), f, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +138,7 @@ func TestReplayRefusesABrokenLog(t *testing.T) {
 	record(t, path, []string{"switch to ddr mode"}, false)
 	data, _ := os.ReadFile(path)
 	tampered := bytes.Replace(data, []byte(`"resolved_id":"ddr"`), []byte(`"resolved_id":"sales"`), 1)
-	_, err := replay.Run(context.Background(), registry(t, demo.YAML), bytes.NewReader(tampered), &bytes.Buffer{})
+	_, err := replay.Run(context.Background(), registry(t, demo.YAML), demoTools(t), bytes.NewReader(tampered), &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "hash mismatch") {
 		t.Fatalf("err = %v", err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/router"
 	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/tool"
 )
 
 // File is a conversation test file.
@@ -90,10 +91,15 @@ type Failure struct {
 
 func (f Failure) String() string { return fmt.Sprintf("%s:%d: %s", f.File, f.Line, f.Msg) }
 
+// Tools builds the tools a file's conversation runs with, on the test's
+// clock; each file gets its own, so files do not share state.
+type Tools func(now func() time.Time) (*tool.Registry, error)
+
 // Run runs the conversation test file at path against the registry and
-// returns its failures (none when it passes). The error is for a file that
-// cannot be read or parsed.
-func Run(ctx context.Context, reg *router.Registry, path string) ([]Failure, error) {
+// returns its failures (none when it passes). tools nil means no tools
+// besides the built-in ones. The error is for a file that cannot be read
+// or parsed.
+func Run(ctx context.Context, reg *router.Registry, path string, tools Tools) ([]Failure, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -127,7 +133,13 @@ func Run(ctx context.Context, reg *router.Registry, path string) ([]Failure, err
 	n := 0
 	newID := func() string { n++; return fmt.Sprintf("id-%d", n) }
 	store := memstore.New()
-	g, err := gate.New(reg, store, &gate.Options{Now: now, NewToken: newID})
+	var tr *tool.Registry
+	if tools != nil {
+		if tr, err = tools(now); err != nil {
+			return nil, err
+		}
+	}
+	g, err := gate.New(reg, store, &gate.Options{Now: now, NewToken: newID, Tools: tr})
 	if err != nil {
 		return nil, err
 	}

@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/router"
 	"github.com/agentplane/agentplane/scenario"
+	"github.com/agentplane/agentplane/tool"
 )
 
 func demoRegistry(t *testing.T) *router.Registry {
@@ -25,6 +27,12 @@ func demoRegistry(t *testing.T) *router.Registry {
 	return reg
 }
 
+// demoTools gives each file the demo's send tool over a fresh outbox.
+func demoTools(now func() time.Time) (*tool.Registry, error) {
+	r := tool.NewRegistry()
+	return r, r.Register(demo.NewOutbox(now).Tool())
+}
+
 // TestExamples runs the demo's conversation suite under examples/.
 func TestExamples(t *testing.T) {
 	t.Parallel()
@@ -34,7 +42,7 @@ func TestExamples(t *testing.T) {
 		t.Fatal("no example conversations")
 	}
 	for _, f := range files {
-		fails, err := scenario.Run(context.Background(), reg, f)
+		fails, err := scenario.Run(context.Background(), reg, f, demoTools)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +62,7 @@ turns:
   - user: switch to sales mode
     expect: {resolved_id: general, mode: ddr, status: failed}
 `), 0o644)
-	fails, err := scenario.Run(context.Background(), demoRegistry(t), path)
+	fails, err := scenario.Run(context.Background(), demoRegistry(t), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +91,7 @@ func TestBadFiles(t *testing.T) {
 	} {
 		path := filepath.Join(dir, name)
 		os.WriteFile(path, []byte(body), 0o644)
-		if _, err := scenario.Run(context.Background(), demoRegistry(t), path); err == nil {
+		if _, err := scenario.Run(context.Background(), demoRegistry(t), path, nil); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}

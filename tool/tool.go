@@ -22,6 +22,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
 )
 
@@ -244,6 +245,7 @@ func (f *Func) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 type CallInfo struct {
 	SessionID string
 	RequestID string
+	Session   *agentplane.Session // the session as it was when the call began; read only
 }
 
 type callInfoKey struct{}

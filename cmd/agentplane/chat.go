@@ -38,8 +38,12 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 	if !ok {
 		return 1
 	}
+	tools, ok := m.tools(reg)
+	if !ok {
+		return 1
+	}
 	store := memstore.New()
-	gopts := &gate.Options{Now: m.Now}
+	gopts := &gate.Options{Now: m.Now, Tools: tools}
 	if *auditFile != "" {
 		log, err := audit.OpenFile(*auditFile)
 		if err != nil {

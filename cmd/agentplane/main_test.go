@@ -145,7 +145,7 @@ func TestChatTranscript(t *testing.T) {
 		"✓ Now working on email_template Q1 CFO Outreach (TPL-123).",
 		"[mode: sales | active email_template: Q1 CFO Outreach (TPL-123) | audience persona: CFO - MidMarket (PERS-22)]",
 		"? Confirm send to 'Q1 pilot list'?\n  (yes / no)",
-		"✗ send_template_to_list would run tool send_template with list_id=\"LIST-9\", but the tool is not connected yet [tool_unavailable]",
+		"✓ Send the template to a mailer list: Q1 pilot list — done.",
 		"Pick from Email templates matching \"outreach\":\n *1. Q1 CFO Outreach (TPL-123)\n  2. Q1 CTO Outreach (TPL-124)",
 		"Pick a number from 1 to 2.",
 		"✓ Now working on email_template Q1 CTO Outreach (TPL-124).",
@@ -195,7 +195,7 @@ func TestChatAuditFileAndVerify(t *testing.T) {
 		t.Fatalf("verify: exit %d, %s", code, out)
 	}
 	data, _ := os.ReadFile(path)
-	if !strings.Contains(string(data), `"question_text":"Confirm send to 'Q1 pilot list'?"`) || !strings.Contains(string(data), `"code":"tool_unavailable"`) {
+	if !strings.Contains(string(data), `"question_text":"Confirm send to 'Q1 pilot list'?"`) || !strings.Contains(string(data), `"tool":"send_template","output":{"send_id":1,"template_id":"TPL-123","list_id":"LIST-9"`) {
 		t.Fatalf("the log lacks the decision or the result:\n%s", data)
 	}
 	tampered := strings.Replace(string(data), `"resolved_id":"LIST-9"`, `"resolved_id":"LIST-10"`, 1)

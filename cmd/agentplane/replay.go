@@ -23,13 +23,17 @@ func (m *Main) replay(ctx context.Context, args []string) int {
 	if !ok {
 		return 1
 	}
+	tools, ok := m.tools(reg)
+	if !ok {
+		return 1
+	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
 	}
 	defer f.Close()
-	n, err := replay.Run(ctx, reg, f, m.Stdout)
+	n, err := replay.Run(ctx, reg, tools, f, m.Stdout)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1

@@ -11,6 +11,7 @@ import (
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/tool"
 )
 
 // Main is the agentplane program, with its standard streams and clock
@@ -92,12 +93,45 @@ func parse(fs *flag.FlagSet, args []string) (int, bool) {
 // loadConfig loads the configuration file, or the embedded demo when path
 // is empty.
 func loadConfig(path string, opts *router.Options) (*config.Config, string, error) {
+	co := opts.ConfigOptions()
+	co.Tools = codeTools
 	if path == "" {
-		cfg, err := demo.Config(opts.ConfigOptions())
+		cfg, err := demo.Config(co)
 		return cfg, demo.Name, err
 	}
-	cfg, err := config.Load(path, opts.ConfigOptions())
+	cfg, err := config.Load(path, co)
 	return cfg, path, err
+}
+
+// codeTools are the tools this binary provides in code; configurations may
+// put them in toolboxes without declaring them.
+var codeTools = append([]string{tool.ListModesName}, demo.ToolNames...)
+
+// toolRegistry builds the registry of the tools that run: the binary's own
+// and the HTTP tools the configuration declares.
+func toolRegistry(cfg *config.Config, now func() time.Time) (*tool.Registry, error) {
+	reg := tool.NewRegistry()
+	tools := []tool.Tool{tool.ListModes(tool.ConfigModes(cfg), nil), demo.NewOutbox(now).Tool()}
+	declared, err := tool.FromConfig(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range append(tools, declared...) {
+		if err := reg.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// tools builds the tool registry for reg's configuration, printing a problem.
+func (m *Main) tools(reg *router.Registry) (*tool.Registry, bool) {
+	tr, err := toolRegistry(reg.Config(), m.Now)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+		return nil, false
+	}
+	return tr, true
 }
 
 // registry loads a configuration and compiles it, printing problems.

@@ -1,0 +1,92 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/agentplane/agentplane/tool"
+)
+
+// ToolNames are the tools the demo provides in code; configurations may
+// name them without declaring them.
+var ToolNames = []string{SendTemplateTool}
+
+// SendTemplateTool is the demo's send tool.
+const SendTemplateTool = "send_template"
+
+// Send is one email template sent to a mailer list.
+type Send struct {
+	ID         int       `json:"send_id"`
+	TemplateID string    `json:"template_id"`
+	ListID     string    `json:"list_id"`
+	RequestID  string    `json:"request_id"`
+	Time       time.Time `json:"time"`
+}
+
+// Outbox records the demo's sends. It stands in for a mail system: the
+// send tool really changes something, and a retried request id changes
+// nothing. Safe for concurrent use.
+type Outbox struct {
+	mu        sync.Mutex
+	now       func() time.Time
+	sends     []Send
+	byRequest map[string]int
+}
+
+// NewOutbox returns an empty outbox; now nil means time.Now.
+func NewOutbox(now func() time.Time) *Outbox {
+	if now == nil {
+		now = time.Now
+	}
+	return &Outbox{now: now, byRequest: map[string]int{}}
+}
+
+// Sends returns the sends so far, oldest first.
+func (o *Outbox) Sends() []Send {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]Send(nil), o.sends...)
+}
+
+// Tool returns the send_template tool over the outbox. It sends the
+// session's active email template to the list in its arguments.
+func (o *Outbox) Tool() tool.Tool {
+	return &tool.Func{
+		S: tool.Spec{
+			Name: SendTemplateTool,
+			Usage: "Sends the session's active email template to a mailer list. It changes the world (people get mail), " +
+				"so the human confirms first. Find the list id with catalog_search on mailer_lists; never invent one.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"list_id":{"type":"string","description":"Id of the mailer list."}},` +
+				`"required":["list_id"],"additionalProperties":false}`),
+			Impact: tool.ImpactExternal,
+			Risk:   tool.RiskMedium,
+		},
+		Fn: o.send,
+	}
+}
+
+func (o *Outbox) send(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	var in struct {
+		ListID string `json:"list_id"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil || in.ListID == "" {
+		return nil, tool.Errorf("bad_args", "list_id is required")
+	}
+	ci, _ := tool.CallInfoFrom(ctx)
+	if ci.Session == nil || ci.Session.AWC.Entity == nil || ci.Session.AWC.EntityType != "email_template" {
+		return nil, tool.Errorf("no_template", "no email template is active; open one first")
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if i, seen := o.byRequest[ci.RequestID]; seen && ci.RequestID != "" {
+		return json.Marshal(o.sends[i]) // a retry: the send happened once
+	}
+	s := Send{ID: len(o.sends) + 1, TemplateID: ci.Session.AWC.Entity.ID, ListID: in.ListID, RequestID: ci.RequestID, Time: o.now().UTC()}
+	o.sends = append(o.sends, s)
+	if ci.RequestID != "" {
+		o.byRequest[ci.RequestID] = len(o.sends) - 1
+	}
+	return json.Marshal(s)
+}
