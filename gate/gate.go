@@ -141,10 +141,10 @@ type Gate struct {
 // Options configure a Gate. nil means defaults.
 type Options struct {
 	Now         func() time.Time // the clock; nil means time.Now
-	NewToken    func() string  // confirmation tokens; nil means 16 random bytes in hex
-	Tools       *tool.Registry // the tools that run, besides the built-in ones; nil means none
-	ToolTimeout time.Duration  // how long a tool may run; 0 means 30s
-	Sink        Sink           // a copy of every committed record; nil means none
+	NewToken    func() string    // confirmation tokens; nil means 16 random bytes in hex
+	Tools       *tool.Registry   // the tools that run, besides the built-in ones; nil means none
+	ToolTimeout time.Duration    // how long a tool may run; 0 means 30s
+	Sink        Sink             // a copy of every committed record; nil means none
 }
 
 // New returns a gate over the registry and store.

@@ -202,16 +202,16 @@ func containsToken(b []byte) bool {
 func TestToolFailuresAreResults(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
-			switch {
-			case string(args) == `{"list_id":"LIST-9"}`:
-				<-ctx.Done() // hangs until cut
-				return nil, ctx.Err()
-			case string(args) == `{"list_id":"LIST-10"}`:
-				panic("boom")
-			case string(args) == `{"list_id":"LIST-11"}`:
-				return nil, errors.New("smtp: 550 mailbox unavailable")
-			}
-			return json.RawMessage(`not json`), nil
+		switch {
+		case string(args) == `{"list_id":"LIST-9"}`:
+			<-ctx.Done() // hangs until cut
+			return nil, ctx.Err()
+		case string(args) == `{"list_id":"LIST-10"}`:
+			panic("boom")
+		case string(args) == `{"list_id":"LIST-11"}`:
+			return nil, errors.New("smtp: 550 mailbox unavailable")
+		}
+		return json.RawMessage(`not json`), nil
 	})
 	f.ready(t, "a")
 	tests := []struct{ list, code, detail string }{
