@@ -20,12 +20,12 @@ var YAML []byte
 const Name = "demo/agentplane.yaml"
 
 // Config parses the demo configuration. The demo's code tools (ToolNames)
-// and agent_list_modes are added to opts.Tools.
+// and the built-in tools of package tool are added to opts.Tools.
 func Config(opts *config.Options) (*config.Config, error) {
 	o := config.Options{}
 	if opts != nil {
 		o = *opts
 	}
-	o.Tools = append(append(append([]string(nil), o.Tools...), ToolNames...), tool.ListModesName)
+	o.Tools = append(append(append([]string(nil), o.Tools...), ToolNames...), tool.BuiltinNames...)
 	return config.Parse(YAML, Name, &o)
 }

@@ -468,7 +468,7 @@ func (g *Gate) callTool(ctx context.Context, sess *agentplane.Session, inv *Invo
 		return unavailable()
 	}
 	timeout := g.toolTimeout
-	ctx, cancel := context.WithTimeout(tool.WithCallInfo(ctx, tool.CallInfo{SessionID: sess.ID, RequestID: inv.RequestID, Session: sess.Clone()}), timeout)
+	ctx, cancel := context.WithTimeout(tool.WithCallInfo(ctx, tool.CallInfo{SessionID: sess.ID, RequestID: inv.RequestID, Session: sess.Clone(), Roles: inv.Roles}), timeout)
 	defer cancel()
 	type answer struct {
 		out json.RawMessage

@@ -36,7 +36,7 @@ func demoTools(t testing.TB) *tool.Registry {
 
 func registry(t testing.TB, yaml []byte) *router.Registry {
 	t.Helper()
-	cfg, err := config.Parse(yaml, "demo.yaml", &config.Options{Tools: append(demo.ToolNames, tool.ListModesName)})
+	cfg, err := config.Parse(yaml, "demo.yaml", &config.Options{Tools: append(append([]string(nil), demo.ToolNames...), tool.BuiltinNames...)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -246,6 +246,7 @@ type CallInfo struct {
 	SessionID string
 	RequestID string
 	Session   *agentplane.Session // the session as it was when the call began; read only
+	Roles     []string            // the principal's roles
 }
 
 type callInfoKey struct{}

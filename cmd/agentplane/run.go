@@ -105,13 +105,14 @@ func loadConfig(path string, opts *router.Options) (*config.Config, string, erro
 
 // codeTools are the tools this binary provides in code; configurations may
 // put them in toolboxes without declaring them.
-var codeTools = append([]string{tool.ListModesName}, demo.ToolNames...)
+var codeTools = append(append([]string(nil), tool.BuiltinNames...), demo.ToolNames...)
 
 // toolRegistry builds the registry of the tools that run: the binary's own
 // and the HTTP tools the configuration declares.
-func toolRegistry(cfg *config.Config, now func() time.Time) (*tool.Registry, error) {
+func toolRegistry(rr *router.Registry, now func() time.Time) (*tool.Registry, error) {
+	cfg := rr.Config()
 	reg := tool.NewRegistry()
-	tools := []tool.Tool{tool.ListModes(tool.ConfigModes(cfg), nil), demo.NewOutbox(now).Tool()}
+	tools := []tool.Tool{tool.ListModes(tool.ConfigModes(cfg), nil), tool.GetContext(), tool.CatalogSearch(rr), demo.NewOutbox(now).Tool()}
 	declared, err := tool.FromConfig(cfg, nil)
 	if err != nil {
 		return nil, err
@@ -126,7 +127,7 @@ func toolRegistry(cfg *config.Config, now func() time.Time) (*tool.Registry, err
 
 // tools builds the tool registry for reg's configuration, printing a problem.
 func (m *Main) tools(reg *router.Registry) (*tool.Registry, bool) {
-	tr, err := toolRegistry(reg.Config(), m.Now)
+	tr, err := toolRegistry(reg, m.Now)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return nil, false

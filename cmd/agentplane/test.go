@@ -27,7 +27,7 @@ func (m *Main) test(ctx context.Context, args []string) int {
 	}
 	failed := 0
 	for _, file := range fs.Args() {
-		fails, err := scenario.Run(ctx, reg, file, func(now func() time.Time) (*tool.Registry, error) { return toolRegistry(reg.Config(), now) })
+		fails, err := scenario.Run(ctx, reg, file, func(now func() time.Time) (*tool.Registry, error) { return toolRegistry(reg, now) })
 		if err != nil {
 			fmt.Fprintf(m.Stdout, "FAIL %v\n", err)
 			failed++

@@ -1,0 +1,105 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/resolve"
+)
+
+// Names of the read-only built-in tools this package provides.
+const (
+	GetContextName    = "agent_get_context"
+	CatalogSearchName = "catalog_search"
+)
+
+// BuiltinNames are the tools of this package a program registers; a
+// configuration may put them in toolboxes without declaring them.
+var BuiltinNames = []string{ListModesName, GetContextName, CatalogSearchName}
+
+// GetContext returns agent_get_context: the session's mode and active work
+// context, read from the call's session.
+func GetContext() Tool {
+	return &Func{
+		S: Spec{
+			Name: GetContextName,
+			Usage: "Returns the session's current mode and active work context: the entity being worked on (type, id, name) and its related entities (e.g. the audience persona of an email template). " +
+				"Call it when you need to know what the user is working on and it is not already in your context. It only reads; use the mode and entity tools to change them.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+			Impact:      ImpactRead,
+			Risk:        RiskLow,
+		},
+		Fn: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+			ci, _ := CallInfoFrom(ctx)
+			if ci.Session == nil {
+				return nil, Errorf("no_session", "the call carries no session")
+			}
+			return json.Marshal(map[string]any{"mode": ci.Session.Mode, "awc": ci.Session.AWC})
+		},
+	}
+}
+
+// Catalogs is what catalog_search reads: which sources are active and
+// their indexes. router.Registry implements it.
+type Catalogs interface {
+	SourceActive(mode string, roles []string, src agentplane.ResolverSource) bool
+	Source(src agentplane.ResolverSource) (*resolve.Source, bool)
+}
+
+// CatalogSearch returns catalog_search: search an active catalog by text,
+// so an LLM finds real ids instead of inventing them.
+func CatalogSearch(c Catalogs) Tool {
+	return &Func{
+		S: Spec{
+			Name: CatalogSearchName,
+			Usage: "Searches one of the catalogs active in this session (email templates, mailer lists, modes, …) and returns matching items with their ids. " +
+				"Call it whenever you need an item's id for another tool: never invent or guess an id. Matching is by name, alias and keyword, tolerant of typos and unfinished words.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+				`"catalog_id":{"type":"string","description":"The catalog to search, e.g. email_templates."},` +
+				`"query":{"type":"string","description":"Words of the item's name, alias or keywords."},` +
+				`"limit":{"type":"integer","minimum":1,"maximum":20,"description":"Most items to return (default 5)."}},` +
+				`"required":["catalog_id","query"],"additionalProperties":false}`),
+			Impact: ImpactRead,
+			Risk:   RiskLow,
+		},
+		Fn: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+			var in struct {
+				CatalogID string `json:"catalog_id"`
+				Query     string `json:"query"`
+				Limit     int    `json:"limit"`
+			}
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, Errorf("bad_args", "%v", err)
+			}
+			if in.Limit <= 0 {
+				in.Limit = 5
+			}
+			ci, _ := CallInfoFrom(ctx)
+			if ci.Session == nil {
+				return nil, Errorf("no_session", "the call carries no session")
+			}
+			src := agentplane.ResolverSource{CatalogID: in.CatalogID}
+			if !c.SourceActive(ci.Session.Mode, ci.Roles, src) {
+				return nil, Errorf("inactive_catalog", "catalog %q is not active in mode %q", in.CatalogID, ci.Session.Mode)
+			}
+			s, _ := c.Source(src)
+			ix, _, err := s.Index(ctx)
+			if err != nil {
+				return nil, Errorf("catalog_unavailable", "%v", err)
+			}
+			res := ix.Resolve(in.Query, in.Limit)
+			type item struct {
+				ID          string `json:"id"`
+				DisplayName string `json:"display_name"`
+				Description string `json:"description,omitempty"`
+			}
+			items := []item{}
+			for _, i := range res.Items {
+				it := ix.Item(i)
+				items = append(items, item{it.Header.ID, it.Header.DisplayName, it.Description})
+			}
+			return json.Marshal(map[string]any{"items": items, "match": res.Tier.String(), "exact": res.Strict()})
+		},
+	}
+}

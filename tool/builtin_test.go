@@ -1,0 +1,99 @@
+package tool_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/tool"
+)
+
+// demoGate wires the demo configuration with the read-only built-in tools.
+func demoGate(t *testing.T) (*gate.Gate, *memstore.Store) {
+	t.Helper()
+	cfg, err := demo.Config(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := router.NewRegistry(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := tool.NewRegistry()
+	for _, tl := range []tool.Tool{tool.ListModes(tool.ConfigModes(cfg), nil), tool.GetContext(), tool.CatalogSearch(reg)} {
+		if err := tools.Register(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := memstore.New()
+	g, err := gate.New(reg, store, &gate.Options{Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, store
+}
+
+func callTool(t *testing.T, g *gate.Gate, session, name, args string) agentplane.ExecutionResult {
+	t.Helper()
+	r, err := g.Execute(context.Background(), gate.Invocation{SessionID: session, Tool: name, Args: json.RawMessage(args), Origin: gate.OriginLLM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestReadOnlyBuiltinsThroughTheGate(t *testing.T) {
+	t.Parallel()
+	g, store := demoGate(t)
+	ctx := context.Background()
+	g.Open(ctx, "s", "general")
+	g.Execute(ctx, gate.Invocation{SessionID: "s", CommandID: "set_active_email_template", ResolvedID: "TPL-123", Origin: gate.OriginUser})
+	before, _ := store.Session(ctx, "s")
+
+	// agent_list_modes: the seed's camelCase fields, from the configuration; repeated calls are identical
+	a := callTool(t, g, "s", "agent_list_modes", `{"includeExamples": true}`)
+	b := callTool(t, g, "s", "agent_list_modes", `{"includeExamples": true}`)
+	var listed struct {
+		Modes []struct {
+			ID, Key, DisplayName string
+			IsDefault            bool
+			ExampleUtterances    []string
+		} `json:"modes"`
+	}
+	json.Unmarshal(a.Output, &listed)
+	if a.Status != agentplane.StatusSuccess || len(listed.Modes) != 3 || listed.Modes[0].Key != "general" || !listed.Modes[0].IsDefault ||
+		listed.Modes[0].ID != agentplane.ModeID("general") || len(listed.Modes[1].ExampleUtterances) == 0 || string(a.Output) != string(b.Output) {
+		t.Fatalf("agent_list_modes: %+v %s", a, a.Output)
+	}
+
+	// agent_get_context
+	r := callTool(t, g, "s", "agent_get_context", `{}`)
+	var got struct {
+		Mode string
+		AWC  agentplane.ActiveWorkContext
+	}
+	json.Unmarshal(r.Output, &got)
+	if r.Status != agentplane.StatusSuccess || got.Mode != "general" || got.AWC.Entity.ID != "TPL-123" || got.AWC.RelatedEntities[0].Header.ID != "PERS-22" {
+		t.Fatalf("agent_get_context: %+v %s", r, r.Output)
+	}
+
+	// catalog_search finds real ids, only in active catalogs
+	r = callTool(t, g, "s", "catalog_search", `{"catalog_id": "email_templates", "query": "renewel"}`)
+	if r.Status != agentplane.StatusSuccess || string(r.Output) != `{"exact":false,"items":[{"id":"TPL-200","display_name":"Renewal Reminder","description":"Reminder 60 days before a contract renews."}],"match":"fuzzy"}` {
+		t.Fatalf("catalog_search: %+v %s", r, r.Output)
+	}
+	r = callTool(t, g, "s", "catalog_search", `{"catalog_id": "mailer_lists", "query": "pilot"}`)
+	if r.Status != agentplane.StatusFailed || r.Error.Detail != `tool catalog_search: inactive_catalog: catalog "mailer_lists" is not active in mode "general"` {
+		t.Fatalf("inactive catalog: %+v", r.Error)
+	}
+	// the session is untouched by all of it
+	after, _ := store.Session(ctx, "s")
+	if after.Version != before.Version {
+		t.Fatalf("read-only tools changed the session: version %d -> %d", before.Version, after.Version)
+	}
+}
