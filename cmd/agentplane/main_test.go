@@ -223,3 +223,29 @@ func TestTestCommand(t *testing.T) {
 		t.Fatalf("failing file: exit %d\n%s", code, out)
 	}
 }
+
+func TestToolsCommand(t *testing.T) {
+	t.Parallel()
+	out, _, code := run(t, "", "tools", "list", "--mode", "sales")
+	if code != 0 || !strings.Contains(out, "send_template      external  medium  unless the human asks") || !strings.Contains(out, "agent_list_modes   read") {
+		t.Fatalf("list: exit %d\n%s", code, out)
+	}
+	if out, _, _ := run(t, "", "tools", "list", "--mode", "ddr"); strings.Contains(out, "send_template") {
+		t.Fatalf("an inactive tool was listed:\n%s", out)
+	}
+	out, _, code = run(t, "", "tools", "call", "--mode", "ddr", "catalog_search", `{"catalog_id":"ddrs","query":"control plane"}`)
+	if code != 0 || !strings.Contains(out, `"id": "AGN-000037"`) || !strings.Contains(out, `"status": "success"`) {
+		t.Fatalf("call: exit %d\n%s", code, out)
+	}
+	out, _, code = run(t, "", "tools", "call", "--mode", "sales", "--origin", "llm", "send_template", `{"list_id":"LIST-9"}`)
+	if code != 1 || !strings.Contains(out, `"status": "confirmation_required"`) || strings.Contains(out, "confirmation_token") {
+		t.Fatalf("LLM send: exit %d\n%s", code, out)
+	}
+	out, _, code = run(t, "", "tools", "call", "catalog_search", `{"query":"x"}`)
+	if code != 1 || !strings.Contains(out, `"code": "invalid_args"`) {
+		t.Fatalf("bad args: exit %d\n%s", code, out)
+	}
+	if _, _, code := run(t, "", "tools"); code != 2 {
+		t.Fatalf("usage: exit %d", code)
+	}
+}

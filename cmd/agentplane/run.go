@@ -33,6 +33,8 @@ Usage:
   agentplane test     [--config FILE] FILE.yaml...              run conversation test files
   agentplane replay   [--config FILE] LOG.jsonl                 re-run recorded sessions, print divergences
   agentplane audit verify FILE                                  check the hash chains of an audit log
+  agentplane tools list [--config FILE] [--mode KEY]            the active tools, impact and schema
+  agentplane tools call [--config FILE] [--mode KEY] NAME ARGS  run one through the gate, print the result
 
 Without --config, the embedded demo configuration (a sales assistant) is used.
 `
@@ -60,6 +62,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.test(ctx, args[1:])
 	case "replay":
 		return m.replay(ctx, args[1:])
+	case "tools":
+		return m.toolsCmd(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, usage)
 		return 0
