@@ -281,7 +281,7 @@ func (g *Gate) prepare(ctx context.Context, sess *agentplane.Session, inv *Invoc
 	var p prepared
 	var question string
 	if inv.Tool != "" {
-		p, question = g.prepareTool(inv, mode)
+		p, question = g.prepareTool(ctx, sess, inv, mode)
 	} else {
 		p, question = g.prepareCommand(ctx, sess, inv, mode)
 	}
@@ -359,7 +359,7 @@ func (g *Gate) prepareCommand(ctx context.Context, sess *agentplane.Session, inv
 
 // prepareTool checks a tool invocation: the tool is declared and active,
 // and its arguments match its input schema.
-func (g *Gate) prepareTool(inv *Invocation, mode string) (prepared, string) {
+func (g *Gate) prepareTool(ctx context.Context, sess *agentplane.Session, inv *Invocation, mode string) (prepared, string) {
 	args := inv.Args
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -370,11 +370,7 @@ func (g *Gate) prepareTool(inv *Invocation, mode string) (prepared, string) {
 		p.intent.Args = args
 	}
 	if _, ok := g.tools.Get(inv.Tool); !ok {
-		if slices.Contains(config.BuiltinTools, inv.Tool) {
-			p.res = rejected(agentplane.CodeUnknownAction, "built-in tool %s runs through its commands", inv.Tool)
-		} else {
-			p.res = rejected(agentplane.CodeUnknownAction, "unknown tool %q", inv.Tool)
-		}
+		p.res = rejected(agentplane.CodeUnknownAction, "unknown tool %q", inv.Tool)
 		return p, ""
 	}
 	if !g.reg.ToolActive(mode, inv.Roles, inv.Tool) {
@@ -387,7 +383,62 @@ func (g *Gate) prepareTool(inv *Invocation, mode string) (prepared, string) {
 		return p, ""
 	}
 	p.binding = string(canonical)
+	if slices.Contains(config.BuiltinTools, inv.Tool) {
+		cmdID, id, res := g.effectCommand(sess, inv, mode, canonical)
+		if cmdID == "" {
+			p.res = res
+			return p, ""
+		}
+		as := *inv
+		as.Tool, as.CommandID, as.ResolvedID = "", cmdID, id
+		cp, q := g.prepareCommand(ctx, sess, &as, mode)
+		cp.intent = p.intent // the record shows the tool call that was made
+		return cp, q
+	}
 	return p, fmt.Sprintf("Confirm %s with %s?", inv.Tool, canonical)
+}
+
+// effectCommand maps a call of a built-in effect tool to the active command
+// that declares it, so that the tool can do only what a command could: the
+// mode must be in the modes catalog, the entity in an active catalog.
+// It returns "" and a rejection when no active command fits.
+func (g *Gate) effectCommand(sess *agentplane.Session, inv *Invocation, mode string, args json.RawMessage) (cmdID, id string, res agentplane.ExecutionResult) {
+	var in struct {
+		Mode      string `json:"mode"`
+		CatalogID string `json:"catalog_id"`
+		ID        string `json:"id"`
+	}
+	json.Unmarshal(args, &in)
+	for _, cid := range g.reg.ActiveCommands(mode, inv.Roles) {
+		c, _ := g.reg.Command(cid)
+		if c.Tool != inv.Tool {
+			continue
+		}
+		switch inv.Tool {
+		case tool.SetModeName:
+			return c.ID, in.Mode, res
+		case tool.SetActiveEntityName:
+			if c.Source.CatalogID == in.CatalogID {
+				return c.ID, in.ID, res
+			}
+		case tool.ClearActiveEntityName:
+			if sess.AWC.Entity != nil && g.catalogType(c.Source) == sess.AWC.EntityType {
+				return c.ID, sess.AWC.Entity.ID, res
+			}
+		}
+	}
+	if inv.Tool == tool.ClearActiveEntityName && sess.AWC.Entity == nil {
+		return "", "", rejected(agentplane.CodePreconditionFailed, "nothing is active to clear")
+	}
+	return "", "", rejected(agentplane.CodeInactiveAction, "no active command in mode %q lets %s do that", mode, inv.Tool)
+}
+
+// catalogType is the entity type of a catalog source, or "".
+func (g *Gate) catalogType(src agentplane.ResolverSource) string {
+	if c, ok := g.reg.Catalog(src.CatalogID); ok {
+		return c.EntityType
+	}
+	return ""
 }
 
 // preconditionsFail returns why the command's preconditions do not hold

@@ -14,8 +14,9 @@ const (
 	CatalogSearchName = "catalog_search"
 )
 
-// BuiltinNames are the tools of this package a program registers; a
-// configuration may put them in toolboxes without declaring them.
+// BuiltinNames are the read-only tools of this package a program
+// registers; a configuration may put them in toolboxes without declaring
+// them (the effect tools are config.BuiltinTools).
 var BuiltinNames = []string{ListModesName, GetContextName, CatalogSearchName}
 
 // GetContext returns agent_get_context: the session's mode and active work
@@ -101,5 +102,40 @@ func CatalogSearch(c Catalogs) Tool {
 			}
 			return json.Marshal(map[string]any{"items": items, "match": res.Tier.String(), "exact": res.Strict()})
 		},
+	}
+}
+
+// Names of the built-in tools that change the session. The gate runs them
+// through the active command that declares them, so a mode or an entity
+// can only be set the way the configuration allows.
+const (
+	SetModeName           = "agent_set_mode"
+	SetActiveEntityName   = "agent_set_active_entity"
+	ClearActiveEntityName = "agent_clear_active_entity"
+)
+
+// EffectTools returns the specs of the session-changing built-in tools, for
+// offering them to the LLM and MCP clients. Their Call is never used: the
+// gate applies their effects itself.
+func EffectTools() []Tool {
+	runsInGate := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return nil, Errorf("internal", "built-in effect tools run in the gate")
+	}
+	return []Tool{
+		&Func{S: Spec{Name: SetModeName,
+			Usage: "Switches the session to another mode (see agent_list_modes for the keys and what each mode is for). " +
+				"Call it only when the user asked for the change or agreed to your suggestion; never switch on your own.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"mode":{"type":"string","description":"The mode key, e.g. ddr."}},"required":["mode"],"additionalProperties":false}`),
+			Impact:      ImpactInternal, Risk: RiskLow}, Fn: runsInGate},
+		&Func{S: Spec{Name: SetActiveEntityName,
+			Usage: "Makes an item the session's active work target (e.g. an email template), loading its related entities. " +
+				"Find the id with catalog_search first; never invent one. Call it when the user wants to work on that item.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"catalog_id":{"type":"string","description":"The item's catalog, e.g. email_templates."},` +
+				`"id":{"type":"string","description":"The item's id from the catalog."}},"required":["catalog_id","id"],"additionalProperties":false}`),
+			Impact: ImpactInternal, Risk: RiskLow}, Fn: runsInGate},
+		&Func{S: Spec{Name: ClearActiveEntityName,
+			Usage:       "Closes the session's active work target, when the user is done with it.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+			Impact:      ImpactInternal, Risk: RiskLow}, Fn: runsInGate},
 	}
 }

@@ -25,7 +25,7 @@ func demoGate(t *testing.T) (*gate.Gate, *memstore.Store) {
 		t.Fatal(err)
 	}
 	tools := tool.NewRegistry()
-	for _, tl := range []tool.Tool{tool.ListModes(tool.ConfigModes(cfg), nil), tool.GetContext(), tool.CatalogSearch(reg)} {
+	for _, tl := range append([]tool.Tool{tool.ListModes(tool.ConfigModes(cfg), nil), tool.GetContext(), tool.CatalogSearch(reg)}, tool.EffectTools()...) {
 		if err := tools.Register(tl); err != nil {
 			t.Fatal(err)
 		}
@@ -95,5 +95,36 @@ func TestReadOnlyBuiltinsThroughTheGate(t *testing.T) {
 	after, _ := store.Session(ctx, "s")
 	if after.Version != before.Version {
 		t.Fatalf("read-only tools changed the session: version %d -> %d", before.Version, after.Version)
+	}
+}
+
+func TestEffectToolsRunThroughTheirCommands(t *testing.T) {
+	t.Parallel()
+	g, store := demoGate(t)
+	ctx := context.Background()
+	g.Open(ctx, "s", "general")
+	steps := []struct {
+		tool, args string
+		status     agentplane.Status
+		code       string
+	}{
+		{"agent_set_active_entity", `{"catalog_id":"mailer_lists","id":"LIST-9"}`, agentplane.StatusRejected, agentplane.CodeInactiveAction},
+		{"agent_set_active_entity", `{"catalog_id":"email_templates","id":"TPL-999"}`, agentplane.StatusRejected, agentplane.CodeInvalidArgs},
+		{"agent_set_active_entity", `{"catalog_id":"email_templates","id":"TPL-123"}`, agentplane.StatusSuccess, ""},
+		{"agent_clear_active_entity", `{}`, agentplane.StatusSuccess, ""},
+		{"agent_clear_active_entity", `{}`, agentplane.StatusRejected, agentplane.CodePreconditionFailed},
+		{"agent_set_mode", `{"mode":"turbo"}`, agentplane.StatusRejected, agentplane.CodeInvalidArgs},
+		{"agent_set_mode", `{"mode":"ddr"}`, agentplane.StatusSuccess, ""},
+		{"agent_set_active_entity", `{"catalog_id":"ddrs","id":"AGN-000037"}`, agentplane.StatusSuccess, ""},
+	}
+	for i, st := range steps {
+		r := callTool(t, g, "s", st.tool, st.args)
+		if r.Status != st.status || (st.code != "" && (r.Error == nil || r.Error.Code != st.code)) {
+			t.Fatalf("step %d %s %s: %+v %+v", i, st.tool, st.args, r, r.Error)
+		}
+	}
+	s, _ := store.Session(ctx, "s")
+	if s.Mode != "ddr" || s.AWC.Entity.ID != "AGN-000037" || s.AWC.EntityType != "ddr" {
+		t.Fatalf("session: %+v", s)
 	}
 }

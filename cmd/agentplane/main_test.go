@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -227,7 +228,7 @@ func TestTestCommand(t *testing.T) {
 func TestToolsCommand(t *testing.T) {
 	t.Parallel()
 	out, _, code := run(t, "", "tools", "list", "--mode", "sales")
-	if code != 0 || !strings.Contains(out, "send_template      external  medium  unless the human asks") || !strings.Contains(out, "agent_list_modes   read") {
+	if code != 0 || !regexp.MustCompile(`send_template\s+external\s+medium\s+unless the human asks`).MatchString(out) || !regexp.MustCompile(`agent_set_mode\s+internal\s+low\s+no`).MatchString(out) {
 		t.Fatalf("list: exit %d\n%s", code, out)
 	}
 	if out, _, _ := run(t, "", "tools", "list", "--mode", "ddr"); strings.Contains(out, "send_template") {

@@ -116,7 +116,8 @@ var codeTools = append(append([]string(nil), tool.BuiltinNames...), demo.ToolNam
 func toolRegistry(rr *router.Registry, now func() time.Time) (*tool.Registry, error) {
 	cfg := rr.Config()
 	reg := tool.NewRegistry()
-	tools := []tool.Tool{tool.ListModes(tool.ConfigModes(cfg), nil), tool.GetContext(), tool.CatalogSearch(rr), demo.NewOutbox(now).Tool()}
+	tools := append([]tool.Tool{tool.ListModes(tool.ConfigModes(cfg), nil), tool.GetContext(), tool.CatalogSearch(rr), demo.NewOutbox(now).Tool()},
+		tool.EffectTools()...)
 	declared, err := tool.FromConfig(cfg, nil)
 	if err != nil {
 		return nil, err
