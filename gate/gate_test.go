@@ -435,7 +435,7 @@ func TestToolInvocations(t *testing.T) {
 			t.Errorf("%s: %+v %+v", c.name, r, r.Error)
 		}
 	}
-	if r, _ := f.g.Execute(ctx, gate.Invocation{SessionID: "a", Tool: "agent_set_mode", Args: json.RawMessage(`{"mode":"ddr"}`)}); r.Error == nil || r.Error.Detail != "built-in tool agent_set_mode runs through its commands" {
+	if r, _ := f.g.Execute(ctx, gate.Invocation{SessionID: "a", Tool: "agent_set_mode", Args: json.RawMessage(`{"mode":"ddr"}`)}); r.Error == nil || r.Error.Detail != `unknown tool "agent_set_mode"` { // not registered in this gate
 		t.Fatalf("built-in tool called directly: %+v", r)
 	}
 	// an external tool the LLM calls waits for the human; the LLM gets no token
