@@ -1,0 +1,163 @@
+package mcpclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentplane/agentplane/mcpclient"
+	"github.com/agentplane/agentplane/tool"
+)
+
+// testServer is a real MCP server, built with the same SDK.
+func testServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "1"}, nil)
+	type echoIn struct {
+		Text string `json:"text"`
+	}
+	type echoOut struct {
+		Said string `json:"said"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes text.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
+			return nil, echoOut{Said: in.Text}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "delete_file", Description: "Deletes a file."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
+			return nil, echoOut{}, errors.New("permission denied")
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Takes its time."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
+			select {
+			case <-time.After(10 * time.Second):
+			case <-ctx.Done():
+			}
+			return nil, echoOut{}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "huge", Description: "Returns too much."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
+			return nil, echoOut{Said: strings.Repeat("x", mcpclient.MaxResult)}, nil
+		})
+	return s
+}
+
+// TestMain makes the test binary an MCP server over stdio when asked, for
+// the stdio transport test.
+func TestMain(m *testing.M) {
+	if os.Getenv("MCPCLIENT_TEST_SERVER") == "1" {
+		testServer().Run(context.Background(), &mcp.StdioTransport{})
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func byName(t *testing.T, s *mcpclient.Server) map[string]tool.Tool {
+	t.Helper()
+	out := map[string]tool.Tool{}
+	for _, tl := range s.Tools() {
+		out[tl.Spec().Name] = tl
+	}
+	return out
+}
+
+func exercise(t *testing.T, s *mcpclient.Server) {
+	t.Helper()
+	if h := s.Health(); !h.Up || h.ToolCount != 4 {
+		t.Fatalf("health: %+v", h)
+	}
+	tools := byName(t, s)
+	reg := tool.NewRegistry()
+	for _, tl := range tools {
+		if err := reg.Register(tl); err != nil {
+			t.Fatalf("register %s: %v", tl.Spec().Name, err)
+		}
+	}
+	echo, del := tools["files_echo"], tools["files_delete_file"]
+	if echo == nil || echo.Spec().Impact != tool.ImpactRead || del.Spec().Impact != tool.ImpactExternal {
+		t.Fatalf("tools: %v", tools)
+	}
+	if _, err := reg.Validate("files_echo", json.RawMessage(`{"text": 5}`)); err == nil {
+		t.Fatal("the server's input schema was not used")
+	}
+	ctx := context.Background()
+	out, err := echo.Call(ctx, json.RawMessage(`{"text":"hello"}`))
+	if err != nil || string(out) != `{"said":"hello"}` {
+		t.Fatalf("echo: %s %v", out, err)
+	}
+	var te *tool.Error
+	if _, err := del.Call(ctx, json.RawMessage(`{"text":"x"}`)); !errors.As(err, &te) || te.Code != "tool_error" || !strings.Contains(te.Message, "permission denied") {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := tools["files_huge"].Call(ctx, json.RawMessage(`{"text":"x"}`)); !errors.As(err, &te) || te.Code != "too_large" {
+		t.Fatalf("huge: %v", err)
+	}
+}
+
+func TestStreamableHTTP(t *testing.T) {
+	t.Parallel()
+	srv := testServer()
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	s := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "files", URL: hs.URL, CallTimeout: 3 * time.Second})
+	t.Cleanup(func() { s.Close() })
+	exercise(t, s)
+	var te *tool.Error
+	if _, err := byName(t, s)["files_slow"].Call(context.Background(), json.RawMessage(`{"text":"x"}`)); !errors.As(err, &te) || te.Code != "timeout" {
+		t.Fatalf("slow: %v", err)
+	}
+}
+
+func TestStdio(t *testing.T) {
+	t.Setenv("MCPCLIENT_TEST_SERVER", "1") // the child inherits it and serves
+	s := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "files", Command: []string{os.Args[0]}})
+	t.Cleanup(func() { s.Close() })
+	exercise(t, s)
+}
+
+// TestDownServerNeverBlocksAndReconnects: a server that is down at mount
+// is reported down within the connect timeout; one that goes away fails
+// calls clearly and is reconnected on a later call.
+func TestDownServerNeverBlocksAndReconnects(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	s := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "gone", URL: "http://127.0.0.1:1/mcp", ConnectTimeout: 500 * time.Millisecond})
+	if h := s.Health(); h.Up || h.Error == "" || len(s.Tools()) != 0 || time.Since(start) > 3*time.Second {
+		t.Fatalf("down at mount: %+v after %s", h, time.Since(start))
+	}
+
+	srv := testServer()
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var down atomic.Bool
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	s = mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "files", URL: hs.URL, ConnectTimeout: time.Second})
+	t.Cleanup(func() { s.Close() })
+	echo := byName(t, s)["files_echo"]
+	down.Store(true)
+	if _, err := echo.Call(context.Background(), json.RawMessage(`{"text":"a"}`)); err == nil {
+		t.Fatal("a call to a down server succeeded")
+	}
+	if h := s.Health(); h.Up {
+		t.Fatalf("health after a failed call: %+v", h)
+	}
+	down.Store(false)
+	out, err := echo.Call(context.Background(), json.RawMessage(`{"text":"back"}`))
+	if err != nil || string(out) != `{"said":"back"}` || !s.Health().Up {
+		t.Fatalf("after the server came back: %s %v %+v", out, err, s.Health())
+	}
+}
