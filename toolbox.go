@@ -10,6 +10,7 @@ type Toolbox struct {
 	Providers     []string // provider ids this toolbox enables
 	Commands      []string // command ids this toolbox exposes to the router
 	Tools         []string // tool names offered to the LLM and MCP clients
+	MCPServers    []string // MCP servers all of whose mounted tools are offered
 	RequiredRoles []string // the principal needs every one of these roles
 }
 

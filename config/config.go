@@ -29,12 +29,25 @@ import (
 // Config is a validated configuration, in domain types. Slices keep the
 // order of the file; that order breaks ties in routing.
 type Config struct {
-	Modes     []agentplane.Mode
-	Toolboxes []agentplane.Toolbox
-	Catalogs  []agentplane.Catalog // without the built-in modes catalog
-	Commands  []agentplane.CommandDefinition
-	Tools     []Tool
-	Router    Router
+	Modes      []agentplane.Mode
+	Toolboxes  []agentplane.Toolbox
+	Catalogs   []agentplane.Catalog // without the built-in modes catalog
+	Commands   []agentplane.CommandDefinition
+	Tools      []Tool
+	MCPServers []MCPServer
+	Router     Router
+}
+
+// MCPServer is a downstream MCP server whose tools are mounted as
+// PREFIX_TOOL.
+type MCPServer struct {
+	Name           string
+	Prefix         string   // the name when the file gives none
+	Command        []string // stdio
+	URL            string   // streamable HTTP
+	Impact         map[string]string
+	ConnectTimeout time.Duration
+	CallTimeout    time.Duration
 }
 
 // Tool is a tool declared in configuration (built-in tools need none).

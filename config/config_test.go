@@ -101,6 +101,19 @@ tools: [{name: t, description: d, impact: read, http: {url: "http://x/y"}, input
 modes: [{key: a, default: true}]
 tools: [{name: t, description: d, impact: read, http: {url: "http://x/y"}, input_schema: {type: object, properties: {x: {type: 7}}}}]`,
 			`tools[0].input_schema: does not compile`},
+		{"MCPServerNoTransport", `version: 1
+modes: [{key: a, default: true, toolboxes: [t]}]
+toolboxes: [{id: t, mcp_servers: [files, nope]}]
+mcp_servers: [{name: files}]`,
+			`mcp_servers[0]: needs a command (stdio) or a url`},
+		{"MCPServerUnknownRef", `version: 1
+modes: [{key: a, default: true, toolboxes: [t]}]
+toolboxes: [{id: t, mcp_servers: [nope]}]`,
+			`toolboxes[0].mcp_servers[0]: unknown MCP server "nope"`},
+		{"MCPServerBadImpact", `version: 1
+modes: [{key: a, default: true}]
+mcp_servers: [{name: files, command: [x], impact: {rm: sometimes}}]`,
+			`mcp_servers[0].impact.rm: "sometimes"`},
 		{"UnknownProvider", `version: 1
 modes: [{key: a, default: true}]
 commands: [{id: c, tool: agent_set_mode, parameter: p, resolver: {provider: crm}}]`,

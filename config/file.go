@@ -6,13 +6,24 @@ import "github.com/agentplane/agentplane/resolve"
 // README's configuration reference.
 
 type file struct {
-	Version   int           `yaml:"version"`
-	Modes     []modeFile    `yaml:"modes"`
-	Toolboxes []toolboxFile `yaml:"toolboxes"`
-	Catalogs  []catalogFile `yaml:"catalogs"`
-	Commands  []commandFile `yaml:"commands"`
-	Tools     []toolFile    `yaml:"tools"`
-	Router    routerFile    `yaml:"router"`
+	Version    int             `yaml:"version"`
+	Modes      []modeFile      `yaml:"modes"`
+	Toolboxes  []toolboxFile   `yaml:"toolboxes"`
+	Catalogs   []catalogFile   `yaml:"catalogs"`
+	Commands   []commandFile   `yaml:"commands"`
+	Tools      []toolFile      `yaml:"tools"`
+	MCPServers []mcpServerFile `yaml:"mcp_servers"`
+	Router     routerFile      `yaml:"router"`
+}
+
+type mcpServerFile struct {
+	Name             string            `yaml:"name"`
+	Command          []string          `yaml:"command"`
+	URL              string            `yaml:"url"`
+	Prefix           string            `yaml:"prefix"`
+	Impact           map[string]string `yaml:"impact"`
+	ConnectTimeoutMS int               `yaml:"connect_timeout_ms"`
+	TimeoutMS        int               `yaml:"timeout_ms"`
 }
 
 type modeFile struct {
@@ -35,6 +46,7 @@ type toolboxFile struct {
 	Providers     []string `yaml:"providers"`
 	Commands      []string `yaml:"commands"`
 	Tools         []string `yaml:"tools"`
+	MCPServers    []string `yaml:"mcp_servers"`
 	RequiredRoles []string `yaml:"required_roles"`
 }
 

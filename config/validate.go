@@ -65,6 +65,7 @@ func (v *validator) validate() *Config {
 	cfg.Toolboxes = v.checkToolboxes()
 	cfg.Catalogs = v.checkCatalogs()
 	cfg.Tools = v.checkTools()
+	cfg.MCPServers = v.checkMCPServers()
 	cfg.Commands = v.checkCommands()
 	cfg.Router = v.checkRouter()
 	v.checkActivation(cfg)
@@ -223,10 +224,18 @@ func (v *validator) checkToolboxes() []agentplane.Toolbox {
 		v.refs(p+".providers", t.Providers, func(s string) bool { return slices.Contains(v.opts.Providers, s) }, "provider")
 		v.refs(p+".commands", t.Commands, func(s string) bool { _, ok := v.commands[s]; return ok }, "command")
 		v.refs(p+".tools", t.Tools, func(s string) bool { return v.tools[s] }, "tool")
+		v.refs(p+".mcp_servers", t.MCPServers, func(s string) bool {
+			for _, m := range v.f.MCPServers {
+				if m.Name == s {
+					return true
+				}
+			}
+			return false
+		}, "MCP server")
 		nonEmpty(v, p+".required_roles", t.RequiredRoles)
 		out = append(out, agentplane.Toolbox{
 			ID: t.ID, DisplayName: t.DisplayName, Catalogs: t.Catalogs, Providers: t.Providers,
-			Commands: t.Commands, Tools: t.Tools, RequiredRoles: t.RequiredRoles,
+			Commands: t.Commands, Tools: t.Tools, MCPServers: t.MCPServers, RequiredRoles: t.RequiredRoles,
 		})
 	}
 	return out
@@ -333,6 +342,41 @@ func (v *validator) checkTools() []Tool {
 			tool.HTTP = v.checkHTTP(p+".http", t.HTTP)
 		}
 		out = append(out, tool)
+	}
+	return out
+}
+
+func (v *validator) checkMCPServers() []MCPServer {
+	var out []MCPServer
+	seen := map[string]int{}
+	for i, m := range v.f.MCPServers {
+		p := fmt.Sprintf("mcp_servers[%d]", i)
+		v.register(seen, p+".name", "mcp_server", m.Name, i, true)
+		switch {
+		case len(m.Command) == 0 && m.URL == "":
+			v.add(p, "needs a command (stdio) or a url (streamable HTTP)")
+		case len(m.Command) > 0 && m.URL != "":
+			v.add(p, "has both a command and a url: choose one")
+		case m.URL != "":
+			v.checkHTTP(p, &httpFile{URL: m.URL})
+		}
+		prefix := m.Prefix
+		if prefix == "" {
+			prefix = m.Name
+		}
+		if !toolNamePattern.MatchString(prefix) {
+			v.add(p+".prefix", "%q: must match ^[a-zA-Z0-9_-]{1,64}$", prefix)
+		}
+		for tool, imp := range m.Impact {
+			if !slices.Contains([]string{"read", "internal", "external"}, imp) {
+				v.add(p+".impact."+tool, "%q: must be read, internal or external", imp)
+			}
+		}
+		if m.ConnectTimeoutMS < 0 || m.TimeoutMS < 0 {
+			v.add(p, "timeouts must not be negative")
+		}
+		out = append(out, MCPServer{Name: m.Name, Prefix: prefix, Command: m.Command, URL: m.URL, Impact: m.Impact,
+			ConnectTimeout: time.Duration(m.ConnectTimeoutMS) * time.Millisecond, CallTimeout: time.Duration(m.TimeoutMS) * time.Millisecond})
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentplane/agentplane"
@@ -29,6 +30,7 @@ type Registry struct {
 	triggers    *trigger.Set
 	fillers     trigger.Fillers
 	settings    config.Router
+	mcpPrefix   map[string]string // MCP server name -> tool name prefix
 }
 
 // Options configure NewRegistry. The zero value is usable.
@@ -73,6 +75,10 @@ func NewRegistry(cfg *config.Config, opts *Options) (*Registry, error) {
 		triggers:   trigger.NewSet(),
 		fillers:    trigger.NewFillers(cfg.Router.Fillers),
 		settings:   cfg.Router,
+		mcpPrefix:  map[string]string{},
+	}
+	for _, m := range cfg.MCPServers {
+		r.mcpPrefix[m.Name] = m.Prefix
 	}
 	for i := range cfg.Toolboxes {
 		r.toolboxes[cfg.Toolboxes[i].ID] = &cfg.Toolboxes[i]
@@ -211,10 +217,21 @@ func (r *Registry) SourceActive(mode string, roles []string, src agentplane.Reso
 
 // ToolActive reports whether the tool is offered (to the LLM and MCP
 // clients) for a session in the mode with a principal holding the roles.
+//
+// A tool mounted from an MCP server (PREFIX_TOOL) is active where a toolbox
+// lists that server.
 func (r *Registry) ToolActive(mode string, roles []string, name string) bool {
 	for _, tb := range r.modeBoxes[mode] {
-		if slices.Contains(tb.Tools, name) && tb.Allows(roles) {
+		if !tb.Allows(roles) {
+			continue
+		}
+		if slices.Contains(tb.Tools, name) {
 			return true
+		}
+		for _, srv := range tb.MCPServers {
+			if p, ok := r.mcpPrefix[srv]; ok && strings.HasPrefix(name, p+"_") {
+				return true
+			}
 		}
 	}
 	return false

@@ -38,10 +38,11 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 	if !ok {
 		return 1
 	}
-	tools, ok := m.tools(reg)
+	tools, closeTools, ok := m.tools(reg)
 	if !ok {
 		return 1
 	}
+	defer closeTools()
 	store := memstore.New()
 	gopts := &gate.Options{Now: m.Now, Tools: tools}
 	if *auditFile != "" {

@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func run(t *testing.T, stdin string, args ...string) (string, string, int) {
@@ -248,5 +252,38 @@ func TestToolsCommand(t *testing.T) {
 	}
 	if _, _, code := run(t, "", "tools"); code != 2 {
 		t.Fatalf("usage: exit %d", code)
+	}
+}
+
+func TestMCPMountedTools(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "1"}, nil)
+	type echoIn struct {
+		Text string `json:"text"`
+	}
+	type echoOut struct {
+		Said string `json:"said"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echoes text.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, i echoIn) (*mcp.CallToolResult, echoOut, error) {
+			return nil, echoOut{Said: i.Text}, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
+	os.WriteFile(cfg, []byte(`version: 1
+modes: [{key: general, default: true, toolboxes: [files]}]
+toolboxes: [{id: files, mcp_servers: [files, gone]}]
+mcp_servers:
+  - {name: files, url: "`+hs.URL+`"}
+  - {name: gone, url: "http://127.0.0.1:1/mcp", connect_timeout_ms: 300}
+`), 0o644)
+	out, _, code := run(t, "", "tools", "list", "--config", cfg)
+	if code != 0 || !regexp.MustCompile(`files_echo\s+read\s+low\s+no`).MatchString(out) {
+		t.Fatalf("list: exit %d\n%s", code, out)
+	}
+	out, _, code = run(t, "", "tools", "call", "--config", cfg, "--origin", "llm", "files_echo", `{"text":"hi"}`)
+	if code != 0 || !strings.Contains(out, `"said": "hi"`) {
+		t.Fatalf("call: exit %d\n%s", code, out)
 	}
 }

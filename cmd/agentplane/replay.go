@@ -23,10 +23,11 @@ func (m *Main) replay(ctx context.Context, args []string) int {
 	if !ok {
 		return 1
 	}
-	tools, ok := m.tools(reg)
+	tools, closeTools, ok := m.tools(reg)
 	if !ok {
 		return 1
 	}
+	defer closeTools()
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)

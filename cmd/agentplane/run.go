@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/mcpclient"
 	"github.com/agentplane/agentplane/router"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -113,31 +115,58 @@ var codeTools = append(append([]string(nil), tool.BuiltinNames...), demo.ToolNam
 
 // toolRegistry builds the registry of the tools that run: the binary's own
 // and the HTTP tools the configuration declares.
-func toolRegistry(rr *router.Registry, now func() time.Time) (*tool.Registry, error) {
+// The returned function closes the connections to MCP servers.
+func toolRegistry(rr *router.Registry, now func() time.Time) (*tool.Registry, func(), error) {
 	cfg := rr.Config()
 	reg := tool.NewRegistry()
 	tools := append([]tool.Tool{tool.ListModes(tool.ConfigModes(cfg), nil), tool.GetContext(), tool.CatalogSearch(rr), demo.NewOutbox(now).Tool()},
 		tool.EffectTools()...)
 	declared, err := tool.FromConfig(cfg, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, t := range append(tools, declared...) {
 		if err := reg.Register(t); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return reg, nil
+	var mounted []*mcpclient.Server
+	closeAll := func() {
+		for _, s := range mounted {
+			s.Close()
+		}
+	}
+	// MCP servers: mounted without blocking start-up for long; a server
+	// that is down now contributes no tools, and says so.
+	for _, m := range cfg.MCPServers {
+		impact := map[string]tool.Impact{}
+		for k, v := range m.Impact {
+			impact[k] = tool.Impact(v)
+		}
+		srv := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: m.Name, Prefix: m.Prefix, Command: m.Command, URL: m.URL,
+			Impact: impact, ConnectTimeout: m.ConnectTimeout, CallTimeout: m.CallTimeout})
+		mounted = append(mounted, srv)
+		if h := srv.Health(); !h.Up {
+			slog.Warn("MCP server is down; its tools are not mounted", "server", m.Name, "err", h.Error)
+		}
+		for _, t := range srv.Tools() {
+			if err := reg.Register(t); err != nil {
+				slog.Warn("MCP tool not mounted", "server", m.Name, "err", err)
+			}
+		}
+	}
+	return reg, closeAll, nil
 }
 
-// tools builds the tool registry for reg's configuration, printing a problem.
-func (m *Main) tools(reg *router.Registry) (*tool.Registry, bool) {
-	tr, err := toolRegistry(reg, m.Now)
+// tools builds the tool registry for reg's configuration, printing a
+// problem. The caller defers the returned close.
+func (m *Main) tools(reg *router.Registry) (*tool.Registry, func(), bool) {
+	tr, closeAll, err := toolRegistry(reg, m.Now)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return nil, false
+		return nil, nil, false
 	}
-	return tr, true
+	return tr, closeAll, true
 }
 
 // registry loads a configuration and compiles it, printing problems.

@@ -27,7 +27,17 @@ func (m *Main) test(ctx context.Context, args []string) int {
 	}
 	failed := 0
 	for _, file := range fs.Args() {
-		fails, err := scenario.Run(ctx, reg, file, func(now func() time.Time) (*tool.Registry, error) { return toolRegistry(reg, now) })
+		var closers []func()
+		fails, err := scenario.Run(ctx, reg, file, func(now func() time.Time) (*tool.Registry, error) {
+			tr, closeAll, err := toolRegistry(reg, now)
+			closers = append(closers, closeAll)
+			return tr, err
+		})
+		for _, c := range closers {
+			if c != nil {
+				c()
+			}
+		}
 		if err != nil {
 			fmt.Fprintf(m.Stdout, "FAIL %v\n", err)
 			failed++

@@ -30,10 +30,11 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) int {
 	if !ok {
 		return 1
 	}
-	tools, ok := m.tools(reg)
+	tools, closeTools, ok := m.tools(reg)
 	if !ok {
 		return 1
 	}
+	defer closeTools()
 	if *mode == "" {
 		*mode = reg.DefaultMode()
 	} else if _, ok := reg.Mode(*mode); !ok {
