@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,16 +64,19 @@ func TestRegisterRefusesBadTools(t *testing.T) {
 
 func TestHTTPTool(t *testing.T) {
 	t.Parallel()
+	var mu sync.Mutex // handlers of timed-out requests may still run
 	var got struct {
 		body    map[string]any
 		idemKey string
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		json.Unmarshal(b, &got.body)
-		got.idemKey = r.Header.Get("Idempotency-Key")
 		switch r.URL.Path {
 		case "/ok":
+			mu.Lock()
+			json.Unmarshal(b, &got.body)
+			got.idemKey = r.Header.Get("Idempotency-Key")
+			mu.Unlock()
 			w.Write([]byte(`{"sent": true}`))
 		case "/500":
 			http.Error(w, "mail server exploded", 500)
@@ -92,6 +96,8 @@ func TestHTTPTool(t *testing.T) {
 	if err != nil || string(out) != `{"sent": true}` {
 		t.Fatalf("ok: %s %v", out, err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if got.idemKey != "req-7" || got.body["session_id"] != "s1" || got.body["args"].(map[string]any)["list_id"] != "LIST-9" {
 		t.Fatalf("request: %+v", got)
 	}

@@ -34,11 +34,7 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	reg, ok := m.registry(*path)
-	if !ok {
-		return 1
-	}
-	tools, closeTools, ok := m.tools(reg)
+	reg, tools, closeTools, ok := m.load(*path)
 	if !ok {
 		return 1
 	}

@@ -19,11 +19,7 @@ func (m *Main) replay(ctx context.Context, args []string) int {
 		fmt.Fprintln(m.Stderr, "usage: agentplane replay [--config FILE] LOG.jsonl")
 		return 2
 	}
-	reg, ok := m.registry(*path)
-	if !ok {
-		return 1
-	}
-	tools, closeTools, ok := m.tools(reg)
+	reg, tools, closeTools, ok := m.load(*path)
 	if !ok {
 		return 1
 	}

@@ -158,15 +158,19 @@ func toolRegistry(rr *router.Registry, now func() time.Time) (*tool.Registry, fu
 	return reg, closeAll, nil
 }
 
-// tools builds the tool registry for reg's configuration, printing a
-// problem. The caller defers the returned close.
-func (m *Main) tools(reg *router.Registry) (*tool.Registry, func(), bool) {
+// load loads the configuration and builds its router registry and tool
+// registry, printing any problem. The caller defers the returned close.
+func (m *Main) load(path string) (*router.Registry, *tool.Registry, func(), bool) {
+	reg, ok := m.registry(path)
+	if !ok {
+		return nil, nil, nil, false
+	}
 	tr, closeAll, err := toolRegistry(reg, m.Now)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
-	return tr, closeAll, true
+	return reg, tr, closeAll, true
 }
 
 // registry loads a configuration and compiles it, printing problems.

@@ -26,11 +26,7 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) int {
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	reg, ok := m.registry(*path)
-	if !ok {
-		return 1
-	}
-	tools, closeTools, ok := m.tools(reg)
+	reg, tools, closeTools, ok := m.load(*path)
 	if !ok {
 		return 1
 	}
