@@ -1,0 +1,12 @@
+package memstore_test
+
+import (
+	"testing"
+
+	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(*testing.T) storetest.Store { return memstore.New() })
+}

@@ -1,0 +1,282 @@
+// Package sqlite is the embedded store: one SQLite file (pure-Go driver
+// modernc.org/sqlite), WAL journal, synchronous=FULL by default. It
+// implements gate.Store and the audit log's reading side; every Commit is
+// one transaction.
+//
+//	s, err := sqlite.Open(".agentplane/agentplane.db", nil)
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/gate"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configure Open. nil means defaults.
+type Options struct {
+	// Synchronous is SQLite's synchronous setting: "FULL" (default: every
+	// commit is on disk when Commit returns) or "NORMAL" (faster; a power
+	// loss may lose the last commits, never corrupt the file).
+	Synchronous string
+}
+
+// Store is a SQLite store. Safe for concurrent use; writes are serialized
+// through one writer.
+type Store struct {
+	db   *sql.DB
+	path string
+	mu   sync.Mutex // the one writer
+}
+
+// Open opens (creating if needed) the database file at path, applies the
+// embedded migrations, and refuses a database whose schema is newer than
+// this binary's. Errors name the file and what to do.
+func Open(path string, opts *Options) (*Store, error) {
+	sync := "FULL"
+	if opts != nil && opts.Synchronous != "" {
+		sync = strings.ToUpper(opts.Synchronous)
+	}
+	if sync != "FULL" && sync != "NORMAL" {
+		return nil, fmt.Errorf("sqlite: synchronous %q: use FULL or NORMAL", sync)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+		}
+	}
+	dsn := fmt.Sprintf("file:%s?_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=busy_timeout(10000)&_txlock=immediate", path, sync)
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path}
+	if err := s.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) migrate(ctx context.Context) error {
+	files, _ := fs.Glob(migrations, "migrations/*.sql")
+	sort.Strings(files)
+	latest := len(files)
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlite: %s is not a usable database (%v); move it aside or point --db elsewhere", s.path, err)
+	}
+	var have int
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
+		return fmt.Errorf("sqlite: read schema version of %s: %w", s.path, err)
+	}
+	if have > latest {
+		return fmt.Errorf("sqlite: %s has schema version %d, newer than this agentplane's %d: use a newer agentplane, or another database", s.path, have, latest)
+	}
+	for v := have + 1; v <= latest; v++ {
+		body, _ := migrations.ReadFile(files[v-1])
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("sqlite: migrate %s: %w", s.path, err)
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("sqlite: migrate %s to version %d: %w", s.path, v, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, v); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("sqlite: migrate %s: %w", s.path, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("sqlite: migrate %s: %w", s.path, err)
+		}
+	}
+	return nil
+}
+
+// Session returns a copy of the session, or an error with code not_found.
+func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, error) {
+	var state string
+	err := s.db.QueryRowContext(ctx, `SELECT state FROM sessions WHERE id = ?`, id).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %s: load session %s: %w", s.path, id, err)
+	}
+	var sess agentplane.Session
+	if err := json.Unmarshal([]byte(state), &sess); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: session %s is corrupt: %w", s.path, id, err)
+	}
+	return &sess, nil
+}
+
+// Result returns the result recorded for a request id.
+func (s *Store) Result(ctx context.Context, requestID string) (agentplane.ExecutionResult, bool, error) {
+	var raw string
+	err := s.db.QueryRowContext(ctx, `SELECT result FROM results WHERE request_id = ?`, requestID).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return agentplane.ExecutionResult{}, false, nil
+	}
+	if err != nil {
+		return agentplane.ExecutionResult{}, false, fmt.Errorf("sqlite: %s: load result %s: %w", s.path, requestID, err)
+	}
+	var r agentplane.ExecutionResult
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return agentplane.ExecutionResult{}, false, fmt.Errorf("sqlite: %s: result %s is corrupt: %w", s.path, requestID, err)
+	}
+	return r, true, nil
+}
+
+// Confirmation returns an issued confirmation token.
+func (s *Store) Confirmation(ctx context.Context, token string) (gate.Confirmation, bool, error) {
+	var raw string
+	var used bool
+	err := s.db.QueryRowContext(ctx, `SELECT confirmation, used FROM confirmations WHERE token = ?`, token).Scan(&raw, &used)
+	if errors.Is(err, sql.ErrNoRows) {
+		return gate.Confirmation{}, false, nil
+	}
+	if err != nil {
+		return gate.Confirmation{}, false, fmt.Errorf("sqlite: %s: load confirmation: %w", s.path, err)
+	}
+	var c gate.Confirmation
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		return gate.Confirmation{}, false, fmt.Errorf("sqlite: %s: confirmation is corrupt: %w", s.path, err)
+	}
+	c.Used = used
+	return c, true, nil
+}
+
+// Records returns the session's audit records in order.
+func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT record FROM audit WHERE session = ? ORDER BY seq`, session)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %s: read audit of %s: %w", s.path, session, err)
+	}
+	defer rows.Close()
+	var out []audit.Record
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		var r audit.Record
+		if err := json.Unmarshal([]byte(raw), &r); err != nil {
+			return nil, fmt.Errorf("sqlite: %s: audit record of %s is corrupt: %w", s.path, session, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Commit applies c in one transaction; see gate.Store.
+func (s *Store) Commit(ctx context.Context, c *gate.Commit) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: begin: %w", s.path, err)
+	}
+	defer tx.Rollback()
+	var sealed audit.Record
+	if err := s.apply(ctx, tx, c, &sealed); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: %s: commit: %w", s.path, err)
+	}
+	if c.Record != nil {
+		*c.Record = sealed
+	}
+	return nil
+}
+
+func (s *Store) apply(ctx context.Context, tx *sql.Tx, c *gate.Commit, sealed *audit.Record) error {
+	if c.Session != nil {
+		var have int64
+		err := tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE id = ?`, c.Session.ID).Scan(&have)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: %s: %w", s.path, err)
+		}
+		if c.Session.Version != have+1 {
+			return agentplane.Errorf(agentplane.CodeVersionConflict, "session %q is at version %d; cannot store version %d", c.Session.ID, have, c.Session.Version)
+		}
+		state, err := json.Marshal(c.Session)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, version, state) VALUES (?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET version = excluded.version, state = excluded.state`, c.Session.ID, c.Session.Version, string(state)); err != nil {
+			return fmt.Errorf("sqlite: %s: store session: %w", s.path, err)
+		}
+	}
+	if c.Use != "" {
+		res, err := tx.ExecContext(ctx, `UPDATE confirmations SET used = 1 WHERE token = ? AND used = 0`, c.Use)
+		if err != nil {
+			return fmt.Errorf("sqlite: %s: %w", s.path, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return agentplane.Errorf(agentplane.CodeConfirmationInvalid, "confirmation token unknown or used")
+		}
+	}
+	if c.Record != nil {
+		*sealed = *c.Record
+		var prevSeq int64
+		var prevHash string
+		err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit WHERE session = ? ORDER BY seq DESC LIMIT 1`, c.SessionID).Scan(&prevSeq, &prevHash)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: %s: %w", s.path, err)
+		}
+		if err := audit.Seal(sealed, prevSeq, prevHash); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(sealed)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO audit (session, seq, hash, record) VALUES (?, ?, ?, ?)`,
+			c.SessionID, sealed.Seq, sealed.Hash, string(raw)); err != nil {
+			return fmt.Errorf("sqlite: %s: append audit record: %w", s.path, err)
+		}
+	}
+	if c.RequestID != "" && c.Result != nil {
+		r := *c.Result
+		r.Session = nil
+		raw, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO results (request_id, result) VALUES (?, ?) ON CONFLICT DO NOTHING`, c.RequestID, string(raw)); err != nil {
+			return fmt.Errorf("sqlite: %s: store result: %w", s.path, err)
+		}
+	}
+	if c.Issue != nil {
+		raw, err := json.Marshal(c.Issue)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO confirmations (token, used, confirmation) VALUES (?, 0, ?)`, c.Issue.Token, string(raw)); err != nil {
+			return fmt.Errorf("sqlite: %s: store confirmation: %w", s.path, err)
+		}
+	}
+	return nil
+}
