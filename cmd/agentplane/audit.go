@@ -1,16 +1,21 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 
 	"github.com/agentplane/agentplane/audit"
 )
 
-// audit runs `agentplane audit verify FILE`.
-func (m *Main) audit(args []string) int {
+// audit runs `agentplane audit verify FILE` and `agentplane audit export`.
+func (m *Main) audit(ctx context.Context, args []string) int {
+	if len(args) > 0 && args[0] == "export" {
+		return m.auditExport(ctx, args[1:])
+	}
 	if len(args) != 2 || args[0] != "verify" {
-		fmt.Fprintln(m.Stderr, "usage: agentplane audit verify FILE")
+		fmt.Fprintln(m.Stderr, "usage: agentplane audit verify FILE\n       agentplane audit export [--db DB] --session ID")
 		return 2
 	}
 	f, err := os.Open(args[1])
@@ -25,5 +30,42 @@ func (m *Main) audit(args []string) int {
 		return 1
 	}
 	fmt.Fprintf(m.Stdout, "%s: intact: %d records in %d sessions\n", args[1], sum.Records, sum.Sessions)
+	return 0
+}
+
+// auditExport writes a stored session's chain as JSON Lines.
+func (m *Main) auditExport(ctx context.Context, args []string) int {
+	fs := m.flags("audit export")
+	db := m.dbFlag(fs)
+	session := fs.String("session", "", "the session to export")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if *session == "" {
+		fmt.Fprintln(m.Stderr, "agentplane: audit export needs --session ID")
+		return 2
+	}
+	store, closeStore, ok := m.openStore(*db)
+	if !ok {
+		return 1
+	}
+	defer closeStore()
+	recs, err := store.Records(ctx, *session)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+		return 1
+	}
+	if len(recs) == 0 {
+		fmt.Fprintf(m.Stderr, "agentplane: no session %q in %s\n", *session, *db)
+		return 1
+	}
+	enc := json.NewEncoder(m.Stdout)
+	enc.SetEscapeHTML(false)
+	for i := range recs {
+		if err := enc.Encode(&recs[i]); err != nil {
+			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+			return 1
+		}
+	}
 	return 0
 }

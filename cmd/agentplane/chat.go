@@ -13,7 +13,6 @@ import (
 	"github.com/agentplane/agentplane/conversation"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/router"
-	"github.com/agentplane/agentplane/store/memstore"
 )
 
 const chatHelp = `Type a message. A number picks from the list shown last.
@@ -31,6 +30,8 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 	mode := fs.String("mode", "", "mode to start in (default: the configuration's default mode)")
 	showTrace := fs.Bool("trace", false, "print the router's trace after each turn")
 	auditFile := fs.String("audit-file", "", "append the session's audit records to this JSON Lines file")
+	db := m.dbFlag(fs)
+	resume := fs.String("session", "", "resume this stored session instead of starting a new one")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -39,7 +40,11 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 		return 1
 	}
 	defer closeTools()
-	store := memstore.New()
+	store, closeStore, ok := m.openStore(*db)
+	if !ok {
+		return 1
+	}
+	defer closeStore()
 	gopts := &gate.Options{Now: m.Now, Tools: tools}
 	if *auditFile != "" {
 		log, err := audit.OpenFile(*auditFile)
@@ -56,7 +61,12 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 		return 1
 	}
 	e := conversation.New(reg, g, store, &conversation.Options{Now: m.Now})
-	sess, err := e.Start(ctx, *mode)
+	var sess *agentplane.Session
+	if *resume != "" {
+		sess, err = store.Session(ctx, *resume)
+	} else {
+		sess, err = e.Start(ctx, *mode)
+	}
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", agentplane.ErrorMessage(err))
 		return 1

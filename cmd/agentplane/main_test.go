@@ -21,8 +21,15 @@ import (
 func run(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
+	db := filepath.Join(t.TempDir(), "agentplane.db") // never the working directory's
 	m := &Main{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errOut,
-		Now: func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) }}
+		Now: func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) },
+		Getenv: func(k string) string {
+			if k == "AGENTPLANE_DB" {
+				return db
+			}
+			return ""
+		}}
 	code := m.Run(context.Background(), args)
 	return out.String(), errOut.String(), code
 }
@@ -285,5 +292,41 @@ mcp_servers:
 	out, _, code = run(t, "", "tools", "call", "--config", cfg, "--origin", "llm", "files_echo", `{"text":"hi"}`)
 	if code != 0 || !strings.Contains(out, `"said": "hi"`) {
 		t.Fatalf("call: exit %d\n%s", code, out)
+	}
+}
+
+func TestChatResumesAStoredSession(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "state.db")
+	out, _, code := run(t, "switch to sales mode\nopen the q1 cfo outreach template\nsend it to the q1 pilot list\n", "chat", "--db", db)
+	m := regexp.MustCompile(`session ([0-9a-f]+),`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("first run: exit %d\n%s", code, out)
+	}
+	id := m[1]
+	// a new process: the mode, the active template and the pending confirmation survived
+	out, _, code = run(t, "yes\n", "chat", "--db", db, "--session", id)
+	if code != 0 || !strings.Contains(out, "mode Sales") || !strings.Contains(out, "✓ Send the template to a mailer list: Q1 pilot list — done.") {
+		t.Fatalf("resumed run: exit %d\n%s", code, out)
+	}
+	exported, _, code := run(t, "", "audit", "export", "--db", db, "--session", id)
+	if code != 0 || strings.Count(exported, "\n") != 5 {
+		t.Fatalf("export: exit %d\n%s", code, exported)
+	}
+	file := filepath.Join(t.TempDir(), "export.jsonl")
+	os.WriteFile(file, []byte(exported), 0o644)
+	if out, _, code := run(t, "", "audit", "verify", file); code != 0 || !strings.Contains(out, "intact: 5 records in 1 sessions") {
+		t.Fatalf("verify export: exit %d %s", code, out)
+	}
+	if _, errOut, code := run(t, "", "chat", "--db", db, "--session", "nope"); code != 1 || !strings.Contains(errOut, `no session "nope"`) {
+		t.Fatalf("unknown session: exit %d %s", code, errOut)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.db")
+	os.WriteFile(bad, []byte(strings.Repeat("garbage ", 200)), 0o644)
+	if _, errOut, code := run(t, "", "chat", "--db", bad); code != 1 || !strings.Contains(errOut, bad) {
+		t.Fatalf("corrupt db: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := run(t, "", "chat", "--db", "postgres://localhost/x"); code != 1 || !strings.Contains(errOut, "PostgreSQL is not supported by this build yet") {
+		t.Fatalf("postgres: exit %d %s", code, errOut)
 	}
 }

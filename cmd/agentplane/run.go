@@ -7,12 +7,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
+	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/mcpclient"
 	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -22,19 +27,21 @@ type Main struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
-	Now    func() time.Time // nil means time.Now
+	Now    func() time.Time    // nil means time.Now
+	Getenv func(string) string // nil means os.Getenv
 }
 
 const usage = `agentplane — the control plane between a person, an LLM and tools
 
 Usage:
-  agentplane chat     [--config FILE] [--mode KEY] [--trace] [--audit-file FILE]
-                                                                terminal chat
+  agentplane chat     [--config FILE] [--db DB] [--session ID] [--mode KEY] [--trace] [--audit-file FILE]
+                                                                terminal chat; --session resumes a stored one
   agentplane route    [--config FILE]                           JSON lines in, decisions out
   agentplane validate [--config FILE]                           check a configuration
   agentplane test     [--config FILE] FILE.yaml...              run conversation test files
   agentplane replay   [--config FILE] LOG.jsonl                 re-run recorded sessions, print divergences
   agentplane audit verify FILE                                  check the hash chains of an audit log
+  agentplane audit export [--db DB] --session ID                a stored session's chain as JSON Lines
   agentplane tools list [--config FILE] [--mode KEY]            the active tools, impact and schema
   agentplane tools call [--config FILE] [--mode KEY] NAME ARGS  run one through the gate, print the result
 
@@ -46,6 +53,9 @@ Without --config, the embedded demo configuration (a sales assistant) is used.
 func (m *Main) Run(ctx context.Context, args []string) int {
 	if m.Now == nil {
 		m.Now = time.Now
+	}
+	if m.Getenv == nil {
+		m.Getenv = os.Getenv
 	}
 	if len(args) == 0 {
 		fmt.Fprint(m.Stderr, usage)
@@ -59,7 +69,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	case "validate":
 		return m.validate(args[1:])
 	case "audit":
-		return m.audit(args[1:])
+		return m.audit(ctx, args[1:])
 	case "test":
 		return m.test(ctx, args[1:])
 	case "replay":
@@ -107,6 +117,40 @@ func loadConfig(path string, opts *router.Options) (*config.Config, string, erro
 	}
 	cfg, err := config.Load(path, co)
 	return cfg, path, err
+}
+
+// DefaultDB is the database used when neither --db nor $AGENTPLANE_DB
+// says otherwise.
+const DefaultDB = ".agentplane/agentplane.db"
+
+// dbFlag adds --db to fs: a SQLite file path or a postgres:// URL.
+func (m *Main) dbFlag(fs *flag.FlagSet) *string {
+	def := m.Getenv("AGENTPLANE_DB")
+	if def == "" {
+		def = DefaultDB
+	}
+	return fs.String("db", def, "database: a SQLite file or a postgres:// URL (default $AGENTPLANE_DB, else "+DefaultDB+")")
+}
+
+// stateStore is what commands that keep state need from a store.
+type stateStore interface {
+	gate.Store
+	Records(ctx context.Context, session string) ([]audit.Record, error)
+}
+
+// openStore opens the database named by --db, printing a problem. The
+// caller defers the returned close.
+func (m *Main) openStore(db string) (stateStore, func(), bool) {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		fmt.Fprintf(m.Stderr, "agentplane: %s: PostgreSQL is not supported by this build yet; use a SQLite file\n", db)
+		return nil, nil, false
+	}
+	s, err := sqlite.Open(db, nil)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+		return nil, nil, false
+	}
+	return s, func() { s.Close() }, true
 }
 
 // codeTools are the tools this binary provides in code; configurations may
