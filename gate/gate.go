@@ -111,6 +111,10 @@ type Commit struct {
 	// Session is the new state; nil when the state is unchanged.
 	Session *agentplane.Session
 	// Record is appended to the session's audit chain; the store seals it.
+	// When Session is nil and the record has a State, the store sets State
+	// to the session as stored when the commit applies — the state after an
+	// event that changed nothing, even if another writer moved it since it
+	// was read.
 	Record *audit.Record
 	// RequestID, with Result, makes the request idempotent.
 	RequestID string

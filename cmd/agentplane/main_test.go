@@ -326,7 +326,7 @@ func TestChatResumesAStoredSession(t *testing.T) {
 	if _, errOut, code := run(t, "", "chat", "--db", bad); code != 1 || !strings.Contains(errOut, bad) {
 		t.Fatalf("corrupt db: exit %d %s", code, errOut)
 	}
-	if _, errOut, code := run(t, "", "chat", "--db", "postgres://localhost/x"); code != 1 || !strings.Contains(errOut, "PostgreSQL is not supported by this build yet") {
-		t.Fatalf("postgres: exit %d %s", code, errOut)
+	if _, errOut, code := run(t, "", "chat", "--db", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2"); code != 1 || !strings.Contains(errOut, "cannot reach postgres://nobody@127.0.0.1:1/x") {
+		t.Fatalf("unreachable postgres: exit %d %s", code, errOut)
 	}
 }

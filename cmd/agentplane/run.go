@@ -17,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/mcpclient"
 	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/store/postgres"
 	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -142,8 +143,12 @@ type stateStore interface {
 // caller defers the returned close.
 func (m *Main) openStore(db string) (stateStore, func(), bool) {
 	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
-		fmt.Fprintf(m.Stderr, "agentplane: %s: PostgreSQL is not supported by this build yet; use a SQLite file\n", db)
-		return nil, nil, false
+		s, err := postgres.Open(context.Background(), db)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+			return nil, nil, false
+		}
+		return s, s.Close, true
 	}
 	s, err := sqlite.Open(db, nil)
 	if err != nil {

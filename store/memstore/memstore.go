@@ -82,6 +82,11 @@ func (s *Store) Commit(_ context.Context, c *gate.Commit) error {
 	var rec audit.Record
 	if c.Record != nil {
 		rec = *c.Record
+		if c.Session == nil && rec.State != nil {
+			if cur, ok := s.sessions[c.SessionID]; ok {
+				rec.State = cur.Clone()
+			}
+		}
 		chain := s.chains[c.SessionID]
 		var prevSeq int64
 		var prevHash string

@@ -240,6 +240,15 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, c *gate.Commit, sealed *a
 	}
 	if c.Record != nil {
 		*sealed = *c.Record
+		if c.Session == nil && sealed.State != nil {
+			var state string
+			if err := tx.QueryRowContext(ctx, `SELECT state FROM sessions WHERE id = ?`, c.SessionID).Scan(&state); err == nil {
+				var cur agentplane.Session
+				if json.Unmarshal([]byte(state), &cur) == nil {
+					sealed.State = &cur
+				}
+			}
+		}
 		var prevSeq int64
 		var prevHash string
 		err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit WHERE session = ? ORDER BY seq DESC LIMIT 1`, c.SessionID).Scan(&prevSeq, &prevHash)

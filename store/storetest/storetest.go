@@ -113,6 +113,25 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("RecordOnlyCommitRecordsTheCurrentState", func(t *testing.T) {
+		s := open(t)
+		s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
+		stale, _ := s.Session(ctx, "a")
+		s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 2), Record: rec("a")}) // another writer
+		r := rec("a")
+		r.State = stale
+		if err := s.Commit(ctx, &gate.Commit{SessionID: "a", Record: r}); err != nil {
+			t.Fatal(err)
+		}
+		recs, _ := s.Records(ctx, "a")
+		if got := recs[len(recs)-1].State; got == nil || got.Version != 2 {
+			t.Fatalf("the record kept a stale state: %+v", got)
+		}
+		if err := audit.Verify(recs); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("ResultsFirstWins", func(t *testing.T) {
 		s := open(t)
 		s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 1)})

@@ -1,0 +1,295 @@
+// Package postgres is the store for several agentplane instances sharing
+// one PostgreSQL (pgx/v5). It implements gate.Store and the audit log's
+// reading side; every Commit is one transaction, and sessions and audit
+// chains are locked row by row, so instances on other machines never lose
+// an update or fork a chain.
+//
+//	s, err := postgres.Open(ctx, "postgres://agentplane@db/agentplane")
+package postgres
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/gate"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// migrationLock is the advisory lock that serializes migrations across
+// instances starting together.
+const migrationLock = 0x61676e74 // "agnt"
+
+// Store is a PostgreSQL store, safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	url  string // for messages, without the password
+}
+
+// Open connects, applies the embedded migrations, and refuses a database
+// whose schema is newer than this binary's. Errors name the server and
+// what to do.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: bad URL: %w", err)
+	}
+	shown := fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", shown, err)
+	}
+	s := &Store{pool: pool, url: shown}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: cannot reach %s (%v): is the server running and the URL right?", shown, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+func (s *Store) migrate(ctx context.Context) error {
+	files, _ := fs.Glob(migrations, "migrations/*.sql")
+	sort.Strings(files)
+	latest := len(files)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: %s: %w", s.url, err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+		return fmt.Errorf("postgres: %s: lock for migration: %w", s.url, err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("postgres: %s: %w", s.url, err)
+	}
+	var have int
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
+		return fmt.Errorf("postgres: %s: read schema version: %w", s.url, err)
+	}
+	if have > latest {
+		return fmt.Errorf("postgres: %s has schema version %d, newer than this agentplane's %d: use a newer agentplane, or another database", s.url, have, latest)
+	}
+	for v := have + 1; v <= latest; v++ {
+		body, _ := migrations.ReadFile(files[v-1])
+		if _, err := tx.Exec(ctx, string(body)); err != nil {
+			return fmt.Errorf("postgres: %s: migrate to version %d: %w", s.url, v, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version) VALUES ($1)`, v); err != nil {
+			return fmt.Errorf("postgres: %s: %w", s.url, err)
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+// Session returns a copy of the session, or an error with code not_found.
+func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, error) {
+	var state []byte
+	err := s.pool.QueryRow(ctx, `SELECT state FROM sessions WHERE id = $1`, id).Scan(&state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: load session %s: %w", s.url, id, err)
+	}
+	var sess agentplane.Session
+	if err := json.Unmarshal(state, &sess); err != nil {
+		return nil, fmt.Errorf("postgres: %s: session %s is corrupt: %w", s.url, id, err)
+	}
+	return &sess, nil
+}
+
+// Result returns the result recorded for a request id.
+func (s *Store) Result(ctx context.Context, requestID string) (agentplane.ExecutionResult, bool, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `SELECT result FROM results WHERE request_id = $1`, requestID).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return agentplane.ExecutionResult{}, false, nil
+	}
+	if err != nil {
+		return agentplane.ExecutionResult{}, false, fmt.Errorf("postgres: %s: load result: %w", s.url, err)
+	}
+	var r agentplane.ExecutionResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return agentplane.ExecutionResult{}, false, fmt.Errorf("postgres: %s: result %s is corrupt: %w", s.url, requestID, err)
+	}
+	return r, true, nil
+}
+
+// Confirmation returns an issued confirmation token.
+func (s *Store) Confirmation(ctx context.Context, token string) (gate.Confirmation, bool, error) {
+	var raw []byte
+	var used bool
+	err := s.pool.QueryRow(ctx, `SELECT confirmation, used FROM confirmations WHERE token = $1`, token).Scan(&raw, &used)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return gate.Confirmation{}, false, nil
+	}
+	if err != nil {
+		return gate.Confirmation{}, false, fmt.Errorf("postgres: %s: load confirmation: %w", s.url, err)
+	}
+	var c gate.Confirmation
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return gate.Confirmation{}, false, fmt.Errorf("postgres: %s: confirmation is corrupt: %w", s.url, err)
+	}
+	c.Used = used
+	return c, true, nil
+}
+
+// Records returns the session's audit records in order.
+func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, error) {
+	rows, err := s.pool.Query(ctx, `SELECT record FROM audit WHERE session = $1 ORDER BY seq`, session)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: read audit of %s: %w", s.url, session, err)
+	}
+	defer rows.Close()
+	var out []audit.Record
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		var r audit.Record
+		if err := json.Unmarshal([]byte(raw), &r); err != nil {
+			return nil, fmt.Errorf("postgres: %s: audit record of %s is corrupt: %w", s.url, session, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Commit applies c in one transaction; see gate.Store. The session row is
+// locked for the version check, and the chain's last record for sealing,
+// so concurrent commits from any number of instances serialize per session.
+func (s *Store) Commit(ctx context.Context, c *gate.Commit) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: %s: begin: %w", s.url, err)
+	}
+	defer tx.Rollback(ctx)
+	var sealed audit.Record
+	if err := s.apply(ctx, tx, c, &sealed); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // a racing first insert of the same session
+			return agentplane.Errorf(agentplane.CodeVersionConflict, "session %q was created concurrently", c.SessionID)
+		}
+		return fmt.Errorf("postgres: %s: commit: %w", s.url, err)
+	}
+	if c.Record != nil {
+		*c.Record = sealed
+	}
+	return nil
+}
+
+func (s *Store) apply(ctx context.Context, tx pgx.Tx, c *gate.Commit, sealed *audit.Record) error {
+	// Lock the session's row (if any) first: it orders every commit of a
+	// session, including record-only ones, before the chain is read.
+	var have int64
+	var current []byte
+	err := tx.QueryRow(ctx, `SELECT version, state FROM sessions WHERE id = $1 FOR UPDATE`, c.SessionID).Scan(&have, &current)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("postgres: %s: %w", s.url, err)
+	}
+	if c.Session != nil {
+		if c.Session.Version != have+1 {
+			return agentplane.Errorf(agentplane.CodeVersionConflict, "session %q is at version %d; cannot store version %d", c.Session.ID, have, c.Session.Version)
+		}
+		state, err := json.Marshal(c.Session)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO sessions (id, version, state) VALUES ($1, $2, $3)
+			ON CONFLICT (id) DO UPDATE SET version = excluded.version, state = excluded.state WHERE sessions.version = $2 - 1`,
+			c.Session.ID, c.Session.Version, state)
+		if err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+				return agentplane.Errorf(agentplane.CodeVersionConflict, "session %q was created concurrently", c.Session.ID)
+			}
+			return fmt.Errorf("postgres: %s: store session: %w", s.url, err)
+		}
+		if tag.RowsAffected() != 1 {
+			return agentplane.Errorf(agentplane.CodeVersionConflict, "session %q changed concurrently", c.Session.ID)
+		}
+	}
+	if c.Use != "" {
+		tag, err := tx.Exec(ctx, `UPDATE confirmations SET used = TRUE WHERE token = $1 AND NOT used`, c.Use)
+		if err != nil {
+			return fmt.Errorf("postgres: %s: %w", s.url, err)
+		}
+		if tag.RowsAffected() != 1 {
+			return agentplane.Errorf(agentplane.CodeConfirmationInvalid, "confirmation token unknown or used")
+		}
+	}
+	if c.Record != nil {
+		*sealed = *c.Record
+		if c.Session == nil && sealed.State != nil && current != nil {
+			var cur agentplane.Session
+			if json.Unmarshal(current, &cur) == nil {
+				sealed.State = &cur
+			}
+		}
+		var prevSeq int64
+		var prevHash string
+		err := tx.QueryRow(ctx, `SELECT seq, hash FROM audit WHERE session = $1 ORDER BY seq DESC LIMIT 1`, c.SessionID).Scan(&prevSeq, &prevHash)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("postgres: %s: %w", s.url, err)
+		}
+		if err := audit.Seal(sealed, prevSeq, prevHash); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(sealed)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4)`,
+			c.SessionID, sealed.Seq, sealed.Hash, string(raw)); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "23505" { // another instance appended first
+				return agentplane.Errorf(agentplane.CodeVersionConflict, "the audit chain of %q moved concurrently", c.SessionID)
+			}
+			return fmt.Errorf("postgres: %s: append audit record: %w", s.url, err)
+		}
+	}
+	if c.RequestID != "" && c.Result != nil {
+		r := *c.Result
+		r.Session = nil
+		raw, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO results (request_id, result) VALUES ($1, $2) ON CONFLICT DO NOTHING`, c.RequestID, raw); err != nil {
+			return fmt.Errorf("postgres: %s: store result: %w", s.url, err)
+		}
+	}
+	if c.Issue != nil {
+		raw, err := json.Marshal(c.Issue)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO confirmations (token, used, confirmation) VALUES ($1, FALSE, $2)`, c.Issue.Token, raw); err != nil {
+			return fmt.Errorf("postgres: %s: store confirmation: %w", s.url, err)
+		}
+	}
+	return nil
+}
