@@ -16,7 +16,7 @@ import (
 
 // testURL is the server the tests use: $AGENTPLANE_TEST_POSTGRES (set by
 // .ci/run). Without it the tests skip and say why.
-func testURL(t *testing.T) string {
+func testURL(t testing.TB) string {
 	url := os.Getenv("AGENTPLANE_TEST_POSTGRES")
 	if url == "" {
 		t.Skip("AGENTPLANE_TEST_POSTGRES is not set: no PostgreSQL to test against (.ci/run sets it)")
@@ -27,7 +27,7 @@ func testURL(t *testing.T) string {
 var schemas atomic.Int64
 
 // freshDB creates an empty schema for one test and returns a URL using it.
-func freshDB(t *testing.T) string {
+func freshDB(t testing.TB) string {
 	url := testURL(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)

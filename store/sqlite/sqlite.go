@@ -38,13 +38,28 @@ type Options struct {
 	Synchronous string
 }
 
-// Store is a SQLite store. Safe for concurrent use; writes are serialized
-// through one writer.
+// Store is a SQLite store. Safe for concurrent use. Commits go through one
+// writer goroutine that groups the commits waiting for it into a single
+// transaction (each inside its own savepoint, so one that fails a check
+// rolls back alone): durability costs one fsync per group, not per commit.
 type Store struct {
-	db   *sql.DB
-	path string
-	mu   sync.Mutex // the one writer
+	db      *sql.DB
+	path    string
+	reqs    chan *request
+	stopped chan struct{}
+	once    sync.Once
 }
+
+// request is a commit waiting for the writer.
+type request struct {
+	c      *gate.Commit
+	sealed audit.Record
+	err    error
+	done   chan struct{}
+}
+
+// maxGroup bounds how many commits share one transaction.
+const maxGroup = 128
 
 // Open opens (creating if needed) the database file at path, applies the
 // embedded migrations, and refuses a database whose schema is newer than
@@ -67,16 +82,22 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, reqs: make(chan *request), stopped: make(chan struct{})}
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
 		return nil, err
 	}
+	go s.writer()
 	return s, nil
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the writer, after the commits already handed to it, and
+// closes the database.
+func (s *Store) Close() error {
+	s.once.Do(func() { close(s.reqs) })
+	<-s.stopped
+	return s.db.Close()
+}
 
 func (s *Store) migrate(ctx context.Context) error {
 	files, _ := fs.Glob(migrations, "migrations/*.sql")
@@ -188,26 +209,84 @@ func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, er
 	return out, rows.Err()
 }
 
-// Commit applies c in one transaction; see gate.Store.
-func (s *Store) Commit(ctx context.Context, c *gate.Commit) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// Commit applies c atomically; see gate.Store. It waits for the writer,
+// which may commit c together with other commits in one transaction.
+func (s *Store) Commit(ctx context.Context, c *gate.Commit) (err error) {
+	req := &request{c: c, done: make(chan struct{})}
+	defer func() {
+		if recover() != nil { // the store is closed
+			err = fmt.Errorf("sqlite: %s: store is closed", s.path)
+		}
+	}()
+	s.reqs <- req
+	<-req.done // once handed over, the commit is decided by the writer; wait for it
+	if req.err == nil && c.Record != nil {
+		*c.Record = req.sealed
+	}
+	return req.err
+}
+
+// writer takes the commits waiting, up to maxGroup, and commits them in one
+// transaction, each in its own savepoint.
+func (s *Store) writer() {
+	defer close(s.stopped)
+	for req := range s.reqs {
+		group := []*request{req}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break more
+				}
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		s.commitGroup(group)
+		for _, r := range group {
+			close(r.done)
+		}
+	}
+}
+
+func (s *Store) commitGroup(group []*request) {
+	ctx := context.Background()
+	fail := func(err error) {
+		for _, r := range group {
+			if r.err == nil {
+				r.err = err
+			}
+		}
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: %s: begin: %w", s.path, err)
+		fail(fmt.Errorf("sqlite: %s: begin: %w", s.path, err))
+		return
 	}
 	defer tx.Rollback()
-	var sealed audit.Record
-	if err := s.apply(ctx, tx, c, &sealed); err != nil {
-		return err
+	for _, r := range group {
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT c`); err != nil {
+			fail(fmt.Errorf("sqlite: %s: %w", s.path, err))
+			return
+		}
+		if r.err = s.apply(ctx, tx, r.c, &r.sealed); r.err != nil {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO c`); err != nil {
+				fail(fmt.Errorf("sqlite: %s: %w", s.path, err))
+				return
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE c`); err != nil {
+			fail(fmt.Errorf("sqlite: %s: %w", s.path, err))
+			return
+		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: %s: commit: %w", s.path, err)
+		for _, r := range group {
+			r.err = fmt.Errorf("sqlite: %s: commit: %w", s.path, err)
+		}
 	}
-	if c.Record != nil {
-		*c.Record = sealed
-	}
-	return nil
 }
 
 func (s *Store) apply(ctx context.Context, tx *sql.Tx, c *gate.Commit, sealed *audit.Record) error {
