@@ -17,16 +17,21 @@ vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
 	go vet ./...
 
-fuzz: ## fuzz every parser for 30s each
+fuzz: ## fuzz every parser and decoder for 30s each
 	go test -run='^$$' -fuzz='^FuzzNormalize$$' -fuzztime=30s ./resolve
 	go test -run='^$$' -fuzz='^FuzzDecodeItems$$' -fuzztime=30s ./resolve
 	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./trigger
 	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./config
 	go test -run='^$$' -fuzz='^FuzzRoute$$' -fuzztime=30s ./router
+	go test -run='^$$' -fuzz='^FuzzRouteLine$$' -fuzztime=30s ./cmd/agentplane
+	go test -run='^$$' -fuzz='^FuzzVerifyJSONL$$' -fuzztime=30s ./audit
 
-bench: ## routing and indexing benchmarks on one core (see README)
+bench: ## the README's benchmarks: routing, indexing, the gate, durable stores
 	go test -run='^$$' -bench='BenchmarkRoute' -cpu 1 -count 3 ./router
 	go test -run='^$$' -bench='BenchmarkNewIndex|BenchmarkLoadJSON' -cpu 1 -benchtime 1x ./resolve
+	go test -run='^$$' -bench='BenchmarkRouteCommand' -cpu 1 -count 3 ./cmd/agentplane
+	go test -run='^$$' -bench='BenchmarkExecute' -cpu 1 -count 3 ./gate
+	go test -run='^$$' -bench='BenchmarkDurable' -benchtime 2s ./store/sqlite ./store/postgres
 
 ci: ## what CI runs
 	bash .ci/run
