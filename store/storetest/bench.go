@@ -39,47 +39,32 @@ func BenchExecute(b *testing.B, store gate.Store, sessions int) {
 	}
 	modes := []string{"ddr", "general"}
 	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := 0; i < sessions; i++ {
-		n := b.N / sessions
-		if i < b.N%sessions {
-			n++
+	rate := parallel(b, sessions, func(worker, op int) error {
+		r, err := g.Execute(ctx, gate.Invocation{SessionID: fmt.Sprintf("%s-%d", prefix, worker), CommandID: "set_mode",
+			ResolvedID: modes[op%2], Origin: gate.OriginUser})
+		if err == nil && r.Status != agentplane.StatusSuccess {
+			err = fmt.Errorf("%s: %s", r.Status, r.Message)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id := fmt.Sprintf("%s-%d", prefix, i)
-			for j := 0; j < n; j++ {
-				r, err := g.Execute(ctx, gate.Invocation{SessionID: id, CommandID: "set_mode", ResolvedID: modes[j%2], Origin: gate.OriginUser})
-				if err != nil || r.Status != agentplane.StatusSuccess {
-					b.Error(r.Message, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "exec/s")
+		return err
+	})
+	b.ReportMetric(rate, "exec/s")
 }
 
-// BenchInsert measures the raw rate of one-row insert transactions, one
-// per commit, with the given concurrency: the physical limit the gate's
-// durable executions compare with. insert inserts one row in its own
-// transaction.
-func BenchInsert(b *testing.B, workers int, insert func() error) {
+// parallel runs b.N operations split over workers goroutines, op(worker,
+// i) for the i-th operation of a worker, and returns operations per second.
+func parallel(b *testing.B, workers int, op func(worker, i int) error) float64 {
 	start := time.Now()
 	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
+	for w := 0; w < workers; w++ {
 		n := b.N / workers
-		if i < b.N%workers {
+		if w < b.N%workers {
 			n++
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := 0; j < n; j++ {
-				if err := insert(); err != nil {
+			for i := 0; i < n; i++ {
+				if err := op(w, i); err != nil {
 					b.Error(err)
 					return
 				}
@@ -87,5 +72,13 @@ func BenchInsert(b *testing.B, workers int, insert func() error) {
 		}()
 	}
 	wg.Wait()
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "insert/s")
+	return float64(b.N) / time.Since(start).Seconds()
+}
+
+// BenchInsert measures the raw rate of one-row insert transactions, one
+// per commit, with the given concurrency: the physical limit the gate's
+// durable executions compare with. insert inserts one row in its own
+// transaction.
+func BenchInsert(b *testing.B, workers int, insert func() error) {
+	b.ReportMetric(parallel(b, workers, func(int, int) error { return insert() }), "insert/s")
 }
