@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,28 @@ func TestBadFiles(t *testing.T) {
 		if _, err := scenario.Run(context.Background(), demoRegistry(t), path, nil); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// TestReadmeExample runs the conversation file the README shows, so the
+// documentation cannot go stale.
+func TestReadmeExample(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(# a conversation file.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README has no conversation-file example")
+	}
+	path := filepath.Join(t.TempDir(), "readme.yaml")
+	os.WriteFile(path, m[1], 0o644)
+	fails, err := scenario.Run(context.Background(), demoRegistry(t), path, demoTools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fails {
+		t.Error(f)
 	}
 }
