@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/agentplane/agentplane"
@@ -52,10 +53,7 @@ func toGeneric(t *testing.T, s *agentplane.Session) map[string]any {
 
 // apply applies add/replace/remove at paths of depth one or two.
 func apply(t *testing.T, doc map[string]any, op agentplane.PatchOp) {
-	var parts []string
-	for _, p := range splitPath(op.Path) {
-		parts = append(parts, p)
-	}
+	parts := strings.Split(op.Path[1:], "/")
 	parent := doc
 	if len(parts) == 2 {
 		parent = doc[parts[0]].(map[string]any)
@@ -77,24 +75,4 @@ func apply(t *testing.T, doc map[string]any, op agentplane.PatchOp) {
 		}
 		delete(parent, key)
 	}
-}
-
-func splitPath(p string) []string {
-	var out []string
-	for _, s := range bytesSplit(p[1:]) {
-		out = append(out, s)
-	}
-	return out
-}
-
-func bytesSplit(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == '/' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return out
 }
