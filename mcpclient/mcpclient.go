@@ -138,6 +138,9 @@ func (s *Server) setHealth(err error) {
 	s.health.ToolCount = len(s.tools)
 }
 
+// Name returns the server's name in configuration.
+func (s *Server) Name() string { return s.spec.Name }
+
 // Health returns how the server is.
 func (s *Server) Health() Health {
 	s.mu.Lock()

@@ -35,17 +35,17 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	reg, tools, closeTools, ok := m.load(*path)
+	reg, tools, ok := m.load(*path)
 	if !ok {
 		return 1
 	}
-	defer closeTools()
+	defer tools.Close()
 	store, closeStore, ok := m.openStore(*db)
 	if !ok {
 		return 1
 	}
 	defer closeStore()
-	gopts := &gate.Options{Now: m.Now, Tools: tools}
+	gopts := &gate.Options{Now: m.Now, Tools: tools.Registry}
 	if *auditFile != "" {
 		log, err := audit.OpenFile(*auditFile)
 		if err != nil {

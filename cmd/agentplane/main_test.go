@@ -286,7 +286,8 @@ mcp_servers:
   - {name: gone, url: "http://127.0.0.1:1/mcp", connect_timeout_ms: 300}
 `), 0o644)
 	out, _, code := run(t, "", "tools", "list", "--config", cfg)
-	if code != 0 || !regexp.MustCompile(`files_echo\s+read\s+low\s+no`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`files_echo\s+read\s+low\s+no`).MatchString(out) ||
+		!strings.Contains(out, "MCP server files: up, 1 tools") || !strings.Contains(out, "MCP server gone: down (connect:") {
 		t.Fatalf("list: exit %d\n%s", code, out)
 	}
 	out, _, code = run(t, "", "tools", "call", "--config", cfg, "--origin", "llm", "files_echo", `{"text":"hi"}`)

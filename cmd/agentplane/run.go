@@ -164,27 +164,37 @@ var codeTools = append(append([]string(nil), tool.BuiltinNames...), demo.ToolNam
 
 // toolRegistry builds the registry of the tools that run: the binary's own
 // and the HTTP tools the configuration declares.
-// The returned function closes the connections to MCP servers.
-func toolRegistry(rr *router.Registry, now func() time.Time) (*tool.Registry, func(), error) {
+// toolSet is the tools a command runs with, and the MCP servers they came
+// from.
+type toolSet struct {
+	*tool.Registry
+	mcp []*mcpclient.Server
+}
+
+// Close closes the connections to the MCP servers.
+func (ts *toolSet) Close() {
+	for _, s := range ts.mcp {
+		s.Close()
+	}
+}
+
+// toolRegistry builds the tools: the binary's own, the configuration's HTTP
+// tools and the tools of its MCP servers. The caller closes the set.
+func toolRegistry(rr *router.Registry, now func() time.Time) (*toolSet, error) {
 	cfg := rr.Config()
 	reg := tool.NewRegistry()
 	tools := append([]tool.Tool{tool.ListModes(tool.ConfigModes(cfg), nil), tool.GetContext(), tool.CatalogSearch(rr), demo.NewOutbox(now).Tool()},
 		tool.EffectTools()...)
 	declared, err := tool.FromConfig(cfg, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, t := range append(tools, declared...) {
 		if err := reg.Register(t); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	var mounted []*mcpclient.Server
-	closeAll := func() {
-		for _, s := range mounted {
-			s.Close()
-		}
-	}
+	ts := &toolSet{Registry: reg}
 	// MCP servers: mounted without blocking start-up for long; a server
 	// that is down now contributes no tools, and says so.
 	for _, m := range cfg.MCPServers {
@@ -194,7 +204,7 @@ func toolRegistry(rr *router.Registry, now func() time.Time) (*tool.Registry, fu
 		}
 		srv := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: m.Name, Prefix: m.Prefix, Command: m.Command, URL: m.URL,
 			Impact: impact, ConnectTimeout: m.ConnectTimeout, CallTimeout: m.CallTimeout})
-		mounted = append(mounted, srv)
+		ts.mcp = append(ts.mcp, srv)
 		if h := srv.Health(); !h.Up {
 			slog.Warn("MCP server is down; its tools are not mounted", "server", m.Name, "err", h.Error)
 		}
@@ -204,22 +214,22 @@ func toolRegistry(rr *router.Registry, now func() time.Time) (*tool.Registry, fu
 			}
 		}
 	}
-	return reg, closeAll, nil
+	return ts, nil
 }
 
-// load loads the configuration and builds its router registry and tool
-// registry, printing any problem. The caller defers the returned close.
-func (m *Main) load(path string) (*router.Registry, *tool.Registry, func(), bool) {
+// load loads the configuration and builds its router registry and tools,
+// printing any problem. The caller closes the tool set.
+func (m *Main) load(path string) (*router.Registry, *toolSet, bool) {
 	reg, ok := m.registry(path)
 	if !ok {
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
-	tr, closeAll, err := toolRegistry(reg, m.Now)
+	ts, err := toolRegistry(reg, m.Now)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
-	return reg, tr, closeAll, true
+	return reg, ts, true
 }
 
 // registry loads a configuration and compiles it, printing problems.

@@ -27,16 +27,17 @@ func (m *Main) test(ctx context.Context, args []string) int {
 	}
 	failed := 0
 	for _, file := range fs.Args() {
-		var closers []func()
+		var sets []*toolSet
 		fails, err := scenario.Run(ctx, reg, file, func(now func() time.Time) (*tool.Registry, error) {
-			tr, closeAll, err := toolRegistry(reg, now)
-			closers = append(closers, closeAll)
-			return tr, err
-		})
-		for _, c := range closers {
-			if c != nil {
-				c()
+			ts, err := toolRegistry(reg, now)
+			if err != nil {
+				return nil, err
 			}
+			sets = append(sets, ts)
+			return ts.Registry, nil
+		})
+		for _, ts := range sets {
+			ts.Close()
 		}
 		if err != nil {
 			fmt.Fprintf(m.Stdout, "FAIL %v\n", err)

@@ -26,11 +26,11 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) int {
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	reg, tools, closeTools, ok := m.load(*path)
+	reg, tools, ok := m.load(*path)
 	if !ok {
 		return 1
 	}
-	defer closeTools()
+	defer tools.Close()
 	if *mode == "" {
 		*mode = reg.DefaultMode()
 	} else if _, ok := reg.Mode(*mode); !ok {
@@ -63,6 +63,14 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) int {
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Impact, s.Risk, confirm, s.InputSchema)
 		}
 		w.Flush()
+		for _, srv := range tools.mcp {
+			h := srv.Health()
+			if h.Up {
+				fmt.Fprintf(m.Stdout, "MCP server %s: up, %d tools\n", srv.Name(), h.ToolCount)
+			} else {
+				fmt.Fprintf(m.Stdout, "MCP server %s: down (%s)\n", srv.Name(), h.Error)
+			}
+		}
 		return 0
 	}
 	if fs.NArg() != 2 {
@@ -70,7 +78,7 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) int {
 		return 2
 	}
 	store := memstore.New()
-	g, err := gate.New(reg, store, &gate.Options{Now: m.Now, Tools: tools})
+	g, err := gate.New(reg, store, &gate.Options{Now: m.Now, Tools: tools.Registry})
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
