@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentplane/agentplane"
 )
@@ -56,6 +57,10 @@ type Index struct {
 	post      []int32          // item ids per word, ascending (rank order)
 	itemStart []int32          // item -> start in itemWords; len(items)+1 entries
 	itemWords []int32          // word ids per item, deduplicated
+
+	// bitmaps over the items, one bit each, for intersecting wide prefix
+	// ranges; taken clean, returned clean
+	bitmaps sync.Pool
 
 	// SymSpell deletion index over alphabetic words, for the fuzzy tier:
 	// the hash of each word and of each string one deletion away, chained
@@ -130,6 +135,8 @@ func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 		ix.itemWords = append(ix.itemWords, words[start[o]:start[o+1]]...)
 		ix.itemStart[r+1] = int32(len(ix.itemWords))
 	}
+	words64 := (n + 63) / 64
+	ix.bitmaps.New = func() any { b := make([]uint64, words64); return &b }
 	ix.buildPostings()
 	ix.buildSorted()
 	ix.buildDeletes()

@@ -216,10 +216,52 @@ func (ix *Index) intersect(sets []wordSet, limit int, res *Result) {
 			n++
 		}
 	}
+	// A set of many words whose postings are few next to the candidates is
+	// turned into a bitmap (pooled, cleared after) for constant-time checks.
+	var bits [maxWords]*[]uint64
+	for i := range sets {
+		if i == driver || count[i] != 0 {
+			continue
+		}
+		total := 0
+		for _, w := range sets[i].ids {
+			total += len(ix.postings(w))
+		}
+		if total > 4*len(cand)+1024 {
+			continue
+		}
+		bm := ix.bitmaps.Get().(*[]uint64)
+		for _, w := range sets[i].ids {
+			for _, it := range ix.postings(w) {
+				(*bm)[it>>6] |= 1 << (uint(it) & 63)
+			}
+		}
+		bits[i] = bm
+	}
+	defer func() {
+		for i, bm := range bits {
+			if bm == nil {
+				continue
+			}
+			for _, w := range sets[i].ids {
+				for _, it := range ix.postings(w) {
+					(*bm)[it>>6] = 0
+				}
+			}
+			ix.bitmaps.Put(bm)
+		}
+	}()
 	for _, item := range cand {
 		ok := true
 		for i := range sets {
 			if i == driver {
+				continue
+			}
+			if bm := bits[i]; bm != nil {
+				if (*bm)[item>>6]&(1<<(uint(item)&63)) == 0 {
+					ok = false
+					break
+				}
 				continue
 			}
 			if count[i] == 0 {
