@@ -117,7 +117,9 @@ func normalizeUnicode(s string) string {
 			b.WriteByte(' ')
 		}
 		pendingSpace = false
-		b.WriteRune(r)
+		// Case folding is not a fixpoint for every script (Cherokee folds
+		// to upper case, then back): settle on the lower-case form.
+		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String()
 }
