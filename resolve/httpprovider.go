@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/internal/httpbody"
 )
 
 // MaxProviderBody is the largest response an HTTP provider may send.
@@ -106,14 +106,14 @@ func (p *HTTPProvider) Items(ctx context.Context) ([]agentplane.ResolverItem, er
 		return nil, fmt.Errorf("GET %s: %w", p.URL, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxProviderBody+1))
+	body, tooLarge, err := httpbody.Read(resp.Body, MaxProviderBody)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: reading body: %w", p.URL, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("GET %s: status %d: %s", p.URL, resp.StatusCode, snippet(body))
+		return nil, fmt.Errorf("GET %s: status %d: %s", p.URL, resp.StatusCode, httpbody.Snippet(body))
 	}
-	if len(body) > MaxProviderBody {
+	if tooLarge {
 		return nil, fmt.Errorf("GET %s: body larger than %d bytes", p.URL, MaxProviderBody)
 	}
 	return DecodeItems(body)
@@ -133,7 +133,7 @@ func DecodeItems(body []byte) ([]agentplane.ResolverItem, error) {
 		}
 		wire = obj.Items
 	} else if err := json.Unmarshal(body, &wire); err != nil {
-		return nil, fmt.Errorf("decode items: %w (want a JSON array of items or {\"items\": [...]}; got %s)", err, snippet(body))
+		return nil, fmt.Errorf("decode items: %w (want a JSON array of items or {\"items\": [...]}; got %s)", err, httpbody.Snippet(body))
 	}
 	items := make([]agentplane.ResolverItem, len(wire))
 	for i := range wire {
@@ -143,12 +143,4 @@ func DecodeItems(body []byte) ([]agentplane.ResolverItem, error) {
 		items[i] = wire[i].Item()
 	}
 	return items, nil
-}
-
-func snippet(b []byte) string {
-	const n = 200
-	if len(b) > n {
-		return fmt.Sprintf("%q…", b[:n])
-	}
-	return fmt.Sprintf("%q", b)
 }

@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"time"
+
+	"github.com/agentplane/agentplane/internal/httpbody"
 )
 
 // MaxHTTPBody is the largest response an HTTP tool may return.
@@ -72,7 +72,7 @@ func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 		return nil, Errorf("unreachable", "POST %s: %v", h.URL, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxHTTPBody+1))
+	b, tooLarge, err := httpbody.Read(resp.Body, MaxHTTPBody)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, Errorf("timeout", "POST %s: body not read within %s", h.URL, timeout)
@@ -80,20 +80,12 @@ func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 		return nil, Errorf("read_failed", "POST %s: %v", h.URL, err)
 	}
 	switch {
-	case len(b) > MaxHTTPBody:
+	case tooLarge:
 		return nil, Errorf("too_large", "POST %s: status %d, body larger than %d bytes", h.URL, resp.StatusCode, MaxHTTPBody)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return nil, Errorf("http_status", "POST %s: status %d: %s", h.URL, resp.StatusCode, snippet(b))
+		return nil, Errorf("http_status", "POST %s: status %d: %s", h.URL, resp.StatusCode, httpbody.Snippet(b))
 	case !json.Valid(b):
-		return nil, Errorf("not_json", "POST %s: status %d, body is not JSON: %s", h.URL, resp.StatusCode, snippet(b))
+		return nil, Errorf("not_json", "POST %s: status %d, body is not JSON: %s", h.URL, resp.StatusCode, httpbody.Snippet(b))
 	}
 	return b, nil
-}
-
-func snippet(b []byte) string {
-	const n = 160
-	if len(b) > n {
-		return fmt.Sprintf("%q…", b[:n])
-	}
-	return fmt.Sprintf("%q", b)
 }
