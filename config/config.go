@@ -70,6 +70,9 @@ type Router struct {
 	PickerTTL       time.Duration // how long a pending picker waits
 	ConfirmationTTL time.Duration // how long a pending confirmation waits
 	MaxOptions      int           // most candidates a question lists
+	// ExampleThreshold is the confidence (0..1] a command recognised from
+	// its examples must reach; below it the turn goes to the LLM.
+	ExampleThreshold float64
 }
 
 // Router defaults.
@@ -77,6 +80,9 @@ const (
 	DefaultPickerTTL       = 10 * time.Minute
 	DefaultConfirmationTTL = 5 * time.Minute
 	DefaultMaxOptions      = 5
+	// DefaultExampleThreshold is the example confidence threshold tuned on
+	// CLINC150's validation splits (bench/clinc150).
+	DefaultExampleThreshold = 0.23
 )
 
 // BuiltinTools are the tools every configuration may name without

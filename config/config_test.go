@@ -45,6 +45,7 @@ func TestParseReportsEveryProblem(t *testing.T) {
 		`tools[0].description: missing`,
 		`bad.yaml:44: tools[0].impact: "sometimes": must be read, internal or external`,
 		`bad.yaml:47: router.max_options: must be between 1 and 20`,
+		`bad.yaml:48: router.example_threshold: must be greater than 0 and at most 1`,
 	}
 	for _, w := range want {
 		if !strings.Contains(got, w) {

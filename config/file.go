@@ -116,6 +116,7 @@ type routerFile struct {
 	PickerTTLSeconds       int       `yaml:"picker_ttl_seconds"`
 	ConfirmationTTLSeconds int       `yaml:"confirmation_ttl_seconds"`
 	MaxOptions             int       `yaml:"max_options"`
+	ExampleThreshold       *float64  `yaml:"example_threshold"`
 }
 
 type precondFile struct {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -569,6 +570,15 @@ func (v *validator) checkRouter() Router {
 		PickerTTL:       DefaultPickerTTL,
 		ConfirmationTTL: DefaultConfirmationTTL,
 		MaxOptions:      DefaultMaxOptions,
+
+		ExampleThreshold: DefaultExampleThreshold,
+	}
+	if t := r.ExampleThreshold; t != nil {
+		if *t <= 0 || *t > 1 || math.IsNaN(*t) {
+			v.add("router.example_threshold", "must be greater than 0 and at most 1")
+		} else {
+			out.ExampleThreshold = *t
+		}
 	}
 	if r.Fillers != nil {
 		nonEmpty(v, "router.fillers", *r.Fillers)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/exemplar"
 	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/trigger"
 )
@@ -31,6 +32,10 @@ type Registry struct {
 	fillers     trigger.Fillers
 	settings    config.Router
 	mcpPrefix   map[string]string // MCP server name -> tool name prefix
+	boxCommands map[string][]int  // toolbox id -> indices of its commands
+	detector    *exemplar.Model   // commands recognised from examples; nil without any
+	labelCmd    []int             // example model label -> command index
+	cmdLabel    []int             // command index -> example model label, -1 without examples
 }
 
 // Options configure NewRegistry. The zero value is usable.
@@ -111,6 +116,7 @@ func NewRegistry(cfg *config.Config, opts *Options) (*Registry, error) {
 		}
 		r.sources[id] = src
 	}
+	patterns := make([][]*trigger.Pattern, len(cfg.Commands))
 	for i := range cfg.Commands {
 		c := &cfg.Commands[i]
 		r.commands = append(r.commands, c)
@@ -135,7 +141,27 @@ func NewRegistry(cfg *config.Config, opts *Options) (*Registry, error) {
 				return nil, fmt.Errorf("command %q: %w", c.ID, err)
 			}
 			r.triggers.Add(i, p)
+			patterns[i] = append(patterns[i], p)
 		}
+	}
+	r.boxCommands = map[string][]int{}
+	for _, tb := range r.toolboxes {
+		for _, id := range tb.Commands {
+			if i, ok := r.commandIdx[id]; ok {
+				r.boxCommands[tb.ID] = append(r.boxCommands[tb.ID], i)
+			}
+		}
+	}
+	var err error
+	if r.detector, r.labelCmd, err = trainExamples(r.commands, patterns); err != nil {
+		return nil, fmt.Errorf("examples: %w", err)
+	}
+	r.cmdLabel = make([]int, len(r.commands))
+	for i := range r.cmdLabel {
+		r.cmdLabel[i] = -1
+	}
+	for l, i := range r.labelCmd {
+		r.cmdLabel[i] = l
 	}
 	return r, nil
 }

@@ -3,7 +3,8 @@
 // a trace that says why.
 //
 // The order is fixed (DESIGN.md, "The turn"): a structured selection, a
-// pending confirmation, a pending picker, the slash form, triggers, and
+// pending confirmation, a pending picker, the slash form, triggers, a
+// command recognised from its examples above a confidence threshold, and
 // otherwise continue_with_llm. The router never executes anything; the gate
 // does, and it is the only thing that changes a session.
 //
@@ -569,7 +570,7 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 		}
 	}
 	if evaluated == 0 {
-		return t.llm(agentplane.ReasonNoControlIntent)
+		return t.examples()
 	}
 	return t.done(best) // a continue_with_llm best has its reason traced already
 }

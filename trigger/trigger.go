@@ -292,3 +292,9 @@ func (ph Phrasing) with(w string) Phrasing {
 func clonePhrasings(in []Phrasing) []Phrasing {
 	return append([]Phrasing(nil), in...)
 }
+
+// Words returns the phrasing's literal words with the slot left out, as
+// an example utterance for similarity matching.
+func (ph *Phrasing) Words() []string {
+	return append(append(make([]string, 0, len(ph.Prefix)+len(ph.Suffix)), ph.Prefix...), ph.Suffix...)
+}

@@ -1,0 +1,255 @@
+// Command clinc150 measures the router's example-based command
+// recognition on CLINC150 (Larson et al., 2019; CC BY 3.0), the intent
+// classification benchmark with out-of-scope utterances.
+//
+// It builds a configuration with one launcher command per in-scope intent
+// whose examples are that intent's training utterances, picks the
+// confidence threshold on the validation splits only (val + oos_val: the
+// highest in-scope accuracy whose out-of-scope recall reaches -recall), and
+// reports on the test splits (test + oos_test) what router.Route decides:
+// in-scope accuracy (the intent's command recognised), out-of-scope recall
+// (continue_with_llm), and routing latency on one core.
+//
+//	go run ./bench/clinc150 [-data PATH] [-recall 0.55] [-threshold T] [-intents N]
+//
+// The last line is machine-readable:
+//
+//	in_scope_accuracy=0.xxxx oos_recall=0.xxxx p50_us=N p99_us=N
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/internal/clinc150"
+	"github.com/agentplane/agentplane/router"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "clinc150:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("clinc150", flag.ContinueOnError)
+	fs.SetOutput(out)
+	path := fs.String("data", clinc150.Path(), "CLINC150 data_full.json")
+	recall := fs.Float64("recall", 0.55, "out-of-scope recall the threshold must reach on the validation splits")
+	fixed := fs.Float64("threshold", 0, "use this threshold instead of tuning one (0: tune)")
+	intents := fs.Int("intents", 0, "use only the first N intents (0: all 150), for quick runs")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	runtime.GOMAXPROCS(1) // latency on one core
+	d, err := clinc150.Load(*path)
+	if err != nil {
+		return err
+	}
+	if *intents > 0 {
+		d = subset(d, *intents)
+	}
+	names := d.Intents()
+	fmt.Fprintf(out, "CLINC150 (Larson et al., 2019, CC BY 3.0): %d intents, %d training examples\n", len(names), len(d.Train))
+
+	threshold := *fixed
+	if threshold <= 0 {
+		reg, took, err := build(d, names, config.DefaultExampleThreshold)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "configuration loaded and examples trained in %v\n", took.Round(time.Millisecond))
+		threshold, err = tune(reg, d, *recall, out)
+		if err != nil {
+			return err
+		}
+	}
+	reg, took, err := build(d, names, threshold)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "configuration with example_threshold %.4f loaded and trained in %v\n", threshold, took.Round(time.Millisecond))
+
+	var lat []time.Duration
+	route := func(text string) agentplane.Decision {
+		start := time.Now()
+		dec, err := router.Route(context.Background(), reg, nil, agentplane.TurnInput{Text: text, UI: true, Now: start})
+		lat = append(lat, time.Since(start))
+		if err != nil {
+			return agentplane.Decision{Action: agentplane.ActionContinueLLM}
+		}
+		return dec
+	}
+	for _, u := range d.Val[:min(len(d.Val), 500)] { // warm up
+		route(u.Text)
+	}
+	lat = lat[:0]
+	correct, rejected, falseReject := 0, 0, 0
+	for _, u := range d.Test {
+		dec := route(u.Text)
+		switch {
+		case dec.Action == agentplane.ActionOpenPicker && dec.CommandID == answer(u.Intent):
+			correct++
+		case dec.Action == agentplane.ActionContinueLLM:
+			falseReject++
+		}
+	}
+	for _, u := range d.OOSTest {
+		if route(u.Text).Action == agentplane.ActionContinueLLM {
+			rejected++
+		}
+	}
+	acc := float64(correct) / float64(len(d.Test))
+	rec := float64(rejected) / float64(len(d.OOSTest))
+	slices.Sort(lat)
+	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+	fmt.Fprintf(out, "test: %d in-scope, %d out-of-scope utterances\n", len(d.Test), len(d.OOSTest))
+	fmt.Fprintf(out, "  in-scope accuracy  %.2f %% (%d wrong intent, %d handed to the LLM)\n", 100*acc, len(d.Test)-correct-falseReject, falseReject)
+	fmt.Fprintf(out, "  out-of-scope recall %.2f %%\n", 100*rec)
+	fmt.Fprintf(out, "  route latency, one core: p50 %v, p99 %v, max %v\n", p50.Round(time.Microsecond/10), p99.Round(time.Microsecond/10), lat[len(lat)-1].Round(time.Microsecond))
+	fmt.Fprintf(out, "in_scope_accuracy=%.4f oos_recall=%.4f p50_us=%d p99_us=%d\n", acc, rec, p50.Microseconds(), p99.Microseconds())
+	return nil
+}
+
+// subset keeps the first n intents of every split and a proportional
+// share of the out-of-scope utterances.
+func subset(d *clinc150.Dataset, n int) *clinc150.Dataset {
+	keep := map[string]bool{}
+	for _, in := range d.Intents()[:min(n, len(d.Intents()))] {
+		keep[in] = true
+	}
+	f := func(us []clinc150.Utterance) []clinc150.Utterance {
+		var out []clinc150.Utterance
+		for _, u := range us {
+			if keep[u.Intent] {
+				out = append(out, u)
+			}
+		}
+		return out
+	}
+	share := func(us []clinc150.Utterance) []clinc150.Utterance { return us[:max(1, len(us)*len(keep)/150)] }
+	return &clinc150.Dataset{Train: f(d.Train), Val: f(d.Val), Test: f(d.Test),
+		OOSTrain: share(d.OOSTrain), OOSVal: share(d.OOSVal), OOSTest: share(d.OOSTest)}
+}
+
+// answer is the id of the command an intent's picker selection invokes;
+// an open_picker decision carries it.
+func answer(intent string) string { return "answer_" + intent }
+
+// build writes the benchmark configuration as YAML, as a user would, and
+// loads it: one mode, one toolbox, a launcher per intent with the training
+// utterances as examples. A launcher's picker offers one answer item,
+// taken by the intent's own answer command (which clears the active
+// context), so the decision names the intent.
+func build(d *clinc150.Dataset, names []string, threshold float64) (*router.Registry, time.Duration, error) {
+	examples := map[string][]string{}
+	for _, u := range d.Train {
+		examples[u.Intent] = append(examples[u.Intent], u.Text)
+	}
+	type m = map[string]any
+	var cmds []any
+	var ids []string
+	for _, n := range names {
+		cmds = append(cmds,
+			m{"id": n, "display_name": n, "kind": "launcher", "target_catalog": "answers",
+				"on_select": answer(n), "examples": examples[n]},
+			m{"id": answer(n), "display_name": "Answer " + n, "tool": "agent_clear_active_entity",
+				"parameter": "answer", "resolver": m{"catalog": "answers"}, "clears_active_context": true})
+		ids = append(ids, n, answer(n))
+	}
+	doc := m{
+		"version":   1,
+		"modes":     []any{m{"key": "assistant", "display_name": "Assistant", "default": true, "toolboxes": []string{"intents"}}},
+		"toolboxes": []any{m{"id": "intents", "display_name": "Intents", "catalogs": []string{"answers"}, "commands": ids}},
+		"catalogs": []any{m{"id": "answers", "display_name": "Answers", "entity_type": "answer",
+			"items": []any{m{"id": "answer", "display_name": "Answer"}}}},
+		"commands": cmds,
+		"router":   m{"example_threshold": threshold},
+	}
+	raw, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	cfg, err := config.Parse(raw, "clinc150.yaml", nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	reg, err := router.NewRegistry(cfg, nil)
+	return reg, time.Since(start), err
+}
+
+// tune picks the threshold on the validation splits: among the
+// confidences seen there, the one with the highest in-scope accuracy
+// whose out-of-scope recall reaches want.
+func tune(reg *router.Registry, d *clinc150.Dataset, want float64, out io.Writer) (float64, error) {
+	type obs struct {
+		conf float64
+		ok   bool // in scope and the right command
+		in   bool
+	}
+	var all []obs
+	for _, u := range d.Val {
+		m, found := reg.MatchExamples("assistant", nil, u.Text)
+		all = append(all, obs{conf: m.Confidence, ok: found && m.CommandID == u.Intent, in: true})
+	}
+	for _, u := range d.OOSVal {
+		m, _ := reg.MatchExamples("assistant", nil, u.Text)
+		all = append(all, obs{conf: m.Confidence})
+	}
+	slices.SortFunc(all, func(a, b obs) int { return cmpFloat(a.conf, b.conf) })
+	nin, nout := len(d.Val), len(d.OOSVal)
+	okAbove := 0 // in-scope correct with confidence ≥ the candidate
+	for _, o := range all {
+		if o.ok {
+			okAbove++
+		}
+	}
+	best, bestAcc, bestRec, oosBelow := -1.0, -1.0, 0.0, 0
+	for i := 0; i < len(all); {
+		// candidate threshold all[i].conf: everything from i on is accepted
+		th := all[i].conf
+		acc, rec := float64(okAbove)/float64(nin), float64(oosBelow)/float64(nout)
+		if rec >= want && acc > bestAcc {
+			best, bestAcc, bestRec = th, acc, rec
+		}
+		for j := i; j < len(all) && all[j].conf == th; j++ {
+			if all[j].ok {
+				okAbove--
+			}
+			if !all[j].in {
+				oosBelow++
+			}
+			i = j + 1
+		}
+	}
+	if best <= 0 {
+		return 0, fmt.Errorf("no threshold reaches out-of-scope recall %.2f on the validation splits", want)
+	}
+	fmt.Fprintf(out, "tuned on val + oos_val: threshold %.4f, in-scope accuracy %.2f %%, out-of-scope recall %.2f %%\n", best, 100*bestAcc, 100*bestRec)
+	return best, nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,197 @@
+package router
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/exemplar"
+	"github.com/agentplane/agentplane/resolve"
+	"github.com/agentplane/agentplane/trigger"
+)
+
+// maxTriggerExamples bounds how many phrasings of one trigger pattern
+// become examples, so a pattern with many optional parts does not outweigh
+// the examples written by hand.
+const maxTriggerExamples = 32
+
+// maxSlotWords is the longest run of words tried as a detected command's item.
+const maxSlotWords = 6
+
+// minExamples is how many hand-written examples a command needs before its
+// recognition may rest on similarity alone. With fewer, similarity is not
+// evidence: "show me my calendar" is close to "show me the templates" in
+// letters and words, and a model of five commands is confident about
+// anything. Such a command is recognised only when every word of the
+// utterance (its item and politeness fillers aside) occurs in its
+// examples or triggers: reordered, shortened or recombined phrasings.
+const minExamples = 10
+
+// trainExamples builds the example model from every command's examples
+// and its triggers' phrasings (slot left out). Labels number the commands
+// that have any, in configuration order; it returns the command index of
+// each label, and a nil model when no command has examples.
+func trainExamples(cmds []*agentplane.CommandDefinition, patterns [][]*trigger.Pattern) (*exemplar.Model, []int, error) {
+	var ex []exemplar.Example
+	var labelCmd []int
+	for i, c := range cmds {
+		label := len(labelCmd)
+		for _, e := range c.Examples {
+			ex = append(ex, exemplar.Example{Label: label, Text: e})
+		}
+		for _, p := range patterns[i] {
+			for j := range p.Phrasings[:min(len(p.Phrasings), maxTriggerExamples)] {
+				if w := p.Phrasings[j].Words(); len(w) > 0 {
+					ex = append(ex, exemplar.Example{Label: label, Text: strings.Join(w, " ")})
+				}
+			}
+		}
+		if len(ex) > 0 && ex[len(ex)-1].Label == label {
+			labelCmd = append(labelCmd, i)
+		}
+	}
+	if len(ex) == 0 {
+		return nil, nil, nil
+	}
+	m, err := exemplar.Train(ex, nil)
+	return m, labelCmd, err
+}
+
+// examples recognises an active command from the examples when no trigger
+// matched. Below the confidence threshold the turn goes to the LLM. A
+// recognised launcher opens its picker; a recognised executable command
+// still needs its item named in the utterance (the longest run of words
+// that resolves strictly in its source): an item id is never guessed.
+func (t *turn) examples() (agentplane.Decision, error) {
+	r, ok := t.reg.classify(t.mode, t.in.Roles, t.normalizedWords())
+	if !ok {
+		return t.llm(agentplane.ReasonNoControlIntent)
+	}
+	cmd := t.reg.commands[t.reg.labelCmd[r.Label]]
+	conf, th := r.Confidence(), t.reg.settings.ExampleThreshold
+	verdict := " ≥ "
+	if conf < th {
+		verdict = " < "
+	}
+	t.tracep("examples: nearest command ", cmd.ID, ", confidence ", ftoa(conf), verdict, "threshold ", ftoa(th),
+		" (probability ", ftoa(r.Probability), ", similarity ", ftoa(r.Similarity), ", word coverage ", ftoa(r.Coverage), ")")
+	for _, n := range r.Nearest {
+		t.tracep("  example \"", n.Text, "\" similarity ", ftoa(n.Similarity))
+	}
+	if conf < th {
+		return t.llm(agentplane.ReasonNoControlIntent)
+	}
+	if cmd.Kind == agentplane.KindLauncher {
+		if len(cmd.Examples) < minExamples {
+			if w, ok := t.unknownWord(cmd, t.normalizedWords(), 0, 0); ok {
+				t.tracep("examples: \"", w, "\" occurs in no example or trigger of ", cmd.ID,
+					", which has fewer than ", strconv.Itoa(minExamples), " examples")
+				return t.llm(agentplane.ReasonNoControlIntent)
+			}
+		}
+		return t.done(t.browse(cmd))
+	}
+	return t.done(t.namedItem(cmd))
+}
+
+// namedItem looks for the item of a command recognised from its examples:
+// the longest, then earliest, run of the utterance's words that resolves
+// strictly in the command's source. Every other word must occur in the
+// command's examples or triggers (or be a politeness filler): an action
+// is taken only on words its author wrote down, so "don't switch to ddr
+// mode" and "should I switch to ddr mode?" never switch.
+func (t *turn) namedItem(cmd *agentplane.CommandDefinition) agentplane.Decision {
+	unresolved := agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonNoControlIntent}
+	if !t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) {
+		t.tracef("%s is not active in mode %q", cmd.Source, t.mode)
+		return unresolved
+	}
+	ix, err := t.index(cmd.Source)
+	if err != nil {
+		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonSourceUnavailable}
+	}
+	words := t.normalizedWords()
+	for n := min(len(words), maxSlotWords); n > 0; n-- {
+		for s := 0; s+n <= len(words); s++ {
+			span := t.slotText(words, s, s+n)
+			if res := ix.ResolveExact(span, 2); res.Strict() {
+				item := ix.Item(res.Items[0])
+				k, id := kindOf(cmd.Source)
+				t.tracep("item named in the utterance: \"", span, "\" is ", item.Header.ID, " in ", k, id)
+				if w, ok := t.unknownWord(cmd, words, s, s+n); ok && w == "" {
+					t.tracep("examples: the utterance names only the item; nothing asks for ", cmd.ID)
+					return unresolved
+				} else if ok {
+					t.tracep("examples: \"", w, "\" occurs in no example or trigger of ", cmd.ID, "; not acting on it")
+					return unresolved
+				}
+				return t.invokeOrConfirm(cmd, item)
+			}
+		}
+	}
+	t.tracep(cmd.ID, " recognised, but no item of its source is named in the utterance")
+	return unresolved
+}
+
+// unknownWord returns a word outside words[s:e] and the leading and
+// trailing politeness fillers that occurs in no example or trigger of cmd.
+// When no word is left to check — the utterance is the item and fillers —
+// it returns "" and true: nothing in the utterance asks for the command.
+func (t *turn) unknownWord(cmd *agentplane.CommandDefinition, words []string, s, e int) (string, bool) {
+	label := t.reg.cmdLabel[t.reg.commandIdx[cmd.ID]]
+	kept := t.reg.fillers.Strip(words)
+	base := cap(words) - cap(kept) // index of kept[0] in words
+	checked := 0
+	for i, w := range kept {
+		if j := base + i; j >= s && j < e {
+			continue
+		}
+		checked++
+		if !t.reg.detector.Knows(label, w) {
+			return w, true
+		}
+	}
+	return "", checked == 0
+}
+
+// classify runs the example model over the commands active in the mode
+// for the roles that have examples.
+func (r *Registry) classify(mode string, roles []string, words []string) (exemplar.Result, bool) {
+	if r.detector == nil || len(words) == 0 {
+		return exemplar.Result{}, false
+	}
+	active := make([]bool, len(r.commands))
+	for _, tb := range r.modeBoxes[mode] {
+		if tb.Allows(roles) {
+			for _, i := range r.boxCommands[tb.ID] {
+				active[i] = true
+			}
+		}
+	}
+	res := r.detector.Classify(words, func(l int) bool { return active[r.labelCmd[l]] })
+	return res, res.Label >= 0
+}
+
+// ExampleMatch is the command an utterance is nearest to by the examples,
+// before the confidence threshold and the other checks Route applies.
+type ExampleMatch struct {
+	CommandID   string
+	Confidence  float64 // what Route compares with router.example_threshold
+	Probability float64 // the command's probability among the active commands with examples
+	Similarity  float64 // cosine similarity to its nearest example
+	Nearest     []exemplar.Neighbor
+}
+
+// MatchExamples returns the active command nearest to text by the
+// examples, for tuning a threshold or explaining a decision. It reports
+// false when no active command has examples or text has no words.
+func (r *Registry) MatchExamples(mode string, roles []string, text string) (ExampleMatch, bool) {
+	res, ok := r.classify(mode, roles, resolve.Fields(nil, resolve.Normalize(text)))
+	if !ok {
+		return ExampleMatch{}, false
+	}
+	return ExampleMatch{CommandID: r.commands[r.labelCmd[res.Label]].ID, Confidence: res.Confidence(),
+		Probability: res.Probability, Similarity: res.Similarity, Nearest: res.Nearest}, true
+}
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
