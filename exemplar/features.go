@@ -15,7 +15,7 @@ const (
 
 const (
 	minGram = 3 // shortest character n-gram, counting the word-boundary marks
-	maxGram = 5 // longest
+	maxGram = 4 // longest (5-grams cost time and, measured on CLINC150 val, a little accuracy)
 )
 
 // fnv-1a, 64 bits.

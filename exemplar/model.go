@@ -279,15 +279,17 @@ type Result struct {
 	Nearest     []Neighbor // Label's nearest examples, most similar first (at most 3)
 }
 
-// Confidence is the evidence a caller thresholds on: the label's
-// probability scaled by how close the utterance is to one of its examples.
-// Probability alone is not enough: among few labels, any text gets a
-// confident label; similarity keeps what resembles no example out.
+// Confidence is the evidence a caller thresholds on, 0..1: the geometric
+// mean of the label's probability and its similarity to its nearest
+// example, scaled by the share of the utterance's features the model
+// knows. Probability alone is not enough: among few labels any text gets
+// a confident label; similarity keeps out what resembles no example, and
+// unknown words mark what no example speaks of.
 func (r *Result) Confidence() float64 {
 	if r.Label < 0 {
 		return 0
 	}
-	return math.Sqrt(r.Probability * r.Similarity)
+	return math.Sqrt(r.Probability*r.Similarity) * r.Known
 }
 
 // coverage is the share of the words that occur in the label's examples.

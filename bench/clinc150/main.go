@@ -73,9 +73,20 @@ func run(args []string, out io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(out, "configuration loaded and examples trained in %v\n", took.Round(time.Millisecond))
-		threshold, err = tune(reg, d, *recall, out)
-		if err != nil {
+		if threshold, err = tune(reg, d, *recall, out); err != nil {
 			return err
+		}
+		// The trade-off: thresholds tuned for other recall targets, and
+		// what they give on the test splits (by MatchExamples, which is
+		// what Route thresholds for this configuration).
+		fmt.Fprintln(out, "trade-off (threshold tuned on val for a recall target -> test):")
+		for _, want := range []float64{0.45, 0.55, 0.65, 0.75, 0.85} {
+			th, err := tune(reg, d, want, io.Discard)
+			if err != nil {
+				continue
+			}
+			acc, rec := score(reg, d, th)
+			fmt.Fprintf(out, "  val recall >= %.2f: threshold %.4f -> test in-scope accuracy %.2f %%, out-of-scope recall %.2f %%\n", want, th, 100*acc, 100*rec)
 		}
 	}
 	reg, took, err := build(d, names, threshold)
@@ -242,6 +253,23 @@ func tune(reg *router.Registry, d *clinc150.Dataset, want float64, out io.Writer
 	}
 	fmt.Fprintf(out, "tuned on val + oos_val: threshold %.4f, in-scope accuracy %.2f %%, out-of-scope recall %.2f %%\n", best, 100*bestAcc, 100*bestRec)
 	return best, nil
+}
+
+// score is in-scope accuracy and out-of-scope recall on the test splits
+// at a threshold, from the example matches.
+func score(reg *router.Registry, d *clinc150.Dataset, th float64) (acc, rec float64) {
+	ok, rej := 0, 0
+	for _, u := range d.Test {
+		if m, found := reg.MatchExamples("assistant", nil, u.Text); found && m.Confidence >= th && m.CommandID == u.Intent {
+			ok++
+		}
+	}
+	for _, u := range d.OOSTest {
+		if m, found := reg.MatchExamples("assistant", nil, u.Text); !found || m.Confidence < th {
+			rej++
+		}
+	}
+	return float64(ok) / float64(len(d.Test)), float64(rej) / float64(len(d.OOSTest))
 }
 
 func cmpFloat(a, b float64) int {
