@@ -273,6 +273,7 @@ type Result struct {
 	Label       int        // the most likely allowed label; -1 when none
 	Probability float64    // its softmax probability among the allowed labels
 	Runner      int        // the second most likely allowed label; -1 when none
+	Allowed     int        // how many labels were allowed
 	Similarity  float64    // cosine similarity to Label's nearest example
 	Known       float64    // share of the utterance's distinct features the model knows
 	Coverage    float64    // share of the utterance's words that occur in Label's examples
@@ -285,7 +286,7 @@ type Result struct {
 // knows. Probability alone is not enough: among few labels any text gets
 // a confident label; similarity keeps out what resembles no example, and
 // unknown words mark what no example speaks of.
-func (r *Result) Confidence() float64 {
+func (r Result) Confidence() float64 {
 	if r.Label < 0 {
 		return 0
 	}
@@ -328,6 +329,7 @@ func (m *Model) Classify(words []string, allowed func(label int) bool) Result {
 		if allowed != nil && !allowed(k) {
 			continue
 		}
+		r.Allowed++
 		switch {
 		case r.Label < 0 || p > s.scores[r.Label]:
 			r.Runner, r.Label = r.Label, k

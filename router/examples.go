@@ -18,14 +18,19 @@ const maxTriggerExamples = 32
 // maxSlotWords is the longest run of words tried as a detected command's item.
 const maxSlotWords = 6
 
-// minExamples is how many hand-written examples a command needs before its
-// recognition may rest on similarity alone. With fewer, similarity is not
-// evidence: "show me my calendar" is close to "show me the templates" in
-// letters and words, and a model of five commands is confident about
-// anything. Such a command is recognised only when every word of the
-// utterance (its item and politeness fillers aside) occurs in its
-// examples or triggers: reordered, shortened or recombined phrasings.
-const minExamples = 10
+// Recognition rests on similarity alone only for a launcher with at least
+// minExamples hand-written examples, chosen among at least minCommands
+// active commands with examples. Otherwise similarity is not evidence:
+// "show me my calendar" is close to "show me the templates" in letters and
+// words, and a model of a handful of commands is confident about anything.
+// Such a command is recognised only when every word of the utterance (its
+// item and politeness fillers aside) occurs in its examples or triggers:
+// reordered, shortened or recombined phrasings of what its author wrote.
+// An executable command, which acts on an item, is always held to that.
+const (
+	minExamples = 20
+	minCommands = 20
+)
 
 // trainExamples builds the example model from every command's examples
 // and its triggers' phrasings (slot left out). Labels number the commands
@@ -82,10 +87,10 @@ func (t *turn) examples() (agentplane.Decision, error) {
 		return t.llm(agentplane.ReasonNoControlIntent)
 	}
 	if cmd.Kind == agentplane.KindLauncher {
-		if len(cmd.Examples) < minExamples {
+		if len(cmd.Examples) < minExamples || r.Allowed < minCommands {
 			if w, ok := t.unknownWord(cmd, t.normalizedWords(), 0, 0); ok {
-				t.tracep("examples: \"", w, "\" occurs in no example or trigger of ", cmd.ID,
-					", which has fewer than ", strconv.Itoa(minExamples), " examples")
+				t.tracep("examples: \"", w, "\" occurs in no example or trigger of ", cmd.ID, " (similarity alone decides only for ",
+					strconv.Itoa(minExamples), "+ examples among ", strconv.Itoa(minCommands), "+ commands)")
 				return t.llm(agentplane.ReasonNoControlIntent)
 			}
 		}

@@ -27,8 +27,6 @@ import (
 	"slices"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/internal/clinc150"
@@ -55,20 +53,26 @@ func run(args []string, out io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if *recall <= 0 || *recall > 1 {
+		return fmt.Errorf("-recall %v: must be greater than 0 and at most 1", *recall)
+	}
+	if *fixed < 0 || *fixed > 1 {
+		return fmt.Errorf("-threshold %v: must be between 0 (tune) and 1", *fixed)
+	}
 	runtime.GOMAXPROCS(1) // latency on one core
 	d, err := clinc150.Load(*path)
 	if err != nil {
 		return err
 	}
 	if *intents > 0 {
-		d = subset(d, *intents)
+		d = d.Subset(*intents)
 	}
 	names := d.Intents()
 	fmt.Fprintf(out, "CLINC150 (Larson et al., 2019, CC BY 3.0): %d intents, %d training examples\n", len(names), len(d.Train))
 
 	threshold := *fixed
 	if threshold <= 0 {
-		reg, took, err := build(d, names, config.DefaultExampleThreshold)
+		reg, took, err := build(d, config.DefaultExampleThreshold)
 		if err != nil {
 			return err
 		}
@@ -89,7 +93,7 @@ func run(args []string, out io.Writer) error {
 			fmt.Fprintf(out, "  val recall >= %.2f: threshold %.4f -> test in-scope accuracy %.2f %%, out-of-scope recall %.2f %%\n", want, th, 100*acc, 100*rec)
 		}
 	}
-	reg, took, err := build(d, names, threshold)
+	reg, took, err := build(d, threshold)
 	if err != nil {
 		return err
 	}
@@ -113,7 +117,7 @@ func run(args []string, out io.Writer) error {
 	for _, u := range d.Test {
 		dec := route(u.Text)
 		switch {
-		case dec.Action == agentplane.ActionOpenPicker && dec.CommandID == answer(u.Intent):
+		case dec.Action == agentplane.ActionOpenPicker && dec.CommandID == clinc150.Answer(u.Intent):
 			correct++
 		case dec.Action == agentplane.ActionContinueLLM:
 			falseReject++
@@ -136,62 +140,9 @@ func run(args []string, out io.Writer) error {
 	return nil
 }
 
-// subset keeps the first n intents of every split and a proportional
-// share of the out-of-scope utterances.
-func subset(d *clinc150.Dataset, n int) *clinc150.Dataset {
-	keep := map[string]bool{}
-	for _, in := range d.Intents()[:min(n, len(d.Intents()))] {
-		keep[in] = true
-	}
-	f := func(us []clinc150.Utterance) []clinc150.Utterance {
-		var out []clinc150.Utterance
-		for _, u := range us {
-			if keep[u.Intent] {
-				out = append(out, u)
-			}
-		}
-		return out
-	}
-	share := func(us []clinc150.Utterance) []clinc150.Utterance { return us[:max(1, len(us)*len(keep)/150)] }
-	return &clinc150.Dataset{Train: f(d.Train), Val: f(d.Val), Test: f(d.Test),
-		OOSTrain: share(d.OOSTrain), OOSVal: share(d.OOSVal), OOSTest: share(d.OOSTest)}
-}
-
-// answer is the id of the command an intent's picker selection invokes;
-// an open_picker decision carries it.
-func answer(intent string) string { return "answer_" + intent }
-
-// build writes the benchmark configuration as YAML, as a user would, and
-// loads it: one mode, one toolbox, a launcher per intent with the training
-// utterances as examples. A launcher's picker offers one answer item,
-// taken by the intent's own answer command (which clears the active
-// context), so the decision names the intent.
-func build(d *clinc150.Dataset, names []string, threshold float64) (*router.Registry, time.Duration, error) {
-	examples := map[string][]string{}
-	for _, u := range d.Train {
-		examples[u.Intent] = append(examples[u.Intent], u.Text)
-	}
-	type m = map[string]any
-	var cmds []any
-	var ids []string
-	for _, n := range names {
-		cmds = append(cmds,
-			m{"id": n, "display_name": n, "kind": "launcher", "target_catalog": "answers",
-				"on_select": answer(n), "examples": examples[n]},
-			m{"id": answer(n), "display_name": "Answer " + n, "tool": "agent_clear_active_entity",
-				"parameter": "answer", "resolver": m{"catalog": "answers"}, "clears_active_context": true})
-		ids = append(ids, n, answer(n))
-	}
-	doc := m{
-		"version":   1,
-		"modes":     []any{m{"key": "assistant", "display_name": "Assistant", "default": true, "toolboxes": []string{"intents"}}},
-		"toolboxes": []any{m{"id": "intents", "display_name": "Intents", "catalogs": []string{"answers"}, "commands": ids}},
-		"catalogs": []any{m{"id": "answers", "display_name": "Answers", "entity_type": "answer",
-			"items": []any{m{"id": "answer", "display_name": "Answer"}}}},
-		"commands": cmds,
-		"router":   m{"example_threshold": threshold},
-	}
-	raw, err := yaml.Marshal(doc)
+// build loads the benchmark configuration and compiles it.
+func build(d *clinc150.Dataset, threshold float64) (*router.Registry, time.Duration, error) {
+	raw, err := d.Config(threshold)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -215,11 +166,11 @@ func tune(reg *router.Registry, d *clinc150.Dataset, want float64, out io.Writer
 	}
 	var all []obs
 	for _, u := range d.Val {
-		m, found := reg.MatchExamples("assistant", nil, u.Text)
+		m, found := reg.MatchExamples(clinc150.Mode, nil, u.Text)
 		all = append(all, obs{conf: m.Confidence, ok: found && m.CommandID == u.Intent, in: true})
 	}
 	for _, u := range d.OOSVal {
-		m, _ := reg.MatchExamples("assistant", nil, u.Text)
+		m, _ := reg.MatchExamples(clinc150.Mode, nil, u.Text)
 		all = append(all, obs{conf: m.Confidence})
 	}
 	slices.SortFunc(all, func(a, b obs) int { return cmpFloat(a.conf, b.conf) })
@@ -260,12 +211,12 @@ func tune(reg *router.Registry, d *clinc150.Dataset, want float64, out io.Writer
 func score(reg *router.Registry, d *clinc150.Dataset, th float64) (acc, rec float64) {
 	ok, rej := 0, 0
 	for _, u := range d.Test {
-		if m, found := reg.MatchExamples("assistant", nil, u.Text); found && m.Confidence >= th && m.CommandID == u.Intent {
+		if m, found := reg.MatchExamples(clinc150.Mode, nil, u.Text); found && m.Confidence >= th && m.CommandID == u.Intent {
 			ok++
 		}
 	}
 	for _, u := range d.OOSTest {
-		if m, found := reg.MatchExamples("assistant", nil, u.Text); !found || m.Confidence < th {
+		if m, found := reg.MatchExamples(clinc150.Mode, nil, u.Text); !found || m.Confidence < th {
 			rej++
 		}
 	}

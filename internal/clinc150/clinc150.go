@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // OutOfScope is the intent of every out-of-scope utterance.
@@ -76,4 +78,65 @@ func (d *Dataset) Intents() []string {
 		}
 	}
 	return out
+}
+
+// Subset keeps the first n intents of every split and a proportional share
+// of the out-of-scope utterances, for quick runs.
+func (d *Dataset) Subset(n int) *Dataset {
+	intents := d.Intents()
+	keep := map[string]bool{}
+	for _, in := range intents[:min(n, len(intents))] {
+		keep[in] = true
+	}
+	f := func(us []Utterance) []Utterance {
+		var out []Utterance
+		for _, u := range us {
+			if keep[u.Intent] {
+				out = append(out, u)
+			}
+		}
+		return out
+	}
+	share := func(us []Utterance) []Utterance { return us[:max(1, len(us)*len(keep)/len(intents))] }
+	return &Dataset{Train: f(d.Train), Val: f(d.Val), Test: f(d.Test),
+		OOSTrain: share(d.OOSTrain), OOSVal: share(d.OOSVal), OOSTest: share(d.OOSTest)}
+}
+
+// Mode is the one mode of the configuration Config writes.
+const Mode = "assistant"
+
+// Answer is the id of the command an intent's picker selection invokes;
+// an open_picker decision for the intent carries it.
+func Answer(intent string) string { return "answer_" + intent }
+
+// Config writes, as YAML a user could have written, a configuration with
+// one launcher command per in-scope intent whose examples are its
+// training utterances, and the example threshold. A launcher's picker
+// offers one answer item, taken by the intent's own answer command (which
+// clears the active context), so the decision names the intent.
+func (d *Dataset) Config(threshold float64) ([]byte, error) {
+	examples := map[string][]string{}
+	for _, u := range d.Train {
+		examples[u.Intent] = append(examples[u.Intent], u.Text)
+	}
+	type m = map[string]any
+	var cmds []any
+	var ids []string
+	for _, n := range d.Intents() {
+		cmds = append(cmds,
+			m{"id": n, "display_name": n, "kind": "launcher", "target_catalog": "answers",
+				"on_select": Answer(n), "examples": examples[n]},
+			m{"id": Answer(n), "display_name": "Answer " + n, "tool": "agent_clear_active_entity",
+				"parameter": "answer", "resolver": m{"catalog": "answers"}, "clears_active_context": true})
+		ids = append(ids, n, Answer(n))
+	}
+	return yaml.Marshal(m{
+		"version":   1,
+		"modes":     []any{m{"key": Mode, "display_name": "Assistant", "default": true, "toolboxes": []string{"intents"}}},
+		"toolboxes": []any{m{"id": "intents", "display_name": "Intents", "catalogs": []string{"answers"}, "commands": ids}},
+		"catalogs": []any{m{"id": "answers", "display_name": "Answers", "entity_type": "answer",
+			"items": []any{m{"id": "answer", "display_name": "Answer"}}}},
+		"commands": cmds,
+		"router":   m{"example_threshold": threshold},
+	})
 }

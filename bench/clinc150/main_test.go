@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestRun runs the benchmark on 25 intents and checks the report's last
+// line, which scripts read.
+func TestRun(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"-intents", "25"}, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var acc, rec float64
+	var p50, p99 int
+	if _, err := fmt.Sscanf(lines[len(lines)-1], "in_scope_accuracy=%f oos_recall=%f p50_us=%d p99_us=%d", &acc, &rec, &p50, &p99); err != nil {
+		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+	}
+	if acc < 0.9 || rec <= 0 || p50 <= 0 || p99 < p50 {
+		t.Errorf("implausible report: %q", lines[len(lines)-1])
+	}
+	if !strings.Contains(out.String(), "tuned on val + oos_val: threshold") {
+		t.Errorf("no tuning line:\n%s", out.String())
+	}
+}
+
+func TestRunRejectsBadArguments(t *testing.T) {
+	for _, args := range [][]string{{"-data", "/nonexistent/data_full.json"}, {"extra"}, {"-recall", "1.5"}} {
+		var out bytes.Buffer
+		if err := run(args, &out); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package router_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/internal/clinc150"
+	"github.com/agentplane/agentplane/router"
+)
+
+// TestExamplesOnCLINC150Subset routes the validation utterances of 25
+// CLINC150 intents through a configuration whose launchers have the
+// intents' training utterances as examples. Most validation utterances use
+// words no example of their intent has, so this passes only when
+// similarity (not word overlap) recognises them.
+func TestExamplesOnCLINC150Subset(t *testing.T) {
+	d, err := clinc150.Load(clinc150.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = d.Subset(25)
+	raw, err := d.Config(config.DefaultExampleThreshold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(raw, "clinc150.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := router.NewRegistry(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for _, u := range d.Val {
+		dec, err := router.Route(context.Background(), reg, nil, agentplane.TurnInput{Text: u.Text, UI: true, Now: now})
+		if err != nil {
+			t.Fatalf("%q: %v", u.Text, err)
+		}
+		if dec.Action == agentplane.ActionOpenPicker && dec.CommandID == clinc150.Answer(u.Intent) {
+			ok++
+		}
+	}
+	acc := float64(ok) / float64(len(d.Val))
+	t.Logf("%d intents: %d of %d validation utterances recognised (%.4f)", 25, ok, len(d.Val), acc)
+	if len(d.Val) != 500 || acc < 0.9 {
+		t.Errorf("recognised %.4f of %d; want ≥ 0.9 of 500", acc, len(d.Val))
+	}
+}
