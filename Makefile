@@ -23,11 +23,14 @@ fuzz: ## fuzz every parser and decoder for 30s each
 	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./trigger
 	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./config
 	go test -run='^$$' -fuzz='^FuzzRoute$$' -fuzztime=30s ./router
+	go test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=30s ./exemplar
 	go test -run='^$$' -fuzz='^FuzzRouteLine$$' -fuzztime=30s ./cmd/agentplane
 	go test -run='^$$' -fuzz='^FuzzVerifyJSONL$$' -fuzztime=30s ./audit
 
-bench: ## the README's benchmarks: routing, indexing, the gate, durable stores
+bench: ## the README's benchmarks: routing, indexing, examples, the gate, durable stores
 	go test -run='^$$' -bench='BenchmarkRoute' -cpu 1 -count 3 ./router
+	go test -run='^$$' -bench='BenchmarkTrain|BenchmarkClassify' -cpu 1 -count 3 ./exemplar
+	go run ./bench/clinc150
 	go test -run='^$$' -bench='BenchmarkNewIndex|BenchmarkLoadJSON' -cpu 1 -benchtime 1x ./resolve
 	go test -run='^$$' -bench='BenchmarkRouteCommand' -cpu 1 -count 3 ./cmd/agentplane
 	go test -run='^$$' -bench='BenchmarkExecute' -cpu 1 -count 3 ./gate

@@ -225,18 +225,22 @@ func (m *Model) scores(v *vector, out []float32) {
 	}
 }
 
+func isAllowed(allowed []bool, label int) bool {
+	return allowed == nil || label < len(allowed) && allowed[label]
+}
+
 // softmax turns scores into probabilities over the labels allowed (all
 // when allowed is nil); the others get zero.
-func softmax(s []float32, allowed func(int) bool) {
+func softmax(s []float32, allowed []bool) {
 	top := float32(math.Inf(-1))
 	for k, x := range s {
-		if (allowed == nil || allowed(k)) && x > top {
+		if isAllowed(allowed, k) && x > top {
 			top = x
 		}
 	}
 	var sum float64
 	for k, x := range s {
-		if allowed != nil && !allowed(k) {
+		if !isAllowed(allowed, k) {
 			s[k] = 0
 			continue
 		}
@@ -314,8 +318,9 @@ func (m *Model) Knows(label int, word string) bool {
 }
 
 // Classify finds the most likely label for the normalized words among the
-// labels allowed (all when allowed is nil) and its nearest examples.
-func (m *Model) Classify(words []string, allowed func(label int) bool) Result {
+// labels allowed (allowed[label]; all when allowed is nil, none beyond
+// len(allowed) otherwise) and its nearest examples.
+func (m *Model) Classify(words []string, allowed []bool) Result {
 	r := Result{Label: -1, Runner: -1}
 	s := m.scratch.Get().(*scratch)
 	defer m.scratch.Put(s)
@@ -326,7 +331,7 @@ func (m *Model) Classify(words []string, allowed func(label int) bool) Result {
 	m.scores(&s.vec, s.scores)
 	softmax(s.scores, allowed)
 	for k, p := range s.scores {
-		if allowed != nil && !allowed(k) {
+		if !isAllowed(allowed, k) {
 			continue
 		}
 		r.Allowed++

@@ -79,14 +79,14 @@ func TestConfidenceSeparatesStrangers(t *testing.T) {
 func TestAllowedRestrictsLabels(t *testing.T) {
 	m := train(t, weather)
 	w := words("what is the weather in paris")
-	r := m.Classify(w, func(l int) bool { return l != 0 })
+	r := m.Classify(w, []bool{false, true, true})
 	if r.Label == 0 || r.Label < 0 {
 		t.Fatalf("label %d with label 0 disallowed", r.Label)
 	}
 	if r.Runner == 0 || r.Runner == r.Label {
 		t.Errorf("runner-up %d", r.Runner)
 	}
-	if r = m.Classify(w, func(int) bool { return false }); r.Label != -1 || r.Confidence() != 0 || r.Nearest != nil {
+	if r = m.Classify(w, make([]bool, 3)); r.Label != -1 || r.Confidence() != 0 || r.Nearest != nil {
 		t.Errorf("nothing allowed: %+v", r)
 	}
 }

@@ -78,10 +78,17 @@ func (t *turn) examples() (agentplane.Decision, error) {
 	if conf < th {
 		verdict = " < "
 	}
-	t.tracep("examples: nearest command ", cmd.ID, ", confidence ", ftoa(conf), verdict, "threshold ", ftoa(th),
-		" (probability ", ftoa(r.Probability), ", similarity ", ftoa(r.Similarity), ", word coverage ", ftoa(r.Coverage), ")")
+	t.buf = append(t.buf, "examples: nearest command "...)
+	t.buf = append(t.buf, cmd.ID...)
+	t.buf = appendNum(append(t.buf, ", confidence "...), conf)
+	t.buf = appendNum(append(append(t.buf, verdict...), "threshold "...), th)
+	t.buf = appendNum(append(t.buf, " (probability "...), r.Probability)
+	t.buf = appendNum(append(t.buf, ", similarity "...), r.Similarity)
+	t.buf = appendNum(append(t.buf, ", word coverage "...), r.Coverage)
+	t.buf = append(t.buf, ")\n"...)
 	for _, n := range r.Nearest {
-		t.tracep("  example \"", n.Text, "\" similarity ", ftoa(n.Similarity))
+		t.buf = append(append(append(t.buf, "  example \""...), n.Text...), "\" similarity "...)
+		t.buf = append(appendNum(t.buf, n.Similarity), '\n')
 	}
 	if conf < th {
 		return t.llm(agentplane.ReasonNoControlIntent)
@@ -165,15 +172,23 @@ func (r *Registry) classify(mode string, roles []string, words []string) (exempl
 	if r.detector == nil || len(words) == 0 {
 		return exemplar.Result{}, false
 	}
-	active := make([]bool, len(r.commands))
+	var buf [64]bool
+	allowed := buf[:0]
+	if n := len(r.labelCmd); n <= len(buf) {
+		allowed = buf[:n]
+	} else {
+		allowed = make([]bool, n)
+	}
 	for _, tb := range r.modeBoxes[mode] {
 		if tb.Allows(roles) {
 			for _, i := range r.boxCommands[tb.ID] {
-				active[i] = true
+				if l := r.cmdLabel[i]; l >= 0 {
+					allowed[l] = true
+				}
 			}
 		}
 	}
-	res := r.detector.Classify(words, func(l int) bool { return active[r.labelCmd[l]] })
+	res := r.detector.Classify(words, allowed)
 	return res, res.Label >= 0
 }
 
@@ -199,4 +214,5 @@ func (r *Registry) MatchExamples(mode string, roles []string, text string) (Exam
 		Probability: res.Probability, Similarity: res.Similarity, Nearest: res.Nearest}, true
 }
 
-func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
+// appendNum appends f with three decimals.
+func appendNum(b []byte, f float64) []byte { return strconv.AppendFloat(b, f, 'f', 3, 64) }
