@@ -76,25 +76,6 @@ type vector struct {
 	vals []float32
 }
 
-// dot is the cosine similarity of two normalized vectors.
-func (v *vector) dot(o *vector) float32 {
-	var s float32
-	i, j := 0, 0
-	for i < len(v.ids) && j < len(o.ids) {
-		switch a, b := v.ids[i], o.ids[j]; {
-		case a == b:
-			s += v.vals[i] * o.vals[j]
-			i++
-			j++
-		case a < b:
-			i++
-		default:
-			j++
-		}
-	}
-	return s
-}
-
 // dotDense is the dot product with a vector held densely by feature id.
 func (v *vector) dotDense(d []float32) float32 {
 	var s float32

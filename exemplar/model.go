@@ -65,17 +65,16 @@ func (o *Options) withDefaults() Options {
 
 // Model is a trained classifier. It is immutable and safe for concurrent use.
 type Model struct {
-	labels     int
-	features   map[uint64]int32 // feature hash -> id; ids ascend with hashes
-	idf        []float32        // by feature id
-	unknownIDF float64          // the inverse document frequency of a feature no example has
-	w          []float32        // feature-major: w[f*labels+c]
-	bias       []float32        // by label
-	examples   []Example
-	vecs       []vector           // by example
-	byLabel    [][]int32          // example indices of each label
-	vocab      map[uint64][]int32 // word hash -> labels whose examples use the word, ascending
-	scratch    sync.Pool          // *scratch
+	labels   int
+	features map[uint64]int32 // feature hash -> id; ids ascend with hashes
+	idf      []float32        // by feature id
+	w        []float32        // feature-major: w[f*labels+c]
+	bias     []float32        // by label
+	examples []Example
+	vecs     []vector           // by example
+	byLabel  [][]int32          // example indices of each label
+	vocab    map[uint64][]int32 // word hash -> labels whose examples use the word, ascending
+	scratch  sync.Pool          // *scratch
 }
 
 type scratch struct {

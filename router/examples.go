@@ -173,7 +173,7 @@ func (r *Registry) classify(mode string, roles []string, words []string) (exempl
 		return exemplar.Result{}, false
 	}
 	var buf [64]bool
-	allowed := buf[:0]
+	var allowed []bool
 	if n := len(r.labelCmd); n <= len(buf) {
 		allowed = buf[:n]
 	} else {
