@@ -18,6 +18,36 @@ import (
 // each execution a state-changing built-in command (set_mode, alternating).
 // It reports exec/s.
 func BenchExecute(b *testing.B, store gate.Store, sessions int) {
+	exec := executor(b, store, sessions)
+	b.ResetTimer()
+	b.ReportMetric(parallel(b, sessions, exec), "exec/s")
+}
+
+// BenchCompare alternates, b.N rounds of slice each, raw one-row insert
+// transactions from one writer and durable gate executions from sessions
+// concurrent sessions, so both meet the same disk (whose speed drifts on a
+// shared machine), and reports both rates and their ratio.
+func BenchCompare(b *testing.B, store gate.Store, sessions int, slice time.Duration, insert func() error) {
+	exec := executor(b, store, sessions)
+	var raw, execs int
+	var rawTime, execTime time.Duration
+	rawNext, execNext := make([]int, 1), make([]int, sessions)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n, d := runFor(b, rawNext, slice, func(int, int) error { return insert() })
+		raw, rawTime = raw+n, rawTime+d
+		n, d = runFor(b, execNext, slice, exec)
+		execs, execTime = execs+n, execTime+d
+	}
+	rawRate, execRate := float64(raw)/rawTime.Seconds(), float64(execs)/execTime.Seconds()
+	b.ReportMetric(rawRate, "insert/s")
+	b.ReportMetric(execRate, "exec/s")
+	b.ReportMetric(execRate/rawRate, "ratio")
+}
+
+// executor opens sessions sessions through a gate on store and returns
+// the benchmark's operation: the op-th execution of a worker's session.
+func executor(b *testing.B, store gate.Store, sessions int) func(worker, op int) error {
 	cfg, err := demo.Config(nil)
 	if err != nil {
 		b.Fatal(err)
@@ -38,16 +68,43 @@ func BenchExecute(b *testing.B, store gate.Store, sessions int) {
 		}
 	}
 	modes := []string{"ddr", "general"}
-	b.ResetTimer()
-	rate := parallel(b, sessions, func(worker, op int) error {
+	return func(worker, op int) error {
 		r, err := g.Execute(ctx, gate.Invocation{SessionID: fmt.Sprintf("%s-%d", prefix, worker), CommandID: "set_mode",
 			ResolvedID: modes[op%2], Origin: gate.OriginUser})
 		if err == nil && r.Status != agentplane.StatusSuccess {
 			err = fmt.Errorf("%s: %s", r.Status, r.Message)
 		}
 		return err
-	})
-	b.ReportMetric(rate, "exec/s")
+	}
+}
+
+// runFor runs op on len(next) goroutines until d has passed and returns
+// how many operations completed and how long that took. next[w] is worker
+// w's next operation number; it carries over to the next call, so a
+// session's executions keep alternating modes.
+func runFor(b *testing.B, next []int, d time.Duration, op func(worker, i int) error) (int, time.Duration) {
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	done := make([]int, len(next))
+	for w := range next {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if err := op(w, next[w]); err != nil {
+					b.Error(err)
+					return
+				}
+				next[w]++
+				done[w]++
+			}
+		})
+	}
+	wg.Wait()
+	total := 0
+	for _, n := range done {
+		total += n
+	}
+	return total, time.Since(start)
 }
 
 // parallel runs b.N operations split over workers goroutines, op(worker,

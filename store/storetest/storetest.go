@@ -215,4 +215,49 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 			t.Fatalf("version %d, %d wins, %d records", cur.Version, wins, len(recs))
 		}
 	})
+
+	t.Run("FailedCommitAmongConcurrentOnesAppliesNothing", func(t *testing.T) {
+		// A commit that uses a token and then fails its version check has
+		// already spent the token when the check fails: it must be undone
+		// alone while the commits grouped with it apply.
+		s := open(t)
+		const others = 16
+		for round := 0; round < 5; round++ {
+			tok := fmt.Sprintf("tok-%d", round)
+			bad := fmt.Sprintf("bad-%d", round)
+			if err := s.Commit(ctx, &gate.Commit{SessionID: bad, Session: sess(bad, 1), Record: rec(bad),
+				Issue: &gate.Confirmation{Token: tok, SessionID: bad, Version: 1}}); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, others+1)
+			for g := 0; g <= others; g++ {
+				wg.Go(func() {
+					if g == others {
+						errs[g] = s.Commit(ctx, &gate.Commit{SessionID: bad, Session: sess(bad, 5), Record: rec(bad), Use: tok})
+						return
+					}
+					id := fmt.Sprintf("ok-%d-%d", round, g)
+					errs[g] = s.Commit(ctx, &gate.Commit{SessionID: id, Session: sess(id, 1), Record: rec(id)})
+				})
+			}
+			wg.Wait()
+			if agentplane.ErrorCode(errs[others]) != agentplane.CodeVersionConflict {
+				t.Fatalf("the bad commit: %v", errs[others])
+			}
+			if c, ok, err := s.Confirmation(ctx, tok); err != nil || !ok || c.Used {
+				t.Fatalf("the failed commit spent the token: %+v %v %v", c, ok, err)
+			}
+			if recs, _ := s.Records(ctx, bad); len(recs) != 1 {
+				t.Fatalf("the failed commit left %d records", len(recs))
+			}
+			for g := 0; g < others; g++ {
+				id := fmt.Sprintf("ok-%d-%d", round, g)
+				recs, _ := s.Records(ctx, id)
+				if errs[g] != nil || len(recs) != 1 || audit.Verify(recs) != nil {
+					t.Fatalf("commit %s: %v, %d records", id, errs[g], len(recs))
+				}
+			}
+		}
+	})
 }
