@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -36,7 +37,30 @@ const migrationLock = 0x61676e74 // "agnt"
 type Store struct {
 	pool *pgxpool.Pool
 	url  string // for messages, without the password
+
+	mu sync.Mutex
+	// heads caches each session's last audit record (seq, hash) as this
+	// store committed it, so a commit need not read it back. Another
+	// instance appending to the chain makes an entry stale; the primary key
+	// (session, seq) then refuses the commit, which reads the head and
+	// tries again.
+	heads map[string]chainHead
 }
+
+// chainHead is the last record of a session's audit chain.
+type chainHead struct {
+	seq  int64
+	hash string
+}
+
+// SQLSTATEs that agentplane_check raises (migration 2).
+const (
+	stateVersion = "AP001" // the session is not at the version before the commit's
+	stateToken   = "AP002" // the confirmation token is unknown or used
+)
+
+// staleRetries bounds how often a commit re-reads a stale chain head.
+const staleRetries = 8
 
 // Open connects, applies the embedded migrations, and refuses a database
 // whose schema is newer than this binary's. Errors name the server and
@@ -51,7 +75,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s: %w", shown, err)
 	}
-	s := &Store{pool: pool, url: shown}
+	s := &Store{pool: pool, url: shown, heads: map[string]chainHead{}}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: cannot reach %s (%v): is the server running and the URL right?", shown, err)
@@ -175,10 +199,143 @@ func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, er
 	return out, rows.Err()
 }
 
-// Commit applies c in one transaction; see gate.Store. The session row is
-// locked for the version check, and the chain's last record for sealing,
-// so concurrent commits from any number of instances serialize per session.
+// Commit applies c atomically; see gate.Store. Its statements reach the
+// server in one round trip and run in one implicit transaction: the
+// version and token checks abort it when they fail, and the audit chain's
+// primary key refuses a record sealed on a stale head (then the head is
+// read again and the commit retried). Concurrent commits from any number
+// of instances serialize per session on the session's row.
+//
+// A record-only commit that snapshots the session's current state takes
+// the locked path instead: it reads the state under the row lock.
 func (s *Store) Commit(ctx context.Context, c *gate.Commit) error {
+	if c.Record != nil && c.Session == nil && c.Record.State != nil {
+		return s.commitLocked(ctx, c)
+	}
+	for attempt := 0; ; attempt++ {
+		b := &pgx.Batch{}
+		if c.Use != "" {
+			b.Queue(`WITH u AS (UPDATE confirmations SET used = TRUE WHERE token = $1 AND NOT used RETURNING 1)
+				SELECT agentplane_check(EXISTS (SELECT 1 FROM u), 'AP002', 'confirmation token unknown or used')`, c.Use)
+		}
+		if c.Session != nil {
+			state, err := json.Marshal(c.Session)
+			if err != nil {
+				return err
+			}
+			msg := fmt.Sprintf("session %q is not at version %d; cannot store version %d", c.Session.ID, c.Session.Version-1, c.Session.Version)
+			if c.Session.Version == 1 {
+				b.Queue(`WITH u AS (INSERT INTO sessions (id, version, state) VALUES ($1, 1, $2) ON CONFLICT (id) DO NOTHING RETURNING 1)
+					SELECT agentplane_check(EXISTS (SELECT 1 FROM u), 'AP001', $3)`, c.Session.ID, state, msg)
+			} else {
+				b.Queue(`WITH u AS (UPDATE sessions SET version = $2, state = $3 WHERE id = $1 AND version = $2 - 1 RETURNING 1)
+					SELECT agentplane_check(EXISTS (SELECT 1 FROM u), 'AP001', $4)`, c.Session.ID, c.Session.Version, state, msg)
+			}
+		}
+		var sealed audit.Record
+		if c.Record != nil {
+			head, err := s.head(ctx, c.SessionID)
+			if err != nil {
+				return err
+			}
+			sealed = *c.Record
+			if err := audit.Seal(&sealed, head.seq, head.hash); err != nil {
+				return err
+			}
+			raw, err := json.Marshal(&sealed)
+			if err != nil {
+				return err
+			}
+			b.Queue(`INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4)`, c.SessionID, sealed.Seq, sealed.Hash, string(raw))
+		}
+		if err := s.queueRest(b, c); err != nil {
+			return err
+		}
+		err := s.pool.SendBatch(ctx, b).Close()
+		if err == nil {
+			if c.Record != nil {
+				s.setHead(c.SessionID, chainHead{sealed.Seq, sealed.Hash})
+				*c.Record = sealed
+			}
+			return nil
+		}
+		s.dropHead(c.SessionID)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			switch {
+			case pgErr.Code == stateVersion:
+				return agentplane.Errorf(agentplane.CodeVersionConflict, "%s", pgErr.Message)
+			case pgErr.Code == stateToken:
+				return agentplane.Errorf(agentplane.CodeConfirmationInvalid, "%s", pgErr.Message)
+			case pgErr.Code == "23505" && pgErr.ConstraintName == "audit_pkey" && attempt < staleRetries:
+				continue // the chain moved on: read its head and seal again
+			case pgErr.Code == "23505" && pgErr.ConstraintName == "audit_pkey":
+				return agentplane.Errorf(agentplane.CodeVersionConflict, "the audit chain of %q moved concurrently", c.SessionID)
+			}
+		}
+		return fmt.Errorf("postgres: %s: commit: %w", s.url, err)
+	}
+}
+
+// queueRest queues what a commit stores besides its checks and record: the
+// request's result and an issued confirmation token.
+func (s *Store) queueRest(b *pgx.Batch, c *gate.Commit) error {
+	if c.RequestID != "" && c.Result != nil {
+		r := *c.Result
+		r.Session = nil
+		raw, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		b.Queue(`INSERT INTO results (request_id, result) VALUES ($1, $2) ON CONFLICT DO NOTHING`, c.RequestID, raw)
+	}
+	if c.Issue != nil {
+		raw, err := json.Marshal(c.Issue)
+		if err != nil {
+			return err
+		}
+		b.Queue(`INSERT INTO confirmations (token, used, confirmation) VALUES ($1, FALSE, $2)`, c.Issue.Token, raw)
+	}
+	return nil
+}
+
+// head returns the session's chain head, from the cache or the database.
+func (s *Store) head(ctx context.Context, session string) (chainHead, error) {
+	s.mu.Lock()
+	h, ok := s.heads[session]
+	s.mu.Unlock()
+	if ok {
+		return h, nil
+	}
+	err := s.pool.QueryRow(ctx, `SELECT seq, hash FROM audit WHERE session = $1 ORDER BY seq DESC LIMIT 1`, session).Scan(&h.seq, &h.hash)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return h, fmt.Errorf("postgres: %s: %w", s.url, err)
+	}
+	return h, nil
+}
+
+func (s *Store) setHead(session string, h chainHead) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.heads) >= maxHeads {
+		clear(s.heads)
+	}
+	s.heads[session] = h
+}
+
+func (s *Store) dropHead(session string) {
+	s.mu.Lock()
+	delete(s.heads, session)
+	s.mu.Unlock()
+}
+
+// maxHeads bounds the chain-head cache; it starts over when full.
+const maxHeads = 100_000
+
+// commitLocked applies c in a transaction that locks the session's row
+// first, for a record-only commit that snapshots the current state.
+func (s *Store) commitLocked(ctx context.Context, c *gate.Commit) error {
+	s.dropHead(c.SessionID)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: %s: begin: %w", s.url, err)

@@ -84,6 +84,9 @@ type request struct {
 // remember records the heads of the chains the requests appended to, once
 // their transaction has committed.
 func (s *Store) remember(group []*request) {
+	if len(s.heads) >= maxHeads {
+		clear(s.heads)
+	}
 	for _, r := range group {
 		if r.err == nil && r.c.Record != nil {
 			s.heads[r.c.SessionID] = chainHead{r.sealed.Seq, r.sealed.Hash}
@@ -93,6 +96,9 @@ func (s *Store) remember(group []*request) {
 
 // maxGroup bounds how many commits share one transaction.
 const maxGroup = 128
+
+// maxHeads bounds the chain-head cache; it starts over when full.
+const maxHeads = 100_000
 
 // maxConns bounds the connections: readers (WAL lets them run beside the
 // writer) and the writer's.
