@@ -34,7 +34,7 @@ bench: ## the README's benchmarks: routing, indexing, examples, the gate, durabl
 	go test -run='^$$' -bench='BenchmarkNewIndex|BenchmarkLoadJSON' -cpu 1 -benchtime 1x ./resolve
 	go test -run='^$$' -bench='BenchmarkRouteCommand' -cpu 1 -count 3 ./cmd/agentplane
 	go test -run='^$$' -bench='BenchmarkExecute' -cpu 1 -count 3 ./gate
-	go test -run='^$$' -bench='BenchmarkDurable' -benchtime 2s ./store/sqlite ./store/postgres
+	go test -run='^$$' -bench='BenchmarkDurable/interleaved' -benchtime 20x ./store/sqlite ./store/postgres
 
 ci: ## what CI runs
 	bash .ci/run
