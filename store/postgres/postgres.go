@@ -13,7 +13,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"sort"
 	"sync"
 
@@ -132,7 +134,7 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %s: load session %s: %w", s.url, id, err)
+		return nil, s.fail("load session "+id, err)
 	}
 	var sess agentplane.Session
 	if err := json.Unmarshal(state, &sess); err != nil {
@@ -149,7 +151,7 @@ func (s *Store) Result(ctx context.Context, requestID string) (agentplane.Execut
 		return agentplane.ExecutionResult{}, false, nil
 	}
 	if err != nil {
-		return agentplane.ExecutionResult{}, false, fmt.Errorf("postgres: %s: load result: %w", s.url, err)
+		return agentplane.ExecutionResult{}, false, s.fail("load result", err)
 	}
 	var r agentplane.ExecutionResult
 	if err := json.Unmarshal(raw, &r); err != nil {
@@ -167,7 +169,7 @@ func (s *Store) Confirmation(ctx context.Context, token string) (gate.Confirmati
 		return gate.Confirmation{}, false, nil
 	}
 	if err != nil {
-		return gate.Confirmation{}, false, fmt.Errorf("postgres: %s: load confirmation: %w", s.url, err)
+		return gate.Confirmation{}, false, s.fail("load confirmation", err)
 	}
 	var c gate.Confirmation
 	if err := json.Unmarshal(raw, &c); err != nil {
@@ -181,7 +183,7 @@ func (s *Store) Confirmation(ctx context.Context, token string) (gate.Confirmati
 func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, error) {
 	rows, err := s.pool.Query(ctx, `SELECT record FROM audit WHERE session = $1 ORDER BY seq`, session)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %s: read audit of %s: %w", s.url, session, err)
+		return nil, s.fail("read audit of "+session, err)
 	}
 	defer rows.Close()
 	var out []audit.Record
@@ -273,7 +275,7 @@ func (s *Store) Commit(ctx context.Context, c *gate.Commit) error {
 				return agentplane.Errorf(agentplane.CodeVersionConflict, "the audit chain of %q moved concurrently", c.SessionID)
 			}
 		}
-		return fmt.Errorf("postgres: %s: commit: %w", s.url, err)
+		return s.fail("commit", err)
 	}
 }
 
@@ -309,7 +311,7 @@ func (s *Store) head(ctx context.Context, session string) (chainHead, error) {
 	}
 	err := s.pool.QueryRow(ctx, `SELECT seq, hash FROM audit WHERE session = $1 ORDER BY seq DESC LIMIT 1`, session).Scan(&h.seq, &h.hash)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return h, fmt.Errorf("postgres: %s: %w", s.url, err)
+		return h, s.fail("read the audit chain's head", err)
 	}
 	return h, nil
 }
@@ -329,6 +331,17 @@ func (s *Store) dropHead(session string) {
 	s.mu.Unlock()
 }
 
+// fail wraps an error of an operation, naming the server; when the
+// connection itself failed, it says what to check.
+func (s *Store) fail(op string, err error) error {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("postgres: %s: %s: %w (the connection failed: check that the server is running and reachable at that address)", s.url, op, err)
+	}
+	return fmt.Errorf("postgres: %s: %s: %w", s.url, op, err)
+}
+
 // maxHeads bounds the chain-head cache; it starts over when full.
 const maxHeads = 100_000
 
@@ -338,7 +351,7 @@ func (s *Store) commitLocked(ctx context.Context, c *gate.Commit) error {
 	s.dropHead(c.SessionID)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: %s: begin: %w", s.url, err)
+		return s.fail("begin", err)
 	}
 	defer tx.Rollback(ctx)
 	var sealed audit.Record
@@ -350,7 +363,7 @@ func (s *Store) commitLocked(ctx context.Context, c *gate.Commit) error {
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // a racing first insert of the same session
 			return agentplane.Errorf(agentplane.CodeVersionConflict, "session %q was created concurrently", c.SessionID)
 		}
-		return fmt.Errorf("postgres: %s: commit: %w", s.url, err)
+		return s.fail("commit", err)
 	}
 	if c.Record != nil {
 		*c.Record = sealed

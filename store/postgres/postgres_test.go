@@ -3,8 +3,11 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -126,4 +129,81 @@ func TestTwoStoresOnOneDatabase(t *testing.T) {
 	if err := audit.Verify(recs); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLostConnection runs a store through a TCP proxy to the server, then
+// cuts the proxy: the next commit and read fail with an error naming the
+// server and saying what to check, and change nothing.
+func TestLostConnection(t *testing.T) {
+	ctx := context.Background()
+	target, err := pgx.ParseConfig(freshDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", net.JoinHostPort(target.Host, fmt.Sprint(target.Port)))
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, up)
+			mu.Unlock()
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() { io.Copy(c, up); c.Close() }()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	url := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable&search_path=%s", target.User, port, target.Database, target.RuntimeParams["search_path"])
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	one := &gate.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "general", Version: 1},
+		Record: &audit.Record{Session: "a", Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Kind: audit.KindExecution}}
+	if err := s.Commit(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	mu.Lock()
+	for _, c := range conns {
+		c.Close()
+	}
+	mu.Unlock()
+	two := &gate.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "ddr", Version: 2},
+		Record: &audit.Record{Session: "a", Time: time.Date(2026, 11, 25, 12, 1, 0, 0, time.UTC), Kind: audit.KindExecution}}
+	err = s.Commit(ctx, two)
+	want := fmt.Sprintf("127.0.0.1:%d", port)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "running and reachable") {
+		t.Fatalf("commit over a lost connection: %v", err)
+	}
+	if _, err := s.Session(ctx, "a"); err == nil || !strings.Contains(err.Error(), "running and reachable") {
+		t.Fatalf("read over a lost connection: %v", err)
+	}
+	// The server itself kept version 1.
+	direct, err := postgres.Open(ctx, freshURLLike(target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	if got, err := direct.Session(ctx, "a"); err != nil || got.Version != 1 {
+		t.Fatalf("after the failed commit: %+v, %v", got, err)
+	}
+}
+
+// freshURLLike is the direct URL of a parsed test database configuration.
+func freshURLLike(c *pgx.ConnConfig) string {
+	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable&search_path=%s", c.User, c.Host, c.Port, c.Database, c.RuntimeParams["search_path"])
 }
