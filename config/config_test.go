@@ -161,3 +161,32 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestExampleThreshold(t *testing.T) {
+	base := "version: 1\nmodes: [{key: a, default: true}]\n"
+	for _, c := range []struct {
+		yaml, want string
+		value      float64
+	}{
+		{"", "", DefaultExampleThreshold},
+		{"router: {example_threshold: 0.35}", "", 0.35},
+		{"router: {example_threshold: 1}", "", 1},
+		{"router: {example_threshold: 0}", "router.example_threshold: must be greater than 0 and at most 1", 0},
+		{"router: {example_threshold: -0.1}", "router.example_threshold: must be greater than 0 and at most 1", 0},
+		{"router: {example_threshold: 1.01}", "router.example_threshold: must be greater than 0 and at most 1", 0},
+		{"router: {example_threshold: .nan}", "router.example_threshold: must be greater than 0 and at most 1", 0},
+		{"router: {example_threshold: high}", `router.example_threshold: expected a number, found "high"`, 0},
+	} {
+		cfg, err := Parse([]byte(base+c.yaml), "t.yaml", nil)
+		if c.want == "" {
+			if err != nil || cfg.Router.ExampleThreshold != c.value {
+				t.Errorf("%q: %v, threshold %v", c.yaml, err, cfg.Router.ExampleThreshold)
+			}
+			continue
+		}
+		var ps Problems
+		if !errors.As(err, &ps) || len(ps) != 1 || !strings.Contains(ps[0].String(), c.want) {
+			t.Errorf("%q: want exactly one problem %q, got %v", c.yaml, c.want, err)
+		}
+	}
+}

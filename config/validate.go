@@ -36,6 +36,17 @@ func (v *validator) add(path, format string, args ...any) {
 	*v.probs = append(*v.probs, Problem{Path: path, Line: v.lineOf(path), Msg: fmt.Sprintf(format, args...)})
 }
 
+// reported reports whether a problem at path was found already (by the
+// decoder, say), so a value it could not decode is not judged again.
+func (v *validator) reported(path string) bool {
+	for _, p := range *v.probs {
+		if p.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
 // lineOf returns the line of path or of its nearest ancestor that was seen.
 func (v *validator) lineOf(path string) int {
 	for path != "" {
@@ -573,7 +584,7 @@ func (v *validator) checkRouter() Router {
 
 		ExampleThreshold: DefaultExampleThreshold,
 	}
-	if t := r.ExampleThreshold; t != nil {
+	if t := r.ExampleThreshold; t != nil && !v.reported("router.example_threshold") {
 		if *t <= 0 || *t > 1 || math.IsNaN(*t) {
 			v.add("router.example_threshold", "must be greater than 0 and at most 1")
 		} else {
