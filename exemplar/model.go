@@ -280,7 +280,7 @@ type Result struct {
 	Similarity  float64    // cosine similarity to Label's nearest example
 	Known       float64    // share of the utterance's distinct features the model knows
 	Coverage    float64    // share of the utterance's words that occur in Label's examples
-	Nearest     []Neighbor // Label's nearest examples, most similar first (at most 3)
+	Nearest     []Neighbor // Label's nearest examples sharing anything with the utterance, most similar first (at most 3)
 }
 
 // Confidence is the evidence a caller thresholds on, 0..1: the geometric
@@ -358,6 +358,9 @@ func (m *Model) Classify(words []string, allowed []bool) Result {
 	n := 0
 	for _, i := range m.byLabel[r.Label] {
 		sim := float64(m.vecs[i].dotDense(s.dense))
+		if sim <= 0 {
+			continue // shares nothing: no explanation
+		}
 		// insertion into the top 3; earlier examples win ties
 		j := n
 		for j > 0 && near[j-1].Similarity < sim {
