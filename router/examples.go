@@ -15,8 +15,13 @@ import (
 // the examples written by hand.
 const maxTriggerExamples = 32
 
-// maxSlotWords is the longest run of words tried as a detected command's item.
-const maxSlotWords = 6
+// maxSlotWords is the longest run of words tried as a recognised command's
+// item, and maxItemSearchWords the longest utterance searched for one (a
+// longer one is no command, and the search grows with its length).
+const (
+	maxSlotWords       = 6
+	maxItemSearchWords = 32
+)
 
 // Recognition rests on similarity alone only for a launcher with at least
 // minExamples hand-written examples, chosen among at least minCommands
@@ -95,8 +100,8 @@ func (t *turn) examples() (agentplane.Decision, error) {
 	}
 	if cmd.Kind == agentplane.KindLauncher {
 		if len(cmd.Examples) < minExamples || r.Allowed < minCommands {
-			if w, ok := t.unknownWord(cmd, t.normalizedWords(), 0, 0); ok {
-				t.tracep("examples: \"", w, "\" occurs in no example or trigger of ", cmd.ID, " (similarity alone decides only for ",
+			if why := t.notAsked(cmd, t.normalizedWords(), 0, 0); why != "" {
+				t.tracep("examples: ", why, " (similarity alone decides only for ",
 					strconv.Itoa(minExamples), "+ examples among ", strconv.Itoa(minCommands), "+ commands)")
 				return t.llm(agentplane.ReasonNoControlIntent)
 			}
@@ -113,16 +118,20 @@ func (t *turn) examples() (agentplane.Decision, error) {
 // is taken only on words its author wrote down, so "don't switch to ddr
 // mode" and "should I switch to ddr mode?" never switch.
 func (t *turn) namedItem(cmd *agentplane.CommandDefinition) agentplane.Decision {
-	unresolved := agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonNoControlIntent}
+	llm := agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonNoControlIntent}
+	words := t.normalizedWords()
+	if len(words) > maxItemSearchWords {
+		t.tracep("examples: ", strconv.Itoa(len(words)), " words are too many for a command")
+		return llm
+	}
 	if !t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) {
 		t.tracef("%s is not active in mode %q", cmd.Source, t.mode)
-		return unresolved
+		return llm
 	}
 	ix, err := t.index(cmd.Source)
 	if err != nil {
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonSourceUnavailable}
 	}
-	words := t.normalizedWords()
 	for n := min(len(words), maxSlotWords); n > 0; n-- {
 		for s := 0; s+n <= len(words); s++ {
 			span := t.slotText(words, s, s+n)
@@ -130,26 +139,23 @@ func (t *turn) namedItem(cmd *agentplane.CommandDefinition) agentplane.Decision 
 				item := ix.Item(res.Items[0])
 				k, id := kindOf(cmd.Source)
 				t.tracep("item named in the utterance: \"", span, "\" is ", item.Header.ID, " in ", k, id)
-				if w, ok := t.unknownWord(cmd, words, s, s+n); ok && w == "" {
-					t.tracep("examples: the utterance names only the item; nothing asks for ", cmd.ID)
-					return unresolved
-				} else if ok {
-					t.tracep("examples: \"", w, "\" occurs in no example or trigger of ", cmd.ID, "; not acting on it")
-					return unresolved
+				if why := t.notAsked(cmd, words, s, s+n); why != "" {
+					t.tracep("examples: ", why, "; not acting on it")
+					return llm
 				}
 				return t.invokeOrConfirm(cmd, item)
 			}
 		}
 	}
 	t.tracep(cmd.ID, " recognised, but no item of its source is named in the utterance")
-	return unresolved
+	return llm
 }
 
-// unknownWord returns a word outside words[s:e] and the leading and
-// trailing politeness fillers that occurs in no example or trigger of cmd.
-// When no word is left to check — the utterance is the item and fillers —
-// it returns "" and true: nothing in the utterance asks for the command.
-func (t *turn) unknownWord(cmd *agentplane.CommandDefinition, words []string, s, e int) (string, bool) {
+// notAsked says why the words outside words[s:e] and the leading and
+// trailing politeness fillers do not ask for cmd — one of them occurs in
+// no example or trigger of cmd, or none is left — or returns "" when they
+// do.
+func (t *turn) notAsked(cmd *agentplane.CommandDefinition, words []string, s, e int) string {
 	label := t.reg.cmdLabel[t.reg.commandIdx[cmd.ID]]
 	kept := t.reg.fillers.Strip(words)
 	base := cap(words) - cap(kept) // index of kept[0] in words
@@ -160,10 +166,13 @@ func (t *turn) unknownWord(cmd *agentplane.CommandDefinition, words []string, s,
 		}
 		checked++
 		if !t.reg.detector.Knows(label, w) {
-			return w, true
+			return "\"" + w + "\" occurs in no example or trigger of " + cmd.ID
 		}
 	}
-	return "", checked == 0
+	if checked == 0 {
+		return "the utterance names only the item; nothing asks for " + cmd.ID
+	}
+	return ""
 }
 
 // classify runs the example model over the commands active in the mode

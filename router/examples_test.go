@@ -103,6 +103,8 @@ func TestRouteExamples(t *testing.T) {
 			want{action: agentplane.ActionContinueLLM, reason: agentplane.ReasonNoControlIntent, traceHas: `"snow" occurs in no example or trigger of forecast`}},
 		{"executable without an item", "will it rain tomorrow", "general",
 			want{action: agentplane.ActionContinueLLM, reason: agentplane.ReasonNoControlIntent, traceHas: "forecast recognised, but no item of its source is named"}},
+		{"an utterance too long for a command", strings.Repeat("will it rain in paris tomorrow ", 7), "general",
+			want{action: agentplane.ActionContinueLLM, reason: agentplane.ReasonNoControlIntent, traceHas: "42 words are too many for a command"}},
 		{"the item alone asks for nothing", "paris", "general",
 			want{action: agentplane.ActionContinueLLM, reason: agentplane.ReasonNoControlIntent}},
 		{"launcher with few examples and a word they lack", "show weather alerts for my region", "general",
