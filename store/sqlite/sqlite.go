@@ -1,7 +1,8 @@
 // Package sqlite is the embedded store: one SQLite file (pure-Go driver
 // modernc.org/sqlite), WAL journal, synchronous=FULL by default. It
 // implements gate.Store and the audit log's reading side; every Commit is
-// one transaction.
+// atomic, and commits that wait together share one transaction (group
+// commit).
 //
 //	s, err := sqlite.Open(".agentplane/agentplane.db", nil)
 package sqlite
@@ -16,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,23 +41,29 @@ type Options struct {
 	Synchronous string
 }
 
-// Store is a SQLite store. Safe for concurrent use. Commits go through one
-// writer goroutine that groups the commits waiting for it into a single
-// transaction (each inside its own savepoint, so one that fails a check
-// rolls back alone): durability costs one fsync per group, not per commit.
+// Store is a SQLite store. Safe for concurrent use. Commits are grouped:
+// one committing goroutine at a time — the leader — takes every commit
+// waiting and writes them in one transaction, so durability costs one
+// fsync per group, not per commit. An uncontended commit leads itself,
+// with no hand-off to another goroutine; a leader whose own commit is done
+// hands the lead to the first commit still waiting.
 type Store struct {
-	db      *sql.DB
-	path    string
-	reqs    chan *request
-	stopped chan struct{}
-	once    sync.Once
-	stmts   map[string]*sql.Stmt // the writer's prepared statements; only the writer uses it
-	reads   map[string]*sql.Stmt // prepared reads, safe for concurrent use
+	db    *sql.DB
+	path  string
+	stmts map[string]*sql.Stmt // the leader's prepared statements
+	reads map[string]*sql.Stmt // prepared reads, safe for concurrent use
+
+	mu      sync.Mutex
+	queue   []*request // commits waiting for a leader
+	leading bool       // a goroutine is committing groups
+	closed  bool
+	idle    *sync.Cond // signalled (with mu) when leading turns false
+
 	// heads caches each session's last audit record (seq, hash) as
-	// committed by this writer, so a commit need not read it back. Another
-	// process appending to the same chain makes an entry stale; the
-	// primary key (session, seq) then refuses the insert, and the writer
-	// reads the head and seals again. Only the writer uses it.
+	// committed through this store, so a commit need not read it back.
+	// Another process appending to the same chain makes an entry stale; the
+	// primary key (session, seq) then refuses the insert, and the leader
+	// reads the head and seals again. Only the leader uses it.
 	heads map[string]chainHead
 }
 
@@ -73,12 +81,15 @@ const (
 	readRecords      = `SELECT record FROM audit WHERE session = ? ORDER BY seq`
 )
 
-// request is a commit waiting for the writer.
+// request is a commit waiting for a leader.
 type request struct {
 	c      *gate.Commit
 	sealed audit.Record
 	err    error
-	done   chan struct{}
+	// wake is sent to once: when the commit is decided, or when its
+	// goroutine must lead (promoted, the commit still undecided).
+	wake     chan struct{}
+	promoted bool
 }
 
 // remember records the heads of the chains the requests appended to, once
@@ -101,26 +112,26 @@ const maxGroup = 128
 const maxHeads = 100_000
 
 // maxConns bounds the connections: readers (WAL lets them run beside the
-// writer) and the writer's.
+// leader) and the leader's.
 const maxConns = 64
 
 // Open opens (creating if needed) the database file at path, applies the
 // embedded migrations, and refuses a database whose schema is newer than
 // this binary's. Errors name the file and what to do.
 func Open(path string, opts *Options) (*Store, error) {
-	sync := "FULL"
+	mode := "FULL"
 	if opts != nil && opts.Synchronous != "" {
-		sync = strings.ToUpper(opts.Synchronous)
+		mode = strings.ToUpper(opts.Synchronous)
 	}
-	if sync != "FULL" && sync != "NORMAL" {
-		return nil, fmt.Errorf("sqlite: synchronous %q: use FULL or NORMAL", sync)
+	if mode != "FULL" && mode != "NORMAL" {
+		return nil, fmt.Errorf("sqlite: synchronous %q: use FULL or NORMAL", mode)
 	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
 		}
 	}
-	dsn := fmt.Sprintf("file:%s?_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=busy_timeout(10000)&_txlock=immediate", path, sync)
+	dsn := fmt.Sprintf("file:%s?_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=busy_timeout(10000)&_txlock=immediate", path, mode)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -129,7 +140,8 @@ func Open(path string, opts *Options) (*Store, error) {
 	// every statement, which cost a quarter of a commit's CPU under load.
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	s := &Store{db: db, path: path, reqs: make(chan *request), stopped: make(chan struct{}), stmts: map[string]*sql.Stmt{}, reads: map[string]*sql.Stmt{}, heads: map[string]chainHead{}}
+	s := &Store{db: db, path: path, stmts: map[string]*sql.Stmt{}, reads: map[string]*sql.Stmt{}, heads: map[string]chainHead{}}
+	s.idle = sync.NewCond(&s.mu)
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
 		return nil, err
@@ -143,7 +155,6 @@ func Open(path string, opts *Options) (*Store, error) {
 		}
 		s.reads[q] = st
 	}
-	go s.writer()
 	return s, nil
 }
 
@@ -153,11 +164,15 @@ func (s *Store) closeReads() {
 	}
 }
 
-// Close stops the writer, after the commits already handed to it, and
-// closes the database.
+// Close refuses new commits, waits for those already waiting, and closes
+// the database.
 func (s *Store) Close() error {
-	s.once.Do(func() { close(s.reqs) })
-	<-s.stopped
+	s.mu.Lock()
+	s.closed = true
+	for s.leading {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
 	for _, st := range s.stmts {
 		st.Close()
 	}
@@ -275,49 +290,74 @@ func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, er
 	return out, rows.Err()
 }
 
-// Commit applies c atomically; see gate.Store. It waits for the writer,
-// which may commit c together with other commits in one transaction.
-func (s *Store) Commit(ctx context.Context, c *gate.Commit) (err error) {
-	req := &request{c: c, done: make(chan struct{})}
-	defer func() {
-		if recover() != nil { // the store is closed
-			err = fmt.Errorf("sqlite: %s: store is closed", s.path)
-		}
-	}()
-	s.reqs <- req
-	<-req.done // once handed over, the commit is decided by the writer; wait for it
+// Commit applies c atomically; see gate.Store. It may be committed
+// together with other commits in one transaction, by this goroutine or by
+// the one leading when it arrived; once queued, it is decided whatever ctx
+// does.
+func (s *Store) Commit(ctx context.Context, c *gate.Commit) error {
+	req := &request{c: c, wake: make(chan struct{}, 1)}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("sqlite: %s: store is closed", s.path)
+	}
+	s.queue = append(s.queue, req)
+	lead := !s.leading
+	s.leading = true
+	s.mu.Unlock()
+	if !lead {
+		<-req.wake
+		lead = req.promoted
+	}
+	if lead {
+		s.lead(req)
+	}
 	if req.err == nil && c.Record != nil {
 		*c.Record = req.sealed
 	}
 	return req.err
 }
 
-// writer takes the commits waiting, up to maxGroup, and commits them in one
-// transaction, each in its own savepoint.
-func (s *Store) writer() {
-	defer close(s.stopped)
-	for req := range s.reqs {
-		group := []*request{req}
-	more:
-		for len(group) < maxGroup {
-			select {
-			case r, ok := <-s.reqs:
-				if !ok {
-					break more
-				}
-				group = append(group, r)
-			default:
-				break more
-			}
-		}
+// lead commits the waiting commits, up to maxGroup at a time, until its
+// own is decided; then it hands the lead to the first commit still
+// waiting, or ends it when none is.
+func (s *Store) lead(self *request) {
+	for {
+		s.mu.Lock()
+		n := min(len(s.queue), maxGroup)
+		group := slices.Clone(s.queue[:n])
+		s.queue = append(s.queue[:0], s.queue[n:]...)
+		s.mu.Unlock()
+
 		s.commitGroup(group)
+		done := false
 		for _, r := range group {
-			close(r.done)
+			if r == self {
+				done = true
+				continue
+			}
+			r.wake <- struct{}{}
 		}
+
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.leading = false
+			s.idle.Broadcast()
+			s.mu.Unlock()
+			return
+		}
+		if done {
+			next := s.queue[0]
+			next.promoted = true
+			s.mu.Unlock()
+			next.wake <- struct{}{}
+			return
+		}
+		s.mu.Unlock()
 	}
 }
 
-// stmt returns the writer's prepared statement for query, bound to tx.
+// stmt returns the leader's prepared statement for query, bound to tx.
 // Preparing each statement once, not per commit, saves about a third of a
 // commit's CPU.
 func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {

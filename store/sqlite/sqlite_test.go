@@ -2,9 +2,11 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,5 +94,57 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 	}
 	if err := audit.Verify(recs); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCloseWhileCommitting closes the store while goroutines commit: every
+// commit either succeeds (and is there after reopening) or is refused
+// because the store is closed; nothing hangs.
+func TestCloseWhileCommitting(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	acked := make([]int64, 16) // last version acknowledged per session
+	for g := range acked {
+		wg.Go(func() {
+			id := fmt.Sprint("s", g)
+			for v := int64(1); ; v++ {
+				err := s.Commit(ctx, &gate.Commit{SessionID: id, Session: &agentplane.Session{ID: id, Mode: "general", Version: v},
+					Record: &audit.Record{Session: id, Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Kind: audit.KindExecution}})
+				if err != nil {
+					if !strings.Contains(err.Error(), "store is closed") {
+						t.Errorf("%s v%d: %v", id, v, err)
+					}
+					return
+				}
+				acked[g] = v
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	s, err = sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	total := int64(0)
+	for g, v := range acked {
+		id := fmt.Sprint("s", g)
+		recs, err := s.Records(ctx, id)
+		if err != nil || int64(len(recs)) != v || audit.Verify(recs) != nil {
+			t.Fatalf("%s: %d records for %d acknowledged commits (%v)", id, len(recs), v, err)
+		}
+		total += v
+	}
+	if total == 0 {
+		t.Fatal("nothing was committed before Close")
 	}
 }
