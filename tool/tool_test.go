@@ -107,7 +107,14 @@ func TestHTTPTool(t *testing.T) {
 		"/big":  "too_large",
 		"/slow": "timeout",
 	} {
-		h := &tool.HTTP{S: spec, URL: srv.URL + path, Timeout: 100 * time.Millisecond}
+		// Only /slow should meet the timeout; the others get time to spare
+		// on a loaded machine (reading /big's megabyte under the race
+		// detector once took over 100 ms).
+		timeout := 10 * time.Second
+		if path == "/slow" {
+			timeout = 100 * time.Millisecond
+		}
+		h := &tool.HTTP{S: spec, URL: srv.URL + path, Timeout: timeout}
 		_, err := h.Call(ctx, json.RawMessage(`{}`))
 		var te *tool.Error
 		if !errors.As(err, &te) || !strings.HasPrefix(err.Error(), want) {
