@@ -38,10 +38,13 @@ type Record struct {
 	Time    time.Time `json:"time"`
 	Kind    string    `json:"kind"`
 
-	Input    *agentplane.TurnInput       `json:"input,omitempty"`
-	Decision *agentplane.Decision        `json:"decision,omitempty"`
-	Intent   *agentplane.Intent          `json:"intent,omitempty"`
-	Result   *agentplane.ExecutionResult `json:"result,omitempty"`
+	Input    *agentplane.TurnInput `json:"input,omitempty"`
+	Decision *agentplane.Decision  `json:"decision,omitempty"`
+	Intent   *agentplane.Intent    `json:"intent,omitempty"`
+	// Roles are the principal's roles for an execution that is not a turn
+	// (a turn's are in Input), so replay runs it as the same principal.
+	Roles  []string                    `json:"roles,omitempty"`
+	Result *agentplane.ExecutionResult `json:"result,omitempty"`
 	// State is the session after the record's event.
 	State *agentplane.Session `json:"state,omitempty"`
 

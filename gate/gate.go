@@ -586,6 +586,8 @@ func (g *Gate) record(sessionID string, now time.Time, inv *Invocation, intent *
 		kind = audit.KindTurn
 		in, d := inv.Turn.Input, inv.Turn.Decision
 		r.Input, r.Decision = &in, &d
+	} else {
+		r.Roles = slices.Clone(inv.Roles)
 	}
 	r.Kind = kind
 	return r

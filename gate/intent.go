@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -57,7 +58,7 @@ func (g *Gate) Intent(ctx context.Context, sessionID string, roles []string, in 
 	case agentplane.IntentActionCall:
 		if len(in.Args) > 0 && !json.Valid(in.Args) {
 			in.Args = nil // the record holds JSON; the message says what came
-			return g.refuse(ctx, sessionID, &in, rejected(agentplane.CodeInvalidArgs, "%s: args are not JSON", in.Action))
+			return g.refuse(ctx, sessionID, roles, &in, rejected(agentplane.CodeInvalidArgs, "%s: args are not JSON", in.Action))
 		}
 		if _, isTool := g.tools.Get(in.Action); isTool {
 			inv.CommandID, inv.Tool, inv.Args = "", in.Action, in.Args
@@ -66,7 +67,7 @@ func (g *Gate) Intent(ctx context.Context, sessionID string, roles []string, in 
 		cmd, ok := g.reg.Command(in.Action)
 		if ok && cmd.Kind != agentplane.KindLauncher {
 			if msg := g.checkArgs(cmd, in.Args); msg != "" {
-				return g.refuse(ctx, sessionID, &in, rejected(agentplane.CodeInvalidArgs, "%s: %s", cmd.ID, msg))
+				return g.refuse(ctx, sessionID, roles, &in, rejected(agentplane.CodeInvalidArgs, "%s: %s", cmd.ID, msg))
 			}
 			var args map[string]string
 			json.Unmarshal(in.Args, &args)
@@ -75,12 +76,12 @@ func (g *Gate) Intent(ctx context.Context, sessionID string, roles []string, in 
 		return g.Execute(ctx, inv) // an unknown command or a launcher is rejected there
 	case agentplane.IntentClarificationRequest:
 		if strings.TrimSpace(in.Question) == "" {
-			return g.refuse(ctx, sessionID, &in, rejected(agentplane.CodeInvalidArgs, "a clarification_request needs a question"))
+			return g.refuse(ctx, sessionID, roles, &in, rejected(agentplane.CodeInvalidArgs, "a clarification_request needs a question"))
 		}
 		res := agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: in.Question}
-		return g.refuse(ctx, sessionID, &in, res)
+		return g.refuse(ctx, sessionID, roles, &in, res)
 	}
-	return g.refuse(ctx, sessionID, &in, rejected(agentplane.CodeInvalidArgs, "intent type %q: want action_call or clarification_request", in.Type))
+	return g.refuse(ctx, sessionID, roles, &in, rejected(agentplane.CodeInvalidArgs, "intent type %q: want action_call or clarification_request", in.Type))
 }
 
 // checkArgs validates args against the command's schema and returns what is
@@ -112,7 +113,7 @@ func asValidation(err error, target **jsonschema.ValidationError) bool {
 }
 
 // refuse records an intent that changes nothing and returns its result.
-func (g *Gate) refuse(ctx context.Context, sessionID string, in *agentplane.Intent, res agentplane.ExecutionResult) (agentplane.ExecutionResult, error) {
+func (g *Gate) refuse(ctx context.Context, sessionID string, roles []string, in *agentplane.Intent, res agentplane.ExecutionResult) (agentplane.ExecutionResult, error) {
 	sess, err := g.store.Session(ctx, sessionID)
 	if err != nil {
 		if agentplane.ErrorCode(err) == agentplane.CodeNotFound {
@@ -122,7 +123,7 @@ func (g *Gate) refuse(ctx context.Context, sessionID string, in *agentplane.Inte
 	}
 	res.RequestID = in.RequestID
 	res = unchanged(res, sess)
-	rec := &audit.Record{Session: sessionID, Time: g.now().UTC(), Kind: audit.KindExecution, Intent: in, Result: &res, State: sess}
+	rec := &audit.Record{Session: sessionID, Time: g.now().UTC(), Kind: audit.KindExecution, Intent: in, Roles: slices.Clone(roles), Result: &res, State: sess}
 	c := &Commit{SessionID: sessionID, Record: rec}
 	if err := g.store.Commit(ctx, c); err != nil {
 		return agentplane.ExecutionResult{}, fmt.Errorf("gate: record intent on session %s: %w", sessionID, err)

@@ -182,8 +182,7 @@ func session(ctx context.Context, reg *router.Registry, tools *tool.Registry, re
 			if r.Intent == nil {
 				return p.count, fmt.Errorf("record %d: an execution without intent", r.Seq)
 			}
-			// Roles are not part of the record: the replay runs with none.
-			res, err := g.Intent(ctx, r.Session, nil, *r.Intent)
+			res, err := g.Intent(ctx, r.Session, r.Roles, *r.Intent)
 			if err != nil {
 				return p.count, err
 			}

@@ -143,3 +143,48 @@ func TestReplayRefusesABrokenLog(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestReplayRunsExecutionsAsTheirPrincipal records an LLM execution of a
+// command that only an admin may run and replays it: the record carries the
+// roles, so the replay runs it as an admin too and nothing diverges.
+func TestReplayRunsExecutionsAsTheirPrincipal(t *testing.T) {
+	t.Parallel()
+	gated := bytes.Replace(demo.YAML, []byte("  - id: core\n"), []byte("  - id: core\n    required_roles: [admin]\n"), 1)
+	if bytes.Equal(gated, demo.YAML) {
+		t.Fatal("the demo's core toolbox was not found")
+	}
+	reg := registry(t, gated)
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	sink, err := audit.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	now := func() time.Time { clock = clock.Add(time.Second); return clock }
+	store := memstore.New()
+	g, _ := gate.New(reg, store, &gate.Options{Now: now, Sink: sink})
+	ctx := context.Background()
+	s, err := g.Open(ctx, "s1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, roles := range [][]string{{"admin"}, nil} {
+		res, err := g.Execute(ctx, gate.Invocation{SessionID: s.ID, CommandID: "set_mode", ResolvedID: "ddr", Origin: gate.OriginLLM,
+			Roles: roles, RequestID: fmt.Sprint("r", i)})
+		want := agentplane.StatusSuccess
+		if roles == nil {
+			want = agentplane.StatusRejected
+		}
+		if err != nil || res.Status != want {
+			t.Fatalf("roles %v: %+v, %v", roles, res, err)
+		}
+	}
+	sink.Close()
+	f, _ := os.Open(path)
+	defer f.Close()
+	var out bytes.Buffer
+	n, err := replay.Run(ctx, reg, demoTools(t), f, &out)
+	if err != nil || n != 0 {
+		t.Fatalf("replay: %d divergences, %v\n%s", n, err, out.String())
+	}
+}
