@@ -83,6 +83,35 @@ func Mount(ctx context.Context, spec Spec) *Server {
 	return s
 }
 
+// Retry reconnects a server that is down every interval until it comes up
+// or ctx ends, and then calls up once with its tools, so a server that was
+// down at start still gets its tools mounted. It returns at once when the
+// server is up already (its tools were mounted with it).
+func (s *Server) Retry(ctx context.Context, interval time.Duration, up func([]tool.Tool)) {
+	if s.Health().Up {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		ok := s.health.Up // a call may have reconnected it meanwhile
+		if !ok {
+			ok = s.connectLocked(ctx) == nil
+		}
+		s.mu.Unlock()
+		if ok {
+			up(s.Tools())
+			return
+		}
+	}
+}
+
 func (s *Server) transport() (mcp.Transport, error) {
 	switch {
 	case len(s.spec.Command) > 0:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -159,5 +160,67 @@ func TestDownServerNeverBlocksAndReconnects(t *testing.T) {
 	out, err := echo.Call(context.Background(), json.RawMessage(`{"text":"back"}`))
 	if err != nil || string(out) != `{"said":"back"}` || !s.Health().Up {
 		t.Fatalf("after the server came back: %s %v %+v", out, err, s.Health())
+	}
+}
+
+// TestRetryMountsAServerThatCameUpLate mounts a server whose address has
+// nothing listening yet, then starts the server there: Retry reconnects and
+// hands over its tools.
+func TestRetryMountsAServerThatCameUpLate(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "late", URL: "http://" + addr + "/mcp", ConnectTimeout: 300 * time.Millisecond})
+	defer s.Close()
+	if s.Health().Up || len(s.Tools()) != 0 {
+		t.Fatalf("nothing listens yet, but health is %+v", s.Health())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan []tool.Tool, 1)
+	go s.Retry(ctx, 50*time.Millisecond, func(tools []tool.Tool) { got <- tools })
+
+	time.Sleep(150 * time.Millisecond) // a few failed attempts first
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	srv := testServer()
+	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}}
+	hs.Start()
+	defer hs.Close()
+	defer s.Close() // before the server: its open stream would keep hs.Close waiting
+	select {
+	case tools := <-got:
+		names := map[string]bool{}
+		for _, tl := range tools {
+			names[tl.Spec().Name] = true
+		}
+		if len(tools) != 4 || !names["late_echo"] || !s.Health().Up {
+			t.Fatalf("mounted %v, health %+v", names, s.Health())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the server came up but Retry did not mount it: %+v", s.Health())
+	}
+}
+
+// TestRetryStopsWithItsContext returns when the context ends while the
+// server is still down.
+func TestRetryStopsWithItsContext(t *testing.T) {
+	s := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "gone", URL: "http://127.0.0.1:1/mcp", ConnectTimeout: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		s.Retry(ctx, 50*time.Millisecond, func([]tool.Tool) { t.Error("a server that is gone came up") })
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Retry did not return when its context ended")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -81,9 +82,10 @@ func Errorf(code, format string, args ...any) *Error {
 
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// Registry holds tools by name. Register before use; Get and List are safe
-// for concurrent use once registration is done.
+// Registry holds tools by name. Safe for concurrent use: tools of an MCP
+// server that comes up late are registered while others run.
 type Registry struct {
+	mu      sync.RWMutex
 	tools   map[string]Tool
 	schemas map[string]*jsonschema.Schema
 }
@@ -130,6 +132,8 @@ func (r *Registry) Register(t Tool) error {
 			problems = append(problems, fmt.Sprintf("output schema does not compile: %v", err))
 		}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if _, dup := r.tools[s.Name]; dup {
 		problems = append(problems, fmt.Sprintf("a tool named %q is registered already", s.Name))
 	}
@@ -144,12 +148,16 @@ func (r *Registry) Register(t Tool) error {
 
 // Get returns the tool with the name.
 func (r *Registry) Get(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	t, ok := r.tools[name]
 	return t, ok
 }
 
 // Names returns the registered names, sorted.
 func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	out := make([]string, 0, len(r.tools))
 	for n := range r.tools {
 		out = append(out, n)
@@ -206,7 +214,9 @@ var ErrUnavailable = errors.New("tool: not connected")
 // Validate checks args against the tool's input schema and returns them as
 // compact JSON. The error says what is wrong, for the LLM to fix.
 func (r *Registry) Validate(name string, args json.RawMessage) (json.RawMessage, error) {
+	r.mu.RLock()
 	sch, ok := r.schemas[name]
+	r.mu.RUnlock()
 	if !ok {
 		return nil, ErrNoTool
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentplane/agentplane/audit"
@@ -162,17 +163,22 @@ func (m *Main) openStore(db string) (stateStore, func(), bool) {
 // put them in toolboxes without declaring them.
 var codeTools = append(append([]string(nil), tool.BuiltinNames...), demo.ToolNames...)
 
-// toolRegistry builds the registry of the tools that run: the binary's own
-// and the HTTP tools the configuration declares.
 // toolSet is the tools a command runs with, and the MCP servers they came
 // from.
 type toolSet struct {
 	*tool.Registry
-	mcp []*mcpclient.Server
+	mcp     []*mcpclient.Server
+	stop    context.CancelFunc // stops the retries of servers that were down
+	retries sync.WaitGroup
 }
 
-// Close closes the connections to the MCP servers.
+// mcpRetryInterval is how often a server that was down at start is tried.
+const mcpRetryInterval = 5 * time.Second
+
+// Close stops the retries and closes the connections to the MCP servers.
 func (ts *toolSet) Close() {
+	ts.stop()
+	ts.retries.Wait()
 	for _, s := range ts.mcp {
 		s.Close()
 	}
@@ -194,9 +200,11 @@ func toolRegistry(rr *router.Registry, now func() time.Time) (*toolSet, error) {
 			return nil, err
 		}
 	}
-	ts := &toolSet{Registry: reg}
+	ctx, stop := context.WithCancel(context.Background())
+	ts := &toolSet{Registry: reg, stop: stop}
 	// MCP servers: mounted without blocking start-up for long; a server
-	// that is down now contributes no tools, and says so.
+	// that is down now says so, and is tried again in the background until
+	// it comes up and its tools are mounted.
 	for _, m := range cfg.MCPServers {
 		impact := map[string]tool.Impact{}
 		for k, v := range m.Impact {
@@ -205,14 +213,24 @@ func toolRegistry(rr *router.Registry, now func() time.Time) (*toolSet, error) {
 		srv := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: m.Name, Prefix: m.Prefix, Command: m.Command, URL: m.URL,
 			Impact: impact, ConnectTimeout: m.ConnectTimeout, CallTimeout: m.CallTimeout})
 		ts.mcp = append(ts.mcp, srv)
-		if h := srv.Health(); !h.Up {
-			slog.Warn("MCP server is down; its tools are not mounted", "server", m.Name, "err", h.Error)
-		}
-		for _, t := range srv.Tools() {
-			if err := reg.Register(t); err != nil {
-				slog.Warn("MCP tool not mounted", "server", m.Name, "err", err)
+		mount := func(tools []tool.Tool) {
+			for _, t := range tools {
+				if err := reg.Register(t); err != nil {
+					slog.Warn("MCP tool not mounted", "server", m.Name, "err", err)
+				}
 			}
 		}
+		if h := srv.Health(); !h.Up {
+			slog.Warn("MCP server is down; its tools are mounted when it comes up", "server", m.Name, "err", h.Error)
+			ts.retries.Go(func() {
+				srv.Retry(ctx, mcpRetryInterval, func(tools []tool.Tool) {
+					mount(tools)
+					slog.Info("MCP server is up; its tools are mounted", "server", m.Name, "tools", len(tools))
+				})
+			})
+			continue
+		}
+		mount(srv.Tools())
 	}
 	return ts, nil
 }
