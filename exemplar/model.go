@@ -39,12 +39,11 @@ type Example struct {
 type Options struct {
 	Epochs       int     // passes over the examples; default 8
 	LearningRate float64 // initial SGD step, decaying linearly to zero; default 4
-	MinDF        int     // a feature must occur in this many examples; default 1
 	Seed         uint64  // shuffling seed; default 1
 }
 
 func (o *Options) withDefaults() Options {
-	out := Options{Epochs: 8, LearningRate: 4, MinDF: 1, Seed: 1}
+	out := Options{Epochs: 8, LearningRate: 4, Seed: 1}
 	if o == nil {
 		return out
 	}
@@ -53,9 +52,6 @@ func (o *Options) withDefaults() Options {
 	}
 	if o.LearningRate > 0 {
 		out.LearningRate = o.LearningRate
-	}
-	if o.MinDF > 0 {
-		out.MinDF = o.MinDF
 	}
 	if o.Seed != 0 {
 		out.Seed = o.Seed
@@ -118,10 +114,8 @@ func Train(examples []Example, opts *Options) (*Model, error) {
 		return nil, ErrNoExamples
 	}
 	keep := make([]uint64, 0, len(df))
-	for h, n := range df {
-		if int(n) >= o.MinDF {
-			keep = append(keep, h)
-		}
+	for h := range df {
+		keep = append(keep, h)
 	}
 	slices.Sort(keep)
 	m.features = make(map[uint64]int32, len(keep))
@@ -255,12 +249,6 @@ func softmax(s []float32, allowed []bool) {
 	}
 }
 
-// Labels returns the number of labels.
-func (m *Model) Labels() int { return m.labels }
-
-// Examples returns the number of examples the model was trained on.
-func (m *Model) Examples() int { return len(m.examples) }
-
 // Features returns the number of distinct features the model knows.
 func (m *Model) Features() int { return len(m.idf) }
 
@@ -275,7 +263,6 @@ type Neighbor struct {
 type Result struct {
 	Label       int        // the most likely allowed label; -1 when none
 	Probability float64    // its softmax probability among the allowed labels
-	Runner      int        // the second most likely allowed label; -1 when none
 	Allowed     int        // how many labels were allowed
 	Similarity  float64    // cosine similarity to Label's nearest example
 	Known       float64    // share of the utterance's distinct features the model knows
@@ -320,7 +307,7 @@ func (m *Model) Knows(label int, word string) bool {
 // labels allowed (allowed[label]; all when allowed is nil, none beyond
 // len(allowed) otherwise) and its nearest examples.
 func (m *Model) Classify(words []string, allowed []bool) Result {
-	r := Result{Label: -1, Runner: -1}
+	r := Result{Label: -1}
 	s := m.scratch.Get().(*scratch)
 	defer m.scratch.Put(s)
 	known, total := m.weigh(s.ext.extract(words), &s.vec)
@@ -334,11 +321,8 @@ func (m *Model) Classify(words []string, allowed []bool) Result {
 			continue
 		}
 		r.Allowed++
-		switch {
-		case r.Label < 0 || p > s.scores[r.Label]:
-			r.Runner, r.Label = r.Label, k
-		case r.Runner < 0 || p > s.scores[r.Runner]:
-			r.Runner = k
+		if r.Label < 0 || p > s.scores[r.Label] {
+			r.Label = k
 		}
 	}
 	if r.Label < 0 {

@@ -83,8 +83,8 @@ func TestAllowedRestrictsLabels(t *testing.T) {
 	if r.Label == 0 || r.Label < 0 {
 		t.Fatalf("label %d with label 0 disallowed", r.Label)
 	}
-	if r.Runner == 0 || r.Runner == r.Label {
-		t.Errorf("runner-up %d", r.Runner)
+	if r.Allowed != 2 {
+		t.Errorf("%d labels allowed, want 2", r.Allowed)
 	}
 	if r = m.Classify(w, make([]bool, 3)); r.Label != -1 || r.Confidence() != 0 || r.Nearest != nil {
 		t.Errorf("nothing allowed: %+v", r)

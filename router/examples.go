@@ -45,7 +45,7 @@ func trainExamples(cmds []*agentplane.CommandDefinition, patterns [][]*trigger.P
 	var ex []exemplar.Example
 	var labelCmd []int
 	for i, c := range cmds {
-		label := len(labelCmd)
+		label, before := len(labelCmd), len(ex)
 		for _, e := range c.Examples {
 			ex = append(ex, exemplar.Example{Label: label, Text: e})
 		}
@@ -56,7 +56,7 @@ func trainExamples(cmds []*agentplane.CommandDefinition, patterns [][]*trigger.P
 				}
 			}
 		}
-		if len(ex) > 0 && ex[len(ex)-1].Label == label {
+		if len(ex) > before {
 			labelCmd = append(labelCmd, i)
 		}
 	}

@@ -18,6 +18,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -173,7 +174,7 @@ func tune(reg *router.Registry, d *clinc150.Dataset, want float64, out io.Writer
 		m, _ := reg.MatchExamples(clinc150.Mode, nil, u.Text)
 		all = append(all, obs{conf: m.Confidence})
 	}
-	slices.SortFunc(all, func(a, b obs) int { return cmpFloat(a.conf, b.conf) })
+	slices.SortFunc(all, func(a, b obs) int { return cmp.Compare(a.conf, b.conf) })
 	nin, nout := len(d.Val), len(d.OOSVal)
 	okAbove := 0 // in-scope correct with confidence ≥ the candidate
 	for _, o := range all {
@@ -221,14 +222,4 @@ func score(reg *router.Registry, d *clinc150.Dataset, th float64) (acc, rec floa
 		}
 	}
 	return float64(ok) / float64(len(d.Test)), float64(rej) / float64(len(d.OOSTest))
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
