@@ -90,45 +90,20 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-// TestTwoStoresOnOneDatabase commits to one session's chain from two
-// stores on one database, as two instances would: each store's cached
-// chain head goes stale, and the chain must still verify with no gap.
+// TestTwoStoresOnOneDatabase runs storetest.TwoStoresOnOneChain on two
+// stores on one database, as two instances would.
 func TestTwoStoresOnOneDatabase(t *testing.T) {
-	ctx := context.Background()
 	url := freshDB(t)
 	var stores [2]*postgres.Store
 	for i := range stores {
-		s, err := postgres.Open(ctx, url)
+		s, err := postgres.Open(context.Background(), url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer s.Close()
 		stores[i] = s
 	}
-	for v := int64(1); v <= 8; v++ {
-		s := stores[v%2]
-		if v%3 == 0 {
-			s = stores[(v+1)%2] // sometimes the same store twice in a row
-		}
-		c := &gate.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "general", Version: v},
-			Record: &audit.Record{Session: "a", Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Kind: audit.KindExecution}}
-		if err := s.Commit(ctx, c); err != nil {
-			t.Fatalf("version %d: %v", v, err)
-		}
-		if c.Record.Seq != v {
-			t.Fatalf("version %d sealed as seq %d", v, c.Record.Seq)
-		}
-	}
-	recs, err := stores[0].Records(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != 8 {
-		t.Fatalf("%d records", len(recs))
-	}
-	if err := audit.Verify(recs); err != nil {
-		t.Fatal(err)
-	}
+	storetest.TwoStoresOnOneChain(t, stores[0], stores[1])
 }
 
 // TestLostConnection runs a store through a TCP proxy to the server, then

@@ -56,11 +56,9 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-// TestTwoWritersOnOneFile commits to one session's chain from two stores
-// on the same file, as two processes would: each store's cached chain head
-// goes stale, and the chain must still verify with no gap.
+// TestTwoWritersOnOneFile runs storetest.TwoStoresOnOneChain on two
+// stores opened on one file, as two processes would.
 func TestTwoWritersOnOneFile(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shared.db")
 	var stores [2]*sqlite.Store
 	for i := range stores {
@@ -71,30 +69,7 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 		defer s.Close()
 		stores[i] = s
 	}
-	for v := int64(1); v <= 8; v++ {
-		s := stores[v%2]
-		if v%3 == 0 {
-			s = stores[(v+1)%2] // sometimes the same store twice in a row
-		}
-		c := &gate.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "general", Version: v},
-			Record: &audit.Record{Session: "a", Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Kind: audit.KindExecution}}
-		if err := s.Commit(ctx, c); err != nil {
-			t.Fatalf("version %d: %v", v, err)
-		}
-		if c.Record.Seq != v {
-			t.Fatalf("version %d sealed as seq %d", v, c.Record.Seq)
-		}
-	}
-	recs, err := stores[0].Records(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != 8 {
-		t.Fatalf("%d records", len(recs))
-	}
-	if err := audit.Verify(recs); err != nil {
-		t.Fatal(err)
-	}
+	storetest.TwoStoresOnOneChain(t, stores[0], stores[1])
 }
 
 // TestCloseWhileCommitting closes the store while goroutines commit: every

@@ -261,3 +261,36 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 }
+
+// TwoStoresOnOneChain commits to one session's chain alternately through
+// two stores on one database, as two processes or instances would: each
+// store's cached chain head goes stale, and the chain must still verify
+// with no gap.
+func TwoStoresOnOneChain(t *testing.T, a, b Store) {
+	ctx := context.Background()
+	stores := [2]Store{a, b}
+	for v := int64(1); v <= 8; v++ {
+		s := stores[v%2]
+		if v%3 == 0 {
+			s = stores[(v+1)%2] // sometimes the same store twice in a row
+		}
+		c := &gate.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "general", Version: v},
+			Record: &audit.Record{Session: "a", Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Kind: audit.KindExecution}}
+		if err := s.Commit(ctx, c); err != nil {
+			t.Fatalf("version %d: %v", v, err)
+		}
+		if c.Record.Seq != v {
+			t.Fatalf("version %d sealed as seq %d", v, c.Record.Seq)
+		}
+	}
+	recs, err := a.Records(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 8 {
+		t.Fatalf("%d records", len(recs))
+	}
+	if err := audit.Verify(recs); err != nil {
+		t.Fatal(err)
+	}
+}
