@@ -202,58 +202,14 @@ func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, er
 }
 
 // Commit applies c atomically; see gate.Store. Its statements reach the
-// server in one round trip and run in one implicit transaction: the
+// server in one round trip (a batch) and run in one transaction: the
 // version and token checks abort it when they fail, and the audit chain's
 // primary key refuses a record sealed on a stale head (then the head is
 // read again and the commit retried). Concurrent commits from any number
 // of instances serialize per session on the session's row.
-//
-// A record-only commit that snapshots the session's current state takes
-// the locked path instead: it reads the state under the row lock.
 func (s *Store) Commit(ctx context.Context, c *gate.Commit) error {
-	if c.Record != nil && c.Session == nil && c.Record.State != nil {
-		return s.commitLocked(ctx, c)
-	}
 	for attempt := 0; ; attempt++ {
-		b := &pgx.Batch{}
-		if c.Use != "" {
-			b.Queue(`WITH u AS (UPDATE confirmations SET used = TRUE WHERE token = $1 AND NOT used RETURNING 1)
-				SELECT agentplane_check(EXISTS (SELECT 1 FROM u), 'AP002', 'confirmation token unknown or used')`, c.Use)
-		}
-		if c.Session != nil {
-			state, err := json.Marshal(c.Session)
-			if err != nil {
-				return err
-			}
-			msg := fmt.Sprintf("session %q is not at version %d; cannot store version %d", c.Session.ID, c.Session.Version-1, c.Session.Version)
-			if c.Session.Version == 1 {
-				b.Queue(`WITH u AS (INSERT INTO sessions (id, version, state) VALUES ($1, 1, $2) ON CONFLICT (id) DO NOTHING RETURNING 1)
-					SELECT agentplane_check(EXISTS (SELECT 1 FROM u), 'AP001', $3)`, c.Session.ID, state, msg)
-			} else {
-				b.Queue(`WITH u AS (UPDATE sessions SET version = $2, state = $3 WHERE id = $1 AND version = $2 - 1 RETURNING 1)
-					SELECT agentplane_check(EXISTS (SELECT 1 FROM u), 'AP001', $4)`, c.Session.ID, c.Session.Version, state, msg)
-			}
-		}
-		var sealed audit.Record
-		if c.Record != nil {
-			head, err := s.head(ctx, c.SessionID)
-			if err != nil {
-				return err
-			}
-			sealed = *c.Record
-			if err := audit.Seal(&sealed, head.seq, head.hash); err != nil {
-				return err
-			}
-			raw, err := json.Marshal(&sealed)
-			if err != nil {
-				return err
-			}
-			b.Queue(`INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4)`, c.SessionID, sealed.Seq, sealed.Hash, string(raw))
-		}
-		if err := s.queueRest(b, c); err != nil {
-			return err
-		}
-		err := s.pool.SendBatch(ctx, b).Close()
+		sealed, err := s.commitOnce(ctx, c)
 		if err == nil {
 			if c.Record != nil {
 				s.setHead(c.SessionID, chainHead{sealed.Seq, sealed.Hash})
@@ -279,26 +235,99 @@ func (s *Store) Commit(ctx context.Context, c *gate.Commit) error {
 	}
 }
 
-// queueRest queues what a commit stores besides its checks and record: the
-// request's result and an issued confirmation token.
-func (s *Store) queueRest(b *pgx.Batch, c *gate.Commit) error {
+// commitOnce seals c's record on the chain head it knows and sends c's
+// statements as one batch. A record-only commit that snapshots the
+// session's current state runs in a transaction that locks the session's
+// row and reads the state first, so no change of the session commits
+// between the snapshot and the record.
+func (s *Store) commitOnce(ctx context.Context, c *gate.Commit) (audit.Record, error) {
+	var sealed audit.Record
+	send := func(b *pgx.Batch) error { return s.pool.SendBatch(ctx, b).Close() }
+	if c.Record != nil {
+		sealed = *c.Record
+		if c.Session == nil && sealed.State != nil {
+			tx, err := s.pool.Begin(ctx)
+			if err != nil {
+				return sealed, err
+			}
+			defer tx.Rollback(ctx)
+			var current []byte
+			err = tx.QueryRow(ctx, `SELECT state FROM sessions WHERE id = $1 FOR UPDATE`, c.SessionID).Scan(&current)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return sealed, err
+			}
+			var cur agentplane.Session
+			if current != nil && json.Unmarshal(current, &cur) == nil {
+				sealed.State = &cur
+			}
+			send = func(b *pgx.Batch) error {
+				if err := tx.SendBatch(ctx, b).Close(); err != nil {
+					return err
+				}
+				return tx.Commit(ctx)
+			}
+		}
+		head, err := s.head(ctx, c.SessionID)
+		if err != nil {
+			return sealed, err
+		}
+		if err := audit.Seal(&sealed, head.seq, head.hash); err != nil {
+			return sealed, err
+		}
+	}
+	b, err := s.batch(c, &sealed)
+	if err != nil {
+		return sealed, err
+	}
+	return sealed, send(b)
+}
+
+// batch queues c's statements: the token and version checks, the sealed
+// record, the request's result and an issued confirmation token.
+func (s *Store) batch(c *gate.Commit, sealed *audit.Record) (*pgx.Batch, error) {
+	b := &pgx.Batch{}
+	if c.Use != "" {
+		b.Queue(`WITH u AS (UPDATE confirmations SET used = TRUE WHERE token = $1 AND NOT used RETURNING 1)
+			SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $2, 'confirmation token unknown or used')`, c.Use, stateToken)
+	}
+	if c.Session != nil {
+		state, err := json.Marshal(c.Session)
+		if err != nil {
+			return nil, err
+		}
+		msg := fmt.Sprintf("session %q is not at version %d; cannot store version %d", c.Session.ID, c.Session.Version-1, c.Session.Version)
+		if c.Session.Version == 1 {
+			b.Queue(`WITH u AS (INSERT INTO sessions (id, version, state) VALUES ($1, 1, $2) ON CONFLICT (id) DO NOTHING RETURNING 1)
+				SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $3, $4)`, c.Session.ID, state, stateVersion, msg)
+		} else {
+			b.Queue(`WITH u AS (UPDATE sessions SET version = $2, state = $3 WHERE id = $1 AND version = $2 - 1 RETURNING 1)
+				SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $4, $5)`, c.Session.ID, c.Session.Version, state, stateVersion, msg)
+		}
+	}
+	if c.Record != nil {
+		raw, err := json.Marshal(sealed)
+		if err != nil {
+			return nil, err
+		}
+		b.Queue(`INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4)`, c.SessionID, sealed.Seq, sealed.Hash, string(raw))
+	}
 	if c.RequestID != "" && c.Result != nil {
 		r := *c.Result
 		r.Session = nil
 		raw, err := json.Marshal(r)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b.Queue(`INSERT INTO results (request_id, result) VALUES ($1, $2) ON CONFLICT DO NOTHING`, c.RequestID, raw)
 	}
 	if c.Issue != nil {
 		raw, err := json.Marshal(c.Issue)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b.Queue(`INSERT INTO confirmations (token, used, confirmation) VALUES ($1, FALSE, $2)`, c.Issue.Token, raw)
 	}
-	return nil
+	return b, nil
 }
 
 // head returns the session's chain head, from the cache or the database.
@@ -311,7 +340,7 @@ func (s *Store) head(ctx context.Context, session string) (chainHead, error) {
 	}
 	err := s.pool.QueryRow(ctx, `SELECT seq, hash FROM audit WHERE session = $1 ORDER BY seq DESC LIMIT 1`, session).Scan(&h.seq, &h.hash)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return h, s.fail("read the audit chain's head", err)
+		return h, err // Commit names the server
 	}
 	return h, nil
 }
@@ -344,122 +373,3 @@ func (s *Store) fail(op string, err error) error {
 
 // maxHeads bounds the chain-head cache; it starts over when full.
 const maxHeads = 100_000
-
-// commitLocked applies c in a transaction that locks the session's row
-// first, for a record-only commit that snapshots the current state.
-func (s *Store) commitLocked(ctx context.Context, c *gate.Commit) error {
-	s.dropHead(c.SessionID)
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return s.fail("begin", err)
-	}
-	defer tx.Rollback(ctx)
-	var sealed audit.Record
-	if err := s.apply(ctx, tx, c, &sealed); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // a racing first insert of the same session
-			return agentplane.Errorf(agentplane.CodeVersionConflict, "session %q was created concurrently", c.SessionID)
-		}
-		return s.fail("commit", err)
-	}
-	if c.Record != nil {
-		*c.Record = sealed
-	}
-	return nil
-}
-
-func (s *Store) apply(ctx context.Context, tx pgx.Tx, c *gate.Commit, sealed *audit.Record) error {
-	// Lock the session's row (if any) first: it orders every commit of a
-	// session, including record-only ones, before the chain is read.
-	var have int64
-	var current []byte
-	err := tx.QueryRow(ctx, `SELECT version, state FROM sessions WHERE id = $1 FOR UPDATE`, c.SessionID).Scan(&have, &current)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("postgres: %s: %w", s.url, err)
-	}
-	if c.Session != nil {
-		if c.Session.Version != have+1 {
-			return agentplane.Errorf(agentplane.CodeVersionConflict, "session %q is at version %d; cannot store version %d", c.Session.ID, have, c.Session.Version)
-		}
-		state, err := json.Marshal(c.Session)
-		if err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `INSERT INTO sessions (id, version, state) VALUES ($1, $2, $3)
-			ON CONFLICT (id) DO UPDATE SET version = excluded.version, state = excluded.state WHERE sessions.version = $2 - 1`,
-			c.Session.ID, c.Session.Version, state)
-		if err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-				return agentplane.Errorf(agentplane.CodeVersionConflict, "session %q was created concurrently", c.Session.ID)
-			}
-			return fmt.Errorf("postgres: %s: store session: %w", s.url, err)
-		}
-		if tag.RowsAffected() != 1 {
-			return agentplane.Errorf(agentplane.CodeVersionConflict, "session %q changed concurrently", c.Session.ID)
-		}
-	}
-	if c.Use != "" {
-		tag, err := tx.Exec(ctx, `UPDATE confirmations SET used = TRUE WHERE token = $1 AND NOT used`, c.Use)
-		if err != nil {
-			return fmt.Errorf("postgres: %s: %w", s.url, err)
-		}
-		if tag.RowsAffected() != 1 {
-			return agentplane.Errorf(agentplane.CodeConfirmationInvalid, "confirmation token unknown or used")
-		}
-	}
-	if c.Record != nil {
-		*sealed = *c.Record
-		if c.Session == nil && sealed.State != nil && current != nil {
-			var cur agentplane.Session
-			if json.Unmarshal(current, &cur) == nil {
-				sealed.State = &cur
-			}
-		}
-		var prevSeq int64
-		var prevHash string
-		err := tx.QueryRow(ctx, `SELECT seq, hash FROM audit WHERE session = $1 ORDER BY seq DESC LIMIT 1`, c.SessionID).Scan(&prevSeq, &prevHash)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("postgres: %s: %w", s.url, err)
-		}
-		if err := audit.Seal(sealed, prevSeq, prevHash); err != nil {
-			return err
-		}
-		raw, err := json.Marshal(sealed)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4)`,
-			c.SessionID, sealed.Seq, sealed.Hash, string(raw)); err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "23505" { // another instance appended first
-				return agentplane.Errorf(agentplane.CodeVersionConflict, "the audit chain of %q moved concurrently", c.SessionID)
-			}
-			return fmt.Errorf("postgres: %s: append audit record: %w", s.url, err)
-		}
-	}
-	if c.RequestID != "" && c.Result != nil {
-		r := *c.Result
-		r.Session = nil
-		raw, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO results (request_id, result) VALUES ($1, $2) ON CONFLICT DO NOTHING`, c.RequestID, raw); err != nil {
-			return fmt.Errorf("postgres: %s: store result: %w", s.url, err)
-		}
-	}
-	if c.Issue != nil {
-		raw, err := json.Marshal(c.Issue)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO confirmations (token, used, confirmation) VALUES ($1, FALSE, $2)`, c.Issue.Token, raw); err != nil {
-			return fmt.Errorf("postgres: %s: store confirmation: %w", s.url, err)
-		}
-	}
-	return nil
-}
