@@ -132,3 +132,29 @@ func Verify(recs []Record) error {
 	}
 	return nil
 }
+
+// Rows is a result set of one JSON record per row; database/sql's and
+// pgx's rows both are.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// DecodeRows reads the records of rows in order, the stores' reading
+// side. The error names the first row that is not a record.
+func DecodeRows(rows Rows) ([]Record, error) {
+	var out []Record
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		var r Record
+		if err := json.Unmarshal([]byte(raw), &r); err != nil {
+			return nil, fmt.Errorf("record %d is corrupt: %w", len(out)+1, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -156,3 +156,26 @@ func FuzzVerifyJSONL(f *testing.F) {
 }
 
 func jsonMarshal(r Record) ([]byte, error) { return json.Marshal(r) }
+
+// rowsOf is Rows over strings.
+type rowsOf struct {
+	rows []string
+	i    int
+}
+
+func (r *rowsOf) Next() bool { r.i++; return r.i <= len(r.rows) }
+func (r *rowsOf) Scan(dest ...any) error {
+	*dest[0].(*string) = r.rows[r.i-1]
+	return nil
+}
+func (r *rowsOf) Err() error { return nil }
+
+func TestDecodeRows(t *testing.T) {
+	recs, err := DecodeRows(&rowsOf{rows: []string{`{"session":"a","seq":1}`, `{"session":"a","seq":2}`}})
+	if err != nil || len(recs) != 2 || recs[1].Seq != 2 {
+		t.Fatalf("%+v, %v", recs, err)
+	}
+	if _, err := DecodeRows(&rowsOf{rows: []string{`{"session":"a","seq":1}`, `{not json`}}); err == nil || !strings.Contains(err.Error(), "record 2 is corrupt") {
+		t.Fatalf("corrupt row: %v", err)
+	}
+}

@@ -186,19 +186,11 @@ func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, er
 		return nil, s.fail("read audit of "+session, err)
 	}
 	defer rows.Close()
-	var out []audit.Record
-	for rows.Next() {
-		var raw string
-		if err := rows.Scan(&raw); err != nil {
-			return nil, err
-		}
-		var r audit.Record
-		if err := json.Unmarshal([]byte(raw), &r); err != nil {
-			return nil, fmt.Errorf("postgres: %s: audit record of %s is corrupt: %w", s.url, session, err)
-		}
-		out = append(out, r)
+	recs, err := audit.DecodeRows(rows)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: audit of %s: %w", s.url, session, err)
 	}
-	return out, rows.Err()
+	return recs, nil
 }
 
 // Commit applies c atomically; see gate.Store. Its statements reach the

@@ -275,19 +275,11 @@ func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, er
 		return nil, fmt.Errorf("sqlite: %s: read audit of %s: %w", s.path, session, err)
 	}
 	defer rows.Close()
-	var out []audit.Record
-	for rows.Next() {
-		var raw string
-		if err := rows.Scan(&raw); err != nil {
-			return nil, err
-		}
-		var r audit.Record
-		if err := json.Unmarshal([]byte(raw), &r); err != nil {
-			return nil, fmt.Errorf("sqlite: %s: audit record of %s is corrupt: %w", s.path, session, err)
-		}
-		out = append(out, r)
+	recs, err := audit.DecodeRows(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %s: audit of %s: %w", s.path, session, err)
 	}
-	return out, rows.Err()
+	return recs, nil
 }
 
 // Commit applies c atomically; see gate.Store. It may be committed
@@ -458,10 +450,10 @@ func (s *Store) tryGroup(group []*request, savepoints bool) bool {
 	return true
 }
 
-// append seals the record onto its session's chain and inserts it, from
+// appendRecord seals the record onto its session's chain and inserts it, from
 // the cached head when there is one; when the cache is stale (another
 // process appended), the key refuses the insert and it reads the head.
-func (s *Store) append(ctx context.Context, tx *sql.Tx, session string, sealed *audit.Record) error {
+func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, session string, sealed *audit.Record) error {
 	unsealed := *sealed
 	head, cached := s.heads[session]
 	for {
@@ -554,7 +546,7 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, c *gate.Commit, sealed *a
 				}
 			}
 		}
-		if err := s.append(ctx, tx, c.SessionID, sealed); err != nil {
+		if err := s.appendRecord(ctx, tx, c.SessionID, sealed); err != nil {
 			return err
 		}
 	}
