@@ -20,46 +20,45 @@ func BenchmarkDurable(b *testing.B) {
 	for _, n := range []int{1, 32} {
 		b.Run(fmt.Sprintf("interleaved/sessions=%d", n), func(b *testing.B) {
 			url := freshDB(b)
-			pool, err := pgxpool.New(context.Background(), url)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer pool.Close()
-			pool.Exec(context.Background(), `CREATE TABLE t (id BIGSERIAL PRIMARY KEY, v TEXT)`)
-			s, err := postgres.Open(context.Background(), url)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			storetest.BenchCompare(b, s, n, 100*time.Millisecond, func() error {
-				_, err := pool.Exec(context.Background(), `INSERT INTO t (v) VALUES ('x')`)
-				return err
-			})
+			storetest.BenchCompare(b, open(b, url), n, 100*time.Millisecond, rawInsert(b, url))
 		})
 	}
-
 	for _, n := range []int{1, 32} {
 		b.Run(fmt.Sprintf("raw-insert/workers=%d", n), func(b *testing.B) {
-			url := freshDB(b)
-			pool, err := pgxpool.New(context.Background(), url)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer pool.Close()
-			pool.Exec(context.Background(), `CREATE TABLE t (id BIGSERIAL PRIMARY KEY, v TEXT)`)
+			insert := rawInsert(b, freshDB(b))
 			b.ResetTimer()
-			storetest.BenchInsert(b, n, func() error {
-				_, err := pool.Exec(context.Background(), `INSERT INTO t (v) VALUES ('x')`)
-				return err
-			})
+			storetest.BenchInsert(b, n, insert)
 		})
 		b.Run(fmt.Sprintf("execute/sessions=%d", n), func(b *testing.B) {
-			s, err := postgres.Open(context.Background(), freshDB(b))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			storetest.BenchExecute(b, s, n)
+			storetest.BenchExecute(b, open(b, freshDB(b)), n)
 		})
+	}
+}
+
+// open opens a store on the database, closed when the benchmark ends.
+func open(b *testing.B, url string) *postgres.Store {
+	s, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Close)
+	return s
+}
+
+// rawInsert returns a one-row insert transaction on the database: the
+// physical limit the store's commits compare with.
+func rawInsert(b *testing.B, url string) func() error {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, `CREATE TABLE t (id BIGSERIAL PRIMARY KEY, v TEXT)`); err != nil {
+		b.Fatal(err)
+	}
+	return func() error {
+		_, err := pool.Exec(ctx, `INSERT INTO t (v) VALUES ('x')`)
+		return err
 	}
 }

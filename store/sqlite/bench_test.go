@@ -19,51 +19,48 @@ func BenchmarkDurable(b *testing.B) {
 	for _, sync := range []string{"FULL", "NORMAL"} {
 		for _, n := range []int{1, 32} {
 			b.Run(fmt.Sprintf("interleaved/%s/sessions=%d", sync, n), func(b *testing.B) {
-				dir := b.TempDir()
-				db, err := sqlite.OpenRaw(filepath.Join(dir, "raw.db") +
-					fmt.Sprintf("?_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=busy_timeout(10000)&_txlock=immediate", sync))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer db.Close()
-				db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`)
-				s, err := sqlite.Open(filepath.Join(dir, "a.db"), &sqlite.Options{Synchronous: sync})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
-				storetest.BenchCompare(b, s, n, 100*time.Millisecond, func() error {
-					_, err := db.Exec(`INSERT INTO t (v) VALUES ('x')`)
-					return err
-				})
+				storetest.BenchCompare(b, open(b, sync), n, 100*time.Millisecond, rawInsert(b, sync))
 			})
 		}
 	}
-
 	for _, sync := range []string{"FULL", "NORMAL"} {
 		for _, n := range []int{1, 32} {
 			b.Run(fmt.Sprintf("raw-insert/%s/workers=%d", sync, n), func(b *testing.B) {
-				db, err := sqlite.OpenRaw(filepath.Join(b.TempDir(), "raw.db") +
-					fmt.Sprintf("?_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=busy_timeout(10000)&_txlock=immediate", sync))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer db.Close()
-				db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`)
+				insert := rawInsert(b, sync)
 				b.ResetTimer()
-				storetest.BenchInsert(b, n, func() error {
-					_, err := db.Exec(`INSERT INTO t (v) VALUES ('x')`)
-					return err
-				})
+				storetest.BenchInsert(b, n, insert)
 			})
 			b.Run(fmt.Sprintf("execute/%s/sessions=%d", sync, n), func(b *testing.B) {
-				s, err := sqlite.Open(filepath.Join(b.TempDir(), "a.db"), &sqlite.Options{Synchronous: sync})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
-				storetest.BenchExecute(b, s, n)
+				storetest.BenchExecute(b, open(b, sync), n)
 			})
 		}
+	}
+}
+
+// open opens a store on a new file, closed when the benchmark ends.
+func open(b *testing.B, sync string) *sqlite.Store {
+	s, err := sqlite.Open(filepath.Join(b.TempDir(), "a.db"), &sqlite.Options{Synchronous: sync})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// rawInsert returns a one-row insert transaction on a new file with the
+// store's settings: the physical limit the store's commits compare with.
+func rawInsert(b *testing.B, sync string) func() error {
+	db, err := sqlite.OpenRaw(filepath.Join(b.TempDir(), "raw.db") +
+		fmt.Sprintf("?_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=busy_timeout(10000)&_txlock=immediate", sync))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`); err != nil {
+		b.Fatal(err)
+	}
+	return func() error {
+		_, err := db.Exec(`INSERT INTO t (v) VALUES ('x')`)
+		return err
 	}
 }
