@@ -16,23 +16,12 @@ import (
 // words no example of their intent has, so this passes only when
 // similarity (not word overlap) recognises them.
 func TestExamplesOnCLINC150Subset(t *testing.T) {
-	d, err := clinc150.Load(clinc150.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	d = d.Subset(25)
+	d := clincData(t).Subset(25)
 	raw, err := d.Config(config.DefaultExampleThreshold)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse(raw, "clinc150.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := router.NewRegistry(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := registryOf(t, "clinc150.yaml", raw)
 	ok := 0
 	for _, u := range d.Val {
 		dec, err := router.Route(context.Background(), reg, nil, agentplane.TurnInput{Text: u.Text, UI: true, Now: now})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/internal/clinc150"
 	"github.com/agentplane/agentplane/router"
 )
 
@@ -77,16 +78,31 @@ commands:
 `
 
 func examplesRegistry(t *testing.T) *router.Registry {
-	t.Helper()
-	cfg, err := config.Parse([]byte(examplesConfig), "examples.yaml", nil)
+	return registryOf(t, "examples.yaml", []byte(examplesConfig))
+}
+
+// registryOf parses a configuration and builds its registry.
+func registryOf(tb testing.TB, name string, yaml []byte) *router.Registry {
+	tb.Helper()
+	cfg, err := config.Parse(yaml, name, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	reg, err := router.NewRegistry(cfg, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return reg
+}
+
+// clincData loads the CLINC150 copy in the repository.
+func clincData(tb testing.TB) *clinc150.Dataset {
+	tb.Helper()
+	d, err := clinc150.Load(clinc150.Path())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
 }
 
 func TestRouteExamples(t *testing.T) {

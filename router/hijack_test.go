@@ -17,10 +17,7 @@ import (
 // may decide anything but continue_with_llm, and none may invoke a
 // side-effecting command.
 func TestNoHijackOnCLINC150(t *testing.T) {
-	d, err := clinc150.Load(clinc150.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := clincData(t)
 	reg := demoRegistry(t)
 	utterances := append(append([]clinc150.Utterance(nil), d.Test...), d.OOSTest...)
 	total, fired := 0, 0
