@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -163,20 +162,25 @@ func TestDownServerNeverBlocksAndReconnects(t *testing.T) {
 	}
 }
 
-// TestRetryMountsAServerThatCameUpLate mounts a server whose address has
-// nothing listening yet, then starts the server there: Retry reconnects and
-// hands over its tools.
+// TestRetryMountsAServerThatCameUpLate mounts a server that answers 503
+// Service Unavailable, then lets it serve: Retry reconnects and hands over
+// its tools.
 func TestRetryMountsAServerThatCameUpLate(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	s := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "late", URL: "http://" + addr + "/mcp", ConnectTimeout: 300 * time.Millisecond})
-	defer s.Close()
+	var up atomic.Bool
+	srv := testServer()
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	s := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "late", URL: hs.URL, ConnectTimeout: time.Second})
+	defer s.Close() // before the server: its open stream would keep hs.Close waiting
 	if s.Health().Up || len(s.Tools()) != 0 {
-		t.Fatalf("nothing listens yet, but health is %+v", s.Health())
+		t.Fatalf("the server is not serving yet, but health is %+v", s.Health())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -184,15 +188,7 @@ func TestRetryMountsAServerThatCameUpLate(t *testing.T) {
 	go s.Retry(ctx, 50*time.Millisecond, func(tools []tool.Tool) { got <- tools })
 
 	time.Sleep(150 * time.Millisecond) // a few failed attempts first
-	ln, err = net.Listen("tcp", addr)
-	if err != nil {
-		t.Skipf("the port was taken meanwhile: %v", err)
-	}
-	srv := testServer()
-	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}}
-	hs.Start()
-	defer hs.Close()
-	defer s.Close() // before the server: its open stream would keep hs.Close waiting
+	up.Store(true)
 	select {
 	case tools := <-got:
 		names := map[string]bool{}
