@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"modernc.org/sqlite" // the database/sql driver "sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -57,7 +58,8 @@ type Store struct {
 	queue   []*request // commits waiting for a leader
 	leading bool       // a goroutine is committing groups
 	closed  bool
-	idle    *sync.Cond // signalled (with mu) when leading turns false
+	idle    *sync.Cond   // signalled (with mu) when leading turns false
+	txs     atomic.Int64 // transactions that committed groups
 
 	// heads caches each session's last audit record (seq, hash) as
 	// committed through this store, so a commit need not read it back.
@@ -446,6 +448,7 @@ func (s *Store) tryGroup(group []*request, savepoints bool) bool {
 		clear(s.heads)
 		return true
 	}
+	s.txs.Add(1)
 	s.remember(group)
 	return true
 }

@@ -123,3 +123,35 @@ func TestCloseWhileCommitting(t *testing.T) {
 		t.Fatal("nothing was committed before Close")
 	}
 }
+
+// TestConcurrentCommitsShareTransactions checks that group commit groups:
+// commits from 16 goroutines at once take fewer transactions (and fsyncs)
+// than there are commits.
+func TestConcurrentCommitsShareTransactions(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(filepath.Join(t.TempDir(), "g.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const workers, each = 16, 20
+	var wg sync.WaitGroup
+	for g := 0; g < workers; g++ {
+		wg.Go(func() {
+			id := fmt.Sprint("s", g)
+			for v := int64(1); v <= each; v++ {
+				if err := s.Commit(ctx, &gate.Commit{SessionID: id, Session: &agentplane.Session{ID: id, Mode: "general", Version: v},
+					Record: &audit.Record{Session: id, Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Kind: audit.KindExecution}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	txs := s.Transactions()
+	t.Logf("%d commits in %d transactions", workers*each, txs)
+	if txs <= 0 || txs >= workers*each {
+		t.Fatalf("%d commits took %d transactions: nothing was grouped", workers*each, txs)
+	}
+}
