@@ -20,9 +20,11 @@ const (
 	CodeToolFailed           = "tool_failed"
 	CodeToolUnavailable      = "tool_unavailable" // the tool is not connected
 	CodeTimeout              = "timeout"
-	CodeNotFound             = "not_found"          // no such session or record
-	CodeInvalidState         = "invalid_state"      // a state that breaks an invariant
-	CodeSourceUnavailable    = "source_unavailable" // a catalog provider failed
+	CodeNotFound             = "not_found"           // no such session or record
+	CodeInvalidState         = "invalid_state"       // a state that breaks an invariant
+	CodeSourceUnavailable    = "source_unavailable"  // a catalog provider failed
+	CodeRequestConflict      = "request_conflict"    // a request id reused for another invocation
+	CodeRequestInProgress    = "request_in_progress" // the same request is still running
 	CodeInternal             = "internal"
 )
 

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
-	"github.com/agentplane/agentplane/conversation"
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/docs/schemas"
 	"github.com/agentplane/agentplane/gate"
-	"github.com/agentplane/agentplane/router"
-	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/tool"
 )
 
 // TestEmittedObjectsMatchSchemas runs conversations that reach every
@@ -24,14 +24,15 @@ func TestEmittedObjectsMatchSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := demo.Config(nil)
-	reg, _ := router.NewRegistry(cfg, nil)
-	store := memstore.New()
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	g, _ := gate.New(reg, store, &gate.Options{Now: func() time.Time { return now }})
-	e := conversation.New(reg, g, store, &conversation.Options{Now: func() time.Time { return now }})
+	// a send tool that is not connected: its results are failures
+	down := &tool.Func{S: demo.Tools(nil)[0].Spec(), Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return nil, tool.ErrUnavailable
+	}}
+	c := demotest.Core(t, &core.Options{Now: func() time.Time { return now }, Tools: []tool.Tool{down}})
+	g := c.Gate()
 	ctx := context.Background()
-	sess, _ := e.Start(ctx, "")
+	sess, _ := c.Start(ctx, core.Start{})
 	statuses := map[agentplane.Status]int{}
 	check := func(res *agentplane.ExecutionResult, s *agentplane.Session) {
 		t.Helper()
@@ -49,7 +50,7 @@ func TestEmittedObjectsMatchSchemas(t *testing.T) {
 		"switch to sales mode", "I want to work on email templates", "1", "open the outreach template", "2",
 		"send this to the q1 pilot list", "yes", "close the q1 cto outreach template", "/mode", "hello",
 	} {
-		tr, err := e.Turn(ctx, sess.ID, agentplane.TurnInput{Text: text})
+		tr, err := c.Turn(ctx, core.TurnRequest{SessionID: sess.ID, Input: agentplane.TurnInput{Text: text}})
 		if err != nil {
 			t.Fatal(err)
 		}

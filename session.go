@@ -30,16 +30,13 @@ type PendingPicker struct {
 }
 
 // PendingConfirmation is a side-effecting invocation waiting for the
-// human's yes or no.
+// human's yes or no. Its confirmation token is not part of the session:
+// the human's client received it, and the store keeps only its digest.
 type PendingConfirmation struct {
 	CommandID  string    `json:"command_id"`
 	ResolvedID string    `json:"resolved_id"`
 	Question   string    `json:"question"`
 	ExpiresAt  time.Time `json:"expires_at"`
-	// Token is the confirmation token the human's "yes" presents. It is
-	// stored with the session but never shown in a StateSnapshot, which is
-	// what an LLM sees.
-	Token string `json:"token,omitempty"`
 }
 
 // Clone returns a deep copy of the session.

@@ -26,9 +26,6 @@ func SnapshotID(sessionID string, version int64) string {
 // Snapshot returns the session's state as a protocol snapshot taken at now.
 func (s *Session) Snapshot(now time.Time) StateSnapshot {
 	c := s.Clone()
-	if c.PendingConfirmation != nil {
-		c.PendingConfirmation.Token = "" // the human's secret, not the LLM's
-	}
 	return StateSnapshot{
 		SnapshotID: SnapshotID(s.ID, s.Version), SessionID: s.ID, Version: s.Version,
 		Mode: c.Mode, AWC: c.AWC, PendingPicker: c.PendingPicker, PendingConfirmation: c.PendingConfirmation,

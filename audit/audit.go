@@ -3,18 +3,23 @@
 // trace, and the execution result with its state diff.
 //
 // Each record carries the hash of the previous record of its session, so an
-// edited, dropped or reordered record breaks the chain and Verify finds it:
+// edited, dropped or reordered record breaks the chain and Verify finds it.
+// A record's hash is SHA-256 over its canonical JSON (RFC 8785) without the
+// hash member, computed from the bytes as stored, never from a decoded Go
+// value: a field added to a record type later does not change old hashes,
+// and no decoding quirk (a member repeated, or repeated in another letter
+// case) can show one value to a reader and another to the verifier.
 //
-//	log := audit.NewMemory()
-//	log.Append(ctx, &audit.Record{Session: "s1", Kind: audit.KindTurn, ...})
-//	recs, _ := log.Records(ctx, "s1")
-//	err := audit.Verify(recs) // nil for an intact chain
+//	err := audit.Seal(rec, prev.Seq, prev.Hash) // rec.Raw is the line to store
+//	recs, _ := store.Records(ctx, "s1", 0)
+//	err = audit.Verify(recs) // nil for an intact chain
 //
-// The JSONL form written by File is also the export format.
+// The JSON Lines form (one sealed record per line, sessions interleaved)
+// is the export format; File writes it.
 package audit
 
 import (
-	"context"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,6 +27,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/internal/canonjson"
 )
 
 // Record kinds.
@@ -29,14 +35,28 @@ const (
 	KindOpen      = "open"      // a session was opened; State is its first state
 	KindTurn      = "turn"      // a user turn: input and decision, and intent and result when it invoked something
 	KindExecution = "execution" // an invocation that did not come from a turn (LLM, MCP, API, workflow)
+	KindResume    = "resume"    // a stored session was fitted to a changed configuration; State is the result
 )
+
+// Version is the record format this package writes. Records without a
+// version (0) were written before formats were versioned; they verify by
+// the rule of that time (see Verify).
+const Version = 1
 
 // Record is one entry of a session's audit log.
 type Record struct {
+	V       int       `json:"v,omitempty"` // the record format, Version
 	Session string    `json:"session"`
 	Seq     int64     `json:"seq"` // 1, 2, … within the session
 	Time    time.Time `json:"time"`
 	Kind    string    `json:"kind"`
+
+	// Principal is who acted (the user id behind an API key, "local" for
+	// the terminal); Base is the session version the event was decided on,
+	// so replay decides it on the same state even when another writer had
+	// moved the session on.
+	Principal string `json:"principal,omitempty"`
+	Base      int64  `json:"base,omitempty"`
 
 	Input    *agentplane.TurnInput `json:"input,omitempty"`
 	Decision *agentplane.Decision  `json:"decision,omitempty"`
@@ -47,46 +67,89 @@ type Record struct {
 	Result *agentplane.ExecutionResult `json:"result,omitempty"`
 	// State is the session after the record's event.
 	State *agentplane.Session `json:"state,omitempty"`
+	// Issued is the SHA-256 digest of a confirmation token the event
+	// issued, Presented of one it presented. Tokens are never recorded.
+	Issued    string `json:"issued,omitempty"`
+	Presented string `json:"presented,omitempty"`
+	// Notes say what a resume record changed and why.
+	Notes []string `json:"notes,omitempty"`
 
 	Prev string `json:"prev"` // hash of the session's previous record, "" for the first
-	Hash string `json:"hash"` // SHA-256 of the record's JSON with Hash empty
+	Hash string `json:"hash"` // SHA-256 of the record's canonical JSON without the hash
+
+	// Raw is the record as stored, one line of JSON: what Verify hashes.
+	// Seal sets it; readers (ReadJSONL, DecodeRows) keep it.
+	Raw []byte `json:"-"`
 }
 
-// ComputeHash returns the hash the record should carry: SHA-256, in hex,
-// of its JSON encoding with Hash empty.
-func (r *Record) ComputeHash() (string, error) {
-	c := *r
-	c.Hash = ""
-	b, err := json.Marshal(&c)
-	if err != nil {
-		return "", fmt.Errorf("audit: encode record %s/%d: %w", r.Session, r.Seq, err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
-}
-
-// Seal sets r's sequence number and chain fields to follow the record with
-// sequence number prevSeq and hash prevHash (0 and "" for a first record),
-// and computes its hash. Stores call it when they append.
+// Seal sets r's version, sequence number and chain fields to follow the
+// record with sequence number prevSeq and hash prevHash (0 and "" for a
+// first record), computes its hash, and sets r.Raw to the line to store:
+// the canonical JSON with the hash appended as the last member.
 func Seal(r *Record, prevSeq int64, prevHash string) error {
-	r.Seq, r.Prev = prevSeq+1, prevHash
-	h, err := r.ComputeHash()
+	r.V, r.Seq, r.Prev, r.Hash = Version, prevSeq+1, prevHash, ""
+	b, err := json.Marshal(r)
 	if err != nil {
-		return err
+		return fmt.Errorf("audit: encode record %s/%d: %w", r.Session, r.Seq, err)
 	}
-	r.Hash = h
+	raw, err := canonjson.Append(make([]byte, 0, len(b)+80), b, &canonjson.Options{Omit: "hash"})
+	if err != nil {
+		return fmt.Errorf("audit: encode record %s/%d: %w", r.Session, r.Seq, err)
+	}
+	sum := sha256.Sum256(raw)
+	r.Hash = hex.EncodeToString(sum[:])
+	raw = append(raw[:len(raw)-1], `,"hash":"`...)
+	raw = append(raw, r.Hash...)
+	r.Raw = append(raw, '"', '}')
 	return nil
 }
 
-// Log is an append-only audit log. Implementations are safe for concurrent
-// use; appends to one session are serialized.
-type Log interface {
-	// Append seals r (Seq, Prev, Hash) after the session's last record and
-	// stores it. It fails, storing nothing, when the record cannot be
-	// encoded or stored.
-	Append(ctx context.Context, r *Record) error
-	// Records returns the session's records in order.
-	Records(ctx context.Context, session string) ([]Record, error)
+// Decode reads one stored record, keeping its bytes in Raw. Member names
+// that repeat, or differ only in letter case, are refused, as is invalid
+// UTF-8: such a record reads differently to different JSON readers.
+func Decode(raw []byte) (Record, error) {
+	var r Record
+	if err := canonjson.Check(raw); err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, err
+	}
+	if r.Session == "" {
+		return r, fmt.Errorf("a record without session")
+	}
+	r.Raw = bytes.Clone(raw)
+	return r, nil
+}
+
+// hashOf returns the hash r's stored bytes should carry, by the rule of
+// its format version.
+func hashOf(r *Record) (string, error) {
+	if r.Raw == nil {
+		return "", fmt.Errorf("the record has no stored bytes to verify")
+	}
+	switch r.V {
+	case 0:
+		// Before versions, a record's hash was SHA-256 over Go's encoding
+		// of the record with an empty hash, and the stored line was that
+		// encoding with the hash filled in as its last member. Reversing
+		// the fill on the stored bytes gives the hashed bytes back without
+		// decoding anything.
+		tail := `"hash":"` + r.Hash + `"}`
+		if len(r.Hash) != 64 || !bytes.HasSuffix(r.Raw, []byte(tail)) {
+			return "", fmt.Errorf("a record of the first format must end with its hash")
+		}
+		sum := sha256.Sum256(append(bytes.Clone(r.Raw[:len(r.Raw)-len(tail)]), `"hash":""}`...))
+		return hex.EncodeToString(sum[:]), nil
+	case Version:
+		b, err := canonjson.Append(nil, r.Raw, &canonjson.Options{Omit: "hash"})
+		if err != nil {
+			return "", err
+		}
+		sum := sha256.Sum256(b)
+		return hex.EncodeToString(sum[:]), nil
+	}
+	return "", fmt.Errorf("record format %d is newer than this agentplane's %d: use a newer agentplane", r.V, Version)
 }
 
 // ChainError says where a chain breaks.
@@ -103,34 +166,45 @@ func (e *ChainError) Error() string {
 
 // Verify checks one session's records: sequence numbers 1, 2, … without
 // gaps, each record's Prev equal to the previous record's Hash, and each
-// Hash equal to the record's recomputed hash. It returns a *ChainError for
-// the first bad record.
+// Hash equal to the hash of its stored bytes (Raw). It returns a
+// *ChainError for the first bad record.
 func Verify(recs []Record) error {
-	var prev string
+	var c chain
 	for i := range recs {
-		r := &recs[i]
-		bad := func(format string, args ...any) error {
-			return &ChainError{Session: r.Session, Index: i, Seq: r.Seq, Reason: fmt.Sprintf(format, args...)}
+		if reason := c.next(&recs[i]); reason != "" {
+			return &ChainError{Session: recs[i].Session, Index: i, Seq: recs[i].Seq, Reason: reason}
 		}
-		if i > 0 && r.Session != recs[0].Session {
-			return bad("belongs to session %s, not %s", r.Session, recs[0].Session)
+		if i > 0 && recs[i].Session != recs[0].Session {
+			return &ChainError{Session: recs[i].Session, Index: i, Seq: recs[i].Seq, Reason: "belongs to session " + recs[i].Session + ", not " + recs[0].Session}
 		}
-		if r.Seq != int64(i+1) {
-			return bad("sequence number %d where %d was expected: a record was dropped, added or reordered", r.Seq, i+1)
-		}
-		if r.Prev != prev {
-			return bad("does not follow the previous record's hash: a record was dropped, added or reordered")
-		}
-		h, err := r.ComputeHash()
-		if err != nil {
-			return bad("%v", err)
-		}
-		if h != r.Hash {
-			return bad("hash mismatch: the record was edited")
-		}
-		prev = r.Hash
 	}
 	return nil
+}
+
+// chain is where a session's chain has got to while verifying.
+type chain struct {
+	seq  int64
+	hash string
+}
+
+// next checks that r continues the chain and moves it on; it returns why
+// not, or "".
+func (c *chain) next(r *Record) string {
+	if r.Seq != c.seq+1 {
+		return fmt.Sprintf("sequence number %d where %d was expected: a record was dropped, added or reordered", r.Seq, c.seq+1)
+	}
+	if r.Prev != c.hash {
+		return "does not follow the previous record's hash: a record was dropped, added or reordered"
+	}
+	h, err := hashOf(r)
+	if err != nil {
+		return err.Error()
+	}
+	if h != r.Hash {
+		return "hash mismatch: the record was edited"
+	}
+	c.seq, c.hash = r.Seq, r.Hash
+	return ""
 }
 
 // Rows is a result set of one JSON record per row; database/sql's and
@@ -146,12 +220,12 @@ type Rows interface {
 func DecodeRows(rows Rows) ([]Record, error) {
 	var out []Record
 	for rows.Next() {
-		var raw string
+		var raw []byte
 		if err := rows.Scan(&raw); err != nil {
 			return nil, err
 		}
-		var r Record
-		if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		r, err := Decode(raw)
+		if err != nil {
 			return nil, fmt.Errorf("record %d is corrupt: %w", len(out)+1, err)
 		}
 		out = append(out, r)

@@ -85,16 +85,13 @@ const (
 	DefaultExampleThreshold = 0.2
 )
 
-// BuiltinTools are the tools every configuration may name without
-// declaring them.
-var BuiltinTools = []string{"agent_set_mode", "agent_set_active_entity", "agent_clear_active_entity"}
-
 // Options tell the validator what exists outside the file.
 type Options struct {
 	// Providers are the names of the code-backed resolver providers the
 	// program registers; commands and toolboxes may name only these.
 	Providers []string
-	// Tools are names of tools registered in code besides BuiltinTools.
+	// Tools are names of tools registered in code besides
+	// agentplane.BuiltinTools.
 	Tools []string
 }
 

@@ -129,7 +129,7 @@ func (v *validator) index() {
 		v.register(v.commands, fmt.Sprintf("commands[%d].id", i), "command", c.ID, i, true)
 	}
 	v.tools = map[string]bool{}
-	for _, t := range BuiltinTools {
+	for _, t := range agentplane.BuiltinTools {
 		v.tools[t] = true
 	}
 	for _, t := range v.opts.Tools {
@@ -492,7 +492,7 @@ func (v *validator) checkExecutable(p string, c commandFile, cmd *agentplane.Com
 	if c.Tool == "" {
 		v.add(p+".tool", "missing: an executable command runs a tool")
 	} else if !v.tools[c.Tool] {
-		v.add(p+".tool", "unknown tool %q (declare it under tools: or use a built-in: %s)", c.Tool, strings.Join(BuiltinTools, ", "))
+		v.add(p+".tool", "unknown tool %q (declare it under tools: or use a built-in: %s)", c.Tool, strings.Join(agentplane.BuiltinTools, ", "))
 	}
 	if c.Parameter == "" {
 		v.add(p+".parameter", "missing: name the command's one parameter")

@@ -8,7 +8,6 @@ import (
 	_ "embed"
 
 	"github.com/agentplane/agentplane/config"
-	"github.com/agentplane/agentplane/tool"
 )
 
 // YAML is the demo configuration file.
@@ -20,12 +19,12 @@ var YAML []byte
 const Name = "demo/agentplane.yaml"
 
 // Config parses the demo configuration. The demo's code tools (ToolNames)
-// and the built-in tools of package tool are added to opts.Tools.
+// are added to opts.Tools.
 func Config(opts *config.Options) (*config.Config, error) {
 	o := config.Options{}
 	if opts != nil {
 		o = *opts
 	}
-	o.Tools = append(append(append([]string(nil), o.Tools...), ToolNames...), tool.BuiltinNames...)
+	o.Tools = append(append([]string(nil), o.Tools...), ToolNames...)
 	return config.Parse(YAML, Name, &o)
 }

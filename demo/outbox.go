@@ -80,6 +80,9 @@ func (o *Outbox) send(ctx context.Context, args json.RawMessage) (json.RawMessag
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err // the gate gave up on this call: send nothing
+	}
 	if i, seen := o.byRequest[ci.RequestID]; seen && ci.RequestID != "" {
 		return json.Marshal(o.sends[i]) // a retry: the send happened once
 	}
@@ -90,3 +93,8 @@ func (o *Outbox) send(ctx context.Context, args json.RawMessage) (json.RawMessag
 	}
 	return json.Marshal(s)
 }
+
+// Tools returns the demo's code tools on a new outbox (clock now; nil means
+// time.Now): what a program passes to the core with the demo
+// configuration.
+func Tools(now func() time.Time) []tool.Tool { return []tool.Tool{NewOutbox(now).Tool()} }

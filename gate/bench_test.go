@@ -16,8 +16,8 @@ import (
 // the gate's own share can be read off.
 func BenchmarkExecute(b *testing.B) {
 	modes := []string{"ddr", "general"}
-	run := func(b *testing.B, f *fixture) {
-		ctx := context.Background()
+	ctx := context.Background()
+	run := func(b *testing.B, f *fixture, after func()) {
 		f.open(b, "a", "general")
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -26,27 +26,38 @@ func BenchmarkExecute(b *testing.B) {
 			if err != nil || r.Status != agentplane.StatusSuccess {
 				b.Fatal(r, err)
 			}
+			if after != nil {
+				after()
+			}
 		}
 	}
-	b.Run("memstore", func(b *testing.B) { run(b, newFixture(b, nil)) })
+	b.Run("memstore", func(b *testing.B) { run(b, newFixture(b, nil), nil) })
 	b.Run("memstore+jsonl", func(b *testing.B) {
-		sink, err := audit.OpenFile(filepath.Join(b.TempDir(), "audit.jsonl"))
+		// each execution exported to an fsync'd JSONL file, as chat --audit-file does
+		file, err := audit.OpenFile(filepath.Join(b.TempDir(), "audit.jsonl"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer sink.Close()
-		run(b, newFixtureSink(b, nil, sink))
+		defer file.Close()
+		f := newFixture(b, nil)
+		run(b, f, func() {
+			if err := file.Export(ctx, "a", func(ctx context.Context, after int64) ([]audit.Record, error) {
+				return f.store.Records(ctx, "a", after)
+			}); err != nil {
+				b.Fatal(err)
+			}
+		})
 	})
-	// the audit work alone: sealing (JSON encoding and SHA-256) the very
-	// record an execution above writes, and appending records like it to
-	// the synced JSONL file
+	// the audit work alone: sealing (JSON encoding, RFC 8785
+	// canonicalization and SHA-256) the very record an execution above
+	// writes, and appending records like it to the synced JSONL file
 	rec := func() *audit.Record {
 		f := newFixture(b, nil)
 		f.open(b, "a", "general")
-		f.g.Execute(context.Background(), gate.Invocation{SessionID: "a", CommandID: "set_mode", ResolvedID: "ddr", Origin: gate.OriginUser})
-		recs, _ := f.store.Records(context.Background(), "a")
+		f.g.Execute(ctx, gate.Invocation{SessionID: "a", CommandID: "set_mode", ResolvedID: "ddr", Origin: gate.OriginUser})
+		recs, _ := f.store.Records(ctx, "a", 0)
 		r := recs[len(recs)-1]
-		r.Seq, r.Prev, r.Hash = 0, "", ""
+		r.Seq, r.Prev, r.Hash, r.Raw = 0, "", "", nil
 		return &r
 	}
 	b.Run("audit-seal-only", func(b *testing.B) {
@@ -60,17 +71,22 @@ func BenchmarkExecute(b *testing.B) {
 		}
 	})
 	b.Run("jsonl-append-only", func(b *testing.B) {
-		log, err := audit.OpenFile(filepath.Join(b.TempDir(), "audit.jsonl"))
+		file, err := audit.OpenFile(filepath.Join(b.TempDir(), "audit.jsonl"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer log.Close()
+		defer file.Close()
 		r := rec()
 		b.ReportAllocs()
 		b.ResetTimer()
+		var prev string
 		for i := 0; i < b.N; i++ {
 			c := *r
-			if err := log.Append(context.Background(), &c); err != nil {
+			if err := audit.Seal(&c, int64(i), prev); err != nil {
+				b.Fatal(err)
+			}
+			prev = c.Hash
+			if err := file.Write(c); err != nil {
 				b.Fatal(err)
 			}
 		}

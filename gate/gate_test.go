@@ -15,20 +15,21 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/gate"
-	"github.com/agentplane/agentplane/router"
-	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/tool"
 )
 
 var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
-// fixture is the demo configuration behind a gate whose send tool is a fake
+// fixture is the demo runtime behind a gate whose send tool is a fake
 // that counts its calls, with a clock the test moves.
 type fixture struct {
 	g     *gate.Gate
-	store *memstore.Store
+	store store.Store
 	now   time.Time
 	sends atomic.Int32
 }
@@ -37,47 +38,26 @@ type fixture struct {
 type sendFunc func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
 
 func newFixture(t testing.TB, send sendFunc) *fixture {
-	return newFixtureSink(t, send, nil)
-}
-
-func newFixtureSink(t testing.TB, send sendFunc, sink gate.Sink) *fixture {
 	t.Helper()
-	cfg, err := demo.Config(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := router.NewRegistry(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{store: memstore.New(), now: t0}
+	f := &fixture{now: t0}
 	if send == nil {
 		send = func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 			f.sends.Add(1)
 			return json.RawMessage(`{"sent":true}`), nil
 		}
 	}
-	tools := tool.NewRegistry()
-	if err := tools.Register(&tool.Func{S: demo.NewOutbox(nil).Tool().Spec(), Fn: send}); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	f.g, err = gate.New(reg, f.store, &gate.Options{
+	c := demotest.Core(t, &core.Options{
 		Now:         func() time.Time { return f.now },
-		NewToken:    func() string { n++; return fmt.Sprintf("tok-%d", n) },
-		Tools:       tools,
+		Tools:       []tool.Tool{&tool.Func{S: demo.NewOutbox(nil).Tool().Spec(), Fn: send}},
 		ToolTimeout: 50 * time.Millisecond,
-		Sink:        sink,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f.g, f.store = c.Gate(), c.Store()
 	return f
 }
 
 func (f *fixture) open(t testing.TB, id, mode string) {
 	t.Helper()
-	if _, err := f.g.Open(context.Background(), id, mode); err != nil {
+	if _, err := f.g.Open(context.Background(), gate.Opening{SessionID: id, Mode: mode}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -240,7 +220,7 @@ func TestEveryAttemptIsAudited(t *testing.T) {
 	f.exec(t, gate.Invocation{SessionID: "a", CommandID: "nope", ResolvedID: "x"})
 	f.exec(t, gate.Invocation{SessionID: "a", CommandID: "set_mode", ResolvedID: "turbo"})
 	f.exec(t, send("a", "LIST-9", ""))
-	recs, _ := f.store.Records(context.Background(), "a")
+	recs, _ := f.store.Records(context.Background(), "a", 0)
 	if err := audit.Verify(recs); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +273,7 @@ func TestConcurrentExecuteLosesNoUpdate(t *testing.T) {
 	if wins.Load()+conflicts.Load() != 100 || s.Version != 1+int64(wins.Load()) {
 		t.Fatalf("%d wins, %d conflicts, version %d", wins.Load(), conflicts.Load(), s.Version)
 	}
-	recs, _ := f.store.Records(context.Background(), "a")
+	recs, _ := f.store.Records(context.Background(), "a", 0)
 	if len(recs) != 101 || audit.Verify(recs) != nil {
 		t.Fatalf("%d records, verify %v", len(recs), audit.Verify(recs))
 	}
@@ -356,7 +336,7 @@ func TestNonSuccessChangesNothing(t *testing.T) {
 			}
 		}
 		for _, id := range []string{"a", "b"} {
-			recs, _ := f.store.Records(context.Background(), id)
+			recs, _ := f.store.Records(context.Background(), id, 0)
 			if err := audit.Verify(recs); err != nil {
 				rt.Fatal(err)
 			}
@@ -377,30 +357,31 @@ func TestIntents(t *testing.T) {
 		{`{"template_id": 7}`, "want string"},
 		{`{"template_id": "TPL-124", "extra": 1}`, "additional properties 'extra' not allowed"},
 		{`[1]`, "want object"},
-		{`not json`, "args are not JSON"},
+		{`not json`, "args are not strict JSON"},
+		{`{"template_id":"TPL-124","template_id":"TPL-123"}`, "duplicate member name"},
 	}
 	for _, b := range bad {
-		r, err := f.g.Intent(ctx, "a", nil, agentplane.Intent{Type: agentplane.IntentActionCall, Action: "set_active_email_template", Args: json.RawMessage(b.args), Origin: "llm"})
+		r, err := f.g.Intent(ctx, gate.IntentRequest{SessionID: "a", Intent: agentplane.Intent{Type: agentplane.IntentActionCall, Action: "set_active_email_template", Args: json.RawMessage(b.args), Origin: "llm"}})
 		if err != nil || r.Status != agentplane.StatusRejected || r.Error.Code != agentplane.CodeInvalidArgs || !strings.Contains(r.Error.Detail, b.want) {
 			t.Errorf("args %s: %+v %v", b.args, r.Error, err)
 		}
 	}
-	r, _ := f.g.Intent(ctx, "a", nil, agentplane.Intent{Type: agentplane.IntentClarificationRequest, Question: "Which template?", Origin: "llm"})
+	r, _ := f.g.Intent(ctx, gate.IntentRequest{SessionID: "a", Intent: agentplane.Intent{Type: agentplane.IntentClarificationRequest, Question: "Which template?", Origin: "llm"}})
 	if r.Status != agentplane.StatusSuccess || len(r.StateDiff) != 0 || r.Message != "Which template?" {
 		t.Fatalf("clarification: %+v", r)
 	}
 	if after := f.session(t, "a"); after.Version != before.Version {
 		t.Fatal("an intent that was refused or only asked a question changed the session")
 	}
-	r, _ = f.g.Intent(ctx, "a", nil, agentplane.Intent{Type: agentplane.IntentActionCall, Action: "set_active_email_template", Args: json.RawMessage(`{"template_id":"TPL-124"}`), Origin: "llm"})
+	r, _ = f.g.Intent(ctx, gate.IntentRequest{SessionID: "a", Intent: agentplane.Intent{Type: agentplane.IntentActionCall, Action: "set_active_email_template", Args: json.RawMessage(`{"template_id":"TPL-124"}`), Origin: "llm"}})
 	if r.Status != agentplane.StatusSuccess || r.Session.AWC.Entity.ID != "TPL-124" {
 		t.Fatalf("valid call: %+v", r)
 	}
-	r, _ = f.g.Intent(ctx, "a", nil, agentplane.Intent{Type: agentplane.IntentActionCall, Action: "format_disk", Args: json.RawMessage(`{}`)})
+	r, _ = f.g.Intent(ctx, gate.IntentRequest{SessionID: "a", Intent: agentplane.Intent{Type: agentplane.IntentActionCall, Action: "format_disk", Args: json.RawMessage(`{}`)}})
 	if r.Error == nil || r.Error.Code != agentplane.CodeUnknownAction {
 		t.Fatalf("unknown action: %+v", r)
 	}
-	recs, _ := f.store.Records(ctx, "a")
+	recs, _ := f.store.Records(ctx, "a", 0)
 	if err := audit.Verify(recs); err != nil || len(recs) != 2+len(bad)+3 {
 		t.Fatalf("%d records, %v", len(recs), err)
 	}
@@ -434,9 +415,6 @@ func TestToolInvocations(t *testing.T) {
 		if r := tool(c.session, c.args, c.origin, ""); r.Status != agentplane.StatusRejected || r.Error.Code != c.code {
 			t.Errorf("%s: %+v %+v", c.name, r, r.Error)
 		}
-	}
-	if r, _ := f.g.Execute(ctx, gate.Invocation{SessionID: "a", Tool: "agent_set_mode", Args: json.RawMessage(`{"mode":"ddr"}`)}); r.Error == nil || r.Error.Detail != `unknown tool "agent_set_mode"` { // not registered in this gate
-		t.Fatalf("built-in tool called directly: %+v", r)
 	}
 	// an external tool the LLM calls waits for the human; the LLM gets no token
 	r := tool("a", `{"list_id": "LIST-9"}`, gate.OriginLLM, "")

@@ -12,6 +12,8 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/internal/canonjson"
+	"github.com/agentplane/agentplane/store"
 )
 
 // argsSchemas compiles, for every command, the JSON Schema of its
@@ -42,23 +44,40 @@ func argsSchemas(cmds []*agentplane.CommandDefinition) (map[string]*jsonschema.S
 	return out, nil
 }
 
-// Intent carries out a chat control protocol intent on a session for a
-// principal with the given roles and origin. An action_call's args are
-// validated against the command's argument schema (an object with exactly
-// its one parameter) and then executed as Execute does. A
+// IntentRequest is a chat control protocol intent on a session, with who
+// sends it.
+type IntentRequest struct {
+	SessionID string
+	Principal string
+	Roles     []string
+	Intent    agentplane.Intent
+}
+
+// Intent carries out a chat control protocol intent. An action_call names
+// a tool or a command; a command's args are validated against its argument
+// schema (an object with exactly its one parameter) and then executed as
+// Execute does, as is a tool's. The origin defaults to api; a confirmation
+// token in the intent confirms (from the human only). A
 // clarification_request changes nothing: it is recorded and answered with
 // an empty diff.
-func (g *Gate) Intent(ctx context.Context, sessionID string, roles []string, in agentplane.Intent) (agentplane.ExecutionResult, error) {
-	inv := Invocation{SessionID: sessionID, CommandID: in.Action, RequestID: in.RequestID, Origin: Origin(in.Origin),
-		Roles: roles, ConfirmationToken: in.ConfirmationToken}
+func (g *Gate) Intent(ctx context.Context, r IntentRequest) (agentplane.ExecutionResult, error) {
+	in := r.Intent
+	inv := Invocation{SessionID: r.SessionID, CommandID: in.Action, RequestID: in.RequestID, Origin: Origin(in.Origin),
+		Principal: r.Principal, Roles: r.Roles, ConfirmationToken: in.ConfirmationToken}
 	if inv.Origin == "" {
 		inv.Origin = OriginAPI
 	}
+	if !inv.Origin.Valid() {
+		return rejected(agentplane.CodeInvalidInput, "origin %q: want one of user, api, llm, mcp, workflow, agent_internal", inv.Origin), nil
+	}
+	in.Origin, in.ConfirmationToken = string(inv.Origin), "" // the record never holds a token
 	switch in.Type {
 	case agentplane.IntentActionCall:
-		if len(in.Args) > 0 && !json.Valid(in.Args) {
-			in.Args = nil // the record holds JSON; the message says what came
-			return g.refuse(ctx, sessionID, roles, &in, rejected(agentplane.CodeInvalidArgs, "%s: args are not JSON", in.Action))
+		if len(in.Args) > 0 {
+			if err := canonjson.Check(in.Args); err != nil {
+				in.Args = nil // the record holds JSON; the message says what came
+				return g.refuse(ctx, r, &in, rejected(agentplane.CodeInvalidArgs, "%s: args are not strict JSON: %v", in.Action, err))
+			}
 		}
 		if _, isTool := g.tools.Get(in.Action); isTool {
 			inv.CommandID, inv.Tool, inv.Args = "", in.Action, in.Args
@@ -67,7 +86,7 @@ func (g *Gate) Intent(ctx context.Context, sessionID string, roles []string, in 
 		cmd, ok := g.reg.Command(in.Action)
 		if ok && cmd.Kind != agentplane.KindLauncher {
 			if msg := g.checkArgs(cmd, in.Args); msg != "" {
-				return g.refuse(ctx, sessionID, roles, &in, rejected(agentplane.CodeInvalidArgs, "%s: %s", cmd.ID, msg))
+				return g.refuse(ctx, r, &in, rejected(agentplane.CodeInvalidArgs, "%s: %s", cmd.ID, msg))
 			}
 			var args map[string]string
 			json.Unmarshal(in.Args, &args)
@@ -76,12 +95,12 @@ func (g *Gate) Intent(ctx context.Context, sessionID string, roles []string, in 
 		return g.Execute(ctx, inv) // an unknown command or a launcher is rejected there
 	case agentplane.IntentClarificationRequest:
 		if strings.TrimSpace(in.Question) == "" {
-			return g.refuse(ctx, sessionID, roles, &in, rejected(agentplane.CodeInvalidArgs, "a clarification_request needs a question"))
+			return g.refuse(ctx, r, &in, rejected(agentplane.CodeInvalidArgs, "a clarification_request needs a question"))
 		}
 		res := agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: in.Question}
-		return g.refuse(ctx, sessionID, roles, &in, res)
+		return g.refuse(ctx, r, &in, res)
 	}
-	return g.refuse(ctx, sessionID, roles, &in, rejected(agentplane.CodeInvalidArgs, "intent type %q: want action_call or clarification_request", in.Type))
+	return g.refuse(ctx, r, &in, rejected(agentplane.CodeInvalidArgs, "intent type %q: want action_call or clarification_request", in.Type))
 }
 
 // checkArgs validates args against the command's schema and returns what is
@@ -113,21 +132,20 @@ func asValidation(err error, target **jsonschema.ValidationError) bool {
 }
 
 // refuse records an intent that changes nothing and returns its result.
-func (g *Gate) refuse(ctx context.Context, sessionID string, roles []string, in *agentplane.Intent, res agentplane.ExecutionResult) (agentplane.ExecutionResult, error) {
-	sess, err := g.store.Session(ctx, sessionID)
+func (g *Gate) refuse(ctx context.Context, r IntentRequest, in *agentplane.Intent, res agentplane.ExecutionResult) (agentplane.ExecutionResult, error) {
+	sess, err := g.store.Session(ctx, r.SessionID)
 	if err != nil {
 		if agentplane.ErrorCode(err) == agentplane.CodeNotFound {
-			return rejected(agentplane.CodeNotFound, "no session %q", sessionID), nil
+			return rejected(agentplane.CodeNotFound, "no session %q", r.SessionID), nil
 		}
 		return agentplane.ExecutionResult{}, err
 	}
 	res.RequestID = in.RequestID
 	res = unchanged(res, sess)
-	rec := &audit.Record{Session: sessionID, Time: g.now().UTC(), Kind: audit.KindExecution, Intent: in, Roles: slices.Clone(roles), Result: &res, State: sess}
-	c := &Commit{SessionID: sessionID, Record: rec}
-	if err := g.store.Commit(ctx, c); err != nil {
-		return agentplane.ExecutionResult{}, fmt.Errorf("gate: record intent on session %s: %w", sessionID, err)
+	rec := &audit.Record{Session: r.SessionID, Time: g.now().UTC(), Kind: audit.KindExecution, Principal: r.Principal, Base: sess.Version,
+		Intent: in, Roles: slices.Clone(r.Roles), Result: &res, State: sess}
+	if err := g.store.Commit(ctx, &store.Commit{SessionID: r.SessionID, Record: rec}); err != nil {
+		return agentplane.ExecutionResult{}, fmt.Errorf("gate: record intent on session %s: %w", r.SessionID, err)
 	}
-	g.mirror(rec)
 	return res, nil
 }

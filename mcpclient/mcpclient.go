@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/agentplane/agentplane/tool"
 )
@@ -52,16 +53,29 @@ type Health struct {
 	ToolCount int       `json:"tools"`
 }
 
-// Server is a mounted MCP server. Safe for concurrent use.
+// Server is a mounted MCP server. Safe for concurrent use. Its lock is
+// never held while connecting: a slow or dead server delays only the calls
+// that need a connection, and after a failed connect, calls fail at once
+// (tool_unavailable) until the next attempt is due.
 type Server struct {
-	spec   Spec
-	client *mcp.Client
+	spec       Spec
+	client     *mcp.Client
+	connecting singleflight.Group // concurrent callers share one connect attempt
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
 	tools   []*mcp.Tool
 	health  Health
+	nextTry time.Time     // after a failed connect, no new attempt before this
+	backoff time.Duration // the wait after the last failed connect
 }
+
+// Connect attempts are spaced out after failures: from minBackoff,
+// doubling up to maxBackoff.
+const (
+	minBackoff = time.Second
+	maxBackoff = 30 * time.Second
+)
 
 // Mount connects to the server and lists its tools, waiting at most the
 // connect timeout; a server that cannot be reached is returned all the
@@ -77,9 +91,7 @@ func Mount(ctx context.Context, spec Spec) *Server {
 		spec.CallTimeout = 30 * time.Second
 	}
 	s := &Server{spec: spec, client: mcp.NewClient(&mcp.Implementation{Name: "agentplane", Version: "1"}, nil)}
-	s.mu.Lock()
-	s.connectLocked(ctx)
-	s.mu.Unlock()
+	s.connect(ctx)
 	return s
 }
 
@@ -99,13 +111,7 @@ func (s *Server) Retry(ctx context.Context, interval time.Duration, up func([]to
 			return
 		case <-t.C:
 		}
-		s.mu.Lock()
-		ok := s.health.Up // a call may have reconnected it meanwhile
-		if !ok {
-			ok = s.connectLocked(ctx) == nil
-		}
-		s.mu.Unlock()
-		if ok {
+		if s.Health().Up || s.connect(ctx) == nil { // a call may have reconnected it meanwhile
 			up(s.Tools())
 			return
 		}
@@ -122,36 +128,73 @@ func (s *Server) transport() (mcp.Transport, error) {
 	return nil, errors.New("neither a command nor a URL")
 }
 
-// connectLocked (re)connects and lists the tools; s.mu is held.
-func (s *Server) connectLocked(ctx context.Context) error {
-	if s.session != nil {
-		s.session.Close()
-		s.session = nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.spec.ConnectTimeout)
-	defer cancel()
-	err := func() error {
-		t, err := s.transport()
+// connect (re)connects and lists the tools, one attempt at a time; callers
+// arriving during an attempt share its outcome. The lock is taken only to
+// install the result.
+func (s *Server) connect(ctx context.Context) error {
+	_, err, _ := s.connecting.Do("connect", func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.spec.ConnectTimeout)
+		defer cancel()
+		cs, tools, err := s.dial(ctx)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.session != nil {
+			s.session.Close()
+			s.session = nil
+		}
 		if err != nil {
-			return err
+			s.backoff = min(max(2*s.backoff, minBackoff), maxBackoff)
+			s.nextTry = time.Now().Add(s.backoff)
+		} else {
+			s.session, s.tools, s.backoff = cs, tools, 0
 		}
-		cs, err := s.client.Connect(ctx, t, nil)
-		if err != nil {
-			return fmt.Errorf("connect: %w", err)
-		}
-		var tools []*mcp.Tool
-		for t, err := range cs.Tools(ctx, nil) {
-			if err != nil {
-				cs.Close()
-				return fmt.Errorf("list tools: %w", err)
-			}
-			tools = append(tools, t)
-		}
-		s.session, s.tools = cs, tools
-		return nil
-	}()
-	s.setHealth(err)
+		s.setHealth(err)
+		return nil, err
+	})
 	return err
+}
+
+func (s *Server) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, error) {
+	t, err := s.transport()
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := s.client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	var tools []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			cs.Close()
+			return nil, nil, fmt.Errorf("list tools: %w", err)
+		}
+		tools = append(tools, t)
+	}
+	return cs, tools, nil
+}
+
+// open returns the connection, connecting first when there is none and
+// no backoff is running.
+func (s *Server) open(ctx context.Context) (*mcp.ClientSession, error) {
+	s.mu.Lock()
+	cs, wait, last := s.session, time.Until(s.nextTry), s.health.Error
+	s.mu.Unlock()
+	if cs != nil {
+		return cs, nil
+	}
+	if wait > 0 {
+		return nil, fmt.Errorf("%w: MCP server %s is down (%s); next attempt in %s", tool.ErrUnavailable, s.spec.Name, last, wait.Round(time.Millisecond))
+	}
+	if err := s.connect(ctx); err != nil {
+		return nil, fmt.Errorf("%w: MCP server %s is down: %v", tool.ErrUnavailable, s.spec.Name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session == nil {
+		return nil, fmt.Errorf("%w: MCP server %s went away", tool.ErrUnavailable, s.spec.Name)
+	}
+	return s.session, nil
 }
 
 func (s *Server) setHealth(err error) {
@@ -217,7 +260,7 @@ func (s *Server) Tools() []tool.Tool {
 			risk = tool.RiskLow
 		}
 		out = append(out, &mounted{server: s, remote: t.Name, spec: tool.Spec{
-			Name: s.spec.Prefix + "_" + t.Name, Usage: usage, InputSchema: schema, Impact: impact, Risk: risk,
+			Name: s.spec.Prefix + "_" + t.Name, Usage: usage, InputSchema: schema, Impact: impact, Risk: risk, Server: s.spec.Name,
 		}})
 	}
 	return out
@@ -232,18 +275,14 @@ type mounted struct {
 
 func (m *mounted) Spec() tool.Spec { return m.spec }
 
-// Call calls the remote tool, reconnecting first if the server is down.
+// Call calls the remote tool, reconnecting first if the server is down; a
+// server that cannot be reached fails with tool.ErrUnavailable.
 func (m *mounted) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 	s := m.server
-	s.mu.Lock()
-	if s.session == nil {
-		if err := s.connectLocked(ctx); err != nil {
-			s.mu.Unlock()
-			return nil, tool.Errorf("unavailable", "MCP server %s is down: %v", s.spec.Name, err)
-		}
+	cs, err := s.open(ctx)
+	if err != nil {
+		return nil, err
 	}
-	cs := s.session
-	s.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(ctx, s.spec.CallTimeout)
 	defer cancel()

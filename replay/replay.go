@@ -2,13 +2,17 @@
 // and reports every divergence from the record: a decision, a result, a
 // state diff or a session state that came out differently.
 //
-// The clock, request ids and confirmation tokens are taken from the record,
-// and tools other than the built-in ones answer with their recorded output,
-// so a session replayed against the configuration that recorded it
-// reproduces exactly; against a changed configuration, replay shows what the
-// change would have changed.
+// The clock and request ids are taken from the record, tools other than
+// the built-in ones answer with their recorded outcome (failures with
+// their recorded code and message), each event is decided on the session
+// version it was decided on when recorded (so a version_conflict between
+// two writers replays as one), and a confirmation token presented in the
+// record is matched, by its digest, to the token the replay issued in its
+// place. A session replayed against the configuration that recorded it
+// reproduces exactly; against a changed configuration, replay shows what
+// the change would have changed.
 //
-//	n, err := replay.Run(ctx, reg, logFile, os.Stdout)
+//	n, err := replay.Run(ctx, c, logFile, os.Stdout)
 //	// n == 0: the configuration reproduces every recorded session
 package replay
 
@@ -23,22 +27,22 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/conversation"
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
-	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/internal/canonjson"
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/tool"
 )
 
 // Run replays every session of a JSON Lines audit log (the export format)
-// against the registry, writing one line per divergence to out, and returns
-// how many there were. The log's chains are verified first; a broken log is
-// an error.
+// on the core's configuration, writing one line per divergence to out, and
+// returns how many there were. The log's chains are verified first; a
+// broken log is an error.
 //
-// tools are the tools the recording ran with (their specs decide the
-// confirmation policy and argument checks); replay calls none of them but
-// answers in their place with the recorded outcome.
-func Run(ctx context.Context, reg *router.Registry, tools *tool.Registry, log io.Reader, out io.Writer) (int, error) {
+// The core's tools are the tools the recording ran with (their specs
+// decide the confirmation policy and argument checks); replay calls none
+// of them but answers in their place with the recorded outcome.
+func Run(ctx context.Context, c *core.Core, log io.Reader, out io.Writer) (int, error) {
 	data, err := io.ReadAll(log)
 	if err != nil {
 		return 0, err
@@ -58,9 +62,12 @@ func Run(ctx context.Context, reg *router.Registry, tools *tool.Registry, log io
 	if err != nil {
 		return 0, err
 	}
+	if len(order) == 0 {
+		return 0, errors.New("replay: the log has no records")
+	}
 	total := 0
 	for _, id := range order {
-		n, err := session(ctx, reg, tools, sessions[id], out)
+		n, err := session(ctx, c, sessions[id], out)
 		if err != nil {
 			return total, fmt.Errorf("replay: session %s: %w", id, err)
 		}
@@ -70,12 +77,16 @@ func Run(ctx context.Context, reg *router.Registry, tools *tool.Registry, log io
 }
 
 // player replays one session. Its fields are what the injected clock, id
-// generator, token generator and tools read: the record being replayed.
+// generator, token generator, tools and store read: the record being
+// replayed.
 type player struct {
-	cur   *audit.Record
-	ids   []string // request ids still to hand out for the current record
-	out   io.Writer
-	count int
+	cur     *audit.Record
+	ids     []string // request ids still to hand out for the current record
+	out     io.Writer
+	count   int
+	issued  string            // the token the replay issued for the current record
+	tokens  map[string]string // digest of a recorded token -> the token the replay issued in its place
+	history map[int64]*agentplane.Session
 }
 
 func (p *player) now() time.Time { return p.cur.Time }
@@ -89,16 +100,9 @@ func (p *player) newID() string {
 	return fmt.Sprintf("replay-%d", p.cur.Seq)
 }
 
-// newToken returns the confirmation token the record shows was issued.
 func (p *player) newToken() string {
-	r := p.cur
-	switch {
-	case r.Result != nil && r.Result.ConfirmationToken != "":
-		return r.Result.ConfirmationToken
-	case r.State != nil && r.State.PendingConfirmation != nil && r.State.PendingConfirmation.Token != "":
-		return r.State.PendingConfirmation.Token
-	}
-	return fmt.Sprintf("replay-token-%d", r.Seq)
+	p.issued = fmt.Sprintf("replay-token-%d", p.cur.Seq)
+	return p.issued
 }
 
 // call answers a tool call with the recorded outcome.
@@ -109,10 +113,8 @@ func (p *player) call(context.Context, json.RawMessage) (json.RawMessage, error)
 		return nil, errors.New("replay: no recorded result for this call")
 	case res.Status == agentplane.StatusSuccess:
 		return res.Output, nil
-	case res.Error != nil && res.Error.Code == agentplane.CodeToolUnavailable:
-		return nil, tool.ErrUnavailable
 	case res.Error != nil:
-		return nil, errors.New(res.Error.Detail)
+		return nil, &gate.Recorded{Code: res.Error.Code, Detail: res.Error.Detail}
 	}
 	return nil, errors.New("replay: the recorded call did not succeed")
 }
@@ -124,44 +126,79 @@ func (p *player) diverge(field string, recorded, replayed any) {
 	fmt.Fprintf(p.out, "session %s, record %d (%s): %s differs\n  recorded: %s\n  replayed: %s\n", p.cur.Session, p.cur.Seq, p.cur.Kind, field, a, b)
 }
 
+// compare reports a divergence when the two values' canonical JSON
+// differs.
 func (p *player) compare(field string, recorded, replayed any) {
 	a, _ := json.Marshal(recorded)
 	b, _ := json.Marshal(replayed)
-	if !bytes.Equal(a, b) {
-		p.diverge(field, recorded, replayed)
+	ca, errA := canonjson.Append(nil, a, nil)
+	cb, errB := canonjson.Append(nil, b, nil)
+	if errA != nil || errB != nil || !bytes.Equal(ca, cb) {
+		p.diverge(field, json.RawMessage(ca), json.RawMessage(cb))
 	}
 }
 
-func session(ctx context.Context, reg *router.Registry, tools *tool.Registry, recs []audit.Record, out io.Writer) (int, error) {
+// compareRecord compares the record replayed with the recorded one: what
+// was decided, what resulted, the state after.
+func (p *player) compareRecord(got []audit.Record) {
+	r := p.cur
+	if len(got) != 1 {
+		p.diverge("record", r.Kind, fmt.Sprintf("%d records", len(got)))
+		return
+	}
+	g := &got[0]
+	p.compare("kind", r.Kind, g.Kind)
+	p.compare("decision", r.Decision, g.Decision)
+	p.compare("result", r.Result, g.Result)
+	p.compare("state", r.State, g.State)
+	p.compare("notes", r.Notes, g.Notes)
+}
+
+// sessions is the replay's store: a memory store whose Session returns the
+// session as it was at the version the current record was decided on, so
+// an event decided on a state another writer had moved on from is decided
+// on that state again.
+type sessions struct {
+	*memstore.Store
+	p *player
+}
+
+func (s sessions) Session(ctx context.Context, id string) (*agentplane.Session, error) {
+	if b := s.p.cur.Base; b > 0 {
+		if old, ok := s.p.history[b]; ok {
+			return old.Clone(), nil
+		}
+	}
+	return s.Store.Session(ctx, id)
+}
+
+func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writer) (int, error) {
 	if len(recs) == 0 || recs[0].Kind != audit.KindOpen || recs[0].State == nil {
 		return 0, errors.New("the log does not start with the session's open record")
 	}
-	p := &player{cur: &recs[0], out: out}
+	p := &player{cur: &recs[0], out: out, tokens: map[string]string{}, history: map[int64]*agentplane.Session{}}
 	stand := tool.NewRegistry() // the same tools, answering from the record
-	if tools != nil {
-		for _, name := range tools.Names() {
-			t, _ := tools.Get(name)
-			if err := stand.Register(&tool.Func{S: t.Spec(), Fn: p.call}); err != nil {
-				return 0, err
-			}
+	for _, name := range c.Tools().Names() {
+		t, _ := c.Tools().Get(name)
+		if err := stand.Register(&tool.Func{S: t.Spec(), Fn: p.call}); err != nil {
+			return 0, err
 		}
 	}
-	store := memstore.New()
-	g, err := gate.New(reg, store, &gate.Options{Now: p.now, NewToken: p.newToken, Tools: stand})
+	st := sessions{Store: memstore.New(), p: p}
+	rc, err := c.Derive(core.Derived{Store: st, Now: p.now, NewID: p.newID, NewToken: p.newToken, Tools: stand})
 	if err != nil {
 		return 0, err
 	}
-	e := conversation.New(reg, g, store, &conversation.Options{Now: p.now, NewID: p.newID})
 	first := recs[0].State
-	s, err := g.Open(ctx, first.ID, first.Mode)
+	s, err := rc.Gate().Open(ctx, gate.Opening{SessionID: first.ID, Mode: first.Mode, Principal: recs[0].Principal})
 	if err != nil {
 		return 0, err
 	}
 	p.compare("state", first, s)
+	p.history[s.Version] = s
 	for i := 1; i < len(recs); i++ {
 		r := &recs[i]
-		p.cur = r
-		p.ids = nil
+		p.cur, p.ids, p.issued = r, nil, ""
 		if r.Intent != nil && r.Intent.RequestID != "" {
 			p.ids = []string{r.Intent.RequestID}
 		}
@@ -170,27 +207,43 @@ func session(ctx context.Context, reg *router.Registry, tools *tool.Registry, re
 			if r.Input == nil {
 				return p.count, fmt.Errorf("record %d: a turn without input", r.Seq)
 			}
-			t, err := e.Turn(ctx, r.Session, *r.Input)
-			if err != nil {
+			if _, err := rc.Turn(ctx, core.TurnRequest{SessionID: r.Session, Principal: r.Principal, Input: *r.Input}); err != nil {
 				p.diverge("turn", r.Decision, err.Error())
-				continue
 			}
-			p.compare("decision", r.Decision, t.Decision)
-			p.compare("result", r.Result, t.Result)
-			p.compare("state", r.State, t.Session)
 		case audit.KindExecution:
 			if r.Intent == nil {
 				return p.count, fmt.Errorf("record %d: an execution without intent", r.Seq)
 			}
-			res, err := g.Intent(ctx, r.Session, r.Roles, *r.Intent)
-			if err != nil {
+			in := *r.Intent
+			if r.Presented != "" {
+				in.ConfirmationToken = p.tokens[r.Presented]
+				if in.ConfirmationToken == "" {
+					in.ConfirmationToken = "replay-unknown-token" // issued outside this log: unknown here too
+				}
+			}
+			if _, err := rc.Intent(ctx, gate.IntentRequest{SessionID: r.Session, Principal: r.Principal, Roles: r.Roles, Intent: in}); err != nil {
 				return p.count, err
 			}
-			p.compare("result", r.Result, &res)
-			p.compare("state", r.State, res.Session)
+		case audit.KindResume:
+			if _, _, err := rc.Resume(ctx, r.Session, r.Principal); err != nil {
+				return p.count, err
+			}
 		default:
 			return p.count, fmt.Errorf("record %d: unexpected kind %q", r.Seq, r.Kind)
 		}
+		got, err := st.Records(ctx, r.Session, int64(i))
+		if err != nil {
+			return p.count, err
+		}
+		p.compareRecord(got)
+		if r.Issued != "" && p.issued != "" {
+			p.tokens[r.Issued] = p.issued
+		}
+		cur, err := st.Store.Session(ctx, r.Session)
+		if err != nil {
+			return p.count, err
+		}
+		p.history[cur.Version] = cur
 	}
 	return p.count, nil
 }

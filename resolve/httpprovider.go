@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/internal/httpbody"
+	"github.com/agentplane/agentplane/internal/sameorigin"
 )
 
 // MaxProviderBody is the largest response an HTTP provider may send.
@@ -26,7 +27,10 @@ type HTTPProvider struct {
 	URL     string
 	Headers map[string]string
 	Timeout time.Duration // per fetch; 5s if zero
-	Client  *http.Client  // nil means http.DefaultClient
+	// Client sends the request; nil means http.DefaultClient. Either way a
+	// redirect to another origin is refused (it would carry the configured
+	// headers there).
+	Client *http.Client
 }
 
 // WireItem is the JSON form of a resolver item, shared by HTTP providers
@@ -97,11 +101,7 @@ func (p *HTTPProvider) Items(ctx context.Context) ([]agentplane.ResolverItem, er
 	for k, v := range p.Headers {
 		req.Header.Set(k, v)
 	}
-	client := p.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := sameorigin.Client(p.Client).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", p.URL, err)
 	}

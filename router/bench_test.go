@@ -29,14 +29,14 @@ commands:
 `
 
 // benchRegistry builds a registry whose "items" catalog holds the generated items.
-func benchRegistry(tb testing.TB, items []agentplane.ResolverItem) *router.Registry {
+func benchRegistry(tb testing.TB, items []agentplane.ResolverItem) *router.Router {
 	tb.Helper()
 	cfg, err := config.Parse([]byte(benchConfig), "bench.yaml", nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	cfg.Catalogs[0].Items = items
-	reg, err := router.NewRegistry(cfg, nil)
+	reg, err := compile(cfg, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func BenchmarkRoute(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				d, err := router.Route(ctx, reg, sess, agentplane.TurnInput{Text: turns[i%len(turns)], UI: true, Now: now})
+				d, err := reg.Route(ctx, sess, agentplane.TurnInput{Text: turns[i%len(turns)], UI: true, Now: now})
 				lat = append(lat, time.Since(start))
 				if err != nil || d.Action == "" {
 					b.Fatal(d, err)
@@ -92,7 +92,7 @@ func BenchmarkRouteKinds(b *testing.B) {
 			in := agentplane.TurnInput{Text: tc.text, UI: true, Now: time.Now()}
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				router.Route(context.Background(), reg, sess, in)
+				reg.Route(context.Background(), sess, in)
 			}
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/internal/clinc150"
-	"github.com/agentplane/agentplane/router"
 )
 
 // TestExamplesOnCLINC150Subset routes the validation utterances of 25
@@ -24,7 +23,7 @@ func TestExamplesOnCLINC150Subset(t *testing.T) {
 	reg := registryOf(t, "clinc150.yaml", raw)
 	ok := 0
 	for _, u := range d.Val {
-		dec, err := router.Route(context.Background(), reg, nil, agentplane.TurnInput{Text: u.Text, UI: true, Now: now})
+		dec, err := reg.Route(context.Background(), nil, agentplane.TurnInput{Text: u.Text, UI: true, Now: now})
 		if err != nil {
 			t.Fatalf("%q: %v", u.Text, err)
 		}

@@ -9,12 +9,14 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/router"
 )
 
-func ExampleRoute() {
+func ExampleRouter_Route() {
 	cfg, _ := demo.Config(nil)
-	reg, _ := router.NewRegistry(cfg, nil)
+	reg, _ := registry.New(cfg, nil)
+	rt, _ := router.New(reg)
 	sess := &agentplane.Session{ID: "s1", Mode: "general", Version: 1}
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	for _, in := range []agentplane.TurnInput{
@@ -24,7 +26,7 @@ func ExampleRoute() {
 		{Text: "should I switch to ddr mode?"},
 	} {
 		in.Now = now
-		d, _ := router.Route(context.Background(), reg, sess, in)
+		d, _ := rt.Route(context.Background(), sess, in)
 		fmt.Printf("%-35q %s\n", in.Text, strings.Join(slices.DeleteFunc([]string{string(d.Action), d.CommandID, d.ResolvedID, d.CatalogID, d.ReasonCode}, func(s string) bool { return s == "" }), " "))
 	}
 	// Output:

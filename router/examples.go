@@ -73,12 +73,12 @@ func trainExamples(cmds []*agentplane.CommandDefinition, patterns [][]*trigger.P
 // still needs its item named in the utterance (the longest run of words
 // that resolves strictly in its source): an item id is never guessed.
 func (t *turn) examples() (agentplane.Decision, error) {
-	r, ok := t.reg.classify(t.mode, t.in.Roles, t.normalizedWords())
+	r, ok := t.rt.classify(t.mode, t.in.Roles, t.normalizedWords())
 	if !ok {
 		return t.llm(agentplane.ReasonNoControlIntent)
 	}
-	cmd := t.reg.commands[t.reg.labelCmd[r.Label]]
-	conf, th := r.Confidence(), t.reg.settings.ExampleThreshold
+	cmd := t.rt.commands[t.rt.labelCmd[r.Label]]
+	conf, th := r.Confidence(), t.reg.Settings().ExampleThreshold
 	verdict := " ≥ "
 	if conf < th {
 		verdict = " < "
@@ -156,8 +156,8 @@ func (t *turn) namedItem(cmd *agentplane.CommandDefinition) agentplane.Decision 
 // no example or trigger of cmd, or none is left — or returns "" when they
 // do.
 func (t *turn) notAsked(cmd *agentplane.CommandDefinition, words []string, s, e int) string {
-	label := t.reg.cmdLabel[t.reg.commandIdx[cmd.ID]]
-	kept := t.reg.fillers.Strip(words)
+	label := t.rt.cmdLabel[t.rt.commandIdx[cmd.ID]]
+	kept := t.rt.fillers.Strip(words)
 	base := cap(words) - cap(kept) // index of kept[0] in words
 	checked := 0
 	for i, w := range kept {
@@ -165,7 +165,7 @@ func (t *turn) notAsked(cmd *agentplane.CommandDefinition, words []string, s, e 
 			continue
 		}
 		checked++
-		if !t.reg.detector.Knows(label, w) {
+		if !t.rt.detector.Knows(label, w) {
 			return "\"" + w + "\" occurs in no example or trigger of " + cmd.ID
 		}
 	}
@@ -177,7 +177,7 @@ func (t *turn) notAsked(cmd *agentplane.CommandDefinition, words []string, s, e 
 
 // classify runs the example model over the commands active in the mode
 // for the roles that have examples.
-func (r *Registry) classify(mode string, roles []string, words []string) (exemplar.Result, bool) {
+func (r *Router) classify(mode string, roles []string, words []string) (exemplar.Result, bool) {
 	if r.detector == nil || len(words) == 0 {
 		return exemplar.Result{}, false
 	}
@@ -188,12 +188,13 @@ func (r *Registry) classify(mode string, roles []string, words []string) (exempl
 	} else {
 		allowed = make([]bool, n)
 	}
-	for _, tb := range r.modeBoxes[mode] {
-		if tb.Allows(roles) {
-			for _, i := range r.boxCommands[tb.ID] {
-				if l := r.cmdLabel[i]; l >= 0 {
-					allowed[l] = true
-				}
+	for _, tb := range r.reg.ModeToolboxes(mode) {
+		if !tb.Allows(roles) {
+			continue
+		}
+		for _, i := range r.reg.ToolboxCommands(tb.ID) {
+			if l := r.cmdLabel[i]; l >= 0 {
+				allowed[l] = true
 			}
 		}
 	}
@@ -214,7 +215,7 @@ type ExampleMatch struct {
 // MatchExamples returns the active command nearest to text by the
 // examples, for tuning a threshold or explaining a decision. It reports
 // false when no active command has examples or text has no words.
-func (r *Registry) MatchExamples(mode string, roles []string, text string) (ExampleMatch, bool) {
+func (r *Router) MatchExamples(mode string, roles []string, text string) (ExampleMatch, bool) {
 	res, ok := r.classify(mode, roles, resolve.Fields(nil, resolve.Normalize(text)))
 	if !ok {
 		return ExampleMatch{}, false

@@ -77,18 +77,18 @@ commands:
     examples: [show weather alerts, list the storm warnings]
 `
 
-func examplesRegistry(t *testing.T) *router.Registry {
+func examplesRegistry(t *testing.T) *router.Router {
 	return registryOf(t, "examples.yaml", []byte(examplesConfig))
 }
 
 // registryOf parses a configuration and builds its registry.
-func registryOf(tb testing.TB, name string, yaml []byte) *router.Registry {
+func registryOf(tb testing.TB, name string, yaml []byte) *router.Router {
 	tb.Helper()
 	cfg, err := config.Parse(yaml, name, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	reg, err := router.NewRegistry(cfg, nil)
+	reg, err := compile(cfg, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestRouteExamples(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := agentplane.TurnInput{Text: c.text, UI: true, Now: now}
-			d, err := router.Route(context.Background(), reg, sessionIn(c.mode), in)
+			d, err := reg.Route(context.Background(), sessionIn(c.mode), in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +144,7 @@ func TestRouteExamples(t *testing.T) {
 			if c.mode == "quiet" && strings.Contains(strings.Join(d.Trace, "\n"), "forecast") {
 				t.Errorf("an inactive command appears in the trace:\n%s", strings.Join(d.Trace, "\n"))
 			}
-			again, _ := router.Route(context.Background(), reg, sessionIn(c.mode), in)
+			again, _ := reg.Route(context.Background(), sessionIn(c.mode), in)
 			if !reflect.DeepEqual(d, again) {
 				t.Errorf("same turn, different decision:\n%+v\n%+v", d, again)
 			}
@@ -154,7 +154,7 @@ func TestRouteExamples(t *testing.T) {
 
 func TestRouteExamplesWithoutUI(t *testing.T) {
 	reg := examplesRegistry(t)
-	d, err := router.Route(context.Background(), reg, sessionIn("general"), agentplane.TurnInput{Text: "which towns do you know about", Now: now})
+	d, err := reg.Route(context.Background(), sessionIn("general"), agentplane.TurnInput{Text: "which towns do you know about", Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestRouteExamplesWithoutUI(t *testing.T) {
 
 func TestRouteExamplesTraceNamesNearest(t *testing.T) {
 	reg := examplesRegistry(t)
-	d, _ := router.Route(context.Background(), reg, sessionIn("general"), agentplane.TurnInput{Text: "what is the weather in rome", UI: true, Now: now})
+	d, _ := reg.Route(context.Background(), sessionIn("general"), agentplane.TurnInput{Text: "what is the weather in rome", UI: true, Now: now})
 	trace := strings.Join(d.Trace, "\n")
 	for _, s := range []string{"confidence ", "probability ", "similarity ", `example "what is the weather in paris" similarity`} {
 		if !strings.Contains(trace, s) {

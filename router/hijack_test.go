@@ -8,7 +8,6 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/internal/clinc150"
-	"github.com/agentplane/agentplane/router"
 )
 
 // TestNoHijackOnCLINC150 routes every CLINC150 test and out-of-scope test
@@ -22,10 +21,10 @@ func TestNoHijackOnCLINC150(t *testing.T) {
 	utterances := append(append([]clinc150.Utterance(nil), d.Test...), d.OOSTest...)
 	total, fired := 0, 0
 	var fires []string
-	for _, m := range reg.Config().Modes {
+	for _, m := range reg.Registry().Config().Modes {
 		for _, ui := range []bool{false, true} {
 			for _, u := range utterances {
-				dec, err := router.Route(context.Background(), reg, sessionIn(m.Key), agentplane.TurnInput{Text: u.Text, UI: ui, Now: now})
+				dec, err := reg.Route(context.Background(), sessionIn(m.Key), agentplane.TurnInput{Text: u.Text, UI: ui, Now: now})
 				if err != nil {
 					t.Fatalf("%q: %v", u.Text, err)
 				}
@@ -35,7 +34,7 @@ func TestNoHijackOnCLINC150(t *testing.T) {
 				}
 				fired++
 				fires = append(fires, fmt.Sprintf("mode %s ui %v: %q -> %s %s(%s)", m.Key, ui, u.Text, dec.Action, dec.CommandID, dec.ResolvedID))
-				if cmd, _ := reg.Command(dec.CommandID); dec.Action == agentplane.ActionInvokeCommand && cmd.ProducesSideEffects {
+				if cmd, _ := reg.Registry().Command(dec.CommandID); dec.Action == agentplane.ActionInvokeCommand && cmd.ProducesSideEffects {
 					t.Errorf("side-effecting command invoked: %s", fires[len(fires)-1])
 				}
 			}
@@ -46,7 +45,7 @@ func TestNoHijackOnCLINC150(t *testing.T) {
 	for _, f := range fires[:min(len(fires), 20)] {
 		t.Log(f)
 	}
-	if total != 2*len(reg.Config().Modes)*len(utterances) || total == 0 {
+	if total != 2*len(reg.Registry().Config().Modes)*len(utterances) || total == 0 {
 		t.Fatalf("routed %d turns", total)
 	}
 	if rate >= 0.005 {

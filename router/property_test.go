@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/router"
 )
@@ -67,12 +68,12 @@ func TestRouteProperties(t *testing.T) {
 		fetches.Add(1)
 		return []agentplane.ResolverItem{{Header: agentplane.EntityHeader{ID: "ACC-1", DisplayName: "Acme Corp"}}}, nil
 	})
-	opts := &router.Options{Providers: map[string]resolve.Provider{"accounts": accounts}}
+	opts := &registry.Options{Providers: map[string]resolve.Provider{"accounts": accounts}}
 	cfg, err := config.Parse([]byte(propertyConfig), "property.yaml", opts.ConfigOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := router.NewRegistry(cfg, opts)
+	reg, err := compile(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestRouteProperties(t *testing.T) {
 		}
 		if rapid.Bool().Draw(rt, "pendingPicker") {
 			cmd := rapid.SampledFrom([]string{"set_template", "open_account", "send"}).Draw(rt, "pickerCmd")
-			c, _ := reg.Command(cmd)
+			c, _ := reg.Registry().Command(cmd)
 			sess.PendingPicker = &agentplane.PendingPicker{CommandID: cmd, Source: c.Source, OptionIDs: []string{"TPL-1", "L-2", "ACC-1"}, ExpiresAt: now.Add(time.Minute)}
 		}
 		words := rapid.SliceOfN(rapid.SampledFrom(vocabulary), 0, 8).Draw(rt, "words")
@@ -102,8 +103,8 @@ func TestRouteProperties(t *testing.T) {
 			}
 		}
 		before := fetches.Load()
-		d1, err1 := router.Route(ctx, reg, sess, in)
-		d2, err2 := router.Route(ctx, reg, sess, in)
+		d1, err1 := reg.Route(ctx, sess, in)
+		d2, err2 := reg.Route(ctx, sess, in)
 		if !reflect.DeepEqual(d1, d2) || agentplane.ErrorCode(err1) != agentplane.ErrorCode(err2) {
 			rt.Fatalf("not deterministic:\n%+v %v\n%+v %v", d1, err1, d2, err2)
 		}
@@ -122,12 +123,12 @@ func TestRouteProperties(t *testing.T) {
 
 // checkOneAction asserts the decision is exactly one well-formed action that
 // names only active commands and sources, and only ids that exist.
-func checkOneAction(rt *rapid.T, reg *router.Registry, mode string, roles []string, d agentplane.Decision) {
+func checkOneAction(rt *rapid.T, reg *router.Router, mode string, roles []string, d agentplane.Decision) {
 	if len(d.Trace) == 0 {
 		rt.Fatalf("no trace: %+v", d)
 	}
 	activeCmd := func(id string) {
-		if !reg.CommandActive(mode, roles, id) {
+		if !reg.Registry().CommandActive(mode, roles, id) {
 			rt.Fatalf("decision names inactive command %q in mode %s roles %v: %+v", id, mode, roles, d)
 		}
 	}
@@ -137,11 +138,11 @@ func checkOneAction(rt *rapid.T, reg *router.Registry, mode string, roles []stri
 			rt.Fatalf("malformed invoke_command: %+v", d)
 		}
 		activeCmd(d.CommandID)
-		cmd, _ := reg.Command(d.CommandID)
-		if !reg.SourceActive(mode, roles, cmd.Source) {
+		cmd, _ := reg.Registry().Command(d.CommandID)
+		if !reg.Registry().SourceActive(mode, roles, cmd.Source) {
 			rt.Fatalf("invoke on inactive source: %+v", d)
 		}
-		src, _ := reg.Source(cmd.Source)
+		src, _ := reg.Registry().Source(cmd.Source)
 		ix, _, _ := src.Index(context.Background())
 		if _, ok := ix.Lookup(d.ResolvedID); !ok {
 			rt.Fatalf("invented id %q: %+v", d.ResolvedID, d)
@@ -154,7 +155,7 @@ func checkOneAction(rt *rapid.T, reg *router.Registry, mode string, roles []stri
 			rt.Fatalf("malformed open_picker: %+v", d)
 		}
 		activeCmd(d.CommandID)
-		if !reg.SourceActive(mode, roles, d.Source()) {
+		if !reg.Registry().SourceActive(mode, roles, d.Source()) {
 			rt.Fatalf("picker on inactive source: %+v", d)
 		}
 	case agentplane.ActionAskQuestion:

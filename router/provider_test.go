@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
-	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/registry"
 )
 
 // TestHTTPCatalogProvider routes against a catalog served over HTTP: items
@@ -44,13 +44,13 @@ commands:
 		t.Fatal(err)
 	}
 	clock := now
-	reg, err := router.NewRegistry(cfg, &router.Options{Now: func() time.Time { return clock }})
+	reg, err := compile(cfg, &registry.Options{Now: func() time.Time { return clock }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sess := sessionIn("general")
 	route := func(text string) agentplane.Decision {
-		d, err := router.Route(context.Background(), reg, sess, agentplane.TurnInput{Text: text, Now: clock})
+		d, err := reg.Route(context.Background(), sess, agentplane.TurnInput{Text: text, Now: clock})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,8 +71,8 @@ commands:
 		t.Fatalf("stale serving: %+v", d)
 	}
 	// a provider that never answered gives continue_with_llm with a clear trace
-	reg2, _ := router.NewRegistry(cfg, &router.Options{Now: func() time.Time { return clock }})
-	d, err = router.Route(context.Background(), reg2, sess, agentplane.TurnInput{Text: "use the q1 pilot list", Now: clock})
+	reg2, _ := compile(cfg, &registry.Options{Now: func() time.Time { return clock }})
+	d, err = reg2.Route(context.Background(), sess, agentplane.TurnInput{Text: "use the q1 pilot list", Now: clock})
 	if err != nil || d.Action != agentplane.ActionContinueLLM || d.ReasonCode != agentplane.ReasonSourceUnavailable {
 		t.Fatalf("down provider: %+v %v", d, err)
 	}

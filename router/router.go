@@ -8,8 +8,9 @@
 // otherwise continue_with_llm. The router never executes anything; the gate
 // does, and it is the only thing that changes a session.
 //
-//	reg, _ := router.NewRegistry(cfg, nil)
-//	d, _ := router.Route(ctx, reg, sess, agentplane.TurnInput{Text: "switch to ddr mode", Now: now})
+//	reg, _ := registry.New(cfg, nil)
+//	rt, _ := router.New(reg)
+//	d, _ := rt.Route(ctx, sess, agentplane.TurnInput{Text: "switch to ddr mode", Now: now})
 //	fmt.Println(d.Action, d.CommandID, d.ResolvedID) // invoke_command set_mode ddr
 package router
 
@@ -22,12 +23,73 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/exemplar"
+	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/trigger"
 )
 
 // maxHits bounds how many trigger matches one turn evaluates.
 const maxHits = 8
+
+// Router routes turns for one compiled configuration: its triggers
+// expanded and indexed, its slash names, its example model trained. Build
+// it once at load time; it is immutable and safe for concurrent use.
+type Router struct {
+	reg        *registry.Registry
+	commands   []*agentplane.CommandDefinition
+	commandIdx map[string]int
+	slash      map[string]int // command id or alias -> command index
+	triggers   *trigger.Set
+	fillers    trigger.Fillers
+	detector   *exemplar.Model // commands recognised from examples; nil without any
+	labelCmd   []int           // example model label -> command index
+	cmdLabel   []int           // command index -> example model label, -1 without examples
+}
+
+// New compiles the registry's commands for routing: it parses and indexes
+// their triggers and trains the model of their examples.
+func New(reg *registry.Registry) (*Router, error) {
+	r := &Router{
+		reg:        reg,
+		commands:   reg.Commands(),
+		commandIdx: map[string]int{},
+		slash:      map[string]int{},
+		triggers:   trigger.NewSet(),
+		fillers:    trigger.NewFillers(reg.Settings().Fillers),
+	}
+	patterns := make([][]*trigger.Pattern, len(r.commands))
+	for i, c := range r.commands {
+		r.commandIdx[c.ID] = i
+		r.slash[c.ID] = i
+		for _, a := range c.Aliases {
+			r.slash[a] = i
+		}
+		for _, t := range c.Triggers {
+			p, err := trigger.Parse(t)
+			if err != nil {
+				return nil, fmt.Errorf("command %q: %w", c.ID, err)
+			}
+			r.triggers.Add(i, p)
+			patterns[i] = append(patterns[i], p)
+		}
+	}
+	var err error
+	if r.detector, r.labelCmd, err = trainExamples(r.commands, patterns); err != nil {
+		return nil, fmt.Errorf("examples: %w", err)
+	}
+	r.cmdLabel = make([]int, len(r.commands))
+	for i := range r.cmdLabel {
+		r.cmdLabel[i] = -1
+	}
+	for l, i := range r.labelCmd {
+		r.cmdLabel[i] = l
+	}
+	return r, nil
+}
+
+// Registry returns the compiled configuration the router routes for.
+func (r *Router) Registry() *registry.Registry { return r.reg }
 
 // Route decides what to do with one turn. sess is read, never changed; a
 // nil session is a fresh session in the default mode. in.Now is the turn's
@@ -38,23 +100,20 @@ const maxHits = 8
 // (input_too_long), invalid UTF-8 or control characters (invalid_input), or
 // a selection naming an unknown command (unknown_action), an inactive one
 // (inactive_action) or an id its source does not hold (invalid_args).
-func Route(ctx context.Context, reg *Registry, sess *agentplane.Session, in agentplane.TurnInput) (agentplane.Decision, error) {
+func (r *Router) Route(ctx context.Context, sess *agentplane.Session, in agentplane.TurnInput) (agentplane.Decision, error) {
 	if err := checkInput(&in); err != nil {
 		return agentplane.Decision{}, err
 	}
 	if in.Now.IsZero() {
 		in.Now = time.Now()
 	}
-	t := &turn{ctx: ctx, reg: reg, in: in, sess: sess, buf: make([]byte, 0, 512)}
+	t := &turn{ctx: ctx, rt: r, reg: r.reg, in: in, sess: sess, buf: make([]byte, 0, 512)}
 	if sess == nil {
 		t.sess = &agentplane.Session{}
 	}
-	t.mode = t.sess.Mode
-	if _, ok := reg.modes[t.mode]; !ok {
-		if t.mode != "" {
-			t.tracef("session mode %q is not configured; using the default mode %q", t.mode, reg.defaultMode)
-		}
-		t.mode = reg.defaultMode
+	t.mode = r.reg.ModeOf(t.sess.Mode)
+	if t.mode != t.sess.Mode && t.sess.Mode != "" {
+		t.tracef("session mode %q is not configured; using the default mode %q", t.sess.Mode, t.mode)
 	}
 	return t.route()
 }
@@ -80,7 +139,8 @@ func checkInput(in *agentplane.TurnInput) error {
 // turn is the state of one routing call.
 type turn struct {
 	ctx   context.Context
-	reg   *Registry
+	rt    *Router
+	reg   *registry.Registry
 	in    agentplane.TurnInput
 	sess  *agentplane.Session
 	mode  string
@@ -246,22 +306,13 @@ func (t *turn) index(src agentplane.ResolverSource) (*resolve.Index, error) {
 // confirm first when the command needs it.
 func (t *turn) invokeOrConfirm(cmd *agentplane.CommandDefinition, item *agentplane.ResolverItem) agentplane.Decision {
 	if cmd.NeedsConfirmation() {
-		q := ConfirmationQuestion(cmd, item.Header.DisplayName)
+		q := registry.ConfirmationQuestion(cmd, item.Header.DisplayName)
 		t.tracep(cmd.ID, " needs confirmation; asking")
 		return agentplane.Decision{Action: agentplane.ActionAskQuestion, QuestionText: q, Options: []string{"Yes", "No"},
 			CommandID: cmd.ID, ResolvedID: item.Header.ID}
 	}
 	t.tracep("invoke ", cmd.ID, "(", item.Header.ID, ")")
 	return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: cmd.ID, ResolvedID: item.Header.ID}
-}
-
-// ConfirmationQuestion is the question asked before cmd runs on the item
-// with this display name.
-func ConfirmationQuestion(cmd *agentplane.CommandDefinition, itemName string) string {
-	if cmd.ConfirmationText != "" {
-		return strings.ReplaceAll(cmd.ConfirmationText, "{item}", itemName)
-	}
-	return fmt.Sprintf("Confirm %s: '%s'?", cmd.DisplayName, itemName)
 }
 
 var yesWords = set("yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay", "confirm", "confirmed", "do it", "go ahead", "yes please", "please do", "of course", "absolutely")
@@ -277,7 +328,7 @@ func set(words ...string) map[string]bool {
 
 // answer classifies the text as yes (1), no (-1) or neither (0).
 func (t *turn) answer() int {
-	w := t.reg.fillers.Strip(t.normalizedWords())
+	w := t.rt.fillers.Strip(t.normalizedWords())
 	s := strings.Join(w, " ")
 	switch {
 	case yesWords[s]:
@@ -377,12 +428,12 @@ func (t *turn) slash(text string) (agentplane.Decision, error) {
 	name, arg, _ := strings.Cut(text[1:], " ")
 	name = strings.ToLower(name)
 	arg = strings.TrimSpace(arg)
-	i, ok := t.reg.slash[name]
+	i, ok := t.rt.slash[name]
 	if !ok {
 		t.tracef("slash form /%s names no command", name)
 		return t.llm(agentplane.ReasonUnknownCommand)
 	}
-	cmd := t.reg.commands[i]
+	cmd := t.rt.commands[i]
 	if !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) {
 		t.tracef("slash form /%s names %s, not active in mode %q", name, cmd.ID, t.mode)
 		return t.llm(agentplane.ReasonInactiveCommand)
@@ -417,7 +468,7 @@ func (t *turn) browse(cmd *agentplane.CommandDefinition) agentplane.Decision {
 	if err != nil {
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonSourceUnavailable}
 	}
-	items := ix.Items(t.reg.settings.MaxOptions)
+	items := ix.Items(t.reg.Settings().MaxOptions)
 	if len(items) == 0 {
 		t.tracef("%s has no items", src)
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonUnresolved}
@@ -484,9 +535,9 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 	}
 	var res resolve.Result
 	if strictOnly {
-		res = ix.ResolveExact(text, t.reg.settings.MaxOptions)
+		res = ix.ResolveExact(text, t.reg.Settings().MaxOptions)
 	} else {
-		res = ix.Resolve(text, t.reg.settings.MaxOptions)
+		res = ix.Resolve(text, t.reg.Settings().MaxOptions)
 	}
 	note := ""
 	if strictOnly {
@@ -523,11 +574,11 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 func (t *turn) triggers() (agentplane.Decision, error) {
 	words := t.normalizedWords()
 	var hitsBuf [maxHits * 2]trigger.Hit
-	hits := t.reg.triggers.Match(words, hitsBuf[:0])
+	hits := t.rt.triggers.Match(words, hitsBuf[:0])
 	full := len(hits) // hits[:full] are over words, the rest over stripped
-	stripped := t.reg.fillers.Strip(words)
+	stripped := t.rt.fillers.Strip(words)
 	if len(stripped) != len(words) {
-		hits = t.reg.triggers.Match(stripped, hits)
+		hits = t.rt.triggers.Match(stripped, hits)
 		if len(hits) > full {
 			t.tracef("politeness fillers stripped: %q", strings.Join(stripped, " "))
 		}
@@ -538,7 +589,7 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 		evaluated   = 0
 	)
 	for i, h := range hits {
-		cmd := t.reg.commands[h.Owner]
+		cmd := t.rt.commands[h.Owner]
 		if !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) {
 			continue // inactive commands are invisible, not even traced
 		}

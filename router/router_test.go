@@ -9,18 +9,28 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/router"
 )
 
 var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
-func demoRegistry(tb testing.TB) *router.Registry {
+// compile compiles a configuration for routing, as the runtime does.
+func compile(cfg *config.Config, opts *registry.Options) (*router.Router, error) {
+	reg, err := registry.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return router.New(reg)
+}
+
+func demoRegistry(tb testing.TB) *router.Router {
 	tb.Helper()
 	cfg, err := demo.Config(nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	reg, err := router.NewRegistry(cfg, nil)
+	reg, err := compile(cfg, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -154,7 +164,7 @@ func TestRouteBranches(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tt.in.Now = now
-			d, err := router.Route(context.Background(), reg, tt.sess, tt.in)
+			d, err := reg.Route(context.Background(), tt.sess, tt.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,40 +192,16 @@ func TestRouteBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := router.Route(context.Background(), reg, sessionIn("general"), tt.in)
+			_, err := reg.Route(context.Background(), sessionIn("general"), tt.in)
 			if agentplane.ErrorCode(err) != tt.code {
 				t.Fatalf("err = %v (code %q), want code %q", err, agentplane.ErrorCode(err), tt.code)
 			}
 		})
 	}
 	// newlines and tabs are ordinary whitespace
-	d, err := router.Route(context.Background(), reg, sessionIn("general"), agentplane.TurnInput{Text: "switch to\tddr\nmode", Now: now})
+	d, err := reg.Route(context.Background(), sessionIn("general"), agentplane.TurnInput{Text: "switch to\tddr\nmode", Now: now})
 	if err != nil || d.ResolvedID != "ddr" {
 		t.Fatalf("whitespace: %+v %v", d, err)
-	}
-}
-
-func TestPendingAfterDecision(t *testing.T) {
-	t.Parallel()
-	reg := demoRegistry(t)
-	s := sessionIn("sales")
-	d, _ := router.Route(context.Background(), reg, s, agentplane.TurnInput{Text: "send it to the q1 pilot list", Now: now})
-	picker, confirm := reg.Pending(s, &d, now)
-	if picker != nil || confirm == nil || confirm.ResolvedID != "LIST-9" || !confirm.ExpiresAt.Equal(now.Add(config.DefaultConfirmationTTL)) {
-		t.Fatalf("after a confirmation question: picker %+v confirm %+v", picker, confirm)
-	}
-	d, _ = router.Route(context.Background(), reg, s, agentplane.TurnInput{Text: "open the outreach template", Now: now})
-	picker, confirm = reg.Pending(s, &d, now)
-	if confirm != nil || picker == nil || strings.Join(picker.OptionIDs, ",") != "TPL-123,TPL-124" {
-		t.Fatalf("after a candidate question: picker %+v confirm %+v", picker, confirm)
-	}
-	s.PendingPicker = picker
-	d, _ = router.Route(context.Background(), reg, s, agentplane.TurnInput{Text: "hello there", Now: now})
-	if p, _ := reg.Pending(s, &d, now); p == nil {
-		t.Fatal("an unrelated turn dropped the pending picker")
-	}
-	if p, _ := reg.Pending(s, &d, now.Add(time.Hour)); p != nil {
-		t.Fatal("an expired picker was kept")
 	}
 }
 
@@ -234,7 +220,7 @@ func FuzzRoute(f *testing.F) {
 		if selID != "" && len(text)%2 == 0 {
 			in.Selection = &agentplane.Selection{CommandID: "set_active_email_template", ID: selID}
 		}
-		d, err := router.Route(context.Background(), reg, sess, in)
+		d, err := reg.Route(context.Background(), sess, in)
 		if err != nil {
 			if agentplane.ErrorCode(err) == agentplane.CodeInternal {
 				t.Fatalf("uncoded error: %v", err)

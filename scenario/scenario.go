@@ -24,9 +24,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentplane/agentplane"
-	"github.com/agentplane/agentplane/conversation"
-	"github.com/agentplane/agentplane/gate"
-	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -95,14 +93,19 @@ func (f Failure) String() string { return fmt.Sprintf("%s:%d: %s", f.File, f.Lin
 // clock; each file gets its own, so files do not share state.
 type Tools func(now func() time.Time) (*tool.Registry, error)
 
-// Run runs the conversation test file at path against the registry and
-// returns its failures (none when it passes). tools nil means no tools
-// besides the built-in ones. The error is for a file that cannot be read
-// or parsed.
-func Run(ctx context.Context, reg *router.Registry, path string, tools Tools) ([]Failure, error) {
+// Run runs the conversation test file at path against the core's
+// configuration, in a session of its own (an in-memory store, a scripted
+// clock) and returns its failures (none when it passes). tools nil means
+// the core's tools. The error is for a file that cannot be read or parsed:
+// an empty file, a second YAML document, a file without turns, a turn that
+// is not exactly one of user, select, confirm, decline.
+func Run(ctx context.Context, c *core.Core, path string, tools Tools) ([]Failure, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s: the file is empty; a test file has a name and turns", path)
 	}
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -110,9 +113,16 @@ func Run(ctx context.Context, reg *router.Registry, path string, tools Tools) ([
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, fmt.Errorf("%s:%d: a second YAML document; a test file is one document", path, extra.Line)
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(f.Turns) == 0 {
+		return nil, fmt.Errorf("%s: no turns: a test file needs at least one", path)
 	}
 	lines := turnLines(&root)
 	r := &runner{path: path, lines: lines}
@@ -132,19 +142,18 @@ func Run(ctx context.Context, reg *router.Registry, path string, tools Tools) ([
 	now := func() time.Time { clock = clock.Add(time.Second); return clock }
 	n := 0
 	newID := func() string { n++; return fmt.Sprintf("id-%d", n) }
-	store := memstore.New()
 	var tr *tool.Registry
 	if tools != nil {
 		if tr, err = tools(now); err != nil {
 			return nil, err
 		}
 	}
-	g, err := gate.New(reg, store, &gate.Options{Now: now, NewToken: newID, Tools: tr})
+	fc, err := c.Derive(core.Derived{Store: memstore.New(), Now: now, NewID: newID, NewToken: newID, Tools: tr})
 	if err != nil {
 		return nil, err
 	}
-	e := conversation.New(reg, g, store, &conversation.Options{Now: now, NewID: newID})
-	sess, err := e.Start(ctx, f.Mode)
+	defer fc.Close()
+	sess, err := fc.Start(ctx, core.Start{Mode: f.Mode, Principal: "test"})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -163,7 +172,7 @@ func Run(ctx context.Context, reg *router.Registry, path string, tools Tools) ([
 		case t.Decline:
 			in.Text = "no"
 		}
-		tr, err := e.Turn(ctx, sess.ID, in)
+		tr, err := fc.Turn(ctx, core.TurnRequest{SessionID: sess.ID, Principal: "test", Input: in})
 		if err != nil {
 			r.fail(i, "turn %d: %v", i+1, err)
 			continue
@@ -214,7 +223,7 @@ func (r *runner) eq(i int, what, want, got string) {
 	}
 }
 
-func (r *runner) check(i int, x *Expect, t *conversation.Turn) {
+func (r *runner) check(i int, x *Expect, t *core.Turn) {
 	d := t.Decision
 	r.eq(i, "decision", x.Decision, string(d.Action))
 	r.eq(i, "command", x.Command, d.CommandID)

@@ -9,41 +9,41 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
-	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/internal/demotest"
 	"github.com/agentplane/agentplane/scenario"
 	"github.com/agentplane/agentplane/tool"
 )
 
-func demoRegistry(t *testing.T) *router.Registry {
-	t.Helper()
-	cfg, err := demo.Config(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := router.NewRegistry(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reg
-}
+// demoCore is the demo runtime the files run against.
+func demoCore(t *testing.T) *core.Core { return demotest.Core(t, nil) }
 
-// demoTools gives each file the demo's send tool over a fresh outbox.
-func demoTools(now func() time.Time) (*tool.Registry, error) {
-	r := tool.NewRegistry()
-	return r, r.Register(demo.NewOutbox(now).Tool())
+// demoTools gives each file the demo's send tool over a fresh outbox,
+// beside the built-in tools.
+func demoTools(c *core.Core) scenario.Tools {
+	return func(now func() time.Time) (*tool.Registry, error) {
+		r := tool.NewRegistry()
+		for _, name := range c.Tools().Names() {
+			if name != demo.SendTemplateTool {
+				t, _ := c.Tools().Get(name)
+				r.Register(t)
+			}
+		}
+		return r, r.Register(demo.NewOutbox(now).Tool())
+	}
 }
 
 // TestExamples runs the demo's conversation suite under examples/.
 func TestExamples(t *testing.T) {
 	t.Parallel()
-	reg := demoRegistry(t)
+	c := demoCore(t)
 	files, _ := filepath.Glob("../examples/*.yaml")
 	if len(files) == 0 {
 		t.Fatal("no example conversations")
 	}
 	for _, f := range files {
-		fails, err := scenario.Run(context.Background(), reg, f, demoTools)
+		fails, err := scenario.Run(context.Background(), c, f, demoTools(c))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ turns:
   - user: switch to sales mode
     expect: {resolved_id: general, mode: ddr, status: failed}
 `), 0o644)
-	fails, err := scenario.Run(context.Background(), demoRegistry(t), path, nil)
+	fails, err := scenario.Run(context.Background(), demoCore(t), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,12 +88,17 @@ func TestBadFiles(t *testing.T) {
 		"unknown-key.yaml": "name: x\nturns:\n  - user: hi\n    expct: {}\n",
 		"two-kinds.yaml":   "turns:\n  - user: hi\n    confirm: true\n",
 		"none.yaml":        "turns:\n  - expect: {}\n",
-		"bad-mode.yaml":    "mode: nope\nturns: []\n",
+		"bad-mode.yaml":    "mode: nope\nturns:\n  - user: hi\n",
+		"no-turns.yaml":    "name: nothing to test\nturns: []\n",
+		"empty.yaml":       "\n",
+		"two-docs.yaml":    "turns:\n  - user: hi\n---\nturns:\n  - user: switch to ddr mode\n    expect: {mode: sales}\n",
 	} {
 		path := filepath.Join(dir, name)
 		os.WriteFile(path, []byte(body), 0o644)
-		if _, err := scenario.Run(context.Background(), demoRegistry(t), path, nil); err == nil {
+		if _, err := scenario.Run(context.Background(), demoCore(t), path, nil); err == nil {
 			t.Errorf("%s: no error", name)
+		} else if !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: the error does not name the file: %v", name, err)
 		}
 	}
 }
@@ -112,7 +117,8 @@ func TestReadmeExample(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "readme.yaml")
 	os.WriteFile(path, m[1], 0o644)
-	fails, err := scenario.Run(context.Background(), demoRegistry(t), path, demoTools)
+	c := demoCore(t)
+	fails, err := scenario.Run(context.Background(), c, path, demoTools(c))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,21 +3,32 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/resolve"
 )
 
-// Names of the read-only built-in tools this package provides.
+// Names of the built-in tools (agentplane.BuiltinTools).
 const (
-	GetContextName    = "agent_get_context"
-	CatalogSearchName = "catalog_search"
+	GetContextName        = agentplane.ToolGetContext
+	CatalogSearchName     = agentplane.ToolCatalogSearch
+	SetModeName           = agentplane.ToolSetMode
+	SetActiveEntityName   = agentplane.ToolSetActiveEntity
+	ClearActiveEntityName = agentplane.ToolClearActiveEntity
 )
 
-// BuiltinNames are the read-only tools of this package a program
-// registers; a configuration may put them in toolboxes without declaring
-// them (the effect tools are config.BuiltinTools).
-var BuiltinNames = []string{ListModesName, GetContextName, CatalogSearchName}
+// MaxQuery is the longest catalog_search query, in bytes.
+const MaxQuery = 256
+
+// Builtins returns every built-in tool (agentplane.BuiltinTools) for a
+// configuration: agent_list_modes over its modes, agent_get_context,
+// catalog_search over its active catalogs, and the session-changing
+// tools. log receives what the tools log; nil discards it.
+func Builtins(cfg *config.Config, catalogs Catalogs, log *slog.Logger) []Tool {
+	return append([]Tool{ListModes(ConfigModes(cfg), log), GetContext(), CatalogSearch(catalogs)}, effectTools()...)
+}
 
 // GetContext returns agent_get_context: the session's mode and active work
 // context, read from the call's session.
@@ -58,7 +69,7 @@ func CatalogSearch(c Catalogs) Tool {
 				"Call it whenever you need an item's id for another tool: never invent or guess an id. Matching is by name, alias and keyword, tolerant of typos and unfinished words.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 				`"catalog_id":{"type":"string","description":"The catalog to search, e.g. email_templates."},` +
-				`"query":{"type":"string","description":"Words of the item's name, alias or keywords."},` +
+				`"query":{"type":"string","maxLength":256,"description":"Words of the item's name, alias or keywords."},` +
 				`"limit":{"type":"integer","minimum":1,"maximum":20,"description":"Most items to return (default 5)."}},` +
 				`"required":["catalog_id","query"],"additionalProperties":false}`),
 			Impact: ImpactRead,
@@ -75,6 +86,9 @@ func CatalogSearch(c Catalogs) Tool {
 			}
 			if in.Limit <= 0 {
 				in.Limit = 5
+			}
+			if len(in.Query) > MaxQuery {
+				return nil, Errorf("bad_args", "query is %d bytes; the limit is %d", len(in.Query), MaxQuery)
 			}
 			ci, _ := CallInfoFrom(ctx)
 			if ci.Session == nil {
@@ -105,19 +119,11 @@ func CatalogSearch(c Catalogs) Tool {
 	}
 }
 
-// Names of the built-in tools that change the session. The gate runs them
-// through the active command that declares them, so a mode or an entity
-// can only be set the way the configuration allows.
-const (
-	SetModeName           = "agent_set_mode"
-	SetActiveEntityName   = "agent_set_active_entity"
-	ClearActiveEntityName = "agent_clear_active_entity"
-)
-
-// EffectTools returns the specs of the session-changing built-in tools, for
-// offering them to the LLM and MCP clients. Their Call is never used: the
-// gate applies their effects itself.
-func EffectTools() []Tool {
+// effectTools returns the session-changing built-in tools, for offering
+// them to the LLM and MCP clients. The gate runs them through the active
+// command that declares them, so a mode or an entity can only be set the
+// way the configuration allows; their Call is never used.
+func effectTools() []Tool {
 	runsInGate := func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		return nil, Errorf("internal", "built-in effect tools run in the gate")
 	}

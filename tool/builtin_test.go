@@ -6,36 +6,16 @@ import (
 	"testing"
 
 	"github.com/agentplane/agentplane"
-	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/gate"
-	"github.com/agentplane/agentplane/router"
-	"github.com/agentplane/agentplane/store/memstore"
-	"github.com/agentplane/agentplane/tool"
+	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/store"
 )
 
-// demoGate wires the demo configuration with the read-only built-in tools.
-func demoGate(t *testing.T) (*gate.Gate, *memstore.Store) {
+// demoGate is the demo runtime's gate and store.
+func demoGate(t *testing.T) (*gate.Gate, store.Store) {
 	t.Helper()
-	cfg, err := demo.Config(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := router.NewRegistry(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools := tool.NewRegistry()
-	for _, tl := range append([]tool.Tool{tool.ListModes(tool.ConfigModes(cfg), nil), tool.GetContext(), tool.CatalogSearch(reg)}, tool.EffectTools()...) {
-		if err := tools.Register(tl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	store := memstore.New()
-	g, err := gate.New(reg, store, &gate.Options{Tools: tools})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g, store
+	c := demotest.Core(t, nil)
+	return c.Gate(), c.Store()
 }
 
 func callTool(t *testing.T, g *gate.Gate, session, name, args string) agentplane.ExecutionResult {
@@ -51,7 +31,7 @@ func TestReadOnlyBuiltinsThroughTheGate(t *testing.T) {
 	t.Parallel()
 	g, store := demoGate(t)
 	ctx := context.Background()
-	g.Open(ctx, "s", "general")
+	g.Open(ctx, gate.Opening{SessionID: "s", Mode: "general"})
 	g.Execute(ctx, gate.Invocation{SessionID: "s", CommandID: "set_active_email_template", ResolvedID: "TPL-123", Origin: gate.OriginUser})
 	before, _ := store.Session(ctx, "s")
 
@@ -102,7 +82,7 @@ func TestEffectToolsRunThroughTheirCommands(t *testing.T) {
 	t.Parallel()
 	g, store := demoGate(t)
 	ctx := context.Background()
-	g.Open(ctx, "s", "general")
+	g.Open(ctx, gate.Opening{SessionID: "s", Mode: "general"})
 	steps := []struct {
 		tool, args string
 		status     agentplane.Status

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/internal/httpbody"
+	"github.com/agentplane/agentplane/internal/sameorigin"
 )
 
 // MaxHTTPBody is the largest response an HTTP tool may return.
@@ -25,7 +26,10 @@ type HTTP struct {
 	URL     string
 	Headers map[string]string
 	Timeout time.Duration // 0 means 10s
-	Client  *http.Client  // nil means http.DefaultClient
+	// Client sends the request; nil means http.DefaultClient. Either way a
+	// redirect to another origin is refused (it would carry the arguments
+	// and the configured headers there).
+	Client *http.Client
 }
 
 // Spec returns the spec.
@@ -60,11 +64,7 @@ func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 	for k, v := range h.Headers {
 		req.Header.Set(k, v)
 	}
-	client := h.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := sameorigin.Client(h.Client).Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, Errorf("timeout", "POST %s: no answer within %s", h.URL, timeout)

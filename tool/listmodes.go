@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+
+	"github.com/agentplane/agentplane"
 )
 
 // ListModesName is the name of the mode catalog tool (TUL-010).
-const ListModesName = "agent_list_modes"
+const ListModesName = agentplane.ToolListModes
 
 // ListModesUsage is the usage guidance the LLM reads for agent_list_modes.
 const ListModesUsage = `Lists the agent's modes with what each is for: id, key, display name, description, a summary of how prompts behave in it, whether it is the default, the human roles it suits and, with includeExamples, example requests.
@@ -46,10 +48,10 @@ type listModes struct {
 
 // ListModes returns the read-only agent_list_modes tool over the catalog.
 // A nil or failing catalog makes each call fail with a concise error, which
-// is logged; the tool never panics out of Call. log nil means slog.Default().
+// is logged; the tool never panics out of Call. log nil discards the log.
 func ListModes(catalog ModeCatalog, log *slog.Logger) Tool {
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	return &listModes{catalog: catalog, log: log}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/internal/canonjson"
 )
 
 // Impact says what a tool may change.
@@ -56,12 +57,21 @@ type Spec struct {
 	Impact               Impact
 	Risk                 Risk
 	RequiresConfirmation bool
+	// Server is the MCP server the tool is mounted from, "" for the
+	// program's own tools: a toolbox that lists the server offers it.
+	Server string
 }
 
 // Tool is a spec and the code that runs it. Call gets the arguments as a
 // JSON object that already passed the input schema, and returns a JSON
 // result or an error (preferably an *Error). Implementations are safe for
-// concurrent use and honour ctx.
+// concurrent use.
+//
+// The gate gives a call a deadline (the tool's timeout). Once ctx is done,
+// Call must stop and must not act on the world any more: the gate has
+// recorded the call as timed out, and a late action would be one nobody
+// sees. Pass ctx to every request the tool makes, and check it before
+// anything irreversible.
 type Tool interface {
 	Spec() Spec
 	Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
@@ -119,7 +129,9 @@ func (r *Registry) Register(t Tool) error {
 		problems = append(problems, fmt.Sprintf("risk %q must be low, medium or high", s.Risk))
 	}
 	var in map[string]any
-	if err := json.Unmarshal(s.InputSchema, &in); err != nil {
+	if err := canonjson.Check(s.InputSchema); err != nil {
+		problems = append(problems, fmt.Sprintf("input schema is not a JSON object: %v", err))
+	} else if err := json.Unmarshal(s.InputSchema, &in); err != nil {
 		problems = append(problems, fmt.Sprintf("input schema is not a JSON object: %v", err))
 	} else if err := config.CheckObjectSchema(in); err != nil {
 		problems = append(problems, "input schema "+err.Error())
@@ -212,7 +224,10 @@ func (s Spec) MCP() MCPTool {
 var ErrUnavailable = errors.New("tool: not connected")
 
 // Validate checks args against the tool's input schema and returns them as
-// compact JSON. The error says what is wrong, for the LLM to fix.
+// canonical JSON (RFC 8785), so equal arguments are equal bytes. Arguments
+// with a member name twice (or twice in different letter case) or invalid
+// UTF-8 are refused: a schema check and a tool's decoder could read them
+// differently. The error says what is wrong, for the LLM to fix.
 func (r *Registry) Validate(name string, args json.RawMessage) (json.RawMessage, error) {
 	r.mu.RLock()
 	sch, ok := r.schemas[name]
@@ -223,18 +238,21 @@ func (r *Registry) Validate(name string, args json.RawMessage) (json.RawMessage,
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, args); err != nil {
-		return nil, fmt.Errorf("args are not JSON: %v", err)
+	if err := canonjson.Check(args); err != nil {
+		return nil, fmt.Errorf("args are not strict JSON: %v", err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(buf.Bytes()))
+	canonical, err := canonjson.Append(nil, args, nil)
+	if err != nil {
+		return nil, fmt.Errorf("args are not strict JSON: %v", err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(canonical))
 	if err != nil {
 		return nil, fmt.Errorf("args are not JSON: %v", err)
 	}
 	if err := sch.Validate(doc); err != nil {
-		return nil, fmt.Errorf("args %s do not match the input schema: %s", buf.Bytes(), strings.TrimSpace(err.Error()))
+		return nil, fmt.Errorf("args %s do not match the input schema: %s", canonical, strings.TrimSpace(err.Error()))
 	}
-	return buf.Bytes(), nil
+	return canonical, nil
 }
 
 // Func is a Tool made of a spec and a function.

@@ -57,8 +57,18 @@ func TestRegisterRefusesBadTools(t *testing.T) {
 	if _, err := reg.Validate("ok_tool", json.RawMessage(`[]`)); err == nil {
 		t.Fatal("an array passed an object schema")
 	}
-	if out, err := reg.Validate("ok_tool", json.RawMessage(` { "a" : 1 } `)); err != nil || string(out) != `{"a":1}` {
-		t.Fatalf("Validate = %s, %v", out, err)
+	if out, err := reg.Validate("ok_tool", json.RawMessage(` { "b": 2.50, "a" : 1 } `)); err != nil || string(out) != `{"a":1,"b":2.5}` {
+		t.Fatalf("Validate = %s, %v: want canonical JSON", out, err)
+	}
+	// arguments a schema check and a tool's decoder could read differently
+	for args, want := range map[string]string{
+		`{"a":1,"a":2}`:       "duplicate member name",
+		`{"list":1,"LIST":2}`: "differ only in letter case",
+		"{\"a\":\"\xff\"}":    "invalid UTF-8",
+	} {
+		if _, err := reg.Validate("ok_tool", json.RawMessage(args)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate(%q) = %v, want %q", args, err, want)
+		}
 	}
 }
 

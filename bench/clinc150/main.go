@@ -31,6 +31,7 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/internal/clinc150"
+	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/router"
 )
 
@@ -103,7 +104,7 @@ func run(args []string, out io.Writer) error {
 	var lat []time.Duration
 	route := func(text string) agentplane.Decision {
 		start := time.Now()
-		dec, err := router.Route(context.Background(), reg, nil, agentplane.TurnInput{Text: text, UI: true, Now: start})
+		dec, err := reg.Route(context.Background(), nil, agentplane.TurnInput{Text: text, UI: true, Now: start})
 		lat = append(lat, time.Since(start))
 		if err != nil {
 			return agentplane.Decision{Action: agentplane.ActionContinueLLM}
@@ -142,7 +143,7 @@ func run(args []string, out io.Writer) error {
 }
 
 // build loads the benchmark configuration and compiles it.
-func build(d *clinc150.Dataset, threshold float64) (*router.Registry, time.Duration, error) {
+func build(d *clinc150.Dataset, threshold float64) (*router.Router, time.Duration, error) {
 	raw, err := d.Config(threshold)
 	if err != nil {
 		return nil, 0, err
@@ -152,14 +153,18 @@ func build(d *clinc150.Dataset, threshold float64) (*router.Registry, time.Durat
 	if err != nil {
 		return nil, 0, err
 	}
-	reg, err := router.NewRegistry(cfg, nil)
-	return reg, time.Since(start), err
+	reg, err := registry.New(cfg, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	rt, err := router.New(reg)
+	return rt, time.Since(start), err
 }
 
 // tune picks the threshold on the validation splits: among the
 // confidences seen there, the one with the highest in-scope accuracy
 // whose out-of-scope recall reaches want.
-func tune(reg *router.Registry, d *clinc150.Dataset, want float64, out io.Writer) (float64, error) {
+func tune(reg *router.Router, d *clinc150.Dataset, want float64, out io.Writer) (float64, error) {
 	type obs struct {
 		conf float64
 		ok   bool // in scope and the right command
@@ -209,7 +214,7 @@ func tune(reg *router.Registry, d *clinc150.Dataset, want float64, out io.Writer
 
 // score is in-scope accuracy and out-of-scope recall on the test splits
 // at a threshold, from the example matches.
-func score(reg *router.Registry, d *clinc150.Dataset, th float64) (acc, rec float64) {
+func score(reg *router.Router, d *clinc150.Dataset, th float64) (acc, rec float64) {
 	ok, rej := 0, 0
 	for _, u := range d.Test {
 		if m, found := reg.MatchExamples(clinc150.Mode, nil, u.Text); found && m.Confidence >= th && m.CommandID == u.Intent {

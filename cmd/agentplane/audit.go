@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -29,11 +28,16 @@ func (m *Main) audit(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stdout, "%s: broken: %v\n", args[1], err)
 		return 1
 	}
+	if sum.Records == 0 {
+		fmt.Fprintf(m.Stdout, "%s: empty: no records to verify\n", args[1])
+		return 1
+	}
 	fmt.Fprintf(m.Stdout, "%s: intact: %d records in %d sessions\n", args[1], sum.Records, sum.Sessions)
 	return 0
 }
 
-// auditExport writes a stored session's chain as JSON Lines.
+// auditExport writes a stored session's chain as JSON Lines, each record
+// exactly as stored (and so as hashed). It opens the database read-only.
 func (m *Main) auditExport(ctx context.Context, args []string) int {
 	fs := m.flags("audit export")
 	db := m.dbFlag(fs)
@@ -45,24 +49,22 @@ func (m *Main) auditExport(ctx context.Context, args []string) int {
 		fmt.Fprintln(m.Stderr, "agentplane: audit export needs --session ID")
 		return 2
 	}
-	store, closeStore, ok := m.openStore(*db)
+	st, ok := m.openStore(ctx, *db, true)
 	if !ok {
 		return 1
 	}
-	defer closeStore()
-	recs, err := store.Records(ctx, *session)
+	defer st.Close()
+	recs, err := st.Records(ctx, *session, 0)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
 	}
 	if len(recs) == 0 {
-		fmt.Fprintf(m.Stderr, "agentplane: no session %q in %s\n", *session, *db)
+		fmt.Fprintf(m.Stderr, "agentplane: no session %q in %s\n", *session, shownDB(*db))
 		return 1
 	}
-	enc := json.NewEncoder(m.Stdout)
-	enc.SetEscapeHTML(false)
-	for i := range recs {
-		if err := enc.Encode(&recs[i]); err != nil {
+	for _, r := range recs {
+		if _, err := fmt.Fprintf(m.Stdout, "%s\n", r.Raw); err != nil {
 			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 			return 1
 		}

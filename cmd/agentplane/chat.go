@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,79 +11,87 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/conversation"
-	"github.com/agentplane/agentplane/gate"
-	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/core"
 )
 
 const chatHelp = `Type a message. A number picks from the list shown last.
   /COMMAND ARG   run a command by id or alias, e.g. /mode ddr
   :trace         show or hide why the router decided what it did
-  :quit          leave (or end input with Ctrl-D)
+  :quit          leave (or end input with Ctrl-D; Ctrl-C interrupts)
 `
 
 // maxPickerRows is how many items a picker shows in the terminal.
 const maxPickerRows = 10
+
+// maxChatLine is the longest line the chat reads; a longer one is refused.
+const maxChatLine = 64 << 10
 
 func (m *Main) chat(ctx context.Context, args []string) int {
 	fs := m.flags("chat")
 	path := fs.String("config", "", "configuration file (default: the embedded demo)")
 	mode := fs.String("mode", "", "mode to start in (default: the configuration's default mode)")
 	showTrace := fs.Bool("trace", false, "print the router's trace after each turn")
-	auditFile := fs.String("audit-file", "", "append the session's audit records to this JSON Lines file")
+	auditFile := fs.String("audit-file", "", "export the session's audit chain to this JSON Lines file, kept complete after every turn")
 	db := m.dbFlag(fs)
 	resume := fs.String("session", "", "resume this stored session instead of starting a new one")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	reg, tools, ok := m.load(*path)
+	st, ok := m.openStore(ctx, *db, false)
 	if !ok {
 		return 1
 	}
-	defer tools.Close()
-	store, closeStore, ok := m.openStore(*db)
+	c, ok := m.load(ctx, *path, st)
 	if !ok {
 		return 1
 	}
-	defer closeStore()
-	gopts := &gate.Options{Now: m.Now, Tools: tools.Registry}
-	if *auditFile != "" {
-		log, err := audit.OpenFile(*auditFile)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+	defer c.Close()
+	if !c.ModeOK(*mode) {
+		fmt.Fprintf(m.Stderr, "agentplane: unknown mode %q\n", *mode)
+		return 1
+	}
+	var sess *agentplane.Session
+	var err error
+	if *resume != "" {
+		var notes []string
+		sess, notes, err = c.Resume(ctx, *resume, principal)
+		for _, n := range notes {
+			fmt.Fprintf(m.Stderr, "agentplane: note: %s\n", n)
+		}
+		if agentplane.ErrorCode(err) == agentplane.CodeNotFound {
+			fmt.Fprintf(m.Stderr, "agentplane: no session %q in %s\n", *resume, shownDB(*db))
 			return 1
 		}
-		defer log.Close()
-		gopts.Sink = log
+	} else {
+		sess, err = c.Start(ctx, core.Start{Mode: *mode, Principal: principal})
 	}
-	g, err := gate.New(reg, store, gopts)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
 	}
-	e := conversation.New(reg, g, store, &conversation.Options{Now: m.Now})
-	var sess *agentplane.Session
-	if *resume != "" {
-		sess, err = store.Session(ctx, *resume)
-	} else {
-		sess, err = e.Start(ctx, *mode)
+	ui := &chatUI{m: m, c: c, sess: sess, trace: *showTrace}
+	if *auditFile != "" {
+		if ui.export, err = audit.OpenFile(*auditFile); err != nil {
+			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+			return 1
+		}
+		defer ui.export.Close()
+		if err := ui.exportAudit(ctx); err != nil {
+			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+			return 1
+		}
 	}
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", agentplane.ErrorMessage(err))
-		return 1
-	}
-	c := &chatUI{m: m, reg: reg, e: e, sess: sess, trace: *showTrace}
-	return c.loop(ctx)
+	return ui.loop(ctx)
 }
 
 // chatUI is the terminal chat: a client that can render pickers, as
 // numbered lists.
 type chatUI struct {
-	m     *Main
-	reg   *router.Registry
-	e     *conversation.Engine
-	sess  *agentplane.Session
-	trace bool
+	m      *Main
+	c      *core.Core
+	sess   *agentplane.Session
+	trace  bool
+	export *audit.File // the --audit-file, or nil
 	// the picker on screen: a number typed next selects picks[n-1]
 	pickCommand string
 	picks       []string
@@ -90,22 +99,86 @@ type chatUI struct {
 
 func (c *chatUI) printf(format string, args ...any) { fmt.Fprintf(c.m.Stdout, format, args...) }
 
+// exportAudit brings the --audit-file up to date with the session's chain
+// in the store: a file behind (a new file, a crash after a commit) catches
+// up; a failure is reported, never ignored.
+func (c *chatUI) exportAudit(ctx context.Context) error {
+	if c.export == nil {
+		return nil
+	}
+	return c.export.Export(ctx, c.sess.ID, func(ctx context.Context, after int64) ([]audit.Record, error) {
+		return c.c.Records(ctx, c.sess.ID, after)
+	})
+}
+
+// lines reads input lines in the background, so that Ctrl-C ends the chat
+// at once even while it waits for a line. It stops when done is closed.
+func lines(r io.Reader, done <-chan struct{}) <-chan inputLine {
+	out := make(chan inputLine)
+	go func() {
+		defer close(out)
+		in := bufio.NewScanner(r)
+		in.Buffer(make([]byte, 64<<10), maxChatLine)
+		send := func(l inputLine) bool {
+			select {
+			case out <- l:
+				return true
+			case <-done:
+				return false
+			}
+		}
+		for in.Scan() {
+			if !send(inputLine{text: in.Text()}) {
+				return
+			}
+		}
+		if err := in.Err(); err != nil {
+			send(inputLine{err: err})
+		}
+	}()
+	return out
+}
+
+type inputLine struct {
+	text string
+	err  error
+}
+
 func (c *chatUI) loop(ctx context.Context) int {
-	m, _ := c.reg.Mode(c.sess.Mode)
-	c.printf("agentplane chat — session %s, mode %s. Type :help for help.\n", c.sess.ID, m.DisplayName)
-	in := bufio.NewScanner(c.m.Stdin)
-	in.Buffer(make([]byte, 64<<10), 64<<10)
+	m, _ := c.c.Registry().Mode(c.sess.Mode)
+	name := c.sess.Mode
+	if m != nil {
+		name = m.DisplayName
+	}
+	c.printf("agentplane chat — session %s, mode %s. Type :help for help.\n", c.sess.ID, name)
+	done := make(chan struct{})
+	defer close(done)
+	input := lines(c.m.Stdin, done)
 	for {
 		c.printf("> ")
-		if !in.Scan() {
+		var l inputLine
+		var ok bool
+		select {
+		case <-ctx.Done():
 			c.printf("\n")
-			if err := in.Err(); err != nil && err != io.EOF {
-				fmt.Fprintf(c.m.Stderr, "agentplane: reading input: %v\n", err)
-				return 1
-			}
+			fmt.Fprintln(c.m.Stderr, "agentplane: interrupted")
+			return 130
+		case l, ok = <-input:
+		}
+		if !ok {
+			c.printf("\n")
 			return 0
 		}
-		line := strings.TrimSpace(in.Text())
+		if l.err != nil {
+			c.printf("\n")
+			if errors.Is(l.err, bufio.ErrTooLong) {
+				fmt.Fprintf(c.m.Stderr, "agentplane: a line longer than %d bytes; nothing after it was read\n", maxChatLine)
+			} else {
+				fmt.Fprintf(c.m.Stderr, "agentplane: reading input: %v\n", l.err)
+			}
+			return 1
+		}
+		line := strings.TrimSpace(l.text)
 		switch line {
 		case "":
 			continue
@@ -119,27 +192,37 @@ func (c *chatUI) loop(ctx context.Context) int {
 			c.printf("trace %s\n", map[bool]string{true: "on", false: "off"}[c.trace])
 			continue
 		}
-		if ctx.Err() != nil {
-			return 0
+		if err := c.turn(ctx, line); err != nil {
+			fmt.Fprintf(c.m.Stderr, "agentplane: %v\n", err)
+			return 1
 		}
-		c.turn(ctx, line)
 	}
 }
 
-func (c *chatUI) turn(ctx context.Context, line string) {
+// turn takes one turn. A problem with the input is shown and the chat goes
+// on; a store or export that failed is returned, and ends the chat.
+func (c *chatUI) turn(ctx context.Context, line string) error {
 	in := agentplane.TurnInput{Text: line, UI: true}
 	if n, err := strconv.Atoi(line); err == nil && c.picks != nil {
 		if n < 1 || n > len(c.picks) {
 			c.printf("Pick a number from 1 to %d.\n", len(c.picks))
-			return
+			return nil
 		}
 		in = agentplane.TurnInput{UI: true, Selection: &agentplane.Selection{CommandID: c.pickCommand, ID: c.picks[n-1]}}
 	}
 	c.picks, c.pickCommand = nil, ""
-	t, err := c.e.Turn(ctx, c.sess.ID, in)
+	t, err := c.c.Turn(ctx, core.TurnRequest{SessionID: c.sess.ID, Principal: principal, Input: in})
 	if err != nil {
-		c.printf("! %s (%s)\n", agentplane.ErrorMessage(err), agentplane.ErrorCode(err))
-		return
+		if code := agentplane.ErrorCode(err); code != agentplane.CodeInternal {
+			c.printf("! %s (%s)\n", agentplane.ErrorMessage(err), code)
+			if code == agentplane.CodeVersionConflict {
+				if s, err := c.c.Session(ctx, c.sess.ID); err == nil {
+					c.sess = s
+				}
+			}
+			return nil
+		}
+		return err
 	}
 	c.sess = t.Session
 	c.render(ctx, t)
@@ -148,10 +231,14 @@ func (c *chatUI) turn(ctx context.Context, line string) {
 			c.printf("  · %s\n", l)
 		}
 	}
+	if err := c.exportAudit(ctx); err != nil {
+		return err
+	}
 	c.printf("  [mode: %s%s]\n", c.sess.Mode, awcLine(c.sess.AWC))
+	return nil
 }
 
-func (c *chatUI) render(ctx context.Context, t conversation.Turn) {
+func (c *chatUI) render(ctx context.Context, t core.Turn) {
 	d := t.Decision
 	switch d.Action {
 	case agentplane.ActionInvokeCommand:
@@ -185,18 +272,19 @@ func (c *chatUI) render(ctx context.Context, t conversation.Turn) {
 
 // picker prints the picker's items, prefiltered, highlighting the best.
 func (c *chatUI) picker(ctx context.Context, d agentplane.Decision) {
-	src, ok := c.reg.Source(d.Source())
+	reg := c.c.Registry()
+	src, ok := reg.Source(d.Source())
 	if !ok {
 		return
 	}
 	ix, _, err := src.Index(ctx)
 	if err != nil {
-		c.printf("✗ %v\n", err)
+		c.printf("✗ %s\n", agentplane.ErrorMessage(err))
 		return
 	}
 	var items []int32
 	title := d.Source().CatalogID
-	if cat, ok := c.reg.Catalog(d.CatalogID); ok {
+	if cat, ok := reg.Catalog(d.CatalogID); ok {
 		title = cat.DisplayName
 	}
 	if d.PrefilterText != "" {

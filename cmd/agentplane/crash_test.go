@@ -90,7 +90,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 		t.Fatalf("the database does not open cleanly after the crashes: %v", err)
 	}
 	defer s.Close()
-	recs, err := s.Records(context.Background(), id)
+	recs, err := s.Records(context.Background(), id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

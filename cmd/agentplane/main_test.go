@@ -176,15 +176,15 @@ func TestChatTranscript(t *testing.T) {
 // FuzzRouteLine checks that no input line makes `agentplane route` panic,
 // and that every line yields a decision or a coded error.
 func FuzzRouteLine(f *testing.F) {
-	reg, ok := (&Main{Stderr: io.Discard, Now: time.Now}).registry("")
+	c, ok := (&Main{Stderr: io.Discard, Now: time.Now}).routeCore(context.Background(), "")
 	if !ok {
-		f.Fatal("demo registry")
+		f.Fatal("demo core")
 	}
 	for _, s := range []string{`{"text":"switch to ddr mode"}`, `{"selection":{"command_id":"set_mode","id":"x"}}`, `{"text":1}`, `[]`, `{"text":"a","roles":[null]}`, `{"text":"\u0000"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		d, err := routeLine(context.Background(), reg, line, time.Now)
+		d, err := routeLine(context.Background(), c, line)
 		if err == nil && d.Action == "" {
 			t.Fatalf("no action and no error for %q", line)
 		}
@@ -207,7 +207,7 @@ func TestChatAuditFileAndVerify(t *testing.T) {
 		t.Fatalf("verify: exit %d, %s", code, out)
 	}
 	data, _ := os.ReadFile(path)
-	if !strings.Contains(string(data), `"question_text":"Confirm send to 'Q1 pilot list'?"`) || !strings.Contains(string(data), `"tool":"send_template","output":{"send_id":1,"template_id":"TPL-123","list_id":"LIST-9"`) {
+	if !strings.Contains(string(data), `"question_text":"Confirm send to 'Q1 pilot list'?"`) || !regexp.MustCompile(`"output":\{"list_id":"LIST-9","request_id":"[0-9a-f]+","send_id":1,"template_id":"TPL-123"`).Match(data) {
 		t.Fatalf("the log lacks the decision or the result:\n%s", data)
 	}
 	tampered := strings.Replace(string(data), `"resolved_id":"LIST-9"`, `"resolved_id":"LIST-10"`, 1)
@@ -218,6 +218,54 @@ func TestChatAuditFileAndVerify(t *testing.T) {
 	}
 	if _, _, code := run(t, "", "audit", "verify"); code != 2 {
 		t.Fatalf("usage: exit %d", code)
+	}
+}
+
+// TestAuditFileIsComplete: the --audit-file export catches up from the
+// store — a session resumed with a new file, a file that lost its tail
+// (a kill between the store's commit and the file's write) — and a file
+// that cannot be kept complete fails the chat loudly.
+func TestAuditFileIsComplete(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	first := filepath.Join(dir, "first.jsonl")
+	out, _, code := run(t, "switch to sales mode\nopen the q1 cfo outreach template\n", "chat", "--db", db, "--audit-file", first)
+	id := regexp.MustCompile(`session ([0-9a-f]+),`).FindStringSubmatch(out)
+	if code != 0 || id == nil {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	verify := func(path string, records int) {
+		t.Helper()
+		out, _, code := run(t, "", "audit", "verify", path)
+		if code != 0 || !strings.Contains(out, fmt.Sprintf("intact: %d records in 1 sessions", records)) {
+			t.Fatalf("%s: exit %d, %s", path, code, out)
+		}
+	}
+	verify(first, 3)
+	// resumed with a new file: the whole chain so far is exported, then the new turn
+	second := filepath.Join(dir, "second.jsonl")
+	if _, errOut, code := run(t, "hello\n", "chat", "--db", db, "--session", id[1], "--audit-file", second); code != 0 {
+		t.Fatalf("resume: exit %d %s", code, errOut)
+	}
+	verify(second, 4)
+	// the first file lost its last line (killed before writing it): it catches up
+	data, _ := os.ReadFile(first)
+	lines := strings.SplitAfter(strings.TrimSpace(string(data)), "\n")
+	os.WriteFile(first, []byte(strings.Join(lines[:2], "")), 0o600)
+	if _, errOut, code := run(t, "switch to ddr mode\n", "chat", "--db", db, "--session", id[1], "--audit-file", first); code != 0 {
+		t.Fatalf("catch up: exit %d %s", code, errOut)
+	}
+	verify(first, 5)
+	// a file holding another chain for the session cannot be continued: the chat refuses
+	other := filepath.Join(dir, "other.db")
+	if _, errOut, code := run(t, "hello\n", "chat", "--db", other, "--session", id[1], "--audit-file", first); code != 1 || !strings.Contains(errOut, "no session") {
+		t.Fatalf("unknown session in another db: exit %d %s", code, errOut)
+	}
+	forged := strings.Replace(string(data), id[1], "0000", -1)
+	os.WriteFile(first, []byte(forged), 0o600)
+	if _, errOut, code := run(t, "hello\n", "chat", "--db", db, "--session", id[1], "--audit-file", first); code != 1 || !strings.Contains(errOut, first) {
+		t.Fatalf("a broken file: exit %d %s", code, errOut)
 	}
 }
 

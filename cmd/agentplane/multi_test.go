@@ -75,12 +75,12 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 	}
 	wg.Wait()
 
-	s, err := postgres.Open(ctx, db)
+	s, err := postgres.Open(ctx, db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	recs, err := s.Records(ctx, id)
+	recs, err := s.Records(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

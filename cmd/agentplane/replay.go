@@ -19,18 +19,18 @@ func (m *Main) replay(ctx context.Context, args []string) int {
 		fmt.Fprintln(m.Stderr, "usage: agentplane replay [--config FILE] LOG.jsonl")
 		return 2
 	}
-	reg, tools, ok := m.load(*path)
-	if !ok {
-		return 1
-	}
-	defer tools.Close()
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
 	}
 	defer f.Close()
-	n, err := replay.Run(ctx, reg, tools.Registry, f, m.Stdout)
+	c, ok := m.load(ctx, *path, memory())
+	if !ok {
+		return 1
+	}
+	defer c.Close()
+	n, err := replay.Run(ctx, c, f, m.Stdout)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1

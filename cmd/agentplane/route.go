@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/agentplane/agentplane"
-	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/internal/canonjson"
 )
 
 // routeInput is one line of `agentplane route` input.
@@ -39,10 +39,11 @@ func (m *Main) route(ctx context.Context, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	reg, ok := m.registry(*path)
+	c, ok := m.routeCore(ctx, *path)
 	if !ok {
 		return 1
 	}
+	defer c.Close()
 	in := bufio.NewReaderSize(m.Stdin, 64<<10)
 	out := bufio.NewWriterSize(m.Stdout, 64<<10)
 	defer out.Flush()
@@ -62,7 +63,7 @@ func (m *Main) route(ctx context.Context, args []string) int {
 		if err != nil {
 			v = lineError(agentplane.CodeInputTooLong, fmt.Sprintf("line %d: %v", lineNo, err))
 		} else {
-			d, rerr := routeLine(ctx, reg, line, m.Now)
+			d, rerr := routeLine(ctx, c, line)
 			if rerr != nil {
 				v = lineError(agentplane.ErrorCode(rerr), fmt.Sprintf("line %d: %s", lineNo, agentplane.ErrorMessage(rerr)))
 			} else {
@@ -125,7 +126,22 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-func routeLine(ctx context.Context, reg *router.Registry, line []byte, now func() time.Time) (agentplane.Decision, error) {
+// routeCore is the runtime of `route`: no store to keep, no tools to run.
+func (m *Main) routeCore(ctx context.Context, path string) (*core.Core, bool) {
+	opts := m.options(path, memory())
+	opts.SkipMCP = true
+	c, err := core.New(ctx, source(path), opts)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: invalid configuration %s:\n%v\n", source(path), err)
+		return nil, false
+	}
+	return c, true
+}
+
+func routeLine(ctx context.Context, c *core.Core, line []byte) (agentplane.Decision, error) {
+	if err := canonjson.Check(line); err != nil {
+		return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeInvalidInput, "not a turn object: %v", err)
+	}
 	var in routeInput
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
@@ -140,14 +156,14 @@ func routeLine(ctx context.Context, reg *router.Registry, line []byte, now func(
 	}
 	mode := in.Mode
 	if mode == "" {
-		mode = reg.DefaultMode()
-	} else if _, ok := reg.Mode(mode); !ok {
+		mode = c.Registry().DefaultMode()
+	} else if !c.ModeOK(mode) {
 		return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeInvalidInput, "unknown mode %q", mode)
 	}
-	turn := agentplane.TurnInput{UI: in.UI, Roles: in.Roles, Selection: in.Selection, Now: now()}
+	turn := agentplane.TurnInput{UI: in.UI, Roles: in.Roles, Selection: in.Selection}
 	if in.Text != nil {
 		turn.Text = *in.Text
 	}
 	sess := &agentplane.Session{ID: "route", Mode: mode, Version: 1}
-	return router.Route(ctx, reg, sess, turn)
+	return c.Route(ctx, sess, turn)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/scenario"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -21,24 +22,32 @@ func (m *Main) test(ctx context.Context, args []string) int {
 		fmt.Fprintln(m.Stderr, "usage: agentplane test [--config FILE] FILE.yaml...")
 		return 2
 	}
-	reg, ok := m.registry(*path)
+	c, ok := m.load(ctx, *path, memory())
 	if !ok {
 		return 1
 	}
+	defer c.Close()
+	// Each file gets its own demo outbox, on its own clock; the other
+	// tools are shared.
+	var tools scenario.Tools
+	if *path == "" {
+		tools = func(now func() time.Time) (*tool.Registry, error) {
+			r := tool.NewRegistry()
+			for _, name := range c.Tools().Names() {
+				if name == demo.SendTemplateTool {
+					continue
+				}
+				t, _ := c.Tools().Get(name)
+				if err := r.Register(t); err != nil {
+					return nil, err
+				}
+			}
+			return r, r.Register(demo.NewOutbox(now).Tool())
+		}
+	}
 	failed := 0
 	for _, file := range fs.Args() {
-		var sets []*toolSet
-		fails, err := scenario.Run(ctx, reg, file, func(now func() time.Time) (*tool.Registry, error) {
-			ts, err := toolRegistry(reg, now)
-			if err != nil {
-				return nil, err
-			}
-			sets = append(sets, ts)
-			return ts.Registry, nil
-		})
-		for _, ts := range sets {
-			ts.Close()
-		}
+		fails, err := scenario.Run(ctx, c, file, tools)
 		if err != nil {
 			fmt.Fprintf(m.Stdout, "FAIL %v\n", err)
 			failed++

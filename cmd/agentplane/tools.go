@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
-	"github.com/agentplane/agentplane/store/memstore"
 )
 
 // toolsCmd runs `agentplane tools list|call`.
@@ -26,14 +26,19 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) int {
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	reg, tools, ok := m.load(*path)
+	o := gate.Origin(*origin)
+	if !o.Valid() {
+		fmt.Fprintf(m.Stderr, "agentplane: --origin %q: want one of user, api, llm, mcp, workflow, agent_internal\n", *origin)
+		return 2
+	}
+	c, ok := m.load(ctx, *path, memory())
 	if !ok {
 		return 1
 	}
-	defer tools.Close()
+	defer c.Close()
 	if *mode == "" {
-		*mode = reg.DefaultMode()
-	} else if _, ok := reg.Mode(*mode); !ok {
+		*mode = c.Registry().DefaultMode()
+	} else if !c.ModeOK(*mode) {
 		fmt.Fprintf(m.Stderr, "agentplane: unknown mode %q\n", *mode)
 		return 1
 	}
@@ -48,22 +53,12 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) int {
 		}
 		w := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(w, "TOOL\tIMPACT\tRISK\tCONFIRMS\tINPUT SCHEMA\n")
-		for _, name := range tools.Names() {
-			if !reg.ToolActive(*mode, roleList, name) {
-				continue
-			}
-			t, _ := tools.Get(name)
-			s := t.Spec()
-			confirm := "no"
-			if s.RequiresConfirmation || s.Risk == "high" {
-				confirm = "always"
-			} else if s.Impact == "external" {
-				confirm = "unless the human asks"
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Impact, s.Risk, confirm, s.InputSchema)
+		for _, t := range c.ActiveTools(*mode, roleList) {
+			s := t.Spec
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Impact, s.Risk, policyText[t.Policy], s.InputSchema)
 		}
 		w.Flush()
-		for _, srv := range tools.mcp {
+		for _, srv := range c.MCPServers() {
 			h := srv.Health()
 			if h.Up {
 				fmt.Fprintf(m.Stdout, "MCP server %s: up, %d tools\n", srv.Name(), h.ToolCount)
@@ -77,19 +72,13 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) int {
 		fmt.Fprintln(m.Stderr, "usage: agentplane tools call [flags] NAME ARGS_JSON")
 		return 2
 	}
-	store := memstore.New()
-	g, err := gate.New(reg, store, &gate.Options{Now: m.Now, Tools: tools.Registry})
+	sess, err := c.Start(ctx, core.Start{Mode: *mode, Principal: principal})
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
 	}
-	sess, err := g.Open(ctx, "cli", *mode)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return 1
-	}
-	res, err := g.Execute(ctx, gate.Invocation{SessionID: sess.ID, Tool: fs.Arg(0), Args: json.RawMessage(fs.Arg(1)),
-		Origin: gate.Origin(*origin), Roles: roleList, RequestID: "cli-1"})
+	res, err := c.Execute(ctx, gate.Invocation{SessionID: sess.ID, Tool: fs.Arg(0), Args: json.RawMessage(fs.Arg(1)),
+		Origin: o, Principal: principal, Roles: roleList, RequestID: "cli-1"})
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
@@ -100,4 +89,11 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// policyText is how `tools list` shows a confirmation policy.
+var policyText = map[gate.Policy]string{
+	gate.ConfirmNever:       "no",
+	gate.ConfirmAlways:      "always",
+	gate.ConfirmUnlessHuman: "unless the human asks",
 }

@@ -1,17 +1,19 @@
-// Package memstore keeps sessions, their audit chains, request results and
-// confirmation tokens in memory: the store for tests, the route command and
-// embedding without persistence. It implements gate.Store and audit's
-// reading side.
+// Package memstore keeps sessions, their audit chains, idempotency keys and
+// confirmation tokens in memory: the store for tests, replay and embedding
+// without persistence. It implements store.Store; it has no SQL, so a
+// commit with subsystem Ops is refused (use store/sqlite).
 package memstore
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/store"
 )
 
 // Store is an in-memory store, safe for concurrent use. Every Commit is
@@ -20,8 +22,8 @@ type Store struct {
 	mu       sync.Mutex
 	sessions map[string]*agentplane.Session
 	chains   map[string][]audit.Record
-	results  map[string]agentplane.ExecutionResult
-	tokens   map[string]gate.Confirmation
+	requests map[store.RequestKey]store.Request
+	tokens   map[string]store.Confirmation
 }
 
 // New returns an empty store.
@@ -29,10 +31,13 @@ func New() *Store {
 	return &Store{
 		sessions: map[string]*agentplane.Session{},
 		chains:   map[string][]audit.Record{},
-		results:  map[string]agentplane.ExecutionResult{},
-		tokens:   map[string]gate.Confirmation{},
+		requests: map[store.RequestKey]store.Request{},
+		tokens:   map[string]store.Confirmation{},
 	}
 }
+
+// ErrNoSQL is Commit's error for a commit with Ops.
+var ErrNoSQL = errors.New("memstore: subsystem tables need a SQL store (sqlite or postgres)")
 
 // Session returns a copy of the session, or an error with code not_found.
 func (s *Store) Session(_ context.Context, id string) (*agentplane.Session, error) {
@@ -45,26 +50,46 @@ func (s *Store) Session(_ context.Context, id string) (*agentplane.Session, erro
 	return sess.Clone(), nil
 }
 
-// Result returns the result recorded for the request id.
-func (s *Store) Result(_ context.Context, requestID string) (agentplane.ExecutionResult, bool, error) {
+// Request returns what the idempotency key holds.
+func (s *Store) Request(_ context.Context, key store.RequestKey) (store.Request, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.results[requestID]
+	r, ok := s.requests[key]
 	return r, ok, nil
 }
 
-// Confirmation returns an issued confirmation token.
-func (s *Store) Confirmation(_ context.Context, token string) (gate.Confirmation, bool, error) {
+// Claim claims an idempotency key; see store.Store.
+func (s *Store) Claim(_ context.Context, c store.Claim) (store.Request, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.tokens[token]
+	r, ok := s.requests[c.Key]
+	if ok && (r.State != store.RequestRunning || !r.ClaimedAt.Before(c.StaleBefore) || r.Digest != c.Digest) {
+		return r, false, nil
+	}
+	s.requests[c.Key] = store.Request{Key: c.Key, Digest: c.Digest, State: store.RequestRunning, ClaimedAt: c.Now}
+	return store.Request{}, true, nil
+}
+
+// Confirmation returns an issued confirmation token by its digest.
+func (s *Store) Confirmation(_ context.Context, digest string) (store.Confirmation, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.tokens[digest]
 	return c, ok, nil
 }
 
-// Commit applies c atomically; see gate.Store.
-func (s *Store) Commit(_ context.Context, c *gate.Commit) error {
+// Commit applies c atomically; see store.Store.
+func (s *Store) Commit(_ context.Context, c *store.Commit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(c.Ops) > 0 {
+		return ErrNoSQL
+	}
+	if c.Request != nil {
+		if r, ok := s.requests[c.Request.Key]; ok && r.State == store.RequestDone {
+			return store.ErrRequestDone
+		}
+	}
 	if c.Session != nil {
 		var have int64
 		if old, ok := s.sessions[c.Session.ID]; ok {
@@ -105,15 +130,13 @@ func (s *Store) Commit(_ context.Context, c *gate.Commit) error {
 		s.chains[c.SessionID] = append(s.chains[c.SessionID], rec)
 		*c.Record = rec // the caller sees the sealed record
 	}
-	if c.RequestID != "" && c.Result != nil {
-		if _, seen := s.results[c.RequestID]; !seen {
-			r := *c.Result
-			r.Session = nil
-			s.results[c.RequestID] = r
-		}
+	if r := c.Request; r != nil {
+		res := *r.Result
+		res.Session = nil
+		s.requests[r.Key] = store.Request{Key: r.Key, Digest: r.Digest, State: store.RequestDone, Result: &res, ClaimedAt: r.ClaimedAt}
 	}
 	if c.Issue != nil {
-		s.tokens[c.Issue.Token] = *c.Issue
+		s.tokens[c.Issue.Digest] = *c.Issue
 	}
 	if c.Use != "" {
 		t := s.tokens[c.Use]
@@ -123,9 +146,15 @@ func (s *Store) Commit(_ context.Context, c *gate.Commit) error {
 	return nil
 }
 
-// Records returns a copy of the session's audit records, in order.
-func (s *Store) Records(_ context.Context, session string) ([]audit.Record, error) {
+// Records returns copies of the session's audit records after a sequence
+// number, in order.
+func (s *Store) Records(_ context.Context, session string, after int64) ([]audit.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.chains[session]), nil
+	chain := s.chains[session]
+	i, _ := slices.BinarySearchFunc(chain, after+1, func(r audit.Record, seq int64) int { return cmp.Compare(r.Seq, seq) })
+	return slices.Clone(chain[i:]), nil
 }
+
+// Close does nothing: there is nothing to release.
+func (s *Store) Close() error { return nil }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentplane/agentplane/internal/storebench"
 	"github.com/agentplane/agentplane/store/postgres"
-	"github.com/agentplane/agentplane/store/storetest"
 )
 
 // BenchmarkDurable compares durable gate executions per second with the raw
@@ -20,28 +20,28 @@ func BenchmarkDurable(b *testing.B) {
 	for _, n := range []int{1, 32} {
 		b.Run(fmt.Sprintf("interleaved/sessions=%d", n), func(b *testing.B) {
 			url := freshDB(b)
-			storetest.BenchCompare(b, open(b, url), n, 100*time.Millisecond, rawInsert(b, url))
+			storebench.Compare(b, open(b, url), n, 100*time.Millisecond, rawInsert(b, url))
 		})
 	}
 	for _, n := range []int{1, 32} {
 		b.Run(fmt.Sprintf("raw-insert/workers=%d", n), func(b *testing.B) {
 			insert := rawInsert(b, freshDB(b))
 			b.ResetTimer()
-			storetest.BenchInsert(b, n, insert)
+			storebench.Insert(b, n, insert)
 		})
 		b.Run(fmt.Sprintf("execute/sessions=%d", n), func(b *testing.B) {
-			storetest.BenchExecute(b, open(b, freshDB(b)), n)
+			storebench.Execute(b, open(b, freshDB(b)), n)
 		})
 	}
 }
 
 // open opens a store on the database, closed when the benchmark ends.
 func open(b *testing.B, url string) *postgres.Store {
-	s, err := postgres.Open(context.Background(), url)
+	s, err := postgres.Open(context.Background(), url, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(s.Close)
+	b.Cleanup(func() { s.Close() })
 	return s
 }
 

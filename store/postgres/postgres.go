@@ -1,10 +1,10 @@
 // Package postgres is the store for several agentplane instances sharing
-// one PostgreSQL (pgx/v5). It implements gate.Store and the audit log's
-// reading side; every Commit is one transaction, and sessions and audit
-// chains are locked row by row, so instances on other machines never lose
-// an update or fork a chain.
+// one PostgreSQL (pgx/v5). It implements store.Store and store.Querier;
+// every Commit is one transaction, and sessions and audit chains are locked
+// row by row, so instances on other machines never lose an update or fork
+// a chain.
 //
-//	s, err := postgres.Open(ctx, "postgres://agentplane@db/agentplane")
+//	s, err := postgres.Open(ctx, "postgres://agentplane@db/agentplane", nil)
 package postgres
 
 import (
@@ -16,8 +16,11 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/url"
 	"sort"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -25,7 +28,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/store"
 )
 
 //go:embed migrations/*.sql
@@ -34,6 +37,12 @@ var migrations embed.FS
 // migrationLock is the advisory lock that serializes migrations across
 // instances starting together.
 const migrationLock = 0x61676e74 // "agnt"
+
+// Options configure Open. nil means defaults.
+type Options struct {
+	// Extensions are subsystems' tables, migrated at Open.
+	Extensions []store.Extension
+}
 
 // Store is a PostgreSQL store, safe for concurrent use.
 type Store struct {
@@ -59,46 +68,83 @@ type chainHead struct {
 const (
 	stateVersion = "AP001" // the session is not at the version before the commit's
 	stateToken   = "AP002" // the confirmation token is unknown or used
+	stateRequest = "AP003" // the request key holds a finished request
 )
 
 // staleRetries bounds how often a commit re-reads a stale chain head.
 const staleRetries = 8
 
-// Open connects, applies the embedded migrations, and refuses a database
-// whose schema is newer than this binary's. Errors name the server and
-// what to do.
-func Open(ctx context.Context, url string) (*Store, error) {
+// Redact returns a PostgreSQL URL without its password, for messages.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		scheme, rest, ok := strings.Cut(raw, "://")
+		if i := strings.LastIndex(rest, "@"); ok && i >= 0 {
+			return scheme + "://…@" + rest[i+1:] // unparsable: hide everything before the host
+		}
+		return raw
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// Open connects, applies the embedded migrations and the extensions', and
+// refuses a database whose schema is newer than this binary's. Errors name
+// the server (never the password) and what to do.
+func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: bad URL: %w", err)
+		return nil, fmt.Errorf("postgres: bad URL %s: %s", Redact(url), redactErr(err, url))
 	}
 	shown := fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %s: %w", shown, err)
+		return nil, fmt.Errorf("postgres: %s: %s", shown, redactErr(err, url))
 	}
 	s := &Store{pool: pool, url: shown, heads: map[string]chainHead{}}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: cannot reach %s (%v): is the server running and the URL right?", shown, err)
+		return nil, fmt.Errorf("postgres: cannot reach %s (%s): is the server running and the URL right?", shown, redactErr(err, url))
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, opts.Extensions); err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+// redactErr is err's message with the URL's password hidden.
+func redactErr(err error, rawURL string) string {
+	msg := err.Error()
+	if u, perr := url.Parse(rawURL); perr == nil && u.User != nil {
+		if pw, has := u.User.Password(); has && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
+}
 
-func (s *Store) migrate(ctx context.Context) error {
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Name returns the server, for messages: no password.
+func (s *Store) Name() string { return s.url }
+
+func (s *Store) migrate(ctx context.Context, exts []store.Extension) error {
 	files, _ := fs.Glob(migrations, "migrations/*.sql")
 	sort.Strings(files)
 	latest := len(files)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: %s: %w", s.url, err)
+		return s.fail("begin migration", err)
 	}
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
@@ -123,6 +169,25 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("postgres: %s: %w", s.url, err)
 		}
 	}
+	for _, ext := range exts {
+		steps := ext.Migrations[store.Postgres]
+		var have int
+		err := tx.QueryRow(ctx, `SELECT version FROM schema_extensions WHERE name = $1`, ext.Name).Scan(&have)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("postgres: %s: read extension versions: %w", s.url, err)
+		}
+		if have > len(steps) {
+			return fmt.Errorf("postgres: %s has %s tables of version %d, newer than this agentplane's %d: use a newer agentplane", s.url, ext.Name, have, len(steps))
+		}
+		for v := have + 1; v <= len(steps); v++ {
+			if _, err := tx.Exec(ctx, steps[v-1]); err != nil {
+				return fmt.Errorf("postgres: %s: migrate %s tables to version %d: %w", s.url, ext.Name, v, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_extensions (name, version) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET version = excluded.version`, ext.Name, v); err != nil {
+				return fmt.Errorf("postgres: %s: %w", s.url, err)
+			}
+		}
+	}
 	return tx.Commit(ctx)
 }
 
@@ -143,45 +208,74 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 	return &sess, nil
 }
 
-// Result returns the result recorded for a request id.
-func (s *Store) Result(ctx context.Context, requestID string) (agentplane.ExecutionResult, bool, error) {
-	var raw []byte
-	err := s.pool.QueryRow(ctx, `SELECT result FROM results WHERE request_id = $1`, requestID).Scan(&raw)
+const readRequest = `SELECT digest, state, result, claimed_at FROM requests WHERE session = $1 AND principal = $2 AND request_id = $3`
+
+// Request returns what an idempotency key holds.
+func (s *Store) Request(ctx context.Context, key store.RequestKey) (store.Request, bool, error) {
+	return s.scanRequest(s.pool.QueryRow(ctx, readRequest, key.SessionID, key.Principal, key.RequestID), key)
+}
+
+func (s *Store) scanRequest(row pgx.Row, key store.RequestKey) (store.Request, bool, error) {
+	r := store.Request{Key: key}
+	var result []byte
+	var claimed int64
+	err := row.Scan(&r.Digest, &r.State, &result, &claimed)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return agentplane.ExecutionResult{}, false, nil
+		return store.Request{}, false, nil
 	}
 	if err != nil {
-		return agentplane.ExecutionResult{}, false, s.fail("load result", err)
+		return store.Request{}, false, s.fail("load request "+key.RequestID, err)
 	}
-	var r agentplane.ExecutionResult
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return agentplane.ExecutionResult{}, false, fmt.Errorf("postgres: %s: result %s is corrupt: %w", s.url, requestID, err)
+	r.ClaimedAt = time.Unix(0, claimed).UTC()
+	if result != nil {
+		r.Result = new(agentplane.ExecutionResult)
+		if err := json.Unmarshal(result, r.Result); err != nil {
+			return store.Request{}, false, fmt.Errorf("postgres: %s: result of request %s is corrupt: %w", s.url, key.RequestID, err)
+		}
 	}
 	return r, true, nil
 }
 
-// Confirmation returns an issued confirmation token.
-func (s *Store) Confirmation(ctx context.Context, token string) (gate.Confirmation, bool, error) {
+// Claim claims an idempotency key; see store.Store.
+func (s *Store) Claim(ctx context.Context, c store.Claim) (store.Request, bool, error) {
+	var one int
+	err := s.pool.QueryRow(ctx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES ($1, $2, $3, $4, 'running', NULL, $5)
+		ON CONFLICT (session, principal, request_id) DO UPDATE SET claimed_at = excluded.claimed_at
+		WHERE requests.state = 'running' AND requests.claimed_at < $6 AND requests.digest = excluded.digest RETURNING 1`,
+		c.Key.SessionID, c.Key.Principal, c.Key.RequestID, c.Digest, c.Now.UnixNano(), c.StaleBefore.UnixNano()).Scan(&one)
+	if err == nil {
+		return store.Request{}, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return store.Request{}, false, s.fail("claim request "+c.Key.RequestID, err)
+	}
+	r, _, err := s.Request(ctx, c.Key)
+	return r, false, err
+}
+
+// Confirmation returns an issued confirmation token by its digest.
+func (s *Store) Confirmation(ctx context.Context, digest string) (store.Confirmation, bool, error) {
 	var raw []byte
 	var used bool
-	err := s.pool.QueryRow(ctx, `SELECT confirmation, used FROM confirmations WHERE token = $1`, token).Scan(&raw, &used)
+	err := s.pool.QueryRow(ctx, `SELECT confirmation, used FROM confirmations WHERE digest = $1`, digest).Scan(&raw, &used)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return gate.Confirmation{}, false, nil
+		return store.Confirmation{}, false, nil
 	}
 	if err != nil {
-		return gate.Confirmation{}, false, s.fail("load confirmation", err)
+		return store.Confirmation{}, false, s.fail("load confirmation", err)
 	}
-	var c gate.Confirmation
+	var c store.Confirmation
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return gate.Confirmation{}, false, fmt.Errorf("postgres: %s: confirmation is corrupt: %w", s.url, err)
+		return store.Confirmation{}, false, fmt.Errorf("postgres: %s: confirmation is corrupt: %w", s.url, err)
 	}
 	c.Used = used
 	return c, true, nil
 }
 
-// Records returns the session's audit records in order.
-func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, error) {
-	rows, err := s.pool.Query(ctx, `SELECT record FROM audit WHERE session = $1 ORDER BY seq`, session)
+// Records returns the session's audit records after a sequence number, in
+// order.
+func (s *Store) Records(ctx context.Context, session string, after int64) ([]audit.Record, error) {
+	rows, err := s.pool.Query(ctx, `SELECT record FROM audit WHERE session = $1 AND seq > $2 ORDER BY seq`, session, after)
 	if err != nil {
 		return nil, s.fail("read audit of "+session, err)
 	}
@@ -193,13 +287,39 @@ func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, er
 	return recs, nil
 }
 
-// Commit applies c atomically; see gate.Store. Its statements reach the
+// Dialect returns store.Postgres.
+func (s *Store) Dialect() string { return store.Postgres }
+
+// Query runs a read-only query of a subsystem's tables (? placeholders).
+func (s *Store) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
+	return queryRows(ctx, s.pool, query, args, row, s.fail)
+}
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func queryRows(ctx context.Context, q querier, query string, args []any, row func(scan func(dest ...any) error) error, fail func(string, error) error) error {
+	rows, err := q.Query(ctx, store.Rebind(query), args...)
+	if err != nil {
+		return fail("query", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Commit applies c atomically; see store.Store. Its statements reach the
 // server in one round trip (a batch) and run in one transaction: the
-// version and token checks abort it when they fail, and the audit chain's
-// primary key refuses a record sealed on a stale head (then the head is
-// read again and the commit retried). Concurrent commits from any number
-// of instances serialize per session on the session's row.
-func (s *Store) Commit(ctx context.Context, c *gate.Commit) error {
+// request, version and token checks abort it when they fail, and the audit
+// chain's primary key refuses a record sealed on a stale head (then the
+// head is read again and the commit retried). Concurrent commits from any
+// number of instances serialize per session on the session's row.
+func (s *Store) Commit(ctx context.Context, c *store.Commit) error {
 	for attempt := 0; ; attempt++ {
 		sealed, err := s.commitOnce(ctx, c)
 		if err == nil {
@@ -217,47 +337,74 @@ func (s *Store) Commit(ctx context.Context, c *gate.Commit) error {
 				return agentplane.Errorf(agentplane.CodeVersionConflict, "%s", pgErr.Message)
 			case pgErr.Code == stateToken:
 				return agentplane.Errorf(agentplane.CodeConfirmationInvalid, "%s", pgErr.Message)
+			case pgErr.Code == stateRequest:
+				return store.ErrRequestDone
 			case pgErr.Code == "23505" && pgErr.ConstraintName == "audit_pkey" && attempt < staleRetries:
 				continue // the chain moved on: read its head and seal again
 			case pgErr.Code == "23505" && pgErr.ConstraintName == "audit_pkey":
 				return agentplane.Errorf(agentplane.CodeVersionConflict, "the audit chain of %q moved concurrently", c.SessionID)
 			}
 		}
+		var opErr opError
+		if errors.As(err, &opErr) {
+			return opErr.err
+		}
 		return s.fail("commit", err)
 	}
 }
 
+// opError is a subsystem op's own error, passed through as it is.
+type opError struct{ err error }
+
+func (e opError) Error() string { return e.err.Error() }
+
 // commitOnce seals c's record on the chain head it knows and sends c's
 // statements as one batch. A record-only commit that snapshots the
-// session's current state runs in a transaction that locks the session's
-// row and reads the state first, so no change of the session commits
-// between the snapshot and the record.
-func (s *Store) commitOnce(ctx context.Context, c *gate.Commit) (audit.Record, error) {
+// session's current state, and a commit with subsystem ops, run in a
+// transaction: the first locks the session's row and reads the state
+// first, so no change of the session commits between the snapshot and the
+// record; the ops run after the batch.
+func (s *Store) commitOnce(ctx context.Context, c *store.Commit) (audit.Record, error) {
 	var sealed audit.Record
 	send := func(b *pgx.Batch) error { return s.pool.SendBatch(ctx, b).Close() }
-	if c.Record != nil {
-		sealed = *c.Record
-		if c.Session == nil && sealed.State != nil {
-			tx, err := s.pool.Begin(ctx)
-			if err != nil {
-				return sealed, err
-			}
-			defer tx.Rollback(ctx)
+	snapshot := c.Record != nil && c.Session == nil && c.Record.State != nil
+	if snapshot || len(c.Ops) > 0 {
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			return sealed, err
+		}
+		defer tx.Rollback(ctx)
+		if snapshot {
 			var current []byte
 			err = tx.QueryRow(ctx, `SELECT state FROM sessions WHERE id = $1 FOR UPDATE`, c.SessionID).Scan(&current)
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return sealed, err
 			}
-			var cur agentplane.Session
-			if current != nil && json.Unmarshal(current, &cur) == nil {
-				sealed.State = &cur
-			}
-			send = func(b *pgx.Batch) error {
-				if err := tx.SendBatch(ctx, b).Close(); err != nil {
-					return err
+			if current != nil {
+				var cur agentplane.Session
+				if json.Unmarshal(current, &cur) == nil {
+					sealed.State = &cur
 				}
-				return tx.Commit(ctx)
 			}
+		}
+		send = func(b *pgx.Batch) error {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+			t := &txn{s: s, tx: tx}
+			for _, op := range c.Ops {
+				if err := op.Apply(ctx, t); err != nil {
+					return opError{err}
+				}
+			}
+			return tx.Commit(ctx)
+		}
+	}
+	if c.Record != nil {
+		state := sealed.State
+		sealed = *c.Record
+		if state != nil {
+			sealed.State = state
 		}
 		head, err := s.head(ctx, c.SessionID)
 		if err != nil {
@@ -274,12 +421,24 @@ func (s *Store) commitOnce(ctx context.Context, c *gate.Commit) (audit.Record, e
 	return sealed, send(b)
 }
 
-// batch queues c's statements: the token and version checks, the sealed
-// record, the request's result and an issued confirmation token.
-func (s *Store) batch(c *gate.Commit, sealed *audit.Record) (*pgx.Batch, error) {
+// batch queues c's statements: the request, token and version checks, the
+// sealed record and an issued confirmation token.
+func (s *Store) batch(c *store.Commit, sealed *audit.Record) (*pgx.Batch, error) {
 	b := &pgx.Batch{}
+	if q := c.Request; q != nil {
+		r := *q.Result
+		r.Session = nil
+		raw, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		b.Queue(`WITH u AS (INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES ($1, $2, $3, $4, 'done', $5, $6)
+			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result WHERE requests.state = 'running' RETURNING 1)
+			SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $7, 'request finished already')`,
+			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, raw, q.ClaimedAt.UnixNano(), stateRequest)
+	}
 	if c.Use != "" {
-		b.Queue(`WITH u AS (UPDATE confirmations SET used = TRUE WHERE token = $1 AND NOT used RETURNING 1)
+		b.Queue(`WITH u AS (UPDATE confirmations SET used = TRUE WHERE digest = $1 AND NOT used RETURNING 1)
 			SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $2, 'confirmation token unknown or used')`, c.Use, stateToken)
 	}
 	if c.Session != nil {
@@ -297,29 +456,36 @@ func (s *Store) batch(c *gate.Commit, sealed *audit.Record) (*pgx.Batch, error) 
 		}
 	}
 	if c.Record != nil {
-		raw, err := json.Marshal(sealed)
-		if err != nil {
-			return nil, err
-		}
-		b.Queue(`INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4)`, c.SessionID, sealed.Seq, sealed.Hash, string(raw))
-	}
-	if c.RequestID != "" && c.Result != nil {
-		r := *c.Result
-		r.Session = nil
-		raw, err := json.Marshal(r)
-		if err != nil {
-			return nil, err
-		}
-		b.Queue(`INSERT INTO results (request_id, result) VALUES ($1, $2) ON CONFLICT DO NOTHING`, c.RequestID, raw)
+		b.Queue(`INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4)`, c.SessionID, sealed.Seq, sealed.Hash, string(sealed.Raw))
 	}
 	if c.Issue != nil {
 		raw, err := json.Marshal(c.Issue)
 		if err != nil {
 			return nil, err
 		}
-		b.Queue(`INSERT INTO confirmations (token, used, confirmation) VALUES ($1, FALSE, $2)`, c.Issue.Token, raw)
+		b.Queue(`INSERT INTO confirmations (digest, used, confirmation) VALUES ($1, FALSE, $2)`, c.Issue.Digest, raw)
 	}
 	return b, nil
+}
+
+// txn is the store.Tx of a commit's transaction, for subsystems' ops.
+type txn struct {
+	s  *Store
+	tx pgx.Tx
+}
+
+func (t *txn) Dialect() string { return store.Postgres }
+
+func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := t.tx.Exec(ctx, store.Rebind(query), args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (t *txn) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
+	return queryRows(ctx, t.tx, query, args, row, func(_ string, err error) error { return err })
 }
 
 // head returns the session's chain head, from the cache or the database.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
 	"github.com/agentplane/agentplane/store/storetest"
 )
@@ -61,20 +61,48 @@ func freshDB(t testing.TB) string {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Store {
-		s, err := postgres.Open(context.Background(), freshDB(t))
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := postgres.Open(context.Background(), freshDB(t), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(s.Close)
+		t.Cleanup(func() { s.Close() })
 		return s
 	})
+	storetest.RunSQL(t, func(t *testing.T, exts []store.Extension) store.Store {
+		s, err := postgres.Open(context.Background(), freshDB(t), &postgres.Options{Extensions: exts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:s3cret@h:5432/db?sslmode=disable": "postgres://u:xxxxx@h:5432/db?sslmode=disable",
+		"postgres://u@h/db":                             "postgres://u@h/db",
+		"postgres://u:p%zz@h/db":                        "postgres://…@h/db",
+	} {
+		if got := postgres.Redact(in); got != want || strings.Contains(got, "s3cret") {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+	_, err := postgres.Open(context.Background(), "postgres://u:s3cret@127.0.0.1:1/x?connect_timeout=2", nil)
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("the password shows in %v", err)
+	}
+	_, err = postgres.Open(context.Background(), "postgres://u:s3cret@127.0.0.1:notaport/x", nil)
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("the password shows in %v", err)
+	}
 }
 
 func TestOpenErrors(t *testing.T) {
 	url := freshDB(t)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, url)
+	s, err := postgres.Open(ctx, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,10 +110,10 @@ func TestOpenErrors(t *testing.T) {
 	conn, _ := pgx.Connect(ctx, url)
 	conn.Exec(ctx, `INSERT INTO schema_version (version) VALUES (99)`)
 	conn.Close(ctx)
-	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "newer than this agentplane") {
+	if _, err := postgres.Open(ctx, url, nil); err == nil || !strings.Contains(err.Error(), "newer than this agentplane") {
 		t.Fatalf("newer schema: %v", err)
 	}
-	if _, err := postgres.Open(ctx, "postgres://nobody@127.0.0.1:1/x?connect_timeout=2"); err == nil || !strings.Contains(err.Error(), "cannot reach postgres://nobody@127.0.0.1:1/x") {
+	if _, err := postgres.Open(ctx, "postgres://nobody@127.0.0.1:1/x?connect_timeout=2", nil); err == nil || !strings.Contains(err.Error(), "cannot reach postgres://nobody@127.0.0.1:1/x") {
 		t.Fatalf("unreachable: %v", err)
 	}
 }
@@ -96,7 +124,7 @@ func TestTwoStoresOnOneDatabase(t *testing.T) {
 	url := freshDB(t)
 	var stores [2]*postgres.Store
 	for i := range stores {
-		s, err := postgres.Open(context.Background(), url)
+		s, err := postgres.Open(context.Background(), url, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,12 +169,12 @@ func TestLostConnection(t *testing.T) {
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 	url := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable&search_path=%s", target.User, port, target.Database, target.RuntimeParams["search_path"])
-	s, err := postgres.Open(ctx, url)
+	s, err := postgres.Open(ctx, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	one := &gate.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "general", Version: 1},
+	one := &store.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "general", Version: 1},
 		Record: &audit.Record{Session: "a", Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Kind: audit.KindExecution}}
 	if err := s.Commit(ctx, one); err != nil {
 		t.Fatal(err)
@@ -157,7 +185,7 @@ func TestLostConnection(t *testing.T) {
 		c.Close()
 	}
 	mu.Unlock()
-	two := &gate.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "ddr", Version: 2},
+	two := &store.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "ddr", Version: 2},
 		Record: &audit.Record{Session: "a", Time: time.Date(2026, 11, 25, 12, 1, 0, 0, time.UTC), Kind: audit.KindExecution}}
 	err = s.Commit(ctx, two)
 	want := fmt.Sprintf("127.0.0.1:%d", port)
@@ -168,7 +196,7 @@ func TestLostConnection(t *testing.T) {
 		t.Fatalf("read over a lost connection: %v", err)
 	}
 	// The server itself kept version 1.
-	direct, err := postgres.Open(ctx, freshURLLike(target))
+	direct, err := postgres.Open(ctx, freshURLLike(target), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

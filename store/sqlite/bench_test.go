@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/internal/storebench"
 	"github.com/agentplane/agentplane/store/sqlite"
-	"github.com/agentplane/agentplane/store/storetest"
 )
 
 // BenchmarkDurable compares durable gate executions per second with the raw
@@ -19,7 +19,7 @@ func BenchmarkDurable(b *testing.B) {
 	for _, sync := range []string{"FULL", "NORMAL"} {
 		for _, n := range []int{1, 32} {
 			b.Run(fmt.Sprintf("interleaved/%s/sessions=%d", sync, n), func(b *testing.B) {
-				storetest.BenchCompare(b, open(b, sync), n, 100*time.Millisecond, rawInsert(b, sync))
+				storebench.Compare(b, open(b, sync), n, 100*time.Millisecond, rawInsert(b, sync))
 			})
 		}
 	}
@@ -28,10 +28,10 @@ func BenchmarkDurable(b *testing.B) {
 			b.Run(fmt.Sprintf("raw-insert/%s/workers=%d", sync, n), func(b *testing.B) {
 				insert := rawInsert(b, sync)
 				b.ResetTimer()
-				storetest.BenchInsert(b, n, insert)
+				storebench.Insert(b, n, insert)
 			})
 			b.Run(fmt.Sprintf("execute/%s/sessions=%d", sync, n), func(b *testing.B) {
-				storetest.BenchExecute(b, open(b, sync), n)
+				storebench.Execute(b, open(b, sync), n)
 			})
 		}
 	}

@@ -1,8 +1,7 @@
 // Package sqlite is the embedded store: one SQLite file (pure-Go driver
 // modernc.org/sqlite), WAL journal, synchronous=FULL by default. It
-// implements gate.Store and the audit log's reading side; every Commit is
-// atomic, and commits that wait together share one transaction (group
-// commit).
+// implements store.Store and store.Querier; every Commit is atomic, and
+// commits that wait together share one transaction (group commit).
 //
 //	s, err := sqlite.Open(".agentplane/agentplane.db", nil)
 package sqlite
@@ -22,13 +21,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"modernc.org/sqlite" // the database/sql driver "sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/store"
 )
 
 //go:embed migrations/*.sql
@@ -40,6 +40,14 @@ type Options struct {
 	// commit is on disk when Commit returns) or "NORMAL" (faster; a power
 	// loss may lose the last commits, never corrupt the file).
 	Synchronous string
+	// ReadOnly opens an existing database for reading only: no file is
+	// created, nothing is migrated, and Commit fails.
+	ReadOnly bool
+	// Extensions are subsystems' tables, migrated at Open.
+	Extensions []store.Extension
+	// BusyTimeout is how long a statement waits for a lock another process
+	// holds; 0 means 10s.
+	BusyTimeout time.Duration
 }
 
 // Store is a SQLite store. Safe for concurrent use. Commits are grouped:
@@ -49,10 +57,12 @@ type Options struct {
 // with no hand-off to another goroutine; a leader whose own commit is done
 // hands the lead to the first commit still waiting.
 type Store struct {
-	db    *sql.DB
-	path  string
-	stmts map[string]*sql.Stmt // the leader's prepared statements
-	reads map[string]*sql.Stmt // prepared reads, safe for concurrent use
+	db       *sql.DB
+	path     string
+	readOnly bool
+	busy     time.Duration
+	stmts    map[string]*sql.Stmt // the leader's prepared statements
+	reads    map[string]*sql.Stmt // prepared reads, safe for concurrent use
 
 	mu      sync.Mutex
 	queue   []*request // commits waiting for a leader
@@ -78,16 +88,20 @@ type chainHead struct {
 // The reads, prepared once at Open.
 const (
 	readSession      = `SELECT state FROM sessions WHERE id = ?`
-	readResult       = `SELECT result FROM results WHERE request_id = ?`
-	readConfirmation = `SELECT confirmation, used FROM confirmations WHERE token = ?`
-	readRecords      = `SELECT record FROM audit WHERE session = ? ORDER BY seq`
+	readRequest      = `SELECT digest, state, result, claimed_at FROM requests WHERE session = ? AND principal = ? AND request_id = ?`
+	readConfirmation = `SELECT confirmation, used FROM confirmations WHERE digest = ?`
+	readRecords      = `SELECT record FROM audit WHERE session = ? AND seq > ? ORDER BY seq`
 )
 
-// request is a commit waiting for a leader.
+// request is a commit or a claim waiting for a leader.
 type request struct {
-	c      *gate.Commit
+	c      *store.Commit
+	claim  *store.Claim
 	sealed audit.Record
 	err    error
+	// a claim's outcome
+	claimed bool
+	holder  store.Request
 	// wake is sent to once: when the commit is decided, or when its
 	// goroutine must lead (promoted, the commit still undecided).
 	wake     chan struct{}
@@ -101,7 +115,7 @@ func (s *Store) remember(group []*request) {
 		clear(s.heads)
 	}
 	for _, r := range group {
-		if r.err == nil && r.c.Record != nil {
+		if r.err == nil && r.c != nil && r.c.Record != nil {
 			s.heads[r.c.SessionID] = chainHead{r.sealed.Seq, r.sealed.Hash}
 		}
 	}
@@ -117,23 +131,43 @@ const maxHeads = 100_000
 // leader) and the leader's.
 const maxConns = 64
 
-// Open opens (creating if needed) the database file at path, applies the
-// embedded migrations, and refuses a database whose schema is newer than
-// this binary's. Errors name the file and what to do.
+// Open opens (creating if needed, readable by its owner only) the database
+// file at path, applies the embedded migrations and the extensions', and
+// refuses a database whose schema is newer than this binary's, and a
+// SQLite database that agentplane did not create. path is a file path,
+// never a SQLite URI. Errors name the file and what to do.
 func Open(path string, opts *Options) (*Store, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
 	mode := "FULL"
-	if opts != nil && opts.Synchronous != "" {
+	if opts.Synchronous != "" {
 		mode = strings.ToUpper(opts.Synchronous)
 	}
 	if mode != "FULL" && mode != "NORMAL" {
 		return nil, fmt.Errorf("sqlite: synchronous %q: use FULL or NORMAL", mode)
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
-		}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = 10 * time.Second
 	}
-	dsn := fmt.Sprintf("file:%s?_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=busy_timeout(10000)&_txlock=immediate", path, mode)
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("sqlite: no database at %s: %w", path, err)
+		}
+	} else if err := create(path); err != nil {
+		return nil, err
+	}
+	// The path goes into a file: URI; escape what URIs give meaning to.
+	uri := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	dsn := fmt.Sprintf("file:%s?_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=busy_timeout(%d)&_txlock=immediate",
+		uri, mode, busy.Milliseconds())
+	if opts.ReadOnly {
+		dsn = fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(%d)", uri, busy.Milliseconds())
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -142,22 +176,55 @@ func Open(path string, opts *Options) (*Store, error) {
 	// every statement, which cost a quarter of a commit's CPU under load.
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	s := &Store{db: db, path: path, stmts: map[string]*sql.Stmt{}, reads: map[string]*sql.Stmt{}, heads: map[string]chainHead{}}
+	s := &Store{db: db, path: path, readOnly: opts.ReadOnly, busy: busy, stmts: map[string]*sql.Stmt{}, reads: map[string]*sql.Stmt{}, heads: map[string]chainHead{}}
 	s.idle = sync.NewCond(&s.mu)
-	if err := s.migrate(context.Background()); err != nil {
+	if err := s.migrate(context.Background(), opts.Extensions); err != nil {
 		db.Close()
 		return nil, err
 	}
-	for _, q := range []string{readSession, readResult, readConfirmation, readRecords} {
+	for _, q := range []string{readSession, readRequest, readConfirmation, readRecords} {
 		st, err := db.Prepare(q)
 		if err != nil {
 			s.closeReads()
 			db.Close()
-			return nil, fmt.Errorf("sqlite: %s: prepare: %w", path, err)
+			return nil, s.wrap("prepare", err)
 		}
 		s.reads[q] = st
 	}
 	return s, nil
+}
+
+// checkPath refuses what SQLite would read as something other than a file.
+func checkPath(path string) error {
+	switch {
+	case path == "":
+		return errors.New("sqlite: empty database path")
+	case strings.HasPrefix(path, "file:"), strings.ContainsAny(path, "?#"):
+		return fmt.Errorf("sqlite: %q: give a file path, not a SQLite URI (no file: prefix, ? or #)", path)
+	case path == ":memory:" || strings.HasPrefix(path, ":"):
+		return fmt.Errorf("sqlite: %q: an in-memory database keeps nothing; give a file path", path)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("sqlite: %s is a directory; give a file path inside it", path)
+	}
+	return nil
+}
+
+// create makes the file and its directory, for the owner only (SQLite
+// gives its -wal and -shm files the database file's permissions).
+func create(path string) error {
+	if dir := filepath.Dir(path); dir != "" {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+			}
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 func (s *Store) closeReads() {
@@ -182,39 +249,107 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-func (s *Store) migrate(ctx context.Context) error {
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// wrap names the file in an error, and says what a lock held by another
+// process means.
+func (s *Store) wrap(op string, err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED) {
+		return fmt.Errorf("sqlite: %s: %s: the database is locked by another process (waited %s); stop it or use another --db", s.path, op, s.busy)
+	}
+	return fmt.Errorf("sqlite: %s: %s: %w", s.path, op, err)
+}
+
+func (s *Store) migrate(ctx context.Context, exts []store.Extension) error {
 	files, _ := fs.Glob(migrations, "migrations/*.sql")
 	sort.Strings(files)
 	latest := len(files)
+	var ours int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'`).Scan(&ours)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s is not a usable database (%v); move it aside or point --db elsewhere", s.path, err)
+	}
+	if ours == 0 {
+		var tables []string
+		rows, err := s.db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+		if err != nil {
+			return fmt.Errorf("sqlite: %s is not a usable database (%v); move it aside or point --db elsewhere", s.path, err)
+		}
+		for rows.Next() {
+			var name string
+			rows.Scan(&name)
+			tables = append(tables, name)
+		}
+		rows.Close()
+		if len(tables) > 0 {
+			return fmt.Errorf("sqlite: %s is a database agentplane did not create (tables %s); point --db at a new file", s.path, strings.Join(tables, ", "))
+		}
+		if s.readOnly {
+			return fmt.Errorf("sqlite: %s has no agentplane data", s.path)
+		}
+	}
+	if s.readOnly {
+		var have int
+		if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
+			return s.wrap("read schema version", err)
+		}
+		if have > latest {
+			return fmt.Errorf("sqlite: %s has schema version %d, newer than this agentplane's %d: use a newer agentplane", s.path, have, latest)
+		}
+		return nil
+	}
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("sqlite: %s is not a usable database (%v); move it aside or point --db elsewhere", s.path, err)
 	}
 	var have int
 	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
-		return fmt.Errorf("sqlite: read schema version of %s: %w", s.path, err)
+		return s.wrap("read schema version", err)
 	}
 	if have > latest {
 		return fmt.Errorf("sqlite: %s has schema version %d, newer than this agentplane's %d: use a newer agentplane, or another database", s.path, have, latest)
 	}
 	for v := have + 1; v <= latest; v++ {
 		body, _ := migrations.ReadFile(files[v-1])
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("sqlite: migrate %s: %w", s.path, err)
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			tx.Rollback()
+		if err := s.migrateTx(ctx, string(body), `INSERT INTO schema_version (version) VALUES (?)`, v); err != nil {
 			return fmt.Errorf("sqlite: migrate %s to version %d: %w", s.path, v, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, v); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("sqlite: migrate %s: %w", s.path, err)
+	}
+	for _, ext := range exts {
+		steps := ext.Migrations[store.SQLite]
+		var have int
+		err := s.db.QueryRowContext(ctx, `SELECT version FROM schema_extensions WHERE name = ?`, ext.Name).Scan(&have)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return s.wrap("read extension versions", err)
 		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("sqlite: migrate %s: %w", s.path, err)
+		if have > len(steps) {
+			return fmt.Errorf("sqlite: %s has %s tables of version %d, newer than this agentplane's %d: use a newer agentplane", s.path, ext.Name, have, len(steps))
+		}
+		for v := have + 1; v <= len(steps); v++ {
+			err := s.migrateTx(ctx, steps[v-1], `INSERT INTO schema_extensions (name, version) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET version = excluded.version`, ext.Name, v)
+			if err != nil {
+				return fmt.Errorf("sqlite: migrate %s tables of %s to version %d: %w", ext.Name, s.path, v, err)
+			}
 		}
 	}
 	return nil
+}
+
+// migrateTx runs one migration and records it, in one transaction.
+func (s *Store) migrateTx(ctx context.Context, body, record string, args ...any) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, body); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, record, args...); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Session returns a copy of the session, or an error with code not_found.
@@ -225,7 +360,7 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: %s: load session %s: %w", s.path, id, err)
+		return nil, s.wrap("load session "+id, err)
 	}
 	var sess agentplane.Session
 	if err := json.Unmarshal([]byte(state), &sess); err != nil {
@@ -234,47 +369,57 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 	return &sess, nil
 }
 
-// Result returns the result recorded for a request id.
-func (s *Store) Result(ctx context.Context, requestID string) (agentplane.ExecutionResult, bool, error) {
-	var raw string
-	err := s.reads[readResult].QueryRowContext(ctx, requestID).Scan(&raw)
+// Request returns what an idempotency key holds.
+func (s *Store) Request(ctx context.Context, key store.RequestKey) (store.Request, bool, error) {
+	return s.readRequest(ctx, s.reads[readRequest].QueryRowContext(ctx, key.SessionID, key.Principal, key.RequestID), key)
+}
+
+func (s *Store) readRequest(_ context.Context, row scanner, key store.RequestKey) (store.Request, bool, error) {
+	r := store.Request{Key: key}
+	var result sql.NullString
+	var claimed int64
+	err := row.Scan(&r.Digest, &r.State, &result, &claimed)
 	if errors.Is(err, sql.ErrNoRows) {
-		return agentplane.ExecutionResult{}, false, nil
+		return store.Request{}, false, nil
 	}
 	if err != nil {
-		return agentplane.ExecutionResult{}, false, fmt.Errorf("sqlite: %s: load result %s: %w", s.path, requestID, err)
+		return store.Request{}, false, s.wrap("load request "+key.RequestID, err)
 	}
-	var r agentplane.ExecutionResult
-	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		return agentplane.ExecutionResult{}, false, fmt.Errorf("sqlite: %s: result %s is corrupt: %w", s.path, requestID, err)
+	r.ClaimedAt = time.Unix(0, claimed).UTC()
+	if result.Valid {
+		r.Result = new(agentplane.ExecutionResult)
+		if err := json.Unmarshal([]byte(result.String), r.Result); err != nil {
+			return store.Request{}, false, fmt.Errorf("sqlite: %s: result of request %s is corrupt: %w", s.path, key.RequestID, err)
+		}
 	}
 	return r, true, nil
 }
 
-// Confirmation returns an issued confirmation token.
-func (s *Store) Confirmation(ctx context.Context, token string) (gate.Confirmation, bool, error) {
+// Confirmation returns an issued confirmation token by its digest.
+func (s *Store) Confirmation(ctx context.Context, digest string) (store.Confirmation, bool, error) {
 	var raw string
 	var used bool
-	err := s.reads[readConfirmation].QueryRowContext(ctx, token).Scan(&raw, &used)
+	err := s.reads[readConfirmation].QueryRowContext(ctx, digest).Scan(&raw, &used)
 	if errors.Is(err, sql.ErrNoRows) {
-		return gate.Confirmation{}, false, nil
+		return store.Confirmation{}, false, nil
 	}
 	if err != nil {
-		return gate.Confirmation{}, false, fmt.Errorf("sqlite: %s: load confirmation: %w", s.path, err)
+		return store.Confirmation{}, false, s.wrap("load confirmation", err)
 	}
-	var c gate.Confirmation
+	var c store.Confirmation
 	if err := json.Unmarshal([]byte(raw), &c); err != nil {
-		return gate.Confirmation{}, false, fmt.Errorf("sqlite: %s: confirmation is corrupt: %w", s.path, err)
+		return store.Confirmation{}, false, fmt.Errorf("sqlite: %s: confirmation is corrupt: %w", s.path, err)
 	}
 	c.Used = used
 	return c, true, nil
 }
 
-// Records returns the session's audit records in order.
-func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, error) {
-	rows, err := s.reads[readRecords].QueryContext(ctx, session)
+// Records returns the session's audit records after a sequence number, in
+// order.
+func (s *Store) Records(ctx context.Context, session string, after int64) ([]audit.Record, error) {
+	rows, err := s.reads[readRecords].QueryContext(ctx, session, after)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: %s: read audit of %s: %w", s.path, session, err)
+		return nil, s.wrap("read audit of "+session, err)
 	}
 	defer rows.Close()
 	recs, err := audit.DecodeRows(rows)
@@ -284,16 +429,57 @@ func (s *Store) Records(ctx context.Context, session string) ([]audit.Record, er
 	return recs, nil
 }
 
-// Commit applies c atomically; see gate.Store. It may be committed
+// Dialect returns store.SQLite.
+func (s *Store) Dialect() string { return store.SQLite }
+
+// Query runs a read-only query of a subsystem's tables.
+func (s *Store) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return s.wrap("query", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Commit applies c atomically; see store.Store. It may be committed
 // together with other commits in one transaction, by this goroutine or by
 // the one leading when it arrived; once queued, it is decided whatever ctx
 // does.
-func (s *Store) Commit(ctx context.Context, c *gate.Commit) error {
-	req := &request{c: c, wake: make(chan struct{}, 1)}
+func (s *Store) Commit(ctx context.Context, c *store.Commit) error {
+	req, err := s.enqueue(&request{c: c})
+	if err == nil && c.Record != nil {
+		*c.Record = req.sealed
+	}
+	return err
+}
+
+// Claim claims an idempotency key; see store.Store. It is written like a
+// commit (grouped, durable).
+func (s *Store) Claim(ctx context.Context, c store.Claim) (store.Request, bool, error) {
+	req, err := s.enqueue(&request{claim: &c})
+	if err != nil {
+		return store.Request{}, false, err
+	}
+	return req.holder, req.claimed, nil
+}
+
+// enqueue queues a commit or claim and waits until it is decided, leading
+// the group commit when no one else is.
+func (s *Store) enqueue(req *request) (*request, error) {
+	if s.readOnly {
+		return req, fmt.Errorf("sqlite: %s is open read-only", s.path)
+	}
+	req.wake = make(chan struct{}, 1)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return fmt.Errorf("sqlite: %s: store is closed", s.path)
+		return req, fmt.Errorf("sqlite: %s: store is closed", s.path)
 	}
 	s.queue = append(s.queue, req)
 	lead := !s.leading
@@ -306,10 +492,7 @@ func (s *Store) Commit(ctx context.Context, c *gate.Commit) error {
 	if lead {
 		s.lead(req)
 	}
-	if req.err == nil && c.Record != nil {
-		*c.Record = req.sealed
-	}
-	return req.err
+	return req, req.err
 }
 
 // lead commits the waiting commits, up to maxGroup at a time, until its
@@ -359,7 +542,7 @@ func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, 
 	if !ok {
 		var err error
 		if st, err = s.db.PrepareContext(ctx, query); err != nil {
-			return nil, fmt.Errorf("sqlite: %s: prepare: %w", s.path, err)
+			return nil, s.wrap("prepare", err)
 		}
 		s.stmts[query] = st
 	}
@@ -394,7 +577,7 @@ func (s *Store) commitGroup(group []*request) {
 		return
 	}
 	for _, r := range group {
-		r.err, r.sealed = nil, audit.Record{}
+		r.err, r.sealed, r.claimed, r.holder = nil, audit.Record{}, false, store.Request{}
 	}
 	s.tryGroup(group, true)
 }
@@ -414,36 +597,36 @@ func (s *Store) tryGroup(group []*request, savepoints bool) bool {
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		fail(fmt.Errorf("sqlite: %s: begin: %w", s.path, err))
+		fail(s.wrap("begin", err))
 		return true
 	}
 	defer tx.Rollback()
 	for _, r := range group {
 		if !savepoints {
 			var partial bool
-			if partial, r.err = s.apply(ctx, tx, r.c, &r.sealed); partial {
+			if partial, r.err = s.apply(ctx, tx, r); partial {
 				return false
 			}
 			continue
 		}
 		if _, err := s.exec(ctx, tx, `SAVEPOINT c`); err != nil {
-			fail(fmt.Errorf("sqlite: %s: %w", s.path, err))
+			fail(s.wrap("savepoint", err))
 			return true
 		}
-		if _, r.err = s.apply(ctx, tx, r.c, &r.sealed); r.err != nil {
+		if _, r.err = s.apply(ctx, tx, r); r.err != nil {
 			if _, err := s.exec(ctx, tx, `ROLLBACK TO c`); err != nil {
-				fail(fmt.Errorf("sqlite: %s: %w", s.path, err))
+				fail(s.wrap("rollback to savepoint", err))
 				return true
 			}
 		}
 		if _, err := s.exec(ctx, tx, `RELEASE c`); err != nil {
-			fail(fmt.Errorf("sqlite: %s: %w", s.path, err))
+			fail(s.wrap("release savepoint", err))
 			return true
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		for _, r := range group {
-			r.err = fmt.Errorf("sqlite: %s: commit: %w", s.path, err)
+			r.err = s.wrap("commit", err)
 		}
 		clear(s.heads)
 		return true
@@ -463,19 +646,15 @@ func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, session string, se
 		if !cached {
 			err := s.queryRow(ctx, tx, `SELECT seq, hash FROM audit WHERE session = ? ORDER BY seq DESC LIMIT 1`, session).Scan(&head.seq, &head.hash)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("sqlite: %s: %w", s.path, err)
+				return s.wrap("read chain head", err)
 			}
 		}
 		*sealed = unsealed
 		if err := audit.Seal(sealed, head.seq, head.hash); err != nil {
 			return err
 		}
-		raw, err := json.Marshal(sealed)
-		if err != nil {
-			return err
-		}
-		_, err = s.exec(ctx, tx, `INSERT INTO audit (session, seq, hash, record) VALUES (?, ?, ?, ?)`,
-			session, sealed.Seq, sealed.Hash, string(raw))
+		_, err := s.exec(ctx, tx, `INSERT INTO audit (session, seq, hash, record) VALUES (?, ?, ?, ?)`,
+			session, sealed.Seq, sealed.Hash, sealed.Raw)
 		var se *sqlite.Error
 		if cached && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
 			delete(s.heads, session)
@@ -483,25 +662,45 @@ func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, session string, se
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("sqlite: %s: append audit record: %w", s.path, err)
+			return s.wrap("append audit record", err)
 		}
 		return nil
 	}
 }
 
-// apply writes one commit in tx. Its checks come first and write nothing
-// when they fail; partial reports whether the commit may have written
+// apply writes one commit or claim in tx. Its checks come first and write
+// nothing when they fail; partial reports whether it may have written
 // something before failing (then only a savepoint or the whole
 // transaction can undo it).
-func (s *Store) apply(ctx context.Context, tx *sql.Tx, c *gate.Commit, sealed *audit.Record) (partial bool, err error) {
+func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool, err error) {
+	if r.claim != nil {
+		return false, s.applyClaim(ctx, tx, r)
+	}
+	c := r.c
 	wrote := false
-	if c.Use != "" {
-		res, err := s.exec(ctx, tx, `UPDATE confirmations SET used = 1 WHERE token = ? AND used = 0`, c.Use)
+	if q := c.Request; q != nil {
+		raw, err := json.Marshal(resultOnly(q.Result))
 		if err != nil {
-			return false, fmt.Errorf("sqlite: %s: %w", s.path, err)
+			return false, err
+		}
+		res, err := s.exec(ctx, tx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES (?, ?, ?, ?, 'done', ?, ?)
+			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result WHERE requests.state = 'running'`,
+			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, string(raw), q.ClaimedAt.UnixNano())
+		if err != nil {
+			return false, s.wrap("store request", err)
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
-			return false, agentplane.Errorf(agentplane.CodeConfirmationInvalid, "confirmation token unknown or used")
+			return false, store.ErrRequestDone
+		}
+		wrote = true
+	}
+	if c.Use != "" {
+		res, err := s.exec(ctx, tx, `UPDATE confirmations SET used = 1 WHERE digest = ? AND used = 0`, c.Use)
+		if err != nil {
+			return wrote, s.wrap("use confirmation", err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return wrote, agentplane.Errorf(agentplane.CodeConfirmationInvalid, "confirmation token unknown or used")
 		}
 		wrote = true
 	}
@@ -521,7 +720,7 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, c *gate.Commit, sealed *a
 				c.Session.Version, string(state), c.Session.ID, c.Session.Version-1)
 		}
 		if err != nil {
-			return wrote, fmt.Errorf("sqlite: %s: store session: %w", s.path, err)
+			return wrote, s.wrap("store session", err)
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
 			var have int64
@@ -529,15 +728,42 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, c *gate.Commit, sealed *a
 			return wrote, agentplane.Errorf(agentplane.CodeVersionConflict, "session %q is at version %d; cannot store version %d", c.Session.ID, have, c.Session.Version)
 		}
 	}
-	if err := s.write(ctx, tx, c, sealed); err != nil {
+	if err := s.write(ctx, tx, c, &r.sealed); err != nil {
 		return true, err
 	}
 	return false, nil
 }
 
+// applyClaim takes an idempotency key that is free, or whose running claim
+// is stale, and otherwise reads who holds it.
+func (s *Store) applyClaim(ctx context.Context, tx *sql.Tx, r *request) error {
+	c := r.claim
+	res, err := s.exec(ctx, tx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES (?, ?, ?, ?, 'running', NULL, ?)
+		ON CONFLICT (session, principal, request_id) DO UPDATE SET claimed_at = excluded.claimed_at
+		WHERE requests.state = 'running' AND requests.claimed_at < ? AND requests.digest = excluded.digest`,
+		c.Key.SessionID, c.Key.Principal, c.Key.RequestID, c.Digest, c.Now.UnixNano(), c.StaleBefore.UnixNano())
+	if err != nil {
+		return s.wrap("claim request", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		r.claimed = true
+		return nil
+	}
+	r.holder, _, err = s.readRequest(ctx, s.queryRow(ctx, tx, readRequest, c.Key.SessionID, c.Key.Principal, c.Key.RequestID), c.Key)
+	return err
+}
+
+// resultOnly is the result as stored: without the session, which is the
+// caller's.
+func resultOnly(r *agentplane.ExecutionResult) *agentplane.ExecutionResult {
+	c := *r
+	c.Session = nil
+	return &c
+}
+
 // write writes what a commit adds once its checks have passed: the audit
-// record, the request's result, an issued confirmation token.
-func (s *Store) write(ctx context.Context, tx *sql.Tx, c *gate.Commit, sealed *audit.Record) error {
+// record, an issued confirmation token, the subsystems' ops.
+func (s *Store) write(ctx context.Context, tx *sql.Tx, c *store.Commit, sealed *audit.Record) error {
 	if c.Record != nil {
 		*sealed = *c.Record
 		if c.Session == nil && sealed.State != nil {
@@ -553,25 +779,52 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, c *gate.Commit, sealed *a
 			return err
 		}
 	}
-	if c.RequestID != "" && c.Result != nil {
-		r := *c.Result
-		r.Session = nil
-		raw, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO results (request_id, result) VALUES (?, ?) ON CONFLICT DO NOTHING`, c.RequestID, string(raw)); err != nil {
-			return fmt.Errorf("sqlite: %s: store result: %w", s.path, err)
-		}
-	}
 	if c.Issue != nil {
 		raw, err := json.Marshal(c.Issue)
 		if err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO confirmations (token, used, confirmation) VALUES (?, 0, ?)`, c.Issue.Token, string(raw)); err != nil {
-			return fmt.Errorf("sqlite: %s: store confirmation: %w", s.path, err)
+		if _, err := s.exec(ctx, tx, `INSERT INTO confirmations (digest, used, confirmation) VALUES (?, 0, ?)`, c.Issue.Digest, string(raw)); err != nil {
+			return s.wrap("store confirmation", err)
+		}
+	}
+	if len(c.Ops) > 0 {
+		t := &txn{s: s, tx: tx}
+		for _, op := range c.Ops {
+			if err := op.Apply(ctx, t); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// txn is the store.Tx of a group's transaction, for subsystems' ops.
+type txn struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+func (t *txn) Dialect() string { return store.SQLite }
+
+func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := t.tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, t.s.wrap("exec", err)
+	}
+	return res.RowsAffected()
+}
+
+func (t *txn) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
+	rows, err := t.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return t.s.wrap("query", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }

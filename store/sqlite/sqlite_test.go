@@ -12,14 +12,22 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/store/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Store {
+	storetest.Run(t, func(t *testing.T) store.Store {
 		s, err := sqlite.Open(filepath.Join(t.TempDir(), "a.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+	storetest.RunSQL(t, func(t *testing.T, exts []store.Extension) store.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "a.db"), &sqlite.Options{Extensions: exts})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +96,7 @@ func TestCloseWhileCommitting(t *testing.T) {
 		wg.Go(func() {
 			id := fmt.Sprint("s", g)
 			for v := int64(1); ; v++ {
-				err := s.Commit(ctx, &gate.Commit{SessionID: id, Session: &agentplane.Session{ID: id, Mode: "general", Version: v},
+				err := s.Commit(ctx, &store.Commit{SessionID: id, Session: &agentplane.Session{ID: id, Mode: "general", Version: v},
 					Record: &audit.Record{Session: id, Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Kind: audit.KindExecution}})
 				if err != nil {
 					if !strings.Contains(err.Error(), "store is closed") {
@@ -113,7 +121,7 @@ func TestCloseWhileCommitting(t *testing.T) {
 	total := int64(0)
 	for g, v := range acked {
 		id := fmt.Sprint("s", g)
-		recs, err := s.Records(ctx, id)
+		recs, err := s.Records(ctx, id, 0)
 		if err != nil || int64(len(recs)) != v || audit.Verify(recs) != nil {
 			t.Fatalf("%s: %d records for %d acknowledged commits (%v)", id, len(recs), v, err)
 		}
@@ -140,7 +148,7 @@ func TestConcurrentCommitsShareTransactions(t *testing.T) {
 		wg.Go(func() {
 			id := fmt.Sprint("s", g)
 			for v := int64(1); v <= each; v++ {
-				if err := s.Commit(ctx, &gate.Commit{SessionID: id, Session: &agentplane.Session{ID: id, Mode: "general", Version: v},
+				if err := s.Commit(ctx, &store.Commit{SessionID: id, Session: &agentplane.Session{ID: id, Mode: "general", Version: v},
 					Record: &audit.Record{Session: id, Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Kind: audit.KindExecution}}); err != nil {
 					t.Error(err)
 					return
@@ -153,5 +161,125 @@ func TestConcurrentCommitsShareTransactions(t *testing.T) {
 	t.Logf("%d commits in %d transactions", workers*each, txs)
 	if txs <= 0 || txs >= workers*each {
 		t.Fatalf("%d commits took %d transactions: nothing was grouped", workers*each, txs)
+	}
+}
+
+// TestPaths: --db is a file path, never a SQLite URI, and a database is
+// kept for its owner only.
+func TestPaths(t *testing.T) {
+	dir := t.TempDir()
+	for _, bad := range []string{"mem.db?mode=memory&cache=shared", "file:x.db", ":memory:", "a#b.db", "", dir} {
+		if s, err := sqlite.Open(bad, nil); err == nil {
+			s.Close()
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+	pct := filepath.Join(dir, "sub", "pct%41.db")
+	s, err := sqlite.Open(pct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(context.Background(), &store.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "m", Version: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := os.Stat(filepath.Join(dir, "sub", "pctA.db")); err == nil {
+		t.Fatal("the path was URI-decoded")
+	}
+	for path, want := range map[string]os.FileMode{pct: 0o600, pct + "-wal": 0o600, filepath.Join(dir, "sub"): 0o700} {
+		st, err := os.Stat(path)
+		if err != nil {
+			if strings.HasSuffix(path, "-wal") {
+				continue // checkpointed away on close
+			}
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", path, st.Mode().Perm(), want)
+		}
+	}
+}
+
+// TestForeignAndReadOnly: a SQLite file of another program is refused, not
+// migrated; a read-only open creates and migrates nothing.
+func TestForeignAndReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	foreign := filepath.Join(dir, "app.db")
+	db, err := sqlite.OpenRaw(foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Exec(`CREATE TABLE customers (id INTEGER)`)
+	db.Close()
+	for _, ro := range []bool{false, true} {
+		_, err := sqlite.Open(foreign, &sqlite.Options{ReadOnly: ro})
+		if err == nil || !strings.Contains(err.Error(), "did not create (tables customers)") {
+			t.Fatalf("read-only %v: %v", ro, err)
+		}
+	}
+	db, _ = sqlite.OpenRaw(foreign)
+	var n int
+	db.QueryRow(`SELECT count(*) FROM sqlite_master`).Scan(&n)
+	db.Close()
+	if n != 1 {
+		t.Fatalf("the foreign database was changed: %d objects", n)
+	}
+	missing := filepath.Join(dir, "none.db")
+	if _, err := sqlite.Open(missing, &sqlite.Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "no database at") {
+		t.Fatalf("read-only open of a missing file: %v", err)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("a read-only open created the file")
+	}
+	path := filepath.Join(dir, "ours.db")
+	s, _ := sqlite.Open(path, nil)
+	s.Close()
+	ro, err := sqlite.Open(path, &sqlite.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if err := ro.Commit(context.Background(), &store.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Version: 1}}); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("a commit on a read-only store: %v", err)
+	}
+}
+
+// TestExtensionsMigrateOnce: reopening applies nothing twice; a database
+// with newer extension tables is refused.
+func TestExtensionsMigrateOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	for i := 0; i < 2; i++ {
+		s, err := sqlite.Open(path, &sqlite.Options{Extensions: []store.Extension{storetest.Counters}})
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		s.Close()
+	}
+	older := storetest.Counters
+	older.Migrations = map[string][]string{store.SQLite: older.Migrations[store.SQLite][:1]}
+	if _, err := sqlite.Open(path, &sqlite.Options{Extensions: []store.Extension{older}}); err == nil || !strings.Contains(err.Error(), "counters tables of version 2, newer") {
+		t.Fatalf("newer extension tables: %v", err)
+	}
+}
+
+// TestLocked: a database another process holds locked says so, by name.
+func TestLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	s, err := sqlite.Open(path, &sqlite.Options{BusyTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	db, _ := sqlite.OpenRaw(path)
+	defer db.Close()
+	conn, _ := db.Conn(context.Background())
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), `BEGIN EXCLUSIVE`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.Background(), `ROLLBACK`)
+	err = s.Commit(context.Background(), &store.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Version: 1}})
+	if err == nil || !strings.Contains(err.Error(), "locked by another process") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("commit on a locked database: %v", err)
 	}
 }

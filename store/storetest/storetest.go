@@ -1,9 +1,11 @@
 // Package storetest is the conformance suite every store runs unchanged:
-// storetest.Run(t, open) from the memstore, sqlite and postgres packages.
+// storetest.Run(t, open) from the memstore, sqlite and postgres packages,
+// and storetest.RunSQL for the stores that take subsystems' tables.
 package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -11,24 +13,36 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/store"
 )
 
-// Store is what a store implements: the gate's Store and the audit log's
-// reading side.
-type Store interface {
-	gate.Store
-	Records(ctx context.Context, session string) ([]audit.Record, error)
+var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+func sess(id string, v int64) *agentplane.Session {
+	return &agentplane.Session{ID: id, Mode: "general", Version: v}
 }
 
-// Run runs the suite. open returns a new, empty store for each subtest.
-func Run(t *testing.T, open func(t *testing.T) Store) {
+func rec(id string) *audit.Record {
+	return &audit.Record{Session: id, Time: t0, Kind: audit.KindExecution}
+}
+
+func key(session, id string) store.RequestKey {
+	return store.RequestKey{SessionID: session, Principal: "p", RequestID: id}
+}
+
+func done(k store.RequestKey, msg string) *store.Request {
+	return &store.Request{Key: k, Digest: "d", ClaimedAt: t0, Result: &agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: msg}}
+}
+
+// Run runs the suite. open returns a new, empty store for each subtest;
+// the test closes it.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	ctx := context.Background()
-	sess := func(id string, v int64) *agentplane.Session {
-		return &agentplane.Session{ID: id, Mode: "general", Version: v}
-	}
-	rec := func(id string) *audit.Record {
-		return &audit.Record{Session: id, Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Kind: audit.KindExecution}
+	mustCommit := func(t *testing.T, s store.Store, c *store.Commit) {
+		t.Helper()
+		if err := s.Commit(ctx, c); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	t.Run("SessionNotFound", func(t *testing.T) {
@@ -40,19 +54,15 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("CreateAndUpdate", func(t *testing.T) {
 		s := open(t)
-		if err := s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")}); err != nil {
-			t.Fatal(err)
-		}
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
 		next := sess("a", 2)
 		next.Mode = "ddr"
 		next.AWC = agentplane.ActiveWorkContext{EntityType: "t", Entity: &agentplane.EntityHeader{ID: "T1", DisplayName: "One"}}
-		next.PendingConfirmation = &agentplane.PendingConfirmation{CommandID: "c", ResolvedID: "x", Question: "q?", Token: "tok",
+		next.PendingConfirmation = &agentplane.PendingConfirmation{CommandID: "c", ResolvedID: "x", Question: "q?",
 			ExpiresAt: time.Date(2026, 11, 25, 12, 5, 0, 0, time.UTC)}
-		if err := s.Commit(ctx, &gate.Commit{SessionID: "a", Session: next, Record: rec("a")}); err != nil {
-			t.Fatal(err)
-		}
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: next, Record: rec("a")})
 		got, err := s.Session(ctx, "a")
-		if err != nil || got.Version != 2 || got.Mode != "ddr" || got.AWC.Entity.ID != "T1" || got.PendingConfirmation.Token != "tok" ||
+		if err != nil || got.Version != 2 || got.Mode != "ddr" || got.AWC.Entity.ID != "T1" || got.PendingConfirmation.ResolvedID != "x" ||
 			!got.PendingConfirmation.ExpiresAt.Equal(next.PendingConfirmation.ExpiresAt) {
 			t.Fatalf("got %+v, %v", got, err)
 		}
@@ -64,66 +74,68 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("VersionConflictAppliesNothing", func(t *testing.T) {
 		s := open(t)
-		s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
 		for _, v := range []int64{1, 3} {
-			bad := sess("a", v)
-			err := s.Commit(ctx, &gate.Commit{SessionID: "a", Session: bad, Record: rec("a"),
-				RequestID: fmt.Sprint("r", v), Result: &agentplane.ExecutionResult{Status: agentplane.StatusSuccess},
-				Issue: &gate.Confirmation{Token: fmt.Sprint("t", v), SessionID: "a"}})
+			k := key("a", fmt.Sprint("r", v))
+			err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: sess("a", v), Record: rec("a"), Request: done(k, "x"),
+				Issue: &store.Confirmation{Digest: fmt.Sprint("t", v), SessionID: "a"}})
 			if agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
 				t.Fatalf("version %d: err = %v", v, err)
 			}
-			if _, ok, _ := s.Result(ctx, fmt.Sprint("r", v)); ok {
-				t.Fatal("a failed commit stored its result")
+			if _, ok, _ := s.Request(ctx, k); ok {
+				t.Fatal("a failed commit stored its request")
 			}
 			if _, ok, _ := s.Confirmation(ctx, fmt.Sprint("t", v)); ok {
 				t.Fatal("a failed commit stored its token")
 			}
 		}
-		if recs, _ := s.Records(ctx, "a"); len(recs) != 1 {
+		if recs, _ := s.Records(ctx, "a", 0); len(recs) != 1 {
 			t.Fatalf("a failed commit appended a record: %d records", len(recs))
 		}
-		if err := s.Commit(ctx, &gate.Commit{SessionID: "b", Session: sess("b", 2)}); agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
+		if err := s.Commit(ctx, &store.Commit{SessionID: "b", Session: sess("b", 2)}); agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
 			t.Fatalf("a new session must start at version 1: %v", err)
 		}
 	})
 
 	t.Run("AuditChain", func(t *testing.T) {
 		s := open(t)
-		s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
 		for i := 0; i < 4; i++ {
 			r := rec("a")
-			if err := s.Commit(ctx, &gate.Commit{SessionID: "a", Record: r}); err != nil {
-				t.Fatal(err)
-			}
-			if r.Seq != int64(i+2) || r.Hash == "" {
+			mustCommit(t, s, &store.Commit{SessionID: "a", Record: r})
+			if r.Seq != int64(i+2) || r.Hash == "" || r.V != audit.Version || len(r.Raw) == 0 {
 				t.Fatalf("the caller's record was not sealed: %+v", r)
 			}
 		}
-		s.Commit(ctx, &gate.Commit{SessionID: "b", Session: sess("b", 1), Record: rec("b")})
-		recs, err := s.Records(ctx, "a")
+		mustCommit(t, s, &store.Commit{SessionID: "b", Session: sess("b", 1), Record: rec("b")})
+		recs, err := s.Records(ctx, "a", 0)
 		if err != nil || len(recs) != 5 {
 			t.Fatalf("%d records, %v", len(recs), err)
 		}
 		if err := audit.Verify(recs); err != nil {
 			t.Fatal(err)
 		}
-		if other, _ := s.Records(ctx, "b"); len(other) != 1 || other[0].Seq != 1 {
+		if other, _ := s.Records(ctx, "b", 0); len(other) != 1 || other[0].Seq != 1 {
 			t.Fatalf("chains are per session: %+v", other)
+		}
+		tail, err := s.Records(ctx, "a", 3)
+		if err != nil || len(tail) != 2 || tail[0].Seq != 4 || tail[0].Hash != recs[3].Hash {
+			t.Fatalf("records after 3: %d, %v", len(tail), err)
+		}
+		if none, _ := s.Records(ctx, "a", 5); len(none) != 0 {
+			t.Fatalf("records after the last: %d", len(none))
 		}
 	})
 
 	t.Run("RecordOnlyCommitRecordsTheCurrentState", func(t *testing.T) {
 		s := open(t)
-		s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
 		stale, _ := s.Session(ctx, "a")
-		s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 2), Record: rec("a")}) // another writer
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 2), Record: rec("a")}) // another writer
 		r := rec("a")
 		r.State = stale
-		if err := s.Commit(ctx, &gate.Commit{SessionID: "a", Record: r}); err != nil {
-			t.Fatal(err)
-		}
-		recs, _ := s.Records(ctx, "a")
+		mustCommit(t, s, &store.Commit{SessionID: "a", Record: r})
+		recs, _ := s.Records(ctx, "a", 0)
 		if got := recs[len(recs)-1].State; got == nil || got.Version != 2 {
 			t.Fatalf("the record kept a stale state: %+v", got)
 		}
@@ -132,60 +144,119 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
-	t.Run("ResultsFirstWins", func(t *testing.T) {
+	t.Run("Requests", func(t *testing.T) {
 		s := open(t)
-		s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 1)})
-		s.Commit(ctx, &gate.Commit{SessionID: "a", RequestID: "r", Result: &agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: "first"}})
-		s.Commit(ctx, &gate.Commit{SessionID: "a", RequestID: "r", Result: &agentplane.ExecutionResult{Status: agentplane.StatusFailed, Message: "second"}})
-		r, ok, err := s.Result(ctx, "r")
-		if err != nil || !ok || r.Message != "first" {
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1)})
+		k := key("a", "r")
+		mustCommit(t, s, &store.Commit{SessionID: "a", Request: done(k, "first")})
+		err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: sess("a", 2), Record: rec("a"), Request: done(k, "second")})
+		if !errors.Is(err, store.ErrRequestDone) {
+			t.Fatalf("a finished key: %v", err)
+		}
+		if cur, _ := s.Session(ctx, "a"); cur.Version != 1 {
+			t.Fatal("a commit refused for its request applied its session")
+		}
+		r, ok, err := s.Request(ctx, k)
+		if err != nil || !ok || r.State != store.RequestDone || r.Result == nil || r.Result.Message != "first" || r.Digest != "d" {
 			t.Fatalf("%+v %v %v", r, ok, err)
 		}
-		if _, ok, _ := s.Result(ctx, "other"); ok {
-			t.Fatal("unknown request id found")
+		// keys are per session and per principal
+		for _, other := range []store.RequestKey{key("b", "r"), {SessionID: "a", Principal: "q", RequestID: "r"}} {
+			if _, ok, _ := s.Request(ctx, other); ok {
+				t.Fatalf("%+v found another key's request", other)
+			}
+			mustCommit(t, s, &store.Commit{SessionID: other.SessionID, Request: done(other, "mine")})
+			if r, _, _ := s.Request(ctx, other); r.Result.Message != "mine" {
+				t.Fatalf("%+v: %+v", other, r)
+			}
+		}
+	})
+
+	t.Run("Claims", func(t *testing.T) {
+		s := open(t)
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1)})
+		k := key("a", "r")
+		claim := store.Claim{Key: k, Digest: "d", Now: t0, StaleBefore: t0.Add(-time.Minute)}
+		if _, ok, err := s.Claim(ctx, claim); err != nil || !ok {
+			t.Fatalf("a free key: %v %v", ok, err)
+		}
+		holder, ok, err := s.Claim(ctx, claim)
+		if err != nil || ok || holder.State != store.RequestRunning || holder.Digest != "d" || !holder.ClaimedAt.Equal(t0) {
+			t.Fatalf("a running key: %+v %v %v", holder, ok, err)
+		}
+		late := store.Claim{Key: k, Digest: "d", Now: t0.Add(time.Hour), StaleBefore: t0.Add(time.Minute)}
+		if _, ok, _ := s.Claim(ctx, store.Claim{Key: k, Digest: "other", Now: late.Now, StaleBefore: late.StaleBefore}); ok {
+			t.Fatal("a stale claim was taken over for another invocation")
+		}
+		if _, ok, err := s.Claim(ctx, late); err != nil || !ok {
+			t.Fatalf("a stale claim: %v %v", ok, err)
+		}
+		fin := done(k, "ran")
+		mustCommit(t, s, &store.Commit{SessionID: "a", Request: fin})
+		holder, ok, err = s.Claim(ctx, late)
+		if err != nil || ok || holder.State != store.RequestDone || holder.Result.Message != "ran" {
+			t.Fatalf("a finished key: %+v %v %v", holder, ok, err)
+		}
+	})
+
+	t.Run("ConcurrentClaimsOneWins", func(t *testing.T) {
+		s := open(t)
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1)})
+		var wins sync.Map
+		var wg sync.WaitGroup
+		for g := 0; g < 16; g++ {
+			wg.Go(func() {
+				_, ok, err := s.Claim(ctx, store.Claim{Key: key("a", "r"), Digest: "d", Now: t0, StaleBefore: t0.Add(-time.Minute)})
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					wins.Store(g, true)
+				}
+			})
+		}
+		wg.Wait()
+		n := 0
+		wins.Range(func(any, any) bool { n++; return true })
+		if n != 1 {
+			t.Fatalf("%d claims won", n)
 		}
 	})
 
 	t.Run("Confirmations", func(t *testing.T) {
 		s := open(t)
-		s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 1)})
-		c := gate.Confirmation{Token: "tok", SessionID: "a", Action: "send", Binding: "LIST-9", Version: 1,
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1)})
+		c := store.Confirmation{Digest: "dig", SessionID: "a", Action: "send", Binding: "LIST-9", Version: 1,
 			ExpiresAt: time.Date(2026, 11, 25, 12, 5, 0, 0, time.UTC)}
-		if err := s.Commit(ctx, &gate.Commit{SessionID: "a", Issue: &c}); err != nil {
-			t.Fatal(err)
-		}
-		got, ok, err := s.Confirmation(ctx, "tok")
+		mustCommit(t, s, &store.Commit{SessionID: "a", Issue: &c})
+		got, ok, err := s.Confirmation(ctx, "dig")
 		if err != nil || !ok || got.Used || got.Binding != "LIST-9" || !got.ExpiresAt.Equal(c.ExpiresAt) {
 			t.Fatalf("%+v %v %v", got, ok, err)
 		}
-		if err := s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 2), Use: "tok"}); err != nil {
-			t.Fatal(err)
-		}
-		if got, _, _ := s.Confirmation(ctx, "tok"); !got.Used {
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 2), Use: "dig"})
+		if got, _, _ := s.Confirmation(ctx, "dig"); !got.Used {
 			t.Fatal("not marked used")
 		}
-		err = s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 3), Use: "tok"})
+		err = s.Commit(ctx, &store.Commit{SessionID: "a", Session: sess("a", 3), Use: "dig"})
 		if agentplane.ErrorCode(err) != agentplane.CodeConfirmationInvalid {
 			t.Fatalf("reuse: %v", err)
 		}
 		if cur, _ := s.Session(ctx, "a"); cur.Version != 2 {
 			t.Fatal("a commit with a used token applied its session")
 		}
-		if err := s.Commit(ctx, &gate.Commit{SessionID: "a", Use: "never-issued"}); agentplane.ErrorCode(err) != agentplane.CodeConfirmationInvalid {
+		if err := s.Commit(ctx, &store.Commit{SessionID: "a", Use: "never-issued"}); agentplane.ErrorCode(err) != agentplane.CodeConfirmationInvalid {
 			t.Fatalf("unknown token: %v", err)
 		}
 	})
 
 	t.Run("ConcurrentUpdatesLoseNothing", func(t *testing.T) {
 		s := open(t)
-		s.Commit(ctx, &gate.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		wins := 0
 		for g := 0; g < 8; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for i := 0; i < 25; i++ {
 					cur, err := s.Session(ctx, "a")
 					if err != nil {
@@ -194,7 +265,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 					}
 					next := cur.Clone()
 					next.Version++
-					err = s.Commit(ctx, &gate.Commit{SessionID: "a", Session: next, Record: rec("a")})
+					err = s.Commit(ctx, &store.Commit{SessionID: "a", Session: next, Record: rec("a")})
 					switch agentplane.ErrorCode(err) {
 					case "":
 						mu.Lock()
@@ -206,11 +277,11 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 						return
 					}
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		cur, _ := s.Session(ctx, "a")
-		recs, _ := s.Records(ctx, "a")
+		recs, _ := s.Records(ctx, "a", 0)
 		if cur.Version != int64(1+wins) || len(recs) != 1+wins || audit.Verify(recs) != nil {
 			t.Fatalf("version %d, %d wins, %d records", cur.Version, wins, len(recs))
 		}
@@ -225,20 +296,19 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		for round := 0; round < 5; round++ {
 			tok := fmt.Sprintf("tok-%d", round)
 			bad := fmt.Sprintf("bad-%d", round)
-			if err := s.Commit(ctx, &gate.Commit{SessionID: bad, Session: sess(bad, 1), Record: rec(bad),
-				Issue: &gate.Confirmation{Token: tok, SessionID: bad, Version: 1}}); err != nil {
-				t.Fatal(err)
-			}
+			mustCommit(t, s, &store.Commit{SessionID: bad, Session: sess(bad, 1), Record: rec(bad),
+				Issue: &store.Confirmation{Digest: tok, SessionID: bad, Version: 1}})
 			var wg sync.WaitGroup
 			errs := make([]error, others+1)
 			for g := 0; g <= others; g++ {
 				wg.Go(func() {
 					if g == others {
-						errs[g] = s.Commit(ctx, &gate.Commit{SessionID: bad, Session: sess(bad, 5), Record: rec(bad), Use: tok})
+						errs[g] = s.Commit(ctx, &store.Commit{SessionID: bad, Session: sess(bad, 5), Record: rec(bad), Use: tok,
+							Request: done(key(bad, "r"), "x")})
 						return
 					}
 					id := fmt.Sprintf("ok-%d-%d", round, g)
-					errs[g] = s.Commit(ctx, &gate.Commit{SessionID: id, Session: sess(id, 1), Record: rec(id)})
+					errs[g] = s.Commit(ctx, &store.Commit{SessionID: id, Session: sess(id, 1), Record: rec(id)})
 				})
 			}
 			wg.Wait()
@@ -248,12 +318,15 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 			if c, ok, err := s.Confirmation(ctx, tok); err != nil || !ok || c.Used {
 				t.Fatalf("the failed commit spent the token: %+v %v %v", c, ok, err)
 			}
-			if recs, _ := s.Records(ctx, bad); len(recs) != 1 {
+			if _, ok, _ := s.Request(ctx, key(bad, "r")); ok {
+				t.Fatal("the failed commit stored its request")
+			}
+			if recs, _ := s.Records(ctx, bad, 0); len(recs) != 1 {
 				t.Fatalf("the failed commit left %d records", len(recs))
 			}
 			for g := 0; g < others; g++ {
 				id := fmt.Sprintf("ok-%d-%d", round, g)
-				recs, _ := s.Records(ctx, id)
+				recs, _ := s.Records(ctx, id, 0)
 				if errs[g] != nil || len(recs) != 1 || audit.Verify(recs) != nil {
 					t.Fatalf("commit %s: %v, %d records", id, errs[g], len(recs))
 				}
@@ -266,16 +339,15 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 // two stores on one database, as two processes or instances would: each
 // store's cached chain head goes stale, and the chain must still verify
 // with no gap.
-func TwoStoresOnOneChain(t *testing.T, a, b Store) {
+func TwoStoresOnOneChain(t *testing.T, a, b store.Store) {
 	ctx := context.Background()
-	stores := [2]Store{a, b}
+	stores := [2]store.Store{a, b}
 	for v := int64(1); v <= 8; v++ {
 		s := stores[v%2]
 		if v%3 == 0 {
 			s = stores[(v+1)%2] // sometimes the same store twice in a row
 		}
-		c := &gate.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "general", Version: v},
-			Record: &audit.Record{Session: "a", Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), Kind: audit.KindExecution}}
+		c := &store.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "general", Version: v}, Record: rec("a")}
 		if err := s.Commit(ctx, c); err != nil {
 			t.Fatalf("version %d: %v", v, err)
 		}
@@ -283,7 +355,7 @@ func TwoStoresOnOneChain(t *testing.T, a, b Store) {
 			t.Fatalf("version %d sealed as seq %d", v, c.Record.Seq)
 		}
 	}
-	recs, err := a.Records(ctx, "a")
+	recs, err := a.Records(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,4 +365,100 @@ func TwoStoresOnOneChain(t *testing.T, a, b Store) {
 	if err := audit.Verify(recs); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Counters is the extension RunSQL opens stores with: one table of named
+// counters, in two migrations.
+var Counters = store.Extension{
+	Name: "counters",
+	Migrations: map[string][]string{
+		store.SQLite:   {`CREATE TABLE counters (name TEXT PRIMARY KEY, n INTEGER NOT NULL)`, `ALTER TABLE counters ADD COLUMN note TEXT`},
+		store.Postgres: {`CREATE TABLE counters (name TEXT PRIMARY KEY, n BIGINT NOT NULL)`, `ALTER TABLE counters ADD COLUMN note TEXT`},
+	},
+}
+
+// bump is an Op adding to a counter; with want > 0, it fails unless the
+// counter was at want-1 (a compare-and-swap, as a ledger's transitions are).
+func bump(name string, want int64) store.Op {
+	return store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+		if want == 1 {
+			_, err := tx.Exec(ctx, `INSERT INTO counters (name, n, note) VALUES (?, 1, ?)`, name, "created in "+tx.Dialect())
+			return err
+		}
+		n, err := tx.Exec(ctx, `UPDATE counters SET n = n + 1 WHERE name = ? AND n = ?`, name, want-1)
+		if err != nil {
+			return err
+		}
+		if n != 1 {
+			return fmt.Errorf("counters: %s is not at %d", name, want-1)
+		}
+		return nil
+	})
+}
+
+// RunSQL runs the extension suite: open returns a new, empty store opened
+// with the Counters extension.
+func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.Store) {
+	ctx := context.Background()
+	counter := func(t *testing.T, s store.Store, name string) (int64, string) {
+		t.Helper()
+		q, ok := s.(store.Querier)
+		if !ok {
+			t.Fatalf("%T is not a store.Querier", s)
+		}
+		var n int64
+		var note string
+		err := q.Query(ctx, `SELECT n, note FROM counters WHERE name = ?`, []any{name}, func(scan func(...any) error) error { return scan(&n, &note) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, note
+	}
+
+	t.Run("OpsCommitWithTheSession", func(t *testing.T) {
+		s := open(t, []store.Extension{Counters})
+		err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a"), Ops: []store.Op{bump("x", 1), bump("x", 2)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, note := counter(t, s, "x"); n != 2 || note == "" {
+			t.Fatalf("counter %d %q", n, note)
+		}
+	})
+
+	t.Run("AFailingOpUndoesTheCommit", func(t *testing.T) {
+		s := open(t, []store.Extension{Counters})
+		if err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: sess("a", 1), Ops: []store.Op{bump("x", 1)}}); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: sess("a", 2), Record: rec("a"), Request: done(key("a", "r"), "x"),
+			Ops: []store.Op{bump("x", 2), bump("x", 2)}})
+		if err == nil || err.Error() != "counters: x is not at 1" {
+			t.Fatalf("the op's own error: %v", err)
+		}
+		cur, _ := s.Session(ctx, "a")
+		recs, _ := s.Records(ctx, "a", 0)
+		_, reqOK, _ := s.Request(ctx, key("a", "r"))
+		if n, _ := counter(t, s, "x"); n != 1 || cur.Version != 1 || len(recs) != 0 || reqOK {
+			t.Fatalf("a failed op left counter %d, version %d, %d records, request %v", n, cur.Version, len(recs), reqOK)
+		}
+	})
+
+	t.Run("OpsAlone", func(t *testing.T) {
+		s := open(t, []store.Extension{Counters})
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for g := range errs {
+			wg.Go(func() { errs[g] = s.Commit(ctx, &store.Commit{Ops: []store.Op{bump(fmt.Sprint("c", g), 1)}}) })
+		}
+		wg.Wait()
+		for g, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := counter(t, s, fmt.Sprint("c", g)); n != 1 {
+				t.Fatalf("counter c%d is %d", g, n)
+			}
+		}
+	})
 }

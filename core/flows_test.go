@@ -1,55 +1,56 @@
-package conversation_test
+package core_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/conversation"
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/gate"
-	"github.com/agentplane/agentplane/router"
-	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/tool"
 )
 
 var start = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
-// newEngine wires the demo configuration the way cmd/agentplane does, with
-// a fixed clock and sequential session ids.
-func newEngine(tb testing.TB) *conversation.Engine {
+// newCore builds the runtime on the demo configuration the way
+// cmd/agentplane does (the demo's send tool unless tools are given), with
+// a fixed clock and sequential ids, over an in-memory store.
+func newCore(tb testing.TB, tools ...tool.Tool) *core.Core {
 	tb.Helper()
 	clock := start
 	now := func() time.Time { clock = clock.Add(time.Second); return clock }
-	reg, store, g := demoGate(tb, &gate.Options{Now: now})
+	if tools == nil {
+		tools = demo.Tools(now)
+	}
 	n := 0
-	return conversation.New(reg, g, store, &conversation.Options{Now: now, NewID: func() string { n++; return fmt.Sprintf("s%d", n) }})
+	c, err := core.New(context.Background(), core.Source{YAML: demo.YAML, Name: demo.Name},
+		&core.Options{Now: now, NewID: func() string { n++; return fmt.Sprintf("s%d", n) }, Tools: tools})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
 }
 
-// demoGate returns the demo registry and a gate over an in-memory store.
-func demoGate(tb testing.TB, opts *gate.Options) (*router.Registry, *memstore.Store, *gate.Gate) {
-	tb.Helper()
-	cfg, err := demo.Config(nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	reg, err := router.NewRegistry(cfg, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	store := memstore.New()
-	g, err := gate.New(reg, store, opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return reg, store, g
-}
-
-func turn(t *testing.T, e *conversation.Engine, id string, in agentplane.TurnInput) conversation.Turn {
+func startSession(t testing.TB, c *core.Core, mode string) *agentplane.Session {
 	t.Helper()
-	tr, err := e.Turn(context.Background(), id, in)
+	s, err := c.Start(context.Background(), core.Start{Mode: mode, Principal: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func turn(t *testing.T, c *core.Core, id string, in agentplane.TurnInput) core.Turn {
+	t.Helper()
+	tr, err := c.Turn(context.Background(), core.TurnRequest{SessionID: id, Principal: "p", Input: in})
 	if err != nil {
 		t.Fatalf("turn %+v: %v", in, err)
 	}
@@ -59,9 +60,9 @@ func turn(t *testing.T, e *conversation.Engine, id string, in agentplane.TurnInp
 // Flow A — one-and-done: switch to DDR mode.
 func TestFlowA(t *testing.T) {
 	t.Parallel()
-	e := newEngine(t)
-	s, _ := e.Start(context.Background(), "")
-	tr := turn(t, e, s.ID, agentplane.TurnInput{Text: "switch to DDR mode"})
+	c := newCore(t)
+	s := startSession(t, c, "")
+	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "switch to DDR mode"})
 	if tr.Decision.Action != agentplane.ActionInvokeCommand || tr.Decision.CommandID != "set_mode" || tr.Decision.ResolvedID != "ddr" {
 		t.Fatalf("decision %+v", tr.Decision)
 	}
@@ -69,7 +70,7 @@ func TestFlowA(t *testing.T) {
 		t.Fatalf("result %+v, mode %q", tr.Result, tr.Session.Mode)
 	}
 	// the DDR mode's toolboxes are now active: its catalog resolves, the sales commands do not
-	tr = turn(t, e, s.ID, agentplane.TurnInput{Text: "open the agent control plane ddr"})
+	tr = turn(t, c, s.ID, agentplane.TurnInput{Text: "open the agent control plane ddr"})
 	if tr.Result == nil || tr.Session.AWC.Entity.ID != "AGN-000037" || tr.Session.AWC.EntityType != "ddr" {
 		t.Fatalf("after mode change: %+v %+v", tr.Decision, tr.Session.AWC)
 	}
@@ -78,9 +79,9 @@ func TestFlowA(t *testing.T) {
 // Flow B — launcher with UI: work on email templates, pick one.
 func TestFlowB(t *testing.T) {
 	t.Parallel()
-	e := newEngine(t)
-	s, _ := e.Start(context.Background(), "")
-	tr := turn(t, e, s.ID, agentplane.TurnInput{Text: "I want to work on email templates", UI: true})
+	c := newCore(t)
+	s := startSession(t, c, "")
+	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "I want to work on email templates", UI: true})
 	d := tr.Decision
 	if d.Action != agentplane.ActionOpenPicker || d.CatalogID != "email_templates" || d.CommandID != "set_active_email_template" {
 		t.Fatalf("turn 1: %+v", d)
@@ -88,7 +89,7 @@ func TestFlowB(t *testing.T) {
 	if tr.Session.PendingPicker == nil || tr.Session.PendingPicker.CommandID != "set_active_email_template" {
 		t.Fatalf("no pending picker recorded: %+v", tr.Session)
 	}
-	tr = turn(t, e, s.ID, agentplane.TurnInput{UI: true, Selection: &agentplane.Selection{CommandID: d.CommandID, ID: "TPL-123"}})
+	tr = turn(t, c, s.ID, agentplane.TurnInput{UI: true, Selection: &agentplane.Selection{CommandID: d.CommandID, ID: "TPL-123"}})
 	if tr.Decision.Action != agentplane.ActionInvokeCommand || tr.Result.Status != agentplane.StatusSuccess {
 		t.Fatalf("turn 2: %+v %+v", tr.Decision, tr.Result)
 	}
@@ -107,10 +108,10 @@ func TestFlowB(t *testing.T) {
 // Flow C — the active template and its related persona, then the LLM.
 func TestFlowC(t *testing.T) {
 	t.Parallel()
-	e := newEngine(t)
-	s, _ := e.Start(context.Background(), "")
-	turn(t, e, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
-	tr := turn(t, e, s.ID, agentplane.TurnInput{Text: "rewrite this template for the CFO persona"})
+	c := newCore(t)
+	s := startSession(t, c, "")
+	turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
+	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "rewrite this template for the CFO persona"})
 	if tr.Decision.Action != agentplane.ActionContinueLLM || tr.Result != nil {
 		t.Fatalf("decision %+v", tr.Decision)
 	}
@@ -123,10 +124,10 @@ func TestFlowC(t *testing.T) {
 // Flow D — a side-effecting command asks for confirmation first.
 func TestFlowD(t *testing.T) {
 	t.Parallel()
-	e := newEngine(t)
-	s, _ := e.Start(context.Background(), "sales")
-	turn(t, e, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
-	tr := turn(t, e, s.ID, agentplane.TurnInput{Text: "send this to the Q1 pilot list"})
+	c := newCore(t)
+	s := startSession(t, c, "sales")
+	turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
+	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "send this to the Q1 pilot list"})
 	d := tr.Decision
 	if d.Action != agentplane.ActionAskQuestion || d.QuestionText != "Confirm send to 'Q1 pilot list'?" || d.CommandID != "send_template_to_list" || d.ResolvedID != "LIST-9" {
 		t.Fatalf("turn 1: %+v", d)
@@ -135,31 +136,49 @@ func TestFlowD(t *testing.T) {
 		t.Fatalf("something ran before confirmation, or nothing is pending: %+v %+v", tr.Result, tr.Session)
 	}
 	version := tr.Session.Version
-	tr = turn(t, e, s.ID, agentplane.TurnInput{Text: "Yes"})
+	tr = turn(t, c, s.ID, agentplane.TurnInput{Text: "Yes"})
 	if tr.Decision.Action != agentplane.ActionInvokeCommand || !tr.Decision.Confirmed || tr.Decision.ResolvedID != "LIST-9" {
 		t.Fatalf("turn 2: %+v", tr.Decision)
 	}
-	// The send tool is an HTTP tool that the tools issue connects; until
-	// then the gate says so, and a failed result changes nothing: the
-	// confirmation stays pending, so the human may try again.
-	if tr.Result.Status != agentplane.StatusFailed || tr.Result.Error.Code != agentplane.CodeToolUnavailable || tr.Result.Tool != "send_template" {
+	if tr.Result.Status != agentplane.StatusSuccess || tr.Result.Tool != "send_template" || string(tr.Result.Output) == "" {
 		t.Fatalf("result %+v", tr.Result)
 	}
-	if tr.Session.PendingConfirmation == nil || tr.Session.Version != version || tr.Session.AWC.Entity.ID != "TPL-123" {
+	if tr.Session.PendingConfirmation != nil || tr.Session.Version != version+1 || tr.Session.AWC.Entity.ID != "TPL-123" {
 		t.Fatalf("session after the confirmed turn: %+v", tr.Session)
+	}
+}
+
+// TestFlowDToolUnavailable: a send tool that is not connected fails with
+// tool_unavailable, and a failed result changes nothing: the confirmation
+// stays pending, so the human may try again.
+func TestFlowDToolUnavailable(t *testing.T) {
+	t.Parallel()
+	spec := demo.Tools(nil)[0].Spec()
+	c := newCore(t, &tool.Func{S: spec, Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return nil, fmt.Errorf("%w: the mail system is down", tool.ErrUnavailable)
+	}})
+	s := startSession(t, c, "sales")
+	turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
+	asked := turn(t, c, s.ID, agentplane.TurnInput{Text: "send this to the Q1 pilot list"})
+	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "yes"})
+	if tr.Result.Status != agentplane.StatusFailed || tr.Result.Error.Code != agentplane.CodeToolUnavailable || !strings.Contains(tr.Result.Message, "mail system is down") {
+		t.Fatalf("result %+v", tr.Result)
+	}
+	if tr.Session.PendingConfirmation == nil || tr.Session.Version != asked.Session.Version {
+		t.Fatalf("session after the failed send: %+v", tr.Session)
 	}
 }
 
 func TestFlowDDeclined(t *testing.T) {
 	t.Parallel()
-	e := newEngine(t)
-	s, _ := e.Start(context.Background(), "sales")
-	turn(t, e, s.ID, agentplane.TurnInput{Text: "send it to the Q1 pilot list"})
-	tr := turn(t, e, s.ID, agentplane.TurnInput{Text: "no"})
+	c := newCore(t)
+	s := startSession(t, c, "sales")
+	turn(t, c, s.ID, agentplane.TurnInput{Text: "send it to the Q1 pilot list"})
+	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "no"})
 	if tr.Decision.ReasonCode != agentplane.ReasonConfirmationDeclined || tr.Result != nil || tr.Session.PendingConfirmation != nil {
 		t.Fatalf("decline: %+v %+v", tr.Decision, tr.Session)
 	}
-	tr = turn(t, e, s.ID, agentplane.TurnInput{Text: "yes"})
+	tr = turn(t, c, s.ID, agentplane.TurnInput{Text: "yes"})
 	if tr.Decision.Action != agentplane.ActionContinueLLM {
 		t.Fatalf("a yes after the decline invoked something: %+v", tr.Decision)
 	}
@@ -167,13 +186,13 @@ func TestFlowDDeclined(t *testing.T) {
 
 func TestQuestionThenNumber(t *testing.T) {
 	t.Parallel()
-	e := newEngine(t)
-	s, _ := e.Start(context.Background(), "")
-	tr := turn(t, e, s.ID, agentplane.TurnInput{Text: "open the outreach template"})
+	c := newCore(t)
+	s := startSession(t, c, "")
+	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "open the outreach template"})
 	if tr.Decision.Action != agentplane.ActionAskQuestion || len(tr.Decision.Options) != 2 {
 		t.Fatalf("turn 1: %+v", tr.Decision)
 	}
-	tr = turn(t, e, s.ID, agentplane.TurnInput{Text: "2"})
+	tr = turn(t, c, s.ID, agentplane.TurnInput{Text: "2"})
 	if tr.Result == nil || tr.Session.AWC.Entity.ID != "TPL-124" {
 		t.Fatalf("turn 2: %+v %+v", tr.Decision, tr.Session.AWC)
 	}
@@ -181,9 +200,10 @@ func TestQuestionThenNumber(t *testing.T) {
 
 func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 	t.Parallel()
-	_, store, g := demoGate(t, nil)
+	c := newCore(t)
+	st, g := c.Store(), c.Gate()
 	ctx := context.Background()
-	s, _ := g.Open(ctx, "x", "general")
+	s, _ := g.Open(ctx, gate.Opening{SessionID: "x", Mode: "general"})
 	tests := []struct {
 		name string
 		inv  gate.Invocation
@@ -206,13 +226,13 @@ func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 			t.Errorf("%s: %+v %v", tt.name, res, err)
 		}
 	}
-	after, _ := store.Session(ctx, s.ID)
+	after, _ := st.Session(ctx, s.ID)
 	if after.Version != s.Version || after.Mode != "general" {
 		t.Fatalf("a rejected invocation changed the session: %+v", after)
 	}
 	// preconditions, then the confirmation policy: the gate refuses an
 	// unconfirmed side effect even if asked directly
-	s2, _ := g.Open(ctx, "y", "sales")
+	s2, _ := g.Open(ctx, gate.Opening{SessionID: "y", Mode: "sales"})
 	res, _ := g.Execute(ctx, gate.Invocation{SessionID: s2.ID, CommandID: "send_template_to_list", ResolvedID: "LIST-9", Origin: gate.OriginLLM})
 	if res.Status != agentplane.StatusRejected || res.Error.Code != agentplane.CodePreconditionFailed {
 		t.Fatalf("send without an active template: %+v", res)
@@ -223,34 +243,40 @@ func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 		t.Fatalf("unconfirmed send from the LLM (which must not see a token): %+v", res)
 	}
 	// a stale version loses
-	cur, _ := store.Session(ctx, s.ID)
+	cur, _ := st.Session(ctx, s.ID)
 	cur.Version++
-	if err := store.Commit(ctx, &gate.Commit{SessionID: s.ID, Session: cur}); err != nil { // someone else wrote
+	if err := st.Commit(ctx, &store.Commit{SessionID: s.ID, Session: cur}); err != nil { // someone else wrote
 		t.Fatal(err)
 	}
 	stale := *cur // the same version again: conflict
-	if err := store.Commit(ctx, &gate.Commit{SessionID: s.ID, Session: &stale}); agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
+	if err := st.Commit(ctx, &store.Commit{SessionID: s.ID, Session: &stale}); agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
 		t.Fatalf("stale commit: %v", err)
 	}
 }
 
 func TestRequestIDIsIdempotent(t *testing.T) {
 	t.Parallel()
-	_, store, g := demoGate(t, nil)
+	c := newCore(t)
+	st, g := c.Store(), c.Gate()
 	ctx := context.Background()
-	s, _ := g.Open(ctx, "x", "general")
+	s, _ := g.Open(ctx, gate.Opening{SessionID: "x", Mode: "general"})
 	inv := gate.Invocation{SessionID: s.ID, CommandID: "set_mode", ResolvedID: "ddr", RequestID: "req-1", Origin: gate.OriginUser}
 	first, err := g.Execute(ctx, inv)
 	if err != nil || first.Status != agentplane.StatusSuccess || first.Session.Version != 2 {
 		t.Fatalf("first: %+v %v", first, err)
 	}
-	// a retry with the same request id, even with other arguments, runs nothing
-	inv.ResolvedID = "sales"
+	// a retry with the same request id runs nothing and answers the same
 	again, err := g.Execute(ctx, inv)
 	if err != nil || again.Status != agentplane.StatusSuccess || again.Message != first.Message || again.SnapshotID != first.SnapshotID {
 		t.Fatalf("retry: %+v %v", again, err)
 	}
-	cur, _ := store.Session(ctx, s.ID)
+	// the same request id with other arguments is refused, and runs nothing
+	inv.ResolvedID = "sales"
+	other, err := g.Execute(ctx, inv)
+	if err != nil || other.Status != agentplane.StatusRejected || other.Error.Code != agentplane.CodeRequestConflict {
+		t.Fatalf("reused id: %+v %v", other, err)
+	}
+	cur, _ := st.Session(ctx, s.ID)
 	if cur.Version != 2 || cur.Mode != "ddr" {
 		t.Fatalf("the retry ran again: %+v", cur)
 	}
@@ -263,16 +289,13 @@ func TestRequestIDIsIdempotent(t *testing.T) {
 
 func TestAuditedConversationVerifies(t *testing.T) {
 	t.Parallel()
-	reg, store, g := demoGate(t, nil)
-	e := conversation.New(reg, g, store, nil)
+	c := newCore(t)
 	ctx := context.Background()
-	s, _ := e.Start(ctx, "sales")
+	s := startSession(t, c, "sales")
 	for _, text := range []string{"open the q1 cfo outreach template", "send it to the q1 pilot list", "yes", "hi", "/mode ddr"} {
-		if _, err := e.Turn(ctx, s.ID, agentplane.TurnInput{Text: text}); err != nil {
-			t.Fatal(err)
-		}
+		turn(t, c, s.ID, agentplane.TurnInput{Text: text})
 	}
-	recs, _ := store.Records(ctx, s.ID)
+	recs, _ := c.Records(ctx, s.ID, 0)
 	if len(recs) != 6 || recs[0].Kind != audit.KindOpen {
 		t.Fatalf("%d records for an open and 5 turns", len(recs))
 	}

@@ -1,4 +1,7 @@
-package storetest
+// Package storebench measures durable gate executions on a store beside
+// the raw insert rate of the same database: the benchmarks of the sqlite
+// and postgres packages.
+package storebench
 
 import (
 	"context"
@@ -8,27 +11,28 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/gate"
-	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/store"
 )
 
-// BenchExecute measures durable gate executions per second on store with
+// Execute measures durable gate executions per second on store with
 // the given number of sessions executing concurrently, one goroutine each,
 // each execution a state-changing built-in command (set_mode, alternating).
 // It reports exec/s.
-func BenchExecute(b *testing.B, store gate.Store, sessions int) {
-	exec := executor(b, store, sessions)
+func Execute(b *testing.B, st store.Store, sessions int) {
+	exec := executor(b, st, sessions)
 	b.ResetTimer()
 	b.ReportMetric(parallel(b, sessions, exec), "exec/s")
 }
 
-// BenchCompare alternates, b.N rounds of slice each, raw one-row insert
+// Compare alternates, b.N rounds of slice each, raw one-row insert
 // transactions from one writer and durable gate executions from sessions
 // concurrent sessions, so both meet the same disk (whose speed drifts on a
 // shared machine), and reports both rates and their ratio.
-func BenchCompare(b *testing.B, store gate.Store, sessions int, slice time.Duration, insert func() error) {
-	exec := executor(b, store, sessions)
+func Compare(b *testing.B, st store.Store, sessions int, slice time.Duration, insert func() error) {
+	exec := executor(b, st, sessions)
 	var raw, execs int
 	var rawTime, execTime time.Duration
 	rawNext, execNext := make([]int, 1), make([]int, sessions)
@@ -47,23 +51,17 @@ func BenchCompare(b *testing.B, store gate.Store, sessions int, slice time.Durat
 
 // executor opens sessions sessions through a gate on store and returns
 // the benchmark's operation: the op-th execution of a worker's session.
-func executor(b *testing.B, store gate.Store, sessions int) func(worker, op int) error {
-	cfg, err := demo.Config(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	reg, err := router.NewRegistry(cfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := gate.New(reg, store, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+func executor(b *testing.B, st store.Store, sessions int) func(worker, op int) error {
 	ctx := context.Background()
+	// the store belongs to the benchmark, which closes it: the core is not closed
+	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Tools: demo.Tools(nil)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := c.Gate()
 	prefix := fmt.Sprintf("b%d-%d", time.Now().UnixNano(), sessions)
 	for i := 0; i < sessions; i++ {
-		if _, err := g.Open(ctx, fmt.Sprintf("%s-%d", prefix, i), ""); err != nil {
+		if _, err := g.Open(ctx, gate.Opening{SessionID: fmt.Sprintf("%s-%d", prefix, i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -132,10 +130,10 @@ func parallel(b *testing.B, workers int, op func(worker, i int) error) float64 {
 	return float64(b.N) / time.Since(start).Seconds()
 }
 
-// BenchInsert measures the raw rate of one-row insert transactions, one
+// Insert measures the raw rate of one-row insert transactions, one
 // per commit, with the given concurrency: the physical limit the gate's
 // durable executions compare with. insert inserts one row in its own
 // transaction.
-func BenchInsert(b *testing.B, workers int, insert func() error) {
+func Insert(b *testing.B, workers int, insert func() error) {
 	b.ReportMetric(parallel(b, workers, func(int, int) error { return insert() }), "insert/s")
 }

@@ -1,4 +1,13 @@
-package router
+// Package registry is a configuration compiled once for use: catalogs
+// indexed, providers wired, and the one place that says what is active for
+// a session and a principal — which modes, toolboxes, catalogs, providers,
+// commands, tools and MCP servers. The router, the gate, replay, scenario
+// tests and the built-in tools all take a *Registry; none of them decides
+// activity on its own.
+//
+//	reg, err := registry.New(cfg, nil)
+//	ok := reg.CommandActive("sales", roles, "send_template_to_list")
+package registry
 
 import (
 	"fmt"
@@ -9,14 +18,11 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
-	"github.com/agentplane/agentplane/exemplar"
 	"github.com/agentplane/agentplane/resolve"
-	"github.com/agentplane/agentplane/trigger"
 )
 
-// Registry is a configuration compiled for routing: catalogs indexed,
-// triggers expanded and indexed, providers wired. Build it once at load
-// time; it is immutable and safe for concurrent use.
+// Registry is a compiled configuration. It is immutable and safe for
+// concurrent use.
 type Registry struct {
 	cfg         *config.Config
 	modes       map[string]*agentplane.Mode
@@ -25,32 +31,25 @@ type Registry struct {
 	modeBoxes   map[string][]*agentplane.Toolbox // mode key -> its toolboxes, in order
 	commands    []*agentplane.CommandDefinition
 	commandIdx  map[string]int
-	slash       map[string]int // command id or alias -> command index
 	catalogs    map[string]*agentplane.Catalog
 	sources     map[agentplane.ResolverSource]*resolve.Source
-	triggers    *trigger.Set
-	fillers     trigger.Fillers
-	settings    config.Router
-	mcpPrefix   map[string]string // MCP server name -> tool name prefix
-	boxCommands map[string][]int  // toolbox id -> indices of its commands
-	detector    *exemplar.Model   // commands recognised from examples; nil without any
-	labelCmd    []int             // example model label -> command index
-	cmdLabel    []int             // command index -> example model label, -1 without examples
+	boxCommands map[string][]int // toolbox id -> indices of its commands
 }
 
-// Options configure NewRegistry. The zero value is usable.
+// Options configure New. nil means defaults.
 type Options struct {
 	// Providers are the code-backed resolver providers, by the name
 	// commands use in resolver: {provider: NAME}.
 	Providers map[string]resolve.Provider
 	// Now is the clock for provider caches; nil means time.Now.
 	Now func() time.Time
-	// HTTPClient fetches HTTP catalog providers; nil means http.DefaultClient.
+	// HTTPClient fetches HTTP catalog providers; nil means a client that
+	// follows no redirect to another origin.
 	HTTPClient *http.Client
 }
 
 // ConfigOptions returns the config.Options that validate a configuration
-// against these registry options (the provider names they supply).
+// against these options (the provider names they supply).
 func (o *Options) ConfigOptions() *config.Options {
 	co := &config.Options{}
 	if o != nil {
@@ -62,28 +61,21 @@ func (o *Options) ConfigOptions() *config.Options {
 	return co
 }
 
-// NewRegistry compiles a validated configuration. It fails when a catalog
-// cannot be indexed or a provider named by the configuration is missing.
-func NewRegistry(cfg *config.Config, opts *Options) (*Registry, error) {
+// New compiles a validated configuration. It fails when a catalog cannot
+// be indexed or a provider named by the configuration is missing.
+func New(cfg *config.Config, opts *Options) (*Registry, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
 	r := &Registry{
-		cfg:        cfg,
-		modes:      map[string]*agentplane.Mode{},
-		toolboxes:  map[string]*agentplane.Toolbox{},
-		modeBoxes:  map[string][]*agentplane.Toolbox{},
-		commandIdx: map[string]int{},
-		slash:      map[string]int{},
-		catalogs:   map[string]*agentplane.Catalog{},
-		sources:    map[agentplane.ResolverSource]*resolve.Source{},
-		triggers:   trigger.NewSet(),
-		fillers:    trigger.NewFillers(cfg.Router.Fillers),
-		settings:   cfg.Router,
-		mcpPrefix:  map[string]string{},
-	}
-	for _, m := range cfg.MCPServers {
-		r.mcpPrefix[m.Name] = m.Prefix
+		cfg:         cfg,
+		modes:       map[string]*agentplane.Mode{},
+		toolboxes:   map[string]*agentplane.Toolbox{},
+		modeBoxes:   map[string][]*agentplane.Toolbox{},
+		commandIdx:  map[string]int{},
+		catalogs:    map[string]*agentplane.Catalog{},
+		sources:     map[agentplane.ResolverSource]*resolve.Source{},
+		boxCommands: map[string][]int{},
 	}
 	for i := range cfg.Toolboxes {
 		r.toolboxes[cfg.Toolboxes[i].ID] = &cfg.Toolboxes[i]
@@ -116,15 +108,10 @@ func NewRegistry(cfg *config.Config, opts *Options) (*Registry, error) {
 		}
 		r.sources[id] = src
 	}
-	patterns := make([][]*trigger.Pattern, len(cfg.Commands))
 	for i := range cfg.Commands {
 		c := &cfg.Commands[i]
 		r.commands = append(r.commands, c)
 		r.commandIdx[c.ID] = i
-		r.slash[c.ID] = i
-		for _, a := range c.Aliases {
-			r.slash[a] = i
-		}
 		if c.Source.ProviderID != "" {
 			id := c.Source
 			if _, done := r.sources[id]; !done {
@@ -135,16 +122,7 @@ func NewRegistry(cfg *config.Config, opts *Options) (*Registry, error) {
 				r.sources[id] = resolve.NewProviderSource(id, p, 0, opts.Now)
 			}
 		}
-		for _, t := range c.Triggers {
-			p, err := trigger.Parse(t)
-			if err != nil {
-				return nil, fmt.Errorf("command %q: %w", c.ID, err)
-			}
-			r.triggers.Add(i, p)
-			patterns[i] = append(patterns[i], p)
-		}
 	}
-	r.boxCommands = map[string][]int{}
 	for _, tb := range r.toolboxes {
 		for _, id := range tb.Commands {
 			if i, ok := r.commandIdx[id]; ok {
@@ -152,22 +130,14 @@ func NewRegistry(cfg *config.Config, opts *Options) (*Registry, error) {
 			}
 		}
 	}
-	var err error
-	if r.detector, r.labelCmd, err = trainExamples(r.commands, patterns); err != nil {
-		return nil, fmt.Errorf("examples: %w", err)
-	}
-	r.cmdLabel = make([]int, len(r.commands))
-	for i := range r.cmdLabel {
-		r.cmdLabel[i] = -1
-	}
-	for l, i := range r.labelCmd {
-		r.cmdLabel[i] = l
-	}
 	return r, nil
 }
 
 // Config returns the configuration the registry was built from.
 func (r *Registry) Config() *config.Config { return r.cfg }
+
+// Settings returns the router settings.
+func (r *Registry) Settings() config.Router { return r.cfg.Router }
 
 // DefaultMode returns the key of the default mode.
 func (r *Registry) DefaultMode() string { return r.defaultMode }
@@ -178,6 +148,15 @@ func (r *Registry) Mode(key string) (*agentplane.Mode, bool) {
 	return m, ok
 }
 
+// ModeOf returns the mode a session with the stored mode key runs in: the
+// key itself, or the default mode when the configuration no longer has it.
+func (r *Registry) ModeOf(key string) string {
+	if _, ok := r.modes[key]; ok {
+		return key
+	}
+	return r.defaultMode
+}
+
 // Command returns the command with the id.
 func (r *Registry) Command(id string) (*agentplane.CommandDefinition, bool) {
 	i, ok := r.commandIdx[id]
@@ -186,6 +165,10 @@ func (r *Registry) Command(id string) (*agentplane.CommandDefinition, bool) {
 	}
 	return r.commands[i], true
 }
+
+// Commands returns every command in configuration order; the index of a
+// command there is its index everywhere (ToolboxCommands).
+func (r *Registry) Commands() []*agentplane.CommandDefinition { return r.commands }
 
 // Catalog returns the catalog with the id, including the built-in modes catalog.
 func (r *Registry) Catalog(id string) (*agentplane.Catalog, bool) {
@@ -199,9 +182,6 @@ func (r *Registry) Source(id agentplane.ResolverSource) (*resolve.Source, bool) 
 	return s, ok
 }
 
-// Settings returns the router settings.
-func (r *Registry) Settings() config.Router { return r.settings }
-
 // ActiveToolboxes returns the toolboxes of the mode that the roles allow.
 func (r *Registry) ActiveToolboxes(mode string, roles []string) []*agentplane.Toolbox {
 	var out []*agentplane.Toolbox
@@ -212,6 +192,13 @@ func (r *Registry) ActiveToolboxes(mode string, roles []string) []*agentplane.To
 	}
 	return out
 }
+
+// ModeToolboxes returns the mode's toolboxes, in order, whatever the roles
+// (check each with Allows). The slice is the registry's: do not change it.
+func (r *Registry) ModeToolboxes(mode string) []*agentplane.Toolbox { return r.modeBoxes[mode] }
+
+// ToolboxCommands returns the indices (in Commands) of a toolbox's commands.
+func (r *Registry) ToolboxCommands(toolbox string) []int { return r.boxCommands[toolbox] }
 
 // CommandActive reports whether the command is active for a session in the
 // mode with a principal holding the roles.
@@ -241,23 +228,18 @@ func (r *Registry) SourceActive(mode string, roles []string, src agentplane.Reso
 	return false
 }
 
-// ToolActive reports whether the tool is offered (to the LLM and MCP
-// clients) for a session in the mode with a principal holding the roles.
-//
-// A tool mounted from an MCP server (PREFIX_TOOL) is active where a toolbox
+// ToolActive reports whether a tool is offered (to the LLM and MCP
+// clients) for a session in the mode with a principal holding the roles:
+// a toolbox active for them lists the tool by name, or, for a tool mounted
+// from an MCP server (server is its name, "" for the program's own tools),
 // lists that server.
-func (r *Registry) ToolActive(mode string, roles []string, name string) bool {
+func (r *Registry) ToolActive(mode string, roles []string, name, server string) bool {
 	for _, tb := range r.modeBoxes[mode] {
 		if !tb.Allows(roles) {
 			continue
 		}
-		if slices.Contains(tb.Tools, name) {
+		if slices.Contains(tb.Tools, name) || server != "" && slices.Contains(tb.MCPServers, server) {
 			return true
-		}
-		for _, srv := range tb.MCPServers {
-			if p, ok := r.mcpPrefix[srv]; ok && strings.HasPrefix(name, p+"_") {
-				return true
-			}
 		}
 	}
 	return false
@@ -273,4 +255,28 @@ func (r *Registry) ActiveCommands(mode string, roles []string) []string {
 		}
 	}
 	return out
+}
+
+// Preconditions returns why the command's declared preconditions do not
+// hold for a session in the mode with that active work context, or "".
+// It is pure: the router checks it before asking for a confirmation, the
+// gate before running.
+func Preconditions(cmd *agentplane.CommandDefinition, mode string, awc agentplane.ActiveWorkContext) string {
+	pre := cmd.Preconditions
+	if len(pre.Modes) > 0 && !slices.Contains(pre.Modes, mode) {
+		return fmt.Sprintf("runs only in mode %s, the session is in %q", strings.Join(pre.Modes, " or "), mode)
+	}
+	if len(pre.RequiresActive) > 0 && (awc.Entity == nil || !slices.Contains(pre.RequiresActive, awc.EntityType)) {
+		return fmt.Sprintf("needs an active %s; open one first", strings.Join(pre.RequiresActive, " or "))
+	}
+	return ""
+}
+
+// ConfirmationQuestion is the question asked before cmd runs on the item
+// with this display name.
+func ConfirmationQuestion(cmd *agentplane.CommandDefinition, itemName string) string {
+	if cmd.ConfirmationText != "" {
+		return strings.ReplaceAll(cmd.ConfirmationText, "{item}", itemName)
+	}
+	return fmt.Sprintf("Confirm %s: '%s'?", cmd.DisplayName, itemName)
 }

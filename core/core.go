@@ -1,0 +1,359 @@
+// Package core is agentplane's runtime: one value, built once from a
+// configuration and options, that holds the compiled configuration, the
+// router, the gate, the tools (built-in, the program's own, HTTP and those
+// mounted from MCP servers), the store, the clock, the id source and the
+// logger. Every front end — the terminal chat, `route`, `tools`, `replay`,
+// `test`, and the server, MCP, notifications and workflows after them —
+// takes a *Core and assembles none of those parts itself.
+//
+//	c, err := core.New(ctx, core.Source{Path: "agentplane.yaml"}, &core.Options{Store: st})
+//	defer c.Close()
+//	s, _ := c.Start(ctx, core.Start{Principal: "local"})
+//	t, _ := c.Turn(ctx, core.TurnRequest{SessionID: s.ID, Principal: "local", Input: agentplane.TurnInput{Text: "switch to ddr mode"}})
+//	// t.Decision.Action == invoke_command, t.Result.Status == success, t.Session.Mode == "ddr"
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/mcpclient"
+	"github.com/agentplane/agentplane/registry"
+	"github.com/agentplane/agentplane/resolve"
+	"github.com/agentplane/agentplane/router"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/tool"
+)
+
+// Source is where a configuration comes from: a file, or YAML in memory
+// (the embedded demo) with the name problems are reported under.
+type Source struct {
+	Path string
+	YAML []byte
+	Name string
+}
+
+// Options configure New. nil means defaults.
+type Options struct {
+	// Store keeps sessions, audit chains, requests and tokens; the Core
+	// closes it. nil means a new in-memory store.
+	Store store.Store
+	// Tools are the program's own tools besides the built-in ones (the
+	// demo's send tool); configurations may name them without declaring
+	// them.
+	Tools []tool.Tool
+	// Providers are the code-backed resolver providers, by name.
+	Providers map[string]resolve.Provider
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// NewID makes session and request ids; nil means 16 random bytes in hex.
+	NewID func() string
+	// NewToken makes confirmation tokens; nil means 16 random bytes in hex.
+	NewToken func() string
+	// Logger receives what the runtime logs; nil discards it.
+	Logger *slog.Logger
+	// HTTPClient is used by HTTP providers and tools; nil means
+	// http.DefaultClient (redirects to other origins are refused either
+	// way).
+	HTTPClient *http.Client
+	// ToolTimeout bounds a tool call; 0 means 30s.
+	ToolTimeout time.Duration
+	// MCPRetry is how often a configured MCP server that was down at start
+	// is tried again; 0 means 5s.
+	MCPRetry time.Duration
+	// SkipMCP leaves the configuration's MCP servers unconnected and their
+	// tools unmounted: for commands that run no tools (route, validate).
+	SkipMCP bool
+}
+
+// Core is the runtime. It is safe for concurrent use.
+type Core struct {
+	name   string
+	cfg    *config.Config
+	reg    *registry.Registry
+	router *router.Router
+	gate   *gate.Gate
+	tools  *tool.Registry
+	store  store.Store
+	now    func() time.Time
+	newID  func() string
+	log    *slog.Logger
+
+	mcp     []*mcpclient.Server
+	stop    context.CancelFunc
+	retries sync.WaitGroup
+	closed  sync.Once
+}
+
+// Load reads and validates a configuration against what the options
+// supply (the program's tool names, the provider names). The error is
+// config.Problems for an invalid configuration.
+func Load(src Source, opts *Options) (*config.Config, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	co := (&registry.Options{Providers: opts.Providers}).ConfigOptions()
+	for _, t := range opts.Tools {
+		co.Tools = append(co.Tools, t.Spec().Name)
+	}
+	if src.Path != "" {
+		return config.Load(src.Path, co)
+	}
+	return config.Parse(src.YAML, src.Name, co)
+}
+
+// New loads and compiles the configuration and builds the runtime: the
+// registry, the router (triggers indexed, examples trained), the tools
+// (MCP servers are connected, waiting at most their connect timeout; one
+// that is down is retried in the background and its tools mounted when it
+// comes up), and the gate over the store. ctx bounds the start and the
+// background retries; Close stops them.
+func New(ctx context.Context, src Source, opts *Options) (*Core, error) {
+	cfg, err := Load(src, opts)
+	if err != nil {
+		return nil, err
+	}
+	return FromConfig(ctx, src.String(), cfg, opts)
+}
+
+// String names the source in messages: its path, or its name.
+func (s Source) String() string {
+	if s.Path != "" {
+		return s.Path
+	}
+	return s.Name
+}
+
+// FromConfig builds the runtime from a validated configuration; name is
+// what messages call it.
+func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Options) (*Core, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	c := &Core{name: name, cfg: cfg, store: opts.Store, now: opts.Now, newID: opts.NewID, log: opts.Logger}
+	if c.store == nil {
+		c.store = memstore.New()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.newID == nil {
+		c.newID = randomID
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	c.reg, err = registry.New(cfg, &registry.Options{Providers: opts.Providers, Now: c.now, HTTPClient: opts.HTTPClient})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if c.router, err = router.New(c.reg); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	ctx, c.stop = context.WithCancel(ctx)
+	if err := c.mountTools(ctx, opts); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.gate, err = gate.New(c.reg, c.store, &gate.Options{Now: c.now, NewToken: opts.NewToken, Tools: c.tools,
+		ToolTimeout: opts.ToolTimeout, Logger: c.log})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// mountTools registers the tools: built-in, the program's own, the
+// configuration's HTTP tools and its MCP servers' tools.
+func (c *Core) mountTools(ctx context.Context, opts *Options) error {
+	c.tools = tool.NewRegistry()
+	declared, err := tool.FromConfig(c.cfg, opts.HTTPClient)
+	if err != nil {
+		return err
+	}
+	for _, t := range append(append(tool.Builtins(c.cfg, c.reg, c.log), opts.Tools...), declared...) {
+		if err := c.tools.Register(t); err != nil {
+			return err
+		}
+	}
+	retry := opts.MCPRetry
+	if retry <= 0 {
+		retry = 5 * time.Second
+	}
+	for _, m := range c.cfg.MCPServers {
+		if opts.SkipMCP {
+			break
+		}
+		impact := map[string]tool.Impact{}
+		for k, v := range m.Impact {
+			impact[k] = tool.Impact(v)
+		}
+		srv := mcpclient.Mount(ctx, mcpclient.Spec{Name: m.Name, Prefix: m.Prefix, Command: m.Command, URL: m.URL,
+			Impact: impact, ConnectTimeout: m.ConnectTimeout, CallTimeout: m.CallTimeout, HTTPClient: opts.HTTPClient})
+		c.mcp = append(c.mcp, srv)
+		mount := func(tools []tool.Tool) {
+			for _, t := range tools {
+				if err := c.tools.Register(t); err != nil {
+					c.log.Warn("MCP tool not mounted", "server", m.Name, "err", err)
+				}
+			}
+		}
+		if h := srv.Health(); !h.Up {
+			c.log.Warn("MCP server is down; its tools are mounted when it comes up", "server", m.Name, "err", h.Error)
+			c.retries.Go(func() {
+				srv.Retry(ctx, retry, func(tools []tool.Tool) {
+					mount(tools)
+					c.log.Info("MCP server is up; its tools are mounted", "server", m.Name, "tools", len(tools))
+				})
+			})
+			continue
+		}
+		mount(srv.Tools())
+	}
+	return nil
+}
+
+// Close stops the MCP retries, closes the connections to MCP servers and
+// closes the store. It is safe to call more than once.
+func (c *Core) Close() error {
+	var err error
+	c.closed.Do(func() {
+		if c.stop != nil {
+			c.stop()
+		}
+		c.retries.Wait()
+		for _, s := range c.mcp {
+			s.Close()
+		}
+		if c.store != nil {
+			err = c.store.Close()
+		}
+	})
+	return err
+}
+
+// Derived are the parts a derived core replaces.
+type Derived struct {
+	Store    store.Store // required
+	Now      func() time.Time
+	NewID    func() string
+	NewToken func() string
+	Tools    *tool.Registry // nil: the parent's tools
+}
+
+// Derive returns a core over the same compiled configuration and router
+// (nothing is loaded, indexed or trained again) with its own store, clock,
+// ids and tools: replay and conversation tests run each session on one.
+// Closing it closes its store only.
+func (c *Core) Derive(d Derived) (*Core, error) {
+	if d.Store == nil {
+		return nil, errors.New("core: Derive needs a store")
+	}
+	n := &Core{name: c.name, cfg: c.cfg, reg: c.reg, router: c.router, tools: d.Tools, store: d.Store,
+		now: d.Now, newID: d.NewID, log: c.log}
+	if n.tools == nil {
+		n.tools = c.tools
+	}
+	if n.now == nil {
+		n.now = c.now
+	}
+	if n.newID == nil {
+		n.newID = c.newID
+	}
+	var err error
+	n.gate, err = gate.New(c.reg, d.Store, &gate.Options{Now: n.now, NewToken: d.NewToken, Tools: n.tools, Logger: c.log})
+	return n, err
+}
+
+// Name returns what messages call the configuration: its file, or the
+// embedded demo's name.
+func (c *Core) Name() string { return c.name }
+
+// Config returns the configuration.
+func (c *Core) Config() *config.Config { return c.cfg }
+
+// Registry returns the compiled configuration.
+func (c *Core) Registry() *registry.Registry { return c.reg }
+
+// Router returns the router.
+func (c *Core) Router() *router.Router { return c.router }
+
+// Gate returns the gate, the one door every action passes.
+func (c *Core) Gate() *gate.Gate { return c.gate }
+
+// Tools returns the tools.
+func (c *Core) Tools() *tool.Registry { return c.tools }
+
+// Store returns the store.
+func (c *Core) Store() store.Store { return c.store }
+
+// Now returns the core's clock reading.
+func (c *Core) Now() time.Time { return c.now() }
+
+// Logger returns the logger.
+func (c *Core) Logger() *slog.Logger { return c.log }
+
+// MCPServers returns the mounted MCP servers, for health reports.
+func (c *Core) MCPServers() []*mcpclient.Server { return c.mcp }
+
+func randomID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ToolInfo is a tool as a front end lists it: its spec and when it needs
+// the human's confirmation.
+type ToolInfo struct {
+	Spec   tool.Spec
+	Policy gate.Policy
+}
+
+// ActiveTools returns the tools offered to the LLM and MCP clients for a
+// session in the mode with a principal holding the roles, by name.
+func (c *Core) ActiveTools(mode string, roles []string) []ToolInfo {
+	var out []ToolInfo
+	for _, name := range c.tools.Names() {
+		t, ok := c.tools.Get(name)
+		if !ok {
+			continue
+		}
+		s := t.Spec()
+		if c.reg.ToolActive(mode, roles, s.Name, s.Server) {
+			out = append(out, ToolInfo{Spec: s, Policy: gate.ToolPolicy(s)})
+		}
+	}
+	return out
+}
+
+// ModeOK reports whether the configuration has the mode; "" is the
+// default mode.
+func (c *Core) ModeOK(mode string) bool {
+	if mode == "" {
+		return true
+	}
+	_, ok := c.reg.Mode(mode)
+	return ok
+}
+
+// Route decides a turn for a session state without recording anything:
+// the pure router, for `agentplane route` and explaining decisions.
+func (c *Core) Route(ctx context.Context, sess *agentplane.Session, in agentplane.TurnInput) (agentplane.Decision, error) {
+	if in.Now.IsZero() {
+		in.Now = c.now()
+	}
+	return c.router.Route(ctx, sess, in)
+}

@@ -1,0 +1,123 @@
+package gate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/internal/canonjson"
+	"github.com/agentplane/agentplane/store"
+)
+
+// commit records the decided result: the new state (when the command
+// changed it), the audit record, an issued or used confirmation token,
+// and, when something ran, the result under the request key — in one
+// atomic commit. A session another writer changed since it was read is a
+// version_conflict, recorded with nothing applied. The token, if one was
+// issued, goes to the human's channel only, never into the log.
+func (x *execution) commit() (agentplane.ExecutionResult, error) {
+	res := x.res
+	res.RequestID = x.inv.RequestID
+	c := &store.Commit{SessionID: x.sess.ID, Issue: x.issue}
+	if res.Status == agentplane.StatusSuccess {
+		c.Session, c.Use = x.next, x.use
+	}
+	if c.Session == nil {
+		res = unchanged(res, x.sess)
+	}
+	c.Record = x.record(&res)
+	// The key keeps a result once something ran or changed: a rejected or
+	// unconfirmed invocation ran nothing, and its key stays free.
+	if x.key != nil && (x.claimed || res.Status == agentplane.StatusSuccess) {
+		c.Request = x.request(c.Record.Result)
+	}
+	err := x.g.store.Commit(x.ctx, c)
+	if err != nil && c.Session != nil && agentplane.ErrorCode(err) == agentplane.CodeVersionConflict {
+		// Someone else changed the session: apply nothing, record the attempt.
+		res = unchanged(rejected(agentplane.CodeVersionConflict, "session %s changed while %s ran; nothing was applied", x.sess.ID, x.action), x.sess)
+		res.RequestID = x.inv.RequestID
+		x.issue, x.use = nil, ""
+		c = &store.Commit{SessionID: x.sess.ID, Record: x.record(&res)}
+		if x.key != nil && x.claimed { // the tool ran: its key must not run it again
+			c.Request = x.request(c.Record.Result)
+		}
+		err = x.g.store.Commit(x.ctx, c)
+	}
+	if errors.Is(err, store.ErrRequestDone) {
+		// Another execution with this key finished first: its result is the answer.
+		prev, ok, rerr := x.g.store.Request(x.ctx, *x.key)
+		if rerr != nil || !ok || prev.Result == nil {
+			return agentplane.ExecutionResult{}, fmt.Errorf("gate: request %s finished elsewhere, but its result cannot be read: %v", x.inv.RequestID, rerr)
+		}
+		out, _ := x.held(prev)
+		return out, x.err
+	}
+	if err != nil {
+		return agentplane.ExecutionResult{}, fmt.Errorf("gate: commit %s on session %s: %w", x.action, x.sess.ID, err)
+	}
+	if x.token != "" && x.inv.Origin.Human() {
+		res.ConfirmationToken = x.token // never to the LLM's or an agent's channel
+	}
+	return res, nil
+}
+
+// request is the finished request to store under the key.
+func (x *execution) request(res *agentplane.ExecutionResult) *store.Request {
+	at := x.claimedAt
+	if at.IsZero() {
+		at = x.now
+	}
+	return &store.Request{Key: *x.key, Digest: x.digest, State: store.RequestDone, Result: res, ClaimedAt: at}
+}
+
+// record builds the audit record of the invocation with its result. The
+// record holds digests of confirmation tokens, never tokens.
+func (x *execution) record(res *agentplane.ExecutionResult) *audit.Record {
+	inv := x.inv
+	logged := *res
+	logged.ConfirmationToken = ""
+	intent := x.intent
+	if intent == nil {
+		intent = &agentplane.Intent{Type: agentplane.IntentActionCall, Action: x.action, RequestID: inv.RequestID, Origin: string(inv.Origin)}
+		if inv.Tool != "" && canonjson.Check(inv.Args) == nil {
+			intent.Args = inv.Args
+		}
+	}
+	r := &audit.Record{Session: x.sess.ID, Time: x.now.UTC(), Kind: audit.KindExecution, Principal: inv.Principal, Base: x.sess.Version,
+		Intent: intent, Result: &logged, State: res.Session, Presented: x.presented}
+	if x.issue != nil {
+		r.Issued = x.issue.Digest
+	}
+	if inv.Turn != nil {
+		in, d := inv.Turn.Input, inv.Turn.Decision
+		r.Kind, r.Input, r.Decision = audit.KindTurn, &in, &d
+	} else {
+		r.Roles = slices.Clone(inv.Roles)
+	}
+	return r
+}
+
+// invocationDigest identifies an invocation for its request key: what it
+// asks to run and with what, not who or how it is confirmed.
+func invocationDigest(inv *Invocation) string {
+	h := sha256.New()
+	if inv.Tool != "" {
+		h.Write([]byte("tool\x00" + inv.Tool + "\x00"))
+		args := inv.Args
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		if canon, err := canonjson.Append(nil, args, nil); err == nil {
+			args = canon
+		}
+		h.Write(args)
+	} else {
+		h.Write([]byte("command\x00" + inv.CommandID + "\x00" + inv.ResolvedID))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

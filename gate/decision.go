@@ -1,0 +1,182 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/store"
+)
+
+// Decided is a recorded decision's outcome: the session after it, and the
+// confirmation token a confirmation question issued (for the human's
+// client only; empty otherwise).
+type Decided struct {
+	Session           *agentplane.Session
+	ConfirmationToken string
+}
+
+// RecordDecision records a router decision that invoked nothing: its audit
+// record, and the pending state it implies (see Pending). A confirmation
+// question gets a confirmation token, bound to the version the session has
+// once the question is pending; the human's "yes" confirms it in a turn,
+// an API client with the token. base is the session the router decided
+// on; when the session changed since, the decision is not recorded and the
+// error has code version_conflict.
+func (g *Gate) RecordDecision(ctx context.Context, base *agentplane.Session, principal string, t Turn) (Decided, error) {
+	now := t.Input.Now
+	if now.IsZero() {
+		now = g.now()
+	}
+	picker, confirm := g.Pending(base, &t.Decision, now)
+	c := &store.Commit{SessionID: base.ID}
+	state := base
+	var token string
+	if !equalPicker(picker, base.PendingPicker) || !equalConfirm(confirm, base.PendingConfirmation) {
+		next := base.Clone()
+		next.PendingPicker, next.PendingConfirmation = picker, confirm
+		next.Version++
+		if confirm != nil {
+			token = g.newToken()
+			c.Issue = &store.Confirmation{Digest: Digest(token), SessionID: base.ID, Action: confirm.CommandID,
+				Binding: confirm.ResolvedID, Version: next.Version, ExpiresAt: confirm.ExpiresAt}
+		}
+		c.Session, state = next, next
+	}
+	in, d := t.Input, t.Decision
+	c.Record = &audit.Record{Session: base.ID, Time: now.UTC(), Kind: audit.KindTurn, Principal: principal, Base: base.Version,
+		Input: &in, Decision: &d, State: state}
+	if c.Issue != nil {
+		c.Record.Issued = c.Issue.Digest
+	}
+	if err := g.store.Commit(ctx, c); err != nil {
+		if agentplane.ErrorCode(err) == agentplane.CodeVersionConflict {
+			return Decided{}, agentplane.Errorf(agentplane.CodeVersionConflict, "session %s changed while this turn was routed; send it again", base.ID)
+		}
+		return Decided{}, fmt.Errorf("gate: record decision on session %s: %w", base.ID, err)
+	}
+	if c.Session == nil {
+		state = c.Record.State // as stored when the record was committed
+	}
+	return Decided{Session: state, ConfirmationToken: token}, nil
+}
+
+// Pending returns the pending picker and pending confirmation a session
+// holds after decision d, taken at now, given the pending state prev had:
+//
+//   - open_picker, or a question listing candidates: a pending picker
+//     (expiring after the configured picker TTL) and no confirmation;
+//   - a confirmation question: a pending confirmation and no picker;
+//   - invoke_command: neither (the pick or the confirmation is used up);
+//   - continue_with_llm: no confirmation (anything but yes/no drops it), and
+//     prev's picker while it has not expired.
+//
+// It is a pure function; RecordDecision applies its result.
+func (g *Gate) Pending(prev *agentplane.Session, d *agentplane.Decision, now time.Time) (*agentplane.PendingPicker, *agentplane.PendingConfirmation) {
+	settings := g.reg.Settings()
+	switch d.Action {
+	case agentplane.ActionOpenPicker:
+		return &agentplane.PendingPicker{CommandID: d.CommandID, Source: d.Source(), PrefilterText: d.PrefilterText,
+			ExpiresAt: now.Add(settings.PickerTTL)}, nil
+	case agentplane.ActionAskQuestion:
+		if d.IsConfirmationQuestion() {
+			return nil, &agentplane.PendingConfirmation{CommandID: d.CommandID, ResolvedID: d.ResolvedID,
+				Question: d.QuestionText, ExpiresAt: now.Add(settings.ConfirmationTTL)}
+		}
+		var src agentplane.ResolverSource
+		if cmd, ok := g.reg.Command(d.CommandID); ok {
+			src = cmd.Source
+		}
+		return &agentplane.PendingPicker{CommandID: d.CommandID, Source: src,
+			OptionIDs: slices.Clone(d.OptionIDs), ExpiresAt: now.Add(settings.PickerTTL)}, nil
+	case agentplane.ActionContinueLLM:
+		if prev != nil && prev.PendingPicker != nil && now.Before(prev.PendingPicker.ExpiresAt) {
+			p := *prev.PendingPicker
+			return &p, nil
+		}
+	}
+	return nil, nil
+}
+
+// Opening asks for a new session.
+type Opening struct {
+	SessionID string
+	Mode      string // the default mode when empty
+	Principal string
+}
+
+// Open creates a session in the given mode (the default mode when empty).
+func (g *Gate) Open(ctx context.Context, o Opening) (*agentplane.Session, error) {
+	mode := o.Mode
+	if mode == "" {
+		mode = g.reg.DefaultMode()
+	}
+	if _, ok := g.reg.Mode(mode); !ok {
+		return nil, agentplane.Errorf(agentplane.CodeInvalidArgs, "unknown mode %q", mode)
+	}
+	s := &agentplane.Session{ID: o.SessionID, Mode: mode, Version: 1}
+	c := &store.Commit{SessionID: o.SessionID, Session: s, Record: &audit.Record{Session: o.SessionID, Time: g.now().UTC(), Kind: audit.KindOpen,
+		Principal: o.Principal, State: s}}
+	if err := g.store.Commit(ctx, c); err != nil {
+		return nil, fmt.Errorf("gate: create session %s: %w", o.SessionID, err)
+	}
+	return s, nil
+}
+
+// Resume loads a stored session and fits it to the configuration, which may
+// have changed since it was stored: a mode the configuration no longer has
+// becomes the default mode, and pending state for commands it no longer
+// has is dropped. A change is committed and recorded (kind resume, with a
+// note of each change), and the notes are returned for the human.
+func (g *Gate) Resume(ctx context.Context, id, principal string) (*agentplane.Session, []string, error) {
+	sess, err := g.store.Session(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	next := sess.Clone()
+	var notes []string
+	if _, ok := g.reg.Mode(next.Mode); !ok {
+		notes = append(notes, fmt.Sprintf("mode %q is no longer configured; the session continues in the default mode %q", next.Mode, g.reg.DefaultMode()))
+		next.Mode = g.reg.DefaultMode()
+	}
+	if p := next.PendingPicker; p != nil {
+		if _, ok := g.reg.Command(p.CommandID); !ok {
+			notes = append(notes, fmt.Sprintf("the pending picker of command %q, no longer configured, was dropped", p.CommandID))
+			next.PendingPicker = nil
+		}
+	}
+	if p := next.PendingConfirmation; p != nil {
+		if _, ok := g.reg.Command(p.CommandID); !ok {
+			notes = append(notes, fmt.Sprintf("the pending confirmation of command %q, no longer configured, was dropped", p.CommandID))
+			next.PendingConfirmation = nil
+		}
+	}
+	if len(notes) == 0 {
+		return sess, nil, nil
+	}
+	next.Version++
+	c := &store.Commit{SessionID: id, Session: next, Record: &audit.Record{Session: id, Time: g.now().UTC(), Kind: audit.KindResume,
+		Principal: principal, Base: sess.Version, State: next, Notes: notes}}
+	if err := g.store.Commit(ctx, c); err != nil {
+		return nil, nil, fmt.Errorf("gate: resume session %s: %w", id, err)
+	}
+	return next, notes, nil
+}
+
+func equalPicker(a, b *agentplane.PendingPicker) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.CommandID == b.CommandID && a.Source == b.Source && a.PrefilterText == b.PrefilterText &&
+		slices.Equal(a.OptionIDs, b.OptionIDs) && a.ExpiresAt.Equal(b.ExpiresAt)
+}
+
+func equalConfirm(a, b *agentplane.PendingConfirmation) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.CommandID == b.CommandID && a.ResolvedID == b.ResolvedID && a.Question == b.Question && a.ExpiresAt.Equal(b.ExpiresAt)
+}

@@ -1,0 +1,91 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/tool"
+)
+
+// Recorded is a tool outcome replayed from an audit log: the gate reports
+// it exactly as it was recorded (code and detail), adding nothing, so a
+// replayed failure reads as the original did.
+type Recorded struct {
+	Code   string
+	Detail string
+}
+
+func (r *Recorded) Error() string { return r.Detail }
+
+// run runs the tool with the gate's timeout. Built-in effect tools run
+// nothing: the command's declared effects are applied by effects. A tool
+// that errs, hangs, panics or answers with something other than JSON
+// yields a failed result.
+func (x *execution) run() {
+	if x.decided() {
+		return
+	}
+	if agentplane.IsEffectTool(x.tool) {
+		x.out = x.intent.Args
+		return
+	}
+	t, ok := x.g.tools.Get(x.tool)
+	if !ok {
+		x.unavailable()
+		return
+	}
+	timeout := x.g.toolTimeout
+	ci := tool.CallInfo{SessionID: x.sess.ID, RequestID: x.inv.RequestID, Session: x.sess.Clone(), Roles: x.inv.Roles}
+	ctx, cancel := context.WithTimeout(tool.WithCallInfo(x.ctx, ci), timeout)
+	defer cancel() // the tool must stop acting once its context is done (see tool.Tool)
+	type answer struct {
+		out json.RawMessage
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- answer{err: fmt.Errorf("panicked: %v", r)}
+			}
+		}()
+		out, err := t.Call(ctx, x.intent.Args)
+		done <- answer{out, err}
+	}()
+	select {
+	case a := <-done:
+		var rec *Recorded
+		switch {
+		case errors.As(a.err, &rec):
+			x.res = failed(rec.Code, x.tool, "%s", rec.Detail)
+		case errors.Is(a.err, tool.ErrUnavailable):
+			x.unavailable()
+			x.res.Message += ": " + a.err.Error()
+			x.res.Error.Detail = x.res.Message
+		case a.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+			x.res = failed(agentplane.CodeTimeout, x.tool, "tool %s did not answer within %s", x.tool, timeout)
+		case a.err != nil:
+			x.res = failed(agentplane.CodeToolFailed, x.tool, "tool %s: %v", x.tool, a.err)
+		case len(a.out) > 0 && !json.Valid(a.out):
+			x.res = failed(agentplane.CodeToolFailed, x.tool, "tool %s returned output that is not JSON", x.tool)
+		default:
+			x.out = a.out
+		}
+	case <-ctx.Done():
+		x.res = failed(agentplane.CodeTimeout, x.tool, "tool %s did not answer within %s", x.tool, timeout)
+		x.g.log.Warn("tool timed out; its call was recorded as failed and must not act any more", "tool", x.tool, "session", x.sess.ID, "timeout", timeout)
+	}
+}
+
+// unavailable fails the invocation with tool_unavailable: the tool is not
+// connected now.
+func (x *execution) unavailable() {
+	what := x.binding
+	if x.cmd != nil {
+		what = fmt.Sprintf("%s=%q", x.cmd.Parameter, x.item.Header.ID)
+	}
+	x.res = failed(agentplane.CodeToolUnavailable, x.tool, "%s would run tool %s with %s, but the tool is not connected", x.action, x.tool, what)
+}

@@ -1,0 +1,54 @@
+// Package demotest builds the runtime on the embedded demo configuration
+// for tests: the demo's tools, an in-memory store, a clock that moves one
+// second per reading from a fixed start, and sequential ids and tokens.
+package demotest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/demo"
+)
+
+// Start is when the clock starts.
+var Start = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+// Core returns the demo runtime, closed when the test ends. Fields set in
+// opts replace the defaults; opts may be nil.
+func Core(tb testing.TB, opts *core.Options) *core.Core {
+	tb.Helper()
+	return WithYAML(tb, demo.YAML, opts)
+}
+
+// WithYAML is Core on a changed demo configuration.
+func WithYAML(tb testing.TB, yaml []byte, opts *core.Options) *core.Core {
+	tb.Helper()
+	o := core.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		clock := Start
+		o.Now = func() time.Time { clock = clock.Add(time.Second); return clock }
+	}
+	if o.NewID == nil {
+		n := 0
+		o.NewID = func() string { n++; return fmt.Sprintf("id-%d", n) }
+	}
+	if o.NewToken == nil {
+		n := 0
+		o.NewToken = func() string { n++; return fmt.Sprintf("tok-%d", n) }
+	}
+	if o.Tools == nil {
+		o.Tools = demo.Tools(o.Now)
+	}
+	c, err := core.New(context.Background(), core.Source{YAML: yaml, Name: demo.Name}, &o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}

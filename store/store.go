@@ -1,0 +1,207 @@
+// Package store is the contract between agentplane and its databases:
+// sessions with their versions, the audit chains, idempotency keys with
+// the results they produced, and confirmation tokens (kept as digests).
+// Every change is one unit of work, a Commit, applied whole or not at all.
+//
+// Drivers (store/memstore, store/sqlite, store/postgres) import the domain
+// types, package audit and this package, nothing bigger; one conformance
+// suite, store/storetest, is the contract they are held to.
+//
+// Subsystems with tables of their own (the notification ledger, workflows)
+// extend the unit of work without touching a driver's core: they declare
+// an Extension (their migrations, per SQL dialect) when the store is
+// opened, put their writes in a Commit as Ops, which run in the commit's
+// transaction, and read through the Querier a SQL driver also is.
+//
+//	st, _ := sqlite.Open(path, &sqlite.Options{Extensions: []store.Extension{ledger.Tables}})
+//	err := st.Commit(ctx, &store.Commit{SessionID: id, Session: next, Record: rec, Ops: []store.Op{ledger.Insert(ev)}})
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
+)
+
+// Store is what agentplane keeps. Implementations are safe for concurrent
+// use; Commit is atomic.
+type Store interface {
+	// Session returns a copy of the session, or an error with code
+	// not_found.
+	Session(ctx context.Context, id string) (*agentplane.Session, error)
+	// Records returns the session's audit records with sequence numbers
+	// above after, in order, each with the bytes it is stored as (Raw).
+	Records(ctx context.Context, session string, after int64) ([]audit.Record, error)
+	// Request returns what is recorded under an idempotency key.
+	Request(ctx context.Context, key RequestKey) (Request, bool, error)
+	// Claim records that the request is running, before anything runs,
+	// unless the key is taken: then it returns the request that holds it
+	// and false. A running claim older than c.StaleBefore is taken over
+	// (its holder died), and Claim returns true.
+	Claim(ctx context.Context, c Claim) (Request, bool, error)
+	// Confirmation returns an issued confirmation token by its digest.
+	Confirmation(ctx context.Context, digest string) (Confirmation, bool, error)
+	// Commit applies c atomically: all of it or, with an error, none.
+	//
+	// It fails with code version_conflict when c.Session's version is not
+	// one more than the stored version (1 for a new session); with code
+	// confirmation_invalid when c.Use names a token that is unknown or
+	// used; with ErrRequestDone when c.Request's key holds a finished
+	// request already; and with the error of an Op that fails.
+	Commit(ctx context.Context, c *Commit) error
+	// Close releases the store. Commits already waiting are applied first.
+	Close() error
+}
+
+// Commit is one unit of work.
+type Commit struct {
+	SessionID string
+	// Session is the new state; nil when the state is unchanged.
+	Session *agentplane.Session
+	// Record is appended to the session's audit chain; the store seals it
+	// (and the caller sees the sealed record, with Raw, afterwards). When
+	// Session is nil and the record has a State, the store sets State to
+	// the session as stored when the commit applies — the state after an
+	// event that changed nothing, even if another writer moved it since it
+	// was read.
+	Record *audit.Record
+	// Request records the result under its idempotency key: it finishes a
+	// claimed request, or records one that ran nothing outside the commit.
+	Request *Request
+	// Issue stores a new confirmation token (its digest); Use marks the
+	// token with this digest used.
+	Issue *Confirmation
+	Use   string
+	// Ops are writes of subsystems' own tables, run in order in the
+	// commit's transaction after everything above.
+	Ops []Op
+}
+
+// RequestKey is an idempotency key: a request id means one request only
+// within a session and for one principal.
+type RequestKey struct {
+	SessionID string
+	Principal string
+	RequestID string
+}
+
+// Request states.
+const (
+	RequestRunning = "running" // claimed: something may be running for it
+	RequestDone    = "done"    // finished: Result is what it produced
+)
+
+// Request is what an idempotency key holds.
+type Request struct {
+	Key RequestKey
+	// Digest identifies the invocation the key was used for (action and
+	// canonical arguments); the same key with another digest is refused.
+	Digest    string
+	State     string
+	Result    *agentplane.ExecutionResult // when done
+	ClaimedAt time.Time
+}
+
+// Claim asks for an idempotency key before the request runs.
+type Claim struct {
+	Key         RequestKey
+	Digest      string
+	Now         time.Time
+	StaleBefore time.Time // a running claim made before this is taken over
+}
+
+// ErrRequestDone is Commit's error when the commit's request key holds a
+// finished request: another execution with the same key finished first.
+var ErrRequestDone = errors.New("store: the request was finished already")
+
+// Confirmation is an issued confirmation token: the exact invocation it
+// confirms. The token itself is never stored, only its digest.
+type Confirmation struct {
+	Digest    string    `json:"digest"` // SHA-256 of the token, hex
+	SessionID string    `json:"session_id"`
+	Action    string    `json:"action"`  // the command id or tool name
+	Binding   string    `json:"binding"` // a command's resolved id, or a tool's arguments as canonical JSON
+	Version   int64     `json:"version"` // the session version the invocation must run at
+	ExpiresAt time.Time `json:"expires_at"`
+	Used      bool      `json:"used"`
+}
+
+// SQL dialects of Tx and of Extension migrations.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// Op is a subsystem's write, run inside a commit's transaction. An error
+// undoes the whole commit.
+type Op interface {
+	Apply(ctx context.Context, tx Tx) error
+}
+
+// OpFunc adapts a function to Op.
+type OpFunc func(ctx context.Context, tx Tx) error
+
+// Apply calls f.
+func (f OpFunc) Apply(ctx context.Context, tx Tx) error { return f(ctx, tx) }
+
+// Tx is the transaction an Op writes in. Queries use ? placeholders in
+// either dialect.
+type Tx interface {
+	Dialect() string
+	// Exec runs a statement and returns how many rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// Query runs a query and calls row for each result row.
+	Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error
+}
+
+// Querier reads subsystems' tables outside a commit; the SQL drivers are
+// Queriers (check with a type assertion).
+type Querier interface {
+	Dialect() string
+	// Query runs a read-only query (? placeholders) and calls row for each
+	// result row.
+	Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error
+}
+
+// Extension is a subsystem's tables: its migrations, in order, for each
+// dialect it supports. A store applies the ones it has not applied yet
+// when it opens and refuses a database whose extension is newer.
+type Extension struct {
+	Name       string
+	Migrations map[string][]string // dialect -> statements, one migration each
+}
+
+// Rebind rewrites ? placeholders to PostgreSQL's $1, $2, …, leaving
+// question marks inside quoted strings and identifiers alone.
+func Rebind(query string) string {
+	if !strings.Contains(query, "?") {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 8)
+	n := 0
+	var quote byte
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '?':
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
