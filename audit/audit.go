@@ -88,11 +88,7 @@ type Record struct {
 // the canonical JSON with the hash appended as the last member.
 func Seal(r *Record, prevSeq int64, prevHash string) error {
 	r.V, r.Seq, r.Prev, r.Hash = Version, prevSeq+1, prevHash, ""
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("audit: encode record %s/%d: %w", r.Session, r.Seq, err)
-	}
-	raw, err := canonjson.Append(make([]byte, 0, len(b)+80), b, &canonjson.Options{Omit: "hash"})
+	raw, err := canonjson.AppendValue(make([]byte, 0, 1024), r, &canonjson.Options{Omit: "hash"})
 	if err != nil {
 		return fmt.Errorf("audit: encode record %s/%d: %w", r.Session, r.Seq, err)
 	}

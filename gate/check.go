@@ -3,8 +3,10 @@ package gate
 import (
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/internal/canonjson"
 	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -154,8 +156,10 @@ func (x *execution) catalogType(src agentplane.ResolverSource) string {
 // a confirmation token: the record keeps only its digest.
 func intentOf(inv *Invocation, cmd *agentplane.CommandDefinition) *agentplane.Intent {
 	in := &agentplane.Intent{Type: agentplane.IntentActionCall, Action: inv.CommandID, RequestID: inv.RequestID, Origin: string(inv.Origin)}
-	if cmd != nil {
-		in.Args, _ = json.Marshal(map[string]string{cmd.Parameter: inv.ResolvedID})
+	if cmd != nil && utf8.ValidString(inv.ResolvedID) { // {"PARAMETER":"ID"}, canonical
+		b := canonjson.AppendString(append(make([]byte, 0, len(cmd.Parameter)+len(inv.ResolvedID)+8), '{'), cmd.Parameter)
+		b = canonjson.AppendString(append(b, ':'), inv.ResolvedID)
+		in.Args = append(b, '}')
 	}
 	return in
 }

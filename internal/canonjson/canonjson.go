@@ -659,40 +659,51 @@ func (w *writer) value(k int32, top bool) error {
 	return nil
 }
 
-// string writes a string with the escapes of RFC 8785: \" \\ \b \f \n \r
-// \t, \u00xx for other control characters, every other rune as it is.
+// string writes a parsed string canonically.
 func (w *writer) string(k int32) {
 	s := w.p.name(k)
-	w.out = append(w.out, '"')
 	if !w.p.nodes[k].decoded {
 		// no escapes in the input: no control characters, quotes or
 		// backslashes either, so the bytes are canonical as they are
+		w.out = append(w.out, '"')
 		w.out = append(w.out, s...)
 		w.out = append(w.out, '"')
 		return
 	}
-	for _, c := range s {
+	w.out = appendString(w.out, s)
+}
+
+// AppendString appends s as a canonical JSON string. Invalid UTF-8 is
+// written as it is: check s first where it may hold any bytes.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
+// appendString writes a string with the escapes of RFC 8785: \" \\ \b \f
+// \n \r \t, \u00xx for other control characters, every other rune as it is.
+func appendString[S ~string | ~[]byte](out []byte, s S) []byte {
+	out = append(out, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		switch {
 		case c == '"' || c == '\\':
-			w.out = append(w.out, '\\', c)
+			out = append(out, '\\', c)
 		case c >= 0x20:
-			w.out = append(w.out, c)
+			out = append(out, c)
 		case c == '\b':
-			w.out = append(w.out, '\\', 'b')
+			out = append(out, '\\', 'b')
 		case c == '\f':
-			w.out = append(w.out, '\\', 'f')
+			out = append(out, '\\', 'f')
 		case c == '\n':
-			w.out = append(w.out, '\\', 'n')
+			out = append(out, '\\', 'n')
 		case c == '\r':
-			w.out = append(w.out, '\\', 'r')
+			out = append(out, '\\', 'r')
 		case c == '\t':
-			w.out = append(w.out, '\\', 't')
+			out = append(out, '\\', 't')
 		default:
 			const hex = "0123456789abcdef"
-			w.out = append(w.out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
 	}
-	w.out = append(w.out, '"')
+	return append(out, '"')
 }
 
 // number writes a number as ECMAScript's Number.prototype.toString does:

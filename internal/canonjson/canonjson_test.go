@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+	"unicode"
 
 	"github.com/gowebpki/jcs"
 	"pgregory.net/rapid"
@@ -209,4 +211,93 @@ func Example() {
 	out, _ := canonjson.Append(nil, []byte(`{"b": 1, "a": [true, 1.50]}`), nil)
 	fmt.Println(string(out))
 	// Output: {"a":[true,1.5],"b":1}
+}
+
+// record is shaped like the values AppendValue writes: nested structs,
+// pointers, omitempty, times, raw JSON, maps, slices, numbers.
+type record struct {
+	V       int             `json:"v,omitempty"`
+	Session string          `json:"session"`
+	Time    time.Time       `json:"time"`
+	Zulu    *time.Time      `json:"zulu,omitempty"`
+	Input   *inner          `json:"input,omitempty"`
+	Out     json.RawMessage `json:"output,omitempty"`
+	Roles   []string        `json:"roles,omitempty"`
+	Tags    map[string]any  `json:"tags,omitempty"`
+	Score   float64         `json:"score"`
+	Big     int64           `json:"big"`
+	Skip    string          `json:"-"`
+	Plain   string
+	Hash    string `json:"hash"`
+	hidden  string
+}
+
+type inner struct {
+	Text  string   `json:"text"`
+	UI    bool     `json:"ui"`
+	List  []inner  `json:"list,omitempty"`
+	Ptr   *float64 `json:"ptr"`
+	Bytes []byte   `json:"bytes,omitempty"`
+}
+
+// TestAppendValueMatchesMarshal: writing a value directly gives exactly
+// the canonical form of its encoding/json encoding.
+func TestAppendValueMatchesMarshal(t *testing.T) {
+	t.Parallel()
+	str := rapid.OneOf(rapid.String(), rapid.StringOf(rapid.RuneFrom(nil, &unicode.RangeTable{R16: []unicode.Range16{{Lo: 0, Hi: 0x7f, Stride: 1}}})),
+		rapid.Custom(func(t *rapid.T) string { return string(rapid.SliceOf(rapid.Byte()).Draw(t, "bytes")) })) // invalid UTF-8 too
+	var innerGen func(depth int) *rapid.Generator[inner]
+	innerGen = func(depth int) *rapid.Generator[inner] {
+		return rapid.Custom(func(t *rapid.T) inner {
+			in := inner{Text: str.Draw(t, "text"), UI: rapid.Bool().Draw(t, "ui")}
+			if depth > 0 {
+				in.List = rapid.SliceOfN(innerGen(depth-1), 0, 2).Draw(t, "list")
+			}
+			if rapid.Bool().Draw(t, "ptr") {
+				f := rapid.Float64().Filter(func(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }).Draw(t, "f")
+				in.Ptr = &f
+			}
+			if rapid.Bool().Draw(t, "b") {
+				in.Bytes = []byte(str.Draw(t, "bytes"))
+			}
+			return in
+		})
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		r := record{V: rapid.IntRange(0, 3).Draw(t, "v"), Session: str.Draw(t, "session"), Plain: str.Draw(t, "plain"),
+			Time:  time.Unix(rapid.Int64Range(0, 1<<34).Draw(t, "sec"), rapid.Int64Range(0, 999999999).Draw(t, "ns")).UTC(),
+			Score: rapid.Float64().Filter(func(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }).Draw(t, "score"),
+			Big:   rapid.Int64().Draw(t, "big"), Hash: "h", Skip: "s", hidden: "x"}
+		if rapid.Bool().Draw(t, "zulu") {
+			z := r.Time.Add(time.Hour).In(time.FixedZone("x", 3600))
+			r.Zulu = &z
+		}
+		if rapid.Bool().Draw(t, "input") {
+			in := innerGen(2).Draw(t, "inner")
+			r.Input = &in
+		}
+		if rapid.Bool().Draw(t, "out") {
+			v := jsonValue(2).Draw(t, "out")
+			r.Out, _ = json.Marshal(v)
+		}
+		r.Roles = rapid.SliceOfN(str, 0, 3).Draw(t, "roles")
+		if rapid.Bool().Draw(t, "tags") {
+			r.Tags = map[string]any{str.Draw(t, "k1"): jsonValue(1).Draw(t, "v1"), str.Draw(t, "k2"): 2}
+		}
+		b, err := json.Marshal(&r)
+		if err != nil {
+			t.Skip(err)
+		}
+		want, err := canonjson.Append(nil, b, &canonjson.Options{Omit: "hash"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := canonjson.AppendValue(nil, &r, &canonjson.Options{Omit: "hash"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("\n got  %s\n want %s", got, want)
+		}
+	})
 }

@@ -21,7 +21,7 @@ import (
 type Store struct {
 	mu       sync.Mutex
 	sessions map[string]*agentplane.Session
-	chains   map[string][]audit.Record
+	chains   map[string][]*audit.Record // pointers: a long chain grows without copying records
 	requests map[store.RequestKey]store.Request
 	tokens   map[string]store.Confirmation
 }
@@ -30,7 +30,7 @@ type Store struct {
 func New() *Store {
 	return &Store{
 		sessions: map[string]*agentplane.Session{},
-		chains:   map[string][]audit.Record{},
+		chains:   map[string][]*audit.Record{},
 		requests: map[store.RequestKey]store.Request{},
 		tokens:   map[string]store.Confirmation{},
 	}
@@ -127,7 +127,7 @@ func (s *Store) Commit(_ context.Context, c *store.Commit) error {
 		s.sessions[c.Session.ID] = c.Session.Clone()
 	}
 	if c.Record != nil {
-		s.chains[c.SessionID] = append(s.chains[c.SessionID], rec)
+		s.chains[c.SessionID] = append(s.chains[c.SessionID], &rec)
 		*c.Record = rec // the caller sees the sealed record
 	}
 	if r := c.Request; r != nil {
@@ -152,8 +152,12 @@ func (s *Store) Records(_ context.Context, session string, after int64) ([]audit
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	chain := s.chains[session]
-	i, _ := slices.BinarySearchFunc(chain, after+1, func(r audit.Record, seq int64) int { return cmp.Compare(r.Seq, seq) })
-	return slices.Clone(chain[i:]), nil
+	i, _ := slices.BinarySearchFunc(chain, after+1, func(r *audit.Record, seq int64) int { return cmp.Compare(r.Seq, seq) })
+	out := make([]audit.Record, 0, len(chain)-i)
+	for _, r := range chain[i:] {
+		out = append(out, *r)
+	}
+	return out, nil
 }
 
 // Close does nothing: there is nothing to release.

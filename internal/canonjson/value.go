@@ -1,0 +1,287 @@
+package canonjson
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// AppendValue appends the canonical form of v to dst: the bytes Append
+// would make of json.Marshal(v), made directly from v. Struct fields are
+// written in name order from a plan made once per type; values the plan
+// does not know (other json.Marshalers, non-string map keys, the ",string"
+// option, embedded structs) go through encoding/json and Append. Options
+// are as for Append (Omit applies to a top-level struct or map).
+func AppendValue(dst []byte, v any, opts *Options) ([]byte, error) {
+	var omit string
+	if opts != nil {
+		omit = opts.Omit
+	}
+	return appendValue(dst, reflect.ValueOf(v), omit)
+}
+
+var (
+	timeType = reflect.TypeFor[time.Time]()
+	rawType  = reflect.TypeFor[json.RawMessage]()
+	marshal  = reflect.TypeFor[json.Marshaler]()
+)
+
+func appendValue(dst []byte, v reflect.Value, omit string) ([]byte, error) {
+	if !v.IsValid() {
+		return append(dst, "null"...), nil
+	}
+	t := v.Type()
+	switch {
+	case t == timeType:
+		tm := v.Interface().(time.Time)
+		if y := tm.Year(); y < 0 || y >= 10000 {
+			return dst, fmt.Errorf("canonjson: time %v: year outside [0,9999]", tm)
+		}
+		dst = append(dst, '"')
+		return append(tm.AppendFormat(dst, time.RFC3339Nano), '"'), nil
+	case t == rawType:
+		raw := v.Bytes()
+		if len(raw) == 0 {
+			return append(dst, "null"...), nil
+		}
+		return Append(dst, raw, nil)
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return append(dst, "null"...), nil
+		}
+		if t.Kind() == reflect.Pointer && t.Implements(marshal) && !t.Elem().Implements(marshal) {
+			return viaJSON(dst, v)
+		}
+		return appendValue(dst, v.Elem(), omit)
+	case reflect.Struct:
+		if t.Implements(marshal) {
+			return viaJSON(dst, v)
+		}
+		p, err := planOf(t)
+		if err != nil {
+			return viaJSON(dst, v)
+		}
+		dst = append(dst, '{')
+		first := true
+		for _, f := range p.fields {
+			if omit != "" && f.name == omit {
+				continue
+			}
+			fv := v.Field(f.index)
+			if f.omitEmpty && isEmpty(fv) {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = append(dst, f.quoted...)
+			if dst, err = appendValue(dst, fv, ""); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	case reflect.Map:
+		if t.Implements(marshal) || t.Key().Kind() != reflect.String {
+			return viaJSON(dst, v)
+		}
+		if v.IsNil() {
+			return append(dst, "null"...), nil
+		}
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return compareNames([]byte(a.String()), []byte(b.String())) })
+		dst = append(dst, '{')
+		first := true
+		var err error
+		for _, k := range keys {
+			if omit != "" && k.String() == omit {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendValidString(dst, k.String())
+			dst = append(dst, ':')
+			if dst, err = appendValue(dst, v.MapIndex(k), ""); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	case reflect.Slice, reflect.Array:
+		if t.Implements(marshal) || t.Elem().Kind() == reflect.Uint8 {
+			return viaJSON(dst, v) // []byte is base64 in encoding/json
+		}
+		if t.Kind() == reflect.Slice && v.IsNil() {
+			return append(dst, "null"...), nil
+		}
+		dst = append(dst, '[')
+		var err error
+		for i := 0; i < v.Len(); i++ {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = appendValue(dst, v.Index(i), ""); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case reflect.String:
+		if t.Implements(marshal) {
+			return viaJSON(dst, v)
+		}
+		return appendValidString(dst, v.String()), nil
+	case reflect.Bool:
+		if v.Bool() {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n := v.Int()
+		if n > -1e15 && n < 1e15 {
+			return strconv.AppendInt(dst, n, 10), nil
+		}
+		return AppendNumber(dst, float64(n)), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n := v.Uint()
+		if n < 1e15 {
+			return strconv.AppendUint(dst, n, 10), nil
+		}
+		return AppendNumber(dst, float64(n)), nil
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return dst, fmt.Errorf("canonjson: unsupported value %v", f)
+		}
+		if t.Kind() == reflect.Float32 {
+			return viaJSON(dst, v) // encoding/json prints float32 with 32-bit precision
+		}
+		return AppendNumber(dst, f), nil
+	}
+	return viaJSON(dst, v)
+}
+
+// viaJSON encodes what the plan does not know with encoding/json, then
+// canonicalizes it.
+func viaJSON(dst []byte, v reflect.Value) ([]byte, error) {
+	b, err := json.Marshal(v.Interface())
+	if err != nil {
+		return dst, err
+	}
+	return Append(dst, b, nil)
+}
+
+// appendValidString writes s as encoding/json would read it back: each
+// byte of invalid UTF-8 becomes U+FFFD, as encoding/json writes it.
+func appendValidString(dst []byte, s string) []byte {
+	if utf8.ValidString(s) {
+		return appendString(dst, s)
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return appendString(dst, b.String())
+}
+
+func isEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool:
+		return !v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() == 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return v.Uint() == 0
+	case reflect.Float32, reflect.Float64:
+		return v.Float() == 0
+	case reflect.Interface, reflect.Pointer:
+		return v.IsNil()
+	}
+	return false
+}
+
+// plan is how a struct type is written: its JSON fields in name order.
+type plan struct {
+	fields []field
+}
+
+type field struct {
+	name      string
+	quoted    []byte // "name":
+	index     int
+	omitEmpty bool
+}
+
+var plans sync.Map // reflect.Type -> *plan, or error
+
+func planOf(t reflect.Type) (*plan, error) {
+	if p, ok := plans.Load(t); ok {
+		if err, bad := p.(error); bad {
+			return nil, err
+		}
+		return p.(*plan), nil
+	}
+	p, err := makePlan(t)
+	if err != nil {
+		plans.Store(t, err)
+		return nil, err
+	}
+	plans.Store(t, p)
+	return p, nil
+}
+
+func makePlan(t reflect.Type) (*plan, error) {
+	p := &plan{}
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if sf.Anonymous {
+			return nil, fmt.Errorf("canonjson: %s embeds %s", t, sf.Type)
+		}
+		if !sf.IsExported() {
+			continue
+		}
+		tag := sf.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = sf.Name
+		}
+		f := field{name: name, index: i}
+		for o := range strings.SplitSeq(opts, ",") {
+			switch o {
+			case "omitempty":
+				f.omitEmpty = true
+			case "string", "omitzero":
+				return nil, fmt.Errorf("canonjson: %s.%s uses ,%s", t, sf.Name, o)
+			}
+		}
+		f.quoted = append(appendString(nil, name), ':')
+		p.fields = append(p.fields, f)
+	}
+	slices.SortFunc(p.fields, func(a, b field) int { return compareNames([]byte(a.name), []byte(b.name)) })
+	for i := 1; i < len(p.fields); i++ {
+		if p.fields[i].name == p.fields[i-1].name {
+			return nil, fmt.Errorf("canonjson: %s has two fields named %q", t, p.fields[i].name)
+		}
+	}
+	return p, nil
+}
