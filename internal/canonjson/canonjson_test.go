@@ -288,13 +288,13 @@ func TestAppendValueMatchesMarshal(t *testing.T) {
 		if err != nil {
 			t.Skip(err)
 		}
-		want, err := canonjson.Append(nil, b, &canonjson.Options{Omit: "hash"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		want, werr := canonjson.Append(nil, b, &canonjson.Options{Omit: "hash"})
 		got, err := canonjson.AppendValue(nil, &r, &canonjson.Options{Omit: "hash"})
-		if err != nil {
-			t.Fatal(err)
+		if werr != nil || err != nil {
+			if werr == nil || err == nil { // map keys that are one name once coerced: both refuse
+				t.Fatalf("Append: %v, AppendValue: %v", werr, err)
+			}
+			return
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("\n got  %s\n want %s", got, want)

@@ -97,22 +97,32 @@ func appendValue(dst []byte, v reflect.Value, omit string) ([]byte, error) {
 		if v.IsNil() {
 			return append(dst, "null"...), nil
 		}
-		keys := v.MapKeys()
-		slices.SortFunc(keys, func(a, b reflect.Value) int { return compareNames([]byte(a.String()), []byte(b.String())) })
+		type member struct {
+			name string // as encoding/json writes it: invalid UTF-8 coerced
+			key  reflect.Value
+		}
+		var ms []member
+		for it := v.MapRange(); it.Next(); {
+			ms = append(ms, member{coerce(it.Key().String()), it.Key()})
+		}
+		slices.SortFunc(ms, func(a, b member) int { return compareNames([]byte(a.name), []byte(b.name)) })
 		dst = append(dst, '{')
 		first := true
 		var err error
-		for _, k := range keys {
-			if omit != "" && k.String() == omit {
+		for i, m := range ms {
+			if i > 0 && m.name == ms[i-1].name {
+				return dst, fmt.Errorf("canonjson: map keys %q and %q are one name in JSON", ms[i-1].key.String(), m.key.String())
+			}
+			if omit != "" && m.name == omit {
 				continue
 			}
 			if !first {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendValidString(dst, k.String())
+			dst = appendString(dst, m.name)
 			dst = append(dst, ':')
-			if dst, err = appendValue(dst, v.MapIndex(k), ""); err != nil {
+			if dst, err = appendValue(dst, v.MapIndex(m.key), ""); err != nil {
 				return dst, err
 			}
 		}
@@ -180,11 +190,14 @@ func viaJSON(dst []byte, v reflect.Value) ([]byte, error) {
 	return Append(dst, b, nil)
 }
 
-// appendValidString writes s as encoding/json would read it back: each
-// byte of invalid UTF-8 becomes U+FFFD, as encoding/json writes it.
-func appendValidString(dst []byte, s string) []byte {
+// appendValidString writes s as encoding/json does: each byte of invalid
+// UTF-8 as U+FFFD.
+func appendValidString(dst []byte, s string) []byte { return appendString(dst, coerce(s)) }
+
+// coerce replaces each byte of invalid UTF-8 in s with U+FFFD.
+func coerce(s string) string {
 	if utf8.ValidString(s) {
-		return appendString(dst, s)
+		return s
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); {
@@ -196,7 +209,7 @@ func appendValidString(dst []byte, s string) []byte {
 		}
 		i += n
 	}
-	return appendString(dst, b.String())
+	return b.String()
 }
 
 func isEmpty(v reflect.Value) bool {
