@@ -16,10 +16,12 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -136,11 +138,19 @@ func (ps Problems) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// MaxBytes is the largest configuration file accepted.
+const MaxBytes = 64 << 20
+
 // Load reads and parses the file at path.
 func Load(path string, opts *Options) (*Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read configuration %s: %w", path, err)
 	}
 	return Parse(data, path, opts)
 }
@@ -152,15 +162,30 @@ func Parse(data []byte, name string, opts *Options) (*Config, error) {
 		opts = &Options{}
 	}
 	var probs Problems
+	if p, bad := checkText(data); bad {
+		p.File = name
+		return nil, Problems{p}
+	}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		probs = append(probs, Problem{File: name, Line: yamlErrorLine(err), Msg: "invalid YAML: " + cleanYAMLError(err)})
 		return nil, probs
 	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		probs = append(probs, Problem{File: name, Line: extra.Line, Msg: "a second YAML document: a configuration is one document (remove the --- before it, or merge them)"})
+		return nil, probs
+	}
 	var f file
-	d := &decoder{probs: &probs, lines: map[string]int{}}
+	d := &decoder{probs: &probs, lines: map[string]int{}, budget: max(10*countNodes(&root), minBudget)}
 	d.decode(&root, reflect.ValueOf(&f).Elem(), "")
+	if d.budget < 0 {
+		for i := range probs {
+			probs[i].File = name
+		}
+		return nil, probs
+	}
 	v := &validator{f: &f, opts: opts, lines: d.lines, probs: &probs}
 	cfg := v.validate()
 	for i := range probs {
@@ -174,6 +199,43 @@ func Parse(data []byte, name string, opts *Options) (*Config, error) {
 		return nil, probs
 	}
 	return cfg, nil
+}
+
+// checkText refuses what is not YAML text before the YAML parser sees it:
+// an empty file, a file over MaxBytes, UTF-16, invalid UTF-8 (with its line).
+func checkText(data []byte) (Problem, bool) {
+	switch {
+	case len(data) > MaxBytes:
+		return Problem{Msg: fmt.Sprintf("the file is over %d bytes", MaxBytes)}, true
+	case len(bytes.TrimSpace(data)) == 0:
+		return Problem{Msg: "the file is empty: a configuration needs at least one mode (see agentplane validate on the demo)"}, true
+	case bytes.HasPrefix(data, []byte{0xff, 0xfe}), bytes.HasPrefix(data, []byte{0xfe, 0xff}):
+		return Problem{Line: 1, Msg: "the file is UTF-16: save it as UTF-8"}, true
+	}
+	if !utf8.Valid(data) {
+		line, col := 1, 1
+		for i := 0; i < len(data); {
+			r, n := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && n == 1 {
+				return Problem{Line: line, Msg: fmt.Sprintf("invalid UTF-8 (byte %#02x at column %d): save the file as UTF-8", data[i], col)}, true
+			}
+			if r == '\n' {
+				line, col = line+1, 0
+			}
+			col++
+			i += n
+		}
+	}
+	return Problem{}, false
+}
+
+// countNodes counts a document's nodes without following aliases.
+func countNodes(n *yaml.Node) int {
+	c := 1
+	for _, k := range n.Content {
+		c += countNodes(k)
+	}
+	return c
 }
 
 func sortProblems(ps Problems) {

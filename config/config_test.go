@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func TestParseErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, yaml, want string }{
 		{"NotYAML", "version: [1", "invalid YAML"},
-		{"Empty", "", "invalid YAML"},
+		{"Empty", "", "the file is empty"},
 		{"NoVersion", "modes: [{key: a, default: true}]", "version: missing"},
 		{"FutureVersion", "version: 2\nmodes: [{key: a, default: true}]", "unsupported version 2"},
 		{"NoModes", "version: 1", "no modes"},
@@ -189,4 +190,46 @@ func TestExampleThreshold(t *testing.T) {
 			t.Errorf("%q: want exactly one problem %q, got %v", c.yaml, c.want, err)
 		}
 	}
+}
+
+// TestHostileText: inputs that once grew without bound, were ignored or
+// gave only "EOF" get a clear problem, with a line where there is one.
+func TestHostileText(t *testing.T) {
+	t.Parallel()
+	// a billion laughs, in a tool's input schema: each level maps ten
+	// names to the level before
+	var bomb strings.Builder
+	bomb.WriteString("version: 1\nmodes: [{key: m, default: true, toolboxes: [t]}]\ntoolboxes: [{id: t, tools: [x]}]\n")
+	bomb.WriteString("tools:\n  - name: x\n    description: d\n    impact: read\n    risk: low\n    input_schema:\n      type: object\n")
+	bomb.WriteString("      l0: &l0 {a: 1, b: 1, c: 1, d: 1, e: 1, f: 1, g: 1, h: 1, i: 1, j: 1}\n")
+	for i := 1; i <= 8; i++ {
+		fmt.Fprintf(&bomb, "      l%d: &l%d {a: *l%d, b: *l%d, c: *l%d, d: *l%d, e: *l%d, f: *l%d, g: *l%d, h: *l%d, i: *l%d, j: *l%d}\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	for name, c := range map[string]struct {
+		in   string
+		want string
+	}{
+		"AliasBomb":   {bomb.String(), "alias bomb"},
+		"Empty":       {" \n\n", "the file is empty"},
+		"SecondDoc":   {"version: 1\nmodes: []\n---\nmodes: []\n", "x.yaml:3: a second YAML document"},
+		"UTF16":       {"\xff\xfev\x00", "x.yaml:1: the file is UTF-16"},
+		"InvalidUTF8": {"version: 1\nmodes:\n  - key: caf\xe9\n", "x.yaml:3: invalid UTF-8 (byte 0xe9 at column 13)"},
+		"LongTrigger": {strings.Replace(string(mustRead(t, "../demo/agentplane.yaml")), `"(switch|change|go|move) [over] to [the] {item} mode"`, `"`+strings.Repeat("w ", 2000)+`{item}"`, 1), "the limit is 512"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(c.in), "x.yaml", &Options{Tools: []string{"send_template"}})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

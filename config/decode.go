@@ -15,7 +15,15 @@ import (
 type decoder struct {
 	probs *Problems
 	lines map[string]int // path -> line, for every key seen
+	// budget is how many more nodes may be decoded; aliases are expanded,
+	// so a small document of aliases to aliases (an alias bomb) would
+	// otherwise grow without bound. Below zero, decoding has stopped.
+	budget int
 }
+
+// minBudget is the node budget of a small document: ten times its own
+// nodes, or this, whichever is more.
+const minBudget = 100_000
 
 func (d *decoder) add(path string, line int, format string, args ...any) {
 	*d.probs = append(*d.probs, Problem{Path: path, Line: line, Msg: fmt.Sprintf(format, args...)})
@@ -29,6 +37,12 @@ func join(path, key string) string {
 }
 
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	if d.budget--; d.budget < 0 {
+		if d.budget == -1 {
+			d.add(path, n.Line, "the document expands, through its aliases, to more nodes than it could mean (an alias bomb?): decoding stopped")
+		}
+		return
+	}
 	for n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
 		n = n.Content[0]
 	}
@@ -93,6 +107,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		}
 		v.Set(m)
 	case reflect.Interface:
+		if !d.spend(n) {
+			return
+		}
 		var x any
 		if err := n.Decode(&x); err != nil {
 			d.add(path, n.Line, "%v", cleanYAMLError(err))
@@ -114,6 +131,27 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			d.add(path, n.Line, "expected %s, found %q", kindName(v.Kind()), n.Value)
 		}
 	}
+}
+
+// spend charges the budget for every node under n, aliases expanded, as
+// decoding n into a Go value will create them; it reports false, having
+// added the problem, when the budget runs out.
+func (d *decoder) spend(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	for _, c := range n.Content {
+		if d.budget--; d.budget < 0 {
+			if d.budget == -1 {
+				d.add("", c.Line, "the document expands, through its aliases, to more nodes than it could mean (an alias bomb?): decoding stopped")
+			}
+			return false
+		}
+		if !d.spend(c) {
+			return false
+		}
+	}
+	return true
 }
 
 func describe(n *yaml.Node) string {

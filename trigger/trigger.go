@@ -109,8 +109,21 @@ type parser struct {
 	slot string
 }
 
+// Limits of a pattern: a trigger matches a whole utterance, and a longer
+// pattern only costs time to expand and match.
+const (
+	MaxPatternBytes = 512
+	MaxPatternWords = 48
+)
+
 // Parse parses a trigger pattern.
 func Parse(src string) (*Pattern, error) {
+	if len(src) > MaxPatternBytes {
+		return nil, &SyntaxError{Pattern: src[:40] + "…", Col: MaxPatternBytes + 1, Msg: fmt.Sprintf("pattern is %d bytes; the limit is %d", len(src), MaxPatternBytes)}
+	}
+	if n := len(strings.FieldsFunc(src, func(r rune) bool { return strings.ContainsRune(" \t()[]{}|", r) })); n > MaxPatternWords {
+		return nil, &SyntaxError{Pattern: src, Col: 1, Msg: fmt.Sprintf("pattern has %d words; the limit is %d", n, MaxPatternWords)}
+	}
 	p := &parser{src: src}
 	seq, err := p.seq(0)
 	if err != nil {

@@ -146,3 +146,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestLongPatternsRefused: a pattern of thousands of words once took
+// seconds to expand (quadratic); it is refused, saying why.
+func TestLongPatternsRefused(t *testing.T) {
+	t.Parallel()
+	for src, want := range map[string]string{
+		strings.Repeat("word ", 20000):   "bytes; the limit is 512",
+		strings.Repeat("a ", 60) + "{x}": "words; the limit is 48",
+	} {
+		_, err := Parse(src)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q", err, want)
+		}
+	}
+	if _, err := Parse(strings.Repeat("a ", 40) + "{x}"); err != nil {
+		t.Fatalf("a pattern within the limits: %v", err)
+	}
+}
