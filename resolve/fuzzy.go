@@ -3,10 +3,11 @@ package resolve
 import "unicode/utf8"
 
 // fuzzyWord reports whether w takes part in edit-distance matching: long
-// enough and made of letters only (typos in codes and numbers are not
-// corrected, they are different items).
+// enough, not too long (its deletion variants grow with its length), and
+// made of letters only (typos in codes and numbers are not corrected, they
+// are different items).
 func fuzzyWord(w string) bool {
-	if utf8.RuneCountInString(w) < minFuzzyLen {
+	if len(w) > maxFuzzyWord || utf8.RuneCountInString(w) < minFuzzyLen {
 		return false
 	}
 	for _, r := range w {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/internal/canonjson"
 	"github.com/agentplane/agentplane/internal/httpbody"
 	"github.com/agentplane/agentplane/internal/sameorigin"
 )
@@ -122,6 +123,9 @@ func (p *HTTPProvider) Items(ctx context.Context) ([]agentplane.ResolverItem, er
 // DecodeItems decodes a JSON array of items, or an object with an "items"
 // array, and checks every item.
 func DecodeItems(body []byte) ([]agentplane.ResolverItem, error) {
+	if err := canonjson.Check(body); err != nil {
+		return nil, fmt.Errorf("decode items: %w (got %s)", err, httpbody.Snippet(body))
+	}
 	var wire []WireItem
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '{' {

@@ -62,6 +62,8 @@ type Index struct {
 	// ranges; taken clean, returned clean
 	bitmaps sync.Pool
 
+	lastItem []int32 // while building: word id -> mark of the last item that had it
+
 	// SymSpell deletion index over alphabetic words, for the fuzzy tier:
 	// the hash of each word and of each string one deletion away, chained
 	deletes map[uint64]int32 // variant hash -> first entry
@@ -77,7 +79,17 @@ const (
 	minPrefixLen = 2       // shortest word fragment that drives a prefix scan
 	minFuzzyLen  = 3       // shortest word corrected by edit distance
 	maxWords     = 16      // query words considered; more is not a name
+	// MaxQueryBytes is the longest query resolved (normalized); a longer
+	// one names no item and matches nothing.
+	MaxQueryBytes = 512
+	maxFuzzyWord  = 32 // longest word corrected by edit distance (its deletions grow with its length)
 )
+
+// MaxItemWords is the most distinct words (of its display name, aliases and
+// keywords) an item may have: matching looks at an item's words, and an
+// item with hundreds of thousands of keywords made every turn that touched
+// it take seconds.
+const MaxItemWords = 1024
 
 // NewIndex builds an index over items. It fails, naming the item, when an id
 // is empty or appears twice. The index keeps items without copying them:
@@ -104,6 +116,7 @@ func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 	words := make([]int32, 0, 8*n)
 	start := make([]int32, n+1)
 	var buf []byte
+	ix.lastItem = make([]int32, 0, 8*n)
 	for j := range items {
 		it := &items[j]
 		r := rank[j]
@@ -116,17 +129,20 @@ func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 			return nil, fmt.Errorf("item %d: duplicate id %q", j, id)
 		}
 		ix.addExact(idHash, r)
-		first := len(words)
+		mark := int32(j + 1) // lastItem marks a word seen in this item
 		buf = appendNormal(buf[:0], it.Header.DisplayName)
 		ix.addExact(hashBytes(buf), r)
-		words = ix.addWords(buf, words, first)
+		words = ix.addWords(buf, words, mark)
 		for _, a := range it.Aliases {
 			buf = appendNormal(buf[:0], a)
 			ix.addExact(hashBytes(buf), r)
-			words = ix.addWords(buf, words, first)
+			words = ix.addWords(buf, words, mark)
 		}
 		for _, k := range it.Keywords {
-			words = ix.addWords(appendNormal(buf[:0], k), words, first)
+			words = ix.addWords(appendNormal(buf[:0], k), words, mark)
+		}
+		if n := len(words) - int(start[j]); n > MaxItemWords {
+			return nil, fmt.Errorf("item %d (%q): %d distinct words in its name, aliases and keywords; the limit is %d", j, id, n, MaxItemWords)
 		}
 		start[j+1] = int32(len(words))
 	}
@@ -137,6 +153,7 @@ func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 	}
 	words64 := (n + 63) / 64
 	ix.bitmaps.New = func() any { b := make([]uint64, words64); return &b }
+	ix.lastItem = nil
 	ix.buildPostings()
 	ix.buildSorted()
 	ix.buildDeletes()
@@ -144,8 +161,9 @@ func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 }
 
 // addWords adds the words of normalized text b to the vocabulary and
-// appends their ids to words, once each within words[first:].
-func (ix *Index) addWords(b []byte, words []int32, first int) []int32 {
+// appends their ids to words, once each per item: mark is the item's
+// mark, and lastItem[word] the mark of the last item it was added for.
+func (ix *Index) addWords(b []byte, words []int32, mark int32) []int32 {
 	for len(b) > 0 {
 		j := bytes.IndexByte(b, ' ')
 		if j < 0 {
@@ -158,8 +176,10 @@ func (ix *Index) addWords(b []byte, words []int32, first int) []int32 {
 				wid = int32(len(ix.words))
 				ix.vocab[w] = wid
 				ix.words = append(ix.words, w)
+				ix.lastItem = append(ix.lastItem, 0)
 			}
-			if !slices.Contains(words[first:], wid) {
+			if ix.lastItem[wid] != mark {
+				ix.lastItem[wid] = mark
 				words = append(words, wid)
 			}
 		}

@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -124,5 +125,33 @@ func TestEditDistance(t *testing.T) {
 		if got := editDistance(tt.a, tt.b, tt.max); got != tt.want {
 			t.Errorf("editDistance(%q, %q, %d) = %d, want %d", tt.a, tt.b, tt.max, got, tt.want)
 		}
+	}
+}
+
+// TestHostileItemsAndQueries: an item with a huge number of keywords is
+// refused when indexed, naming it; an 80 KB query matches nothing. (The
+// first made every turn that touched it take 16 s, the second took 16 s in
+// catalog_search.)
+func TestHostileItemsAndQueries(t *testing.T) {
+	t.Parallel()
+	many := make([]string, 200_000)
+	for i := range many {
+		many[i] = fmt.Sprintf("kw%d", i)
+	}
+	_, err := NewIndex([]agentplane.ResolverItem{{Header: agentplane.EntityHeader{ID: "BIG", DisplayName: "Big"}, Keywords: many}})
+	if err == nil || !strings.Contains(err.Error(), `item 0 ("BIG"): 200001 distinct words`) {
+		t.Fatalf("an item of 200,000 keywords: %v", err)
+	}
+	ix, err := NewIndex([]agentplane.ResolverItem{{Header: agentplane.EntityHeader{ID: "A", DisplayName: "Alpha centauri"}, Keywords: many[:MaxItemWords-2]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{strings.Repeat("a", 80_000), strings.Repeat("alpha ", 200), strings.Repeat("x", 100)} {
+		if r := ix.Resolve(q, 5); len(r.Items) != 0 {
+			t.Errorf("query of %d bytes matched %v", len(q), r.Items)
+		}
+	}
+	if r := ix.Resolve("alpha centaury", 5); len(r.Items) != 1 {
+		t.Fatalf("an ordinary typo: %+v", r)
 	}
 }

@@ -22,6 +22,9 @@ func (r *Result) Strict() bool { return r.Tier == TierExact && len(r.Items) == 1
 // or alias. It is the cheap check for whether a text names an item.
 func (ix *Index) ResolveExact(query string, limit int) Result {
 	res := Result{Query: Normalize(query)}
+	if len(res.Query) > MaxQueryBytes {
+		return res
+	}
 	ix.exactTier(res.Query, max(limit, 1), &res)
 	return res
 }
@@ -75,7 +78,7 @@ func (ix *Index) Resolve(query string, limit int) Result {
 func (ix *Index) resolveNormalized(q string, limit int) Result {
 	limit = max(limit, 1)
 	res := Result{Query: q}
-	if q == "" || len(ix.items) == 0 {
+	if q == "" || len(ix.items) == 0 || len(q) > MaxQueryBytes {
 		return res
 	}
 	if ix.exactTier(q, limit, &res) {

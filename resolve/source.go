@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/agentplane/agentplane"
 )
 
@@ -27,19 +29,37 @@ const DefaultTTL = time.Minute
 
 // Source serves the index of one catalog or provider. A static source is
 // indexed once; a provider-backed source fetches and indexes its items on
-// first use and again when they are older than the TTL. When a refresh
-// fails, the last good index keeps serving (and the failure is reported);
-// with none, Index returns the error. Safe for concurrent use.
+// first use and again when they are older than the TTL.
+//
+// A fetch is shared: callers arriving while one runs wait for it when
+// there is no index yet, and are served the index they have when there is
+// one. When a fetch fails, the last good index keeps serving (and the
+// failure is reported with it); with none, Index returns the error. After
+// a failure no fetch is tried before a backoff has passed (1s, doubling up
+// to a minute, on the source's clock), so a slow or dead provider costs a
+// turn one fetch at most, not one per slot it resolves. Safe for
+// concurrent use.
 type Source struct {
 	id       agentplane.ResolverSource
 	provider Provider
 	ttl      time.Duration
 	now      func() time.Time
+	fetches  singleflight.Group
 
 	mu        sync.Mutex
 	index     *Index
 	fetchedAt time.Time
+	fetching  bool
+	lastErr   error         // the last failed fetch, until one succeeds
+	retryAt   time.Time     // no fetch before this after a failure
+	backoff   time.Duration // the wait after the last failure
 }
+
+// Backoff after failed fetches: from minBackoff, doubling to maxBackoff.
+const (
+	minBackoff = time.Second
+	maxBackoff = time.Minute
+)
 
 // NewStaticSource indexes items once, for a catalog given in configuration.
 func NewStaticSource(id agentplane.ResolverSource, items []agentplane.ResolverItem) (*Source, error) {
@@ -73,21 +93,46 @@ func (s *Source) Index(ctx context.Context) (ix *Index, stale error, err error) 
 		return s.index, nil, nil
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.now()
-	if s.index != nil && now.Sub(s.fetchedAt) < s.ttl {
-		return s.index, nil, nil
-	}
-	fresh, ferr := s.fetch(ctx)
-	if ferr != nil {
-		ferr = &agentplane.Error{Code: agentplane.CodeSourceUnavailable, Message: fmt.Sprintf("%s: %v", s.id, ferr)}
-		if s.index != nil {
-			return s.index, ferr, nil
+	ix, last := s.index, s.lastErr
+	switch {
+	case ix != nil && now.Sub(s.fetchedAt) < s.ttl:
+		s.mu.Unlock()
+		return ix, nil, nil
+	case now.Before(s.retryAt) || ix != nil && s.fetching:
+		// backing off after a failure, or another caller is refreshing:
+		// serve what there is now
+		s.mu.Unlock()
+		if ix != nil {
+			return ix, last, nil
 		}
-		return nil, nil, ferr
+		return nil, nil, last
 	}
-	s.index, s.fetchedAt = fresh, now
-	return fresh, nil, nil
+	s.fetching = true
+	s.mu.Unlock()
+	s.fetches.Do("fetch", func() (any, error) {
+		fresh, ferr := s.fetch(ctx)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.fetching = false
+		if ferr != nil {
+			s.lastErr = &agentplane.Error{Code: agentplane.CodeSourceUnavailable, Message: fmt.Sprintf("%s: %v", s.id, ferr)}
+			s.backoff = min(max(2*s.backoff, minBackoff), maxBackoff)
+			s.retryAt = now.Add(s.backoff)
+			return nil, nil
+		}
+		s.index, s.fetchedAt, s.lastErr, s.backoff, s.retryAt = fresh, now, nil, 0, time.Time{}
+		return nil, nil
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lastErr != nil {
+		if s.index != nil {
+			return s.index, s.lastErr, nil
+		}
+		return nil, nil, s.lastErr
+	}
+	return s.index, nil, nil
 }
 
 func (s *Source) fetch(ctx context.Context) (ix *Index, err error) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,6 +57,49 @@ func TestHTTPProviderSourceCachesForTTL(t *testing.T) {
 	}
 	if hits.Load() != 2 || !strings.Contains(stale.Error(), "status 500") {
 		t.Fatalf("hits %d, stale %v", hits.Load(), stale)
+	}
+	// backing off: the failure is remembered, nothing is fetched (a turn
+	// resolving four slots once fetched four times)
+	for range 4 {
+		if ix3, stale, _ := src.Index(ctx); ix3 != ix || stale == nil {
+			t.Fatal("the stale index was not served during the backoff")
+		}
+	}
+	if hits.Load() != 2 {
+		t.Fatalf("%d fetches during the backoff", hits.Load())
+	}
+	now = now.Add(2 * time.Second)
+	fail.Store(false)
+	if ix4, stale, err := src.Index(ctx); err != nil || stale != nil || ix4 == ix || hits.Load() != 3 {
+		t.Fatalf("after the backoff: %v %v, %d fetches", stale, err, hits.Load())
+	}
+}
+
+// TestSlowProviderFetchedOnce: callers arriving while a fetch runs share
+// it (one GET, not one per caller); once there is an index, a refresh does
+// not hold up callers served by the stale one.
+func TestSlowProviderFetchedOnce(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	release := make(chan struct{})
+	src := NewProviderSource(agentplane.ResolverSource{ProviderID: "p"}, ProviderFunc(func(ctx context.Context) ([]agentplane.ResolverItem, error) {
+		hits.Add(1)
+		<-release
+		return []agentplane.ResolverItem{{Header: agentplane.EntityHeader{ID: "a", DisplayName: "A"}}}, nil
+	}), time.Minute, nil)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if ix, _, err := src.Index(context.Background()); err != nil || ix == nil {
+				t.Error(err)
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	if hits.Load() != 1 {
+		t.Fatalf("%d fetches for 8 concurrent callers", hits.Load())
 	}
 }
 
@@ -117,4 +161,19 @@ func FuzzDecodeItems(f *testing.F) {
 		}
 		NewIndex(items) // must not panic
 	})
+}
+
+// TestDecodeItemsIsStrict: invalid UTF-8 and repeated member names are
+// refused, not silently repaired.
+func TestDecodeItemsIsStrict(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]string{
+		"[{\"id\":\"a\",\"display_name\":\"caf\xe9\"}]": "invalid UTF-8",
+		`[{"id":"a","id":"b"}]`:                         "duplicate member name",
+		`[{"id":"a","ID":"b"}]`:                         "differ only in letter case",
+	} {
+		if _, err := DecodeItems([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v", body, err)
+		}
+	}
 }
