@@ -173,6 +173,7 @@ func TestFlowDDeclined(t *testing.T) {
 	t.Parallel()
 	c := newCore(t)
 	s := startSession(t, c, "sales")
+	turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
 	turn(t, c, s.ID, agentplane.TurnInput{Text: "send it to the Q1 pilot list"})
 	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "no"})
 	if tr.Decision.ReasonCode != agentplane.ReasonConfirmationDeclined || tr.Result != nil || tr.Session.PendingConfirmation != nil {
@@ -308,5 +309,25 @@ func TestAuditedConversationVerifies(t *testing.T) {
 	}
 	if r := recs[1]; r.Result != nil || r.Decision.QuestionText != "Confirm send to 'Q1 pilot list'?" || r.State.PendingConfirmation == nil {
 		t.Fatalf("second record: %+v", r)
+	}
+}
+
+// TestPreconditionsBeforeConfirmation: with nothing active, a send is not
+// confirmed first and refused after the yes; the precondition is said at
+// once and nothing is pending.
+func TestPreconditionsBeforeConfirmation(t *testing.T) {
+	t.Parallel()
+	c := newCore(t)
+	s := startSession(t, c, "sales")
+	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "send this to the Q1 pilot list"})
+	if tr.Decision.Action != agentplane.ActionInvokeCommand || tr.Result == nil || tr.Result.Error == nil ||
+		tr.Result.Error.Code != agentplane.CodePreconditionFailed || !strings.Contains(tr.Result.Message, "needs an active email_template") {
+		t.Fatalf("decision %+v, result %+v", tr.Decision, tr.Result)
+	}
+	if tr.Session.PendingConfirmation != nil {
+		t.Fatal("a confirmation is pending for what cannot run")
+	}
+	if !strings.Contains(strings.Join(tr.Decision.Trace, "\n"), "preconditions fail") {
+		t.Fatalf("the trace does not say why: %q", tr.Decision.Trace)
 	}
 }

@@ -39,6 +39,11 @@ type sendFunc func(ctx context.Context, args json.RawMessage) (json.RawMessage, 
 
 func newFixture(t testing.TB, send sendFunc) *fixture {
 	t.Helper()
+	return newFixtureTimeout(t, send, 50*time.Millisecond)
+}
+
+func newFixtureTimeout(t testing.TB, send sendFunc, timeout time.Duration) *fixture {
+	t.Helper()
 	f := &fixture{now: t0}
 	if send == nil {
 		send = func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
@@ -49,7 +54,7 @@ func newFixture(t testing.TB, send sendFunc) *fixture {
 	c := demotest.Core(t, &core.Options{
 		Now:         func() time.Time { return f.now },
 		Tools:       []tool.Tool{&tool.Func{S: demo.NewOutbox(nil).Tool().Spec(), Fn: send}},
-		ToolTimeout: 50 * time.Millisecond,
+		ToolTimeout: timeout,
 	})
 	f.g, f.store = c.Gate(), c.Store()
 	return f

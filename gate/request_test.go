@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,15 +23,16 @@ func TestConcurrentSameRequestRunsOnce(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	var f *fixture
-	f = newFixture(t, func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	f = newFixtureTimeout(t, func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 		f.sends.Add(1)
-		<-release // hold the first call while the others arrive
+		<-release // hold the first call until the others have their answer
 		return json.RawMessage(`{"sent":true}`), nil
-	})
+	}, time.Minute)
 	f.ready(t, "a")
 	const n = 16
 	results := make([]agentplane.ExecutionResult, n)
 	var wg sync.WaitGroup
+	var answered atomic.Int32
 	for i := range n {
 		wg.Go(func() {
 			r, err := f.g.Execute(context.Background(), gate.Invocation{SessionID: "a", Tool: "send_template", Args: json.RawMessage(`{"list_id":"LIST-9"}`),
@@ -39,9 +41,12 @@ func TestConcurrentSameRequestRunsOnce(t *testing.T) {
 				t.Error(err)
 			}
 			results[i] = r
+			answered.Add(1)
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	for answered.Load() < n-1 { // all but the one running the tool
+		time.Sleep(time.Millisecond)
+	}
 	close(release)
 	wg.Wait()
 	if f.sends.Load() != 1 {
@@ -170,7 +175,8 @@ func TestPendingAfterDecision(t *testing.T) {
 	t.Parallel()
 	c := demotest.Core(t, nil)
 	reg, g := c.Router(), c.Gate()
-	s := &agentplane.Session{ID: "s", Mode: "sales", Version: 1}
+	s := &agentplane.Session{ID: "s", Mode: "sales", Version: 1,
+		AWC: agentplane.ActiveWorkContext{EntityType: "email_template", Entity: &agentplane.EntityHeader{ID: "TPL-123", DisplayName: "Q1 CFO Outreach"}}}
 	now := t0
 	d, _ := reg.Route(context.Background(), s, agentplane.TurnInput{Text: "send it to the q1 pilot list", Now: now})
 	picker, confirm := g.Pending(s, &d, now)

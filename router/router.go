@@ -306,6 +306,12 @@ func (t *turn) index(src agentplane.ResolverSource) (*resolve.Index, error) {
 // confirm first when the command needs it.
 func (t *turn) invokeOrConfirm(cmd *agentplane.CommandDefinition, item *agentplane.ResolverItem) agentplane.Decision {
 	if cmd.NeedsConfirmation() {
+		if why := registry.Preconditions(cmd, t.mode, t.sess.AWC); why != "" {
+			// Asking first would have the human confirm what cannot run:
+			// invoke, and the gate says why.
+			t.tracep(cmd.ID, " needs confirmation, but its preconditions fail (", why, "): not asking")
+			return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: cmd.ID, ResolvedID: item.Header.ID}
+		}
 		q := registry.ConfirmationQuestion(cmd, item.Header.DisplayName)
 		t.tracep(cmd.ID, " needs confirmation; asking")
 		return agentplane.Decision{Action: agentplane.ActionAskQuestion, QuestionText: q, Options: []string{"Yes", "No"},

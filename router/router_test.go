@@ -41,6 +41,13 @@ func sessionIn(mode string) *agentplane.Session {
 	return &agentplane.Session{ID: "s1", Mode: mode, Version: 1}
 }
 
+// withTemplate is a sales session working on the Q1 CFO template.
+func withTemplate() *agentplane.Session {
+	s := sessionIn("sales")
+	s.AWC = agentplane.ActiveWorkContext{EntityType: "email_template", Entity: &agentplane.EntityHeader{ID: "TPL-123", DisplayName: "Q1 CFO Outreach"}}
+	return s
+}
+
 type want struct {
 	action    agentplane.Action
 	command   string
@@ -92,7 +99,7 @@ func TestRouteBranches(t *testing.T) {
 			want{action: "invoke_command", command: "set_active_email_template", resolved: "TPL-123"}},
 		{"SelectionOfLauncherGoesToOnSelect", sessionIn("general"), agentplane.TurnInput{Selection: &agentplane.Selection{CommandID: "open_email_templates", ID: "TPL-200"}},
 			want{action: "invoke_command", command: "set_active_email_template", resolved: "TPL-200"}},
-		{"SelectionNeedingConfirmationAsks", sessionIn("sales"), agentplane.TurnInput{Selection: &agentplane.Selection{CommandID: "send_template_to_list", ID: "LIST-9"}},
+		{"SelectionNeedingConfirmationAsks", withTemplate(), agentplane.TurnInput{Selection: &agentplane.Selection{CommandID: "send_template_to_list", ID: "LIST-9"}},
 			want{action: "ask_clarifying_question", command: "send_template_to_list", resolved: "LIST-9", question: "Confirm send to 'Q1 pilot list'?", options: "Yes|No"}},
 		// 2. pending confirmation
 		{"ConfirmYes", confirmSend, agentplane.TurnInput{Text: "Yes"},
@@ -144,8 +151,11 @@ func TestRouteBranches(t *testing.T) {
 			want{action: "open_picker", command: "set_active_email_template", catalog: "email_templates"}},
 		{"LauncherNoUI", sessionIn("general"), agentplane.TurnInput{Text: "I want to work on email templates"},
 			want{action: "ask_clarifying_question", command: "set_active_email_template", question: "Which of the email templates?", options: "Q1 CFO Outreach|Q1 CTO Outreach|Renewal Reminder|Webinar Invite|Pilot Kickoff"}},
-		{"ConfirmationFromTrigger", sessionIn("sales"), agentplane.TurnInput{Text: "send this to the Q1 pilot list"},
+		{"ConfirmationFromTrigger", withTemplate(), agentplane.TurnInput{Text: "send this to the Q1 pilot list"},
 			want{action: "ask_clarifying_question", command: "send_template_to_list", resolved: "LIST-9", question: "Confirm send to 'Q1 pilot list'?", options: "Yes|No"}},
+		// a confirmation is not asked for what cannot run: the gate says why
+		{"PreconditionsBeforeConfirmation", sessionIn("sales"), agentplane.TurnInput{Text: "send this to the Q1 pilot list"},
+			want{action: "invoke_command", command: "send_template_to_list", resolved: "LIST-9", traceHas: "preconditions fail (needs an active email_template; open one first): not asking"}},
 		{"InactiveTriggerIgnored", sessionIn("general"), agentplane.TurnInput{Text: "send this to the Q1 pilot list"},
 			want{action: "continue_with_llm", reason: "no_control_intent"}},
 		// 6. no hijacking

@@ -39,7 +39,7 @@ func TestRouteContract(t *testing.T) {
 	input := strings.Join([]string{
 		`{"text": "switch to ddr mode"}`,
 		`{"text": "open the cfo template", "ui": true}`,
-		`{"text": "send this to the Q1 pilot list", "mode": "sales"}`,
+		`{"text": "send this to the Q1 pilot list", "mode": "sales", "awc": {"entity_type": "email_template", "entity_header": {"id": "TPL-123", "display_name": "Q1 CFO Outreach"}}}`,
 		`{"text": "hello there"}`,
 		`{"selection": {"command_id": "set_mode", "id": "sales"}}`,
 		`not json`,
@@ -50,14 +50,16 @@ func TestRouteContract(t *testing.T) {
 		`{"selection": {"command_id": "send_template_to_list", "id": "LIST-9"}}`,
 		`{"text": "` + strings.Repeat("b", 70000) + `"}`,
 		`{"text": "switch to sales mode", "roles": ["admin"]}`,
+		`{"text": "switch to ddr mode", "text": "hello"}`,
+		`{"text": "hi", "awc": {"entity_header": {"id": "T", "display_name": "t"}}}`,
 	}, "\n")
 	out, _, code := run(t, input, "route")
 	if code != 1 {
 		t.Errorf("exit %d, want 1 (some lines failed)", code)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 13 {
-		t.Fatalf("%d output lines for 13 inputs:\n%s", len(lines), out)
+	if len(lines) != 15 {
+		t.Fatalf("%d output lines for 15 inputs:\n%s", len(lines), out)
 	}
 	want := []string{
 		`"action":"invoke_command","command_id":"set_mode","resolved_id":"ddr"`,
@@ -73,6 +75,8 @@ func TestRouteContract(t *testing.T) {
 		`"error":{"code":"inactive_action"`,
 		`"error":{"code":"input_too_long","message":"line 12: longer than 65536 bytes"`,
 		`"action":"invoke_command","command_id":"set_mode","resolved_id":"sales"`,
+		`"error":{"code":"invalid_input","message":"line 14: not a turn object: JSON at byte 47: duplicate member name \"text\""`,
+		`"error":{"code":"invalid_input","message":"line 15: awc: active work context: entity \"T\" has no entity type"`,
 	}
 	for i, w := range want {
 		if !strings.Contains(lines[i], w) {

@@ -21,6 +21,8 @@ type routeInput struct {
 	Mode      string                `json:"mode"`
 	Roles     []string              `json:"roles"`
 	Selection *agentplane.Selection `json:"selection"`
+	// AWC is the session's active work context the turn is routed in.
+	AWC *agentplane.ActiveWorkContext `json:"awc"`
 }
 
 type routeError struct {
@@ -165,5 +167,11 @@ func routeLine(ctx context.Context, c *core.Core, line []byte) (agentplane.Decis
 		turn.Text = *in.Text
 	}
 	sess := &agentplane.Session{ID: "route", Mode: mode, Version: 1}
+	if in.AWC != nil {
+		if err := in.AWC.Validate(); err != nil {
+			return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeInvalidInput, "awc: %s", agentplane.ErrorMessage(err))
+		}
+		sess.AWC = *in.AWC
+	}
 	return c.Route(ctx, sess, turn)
 }
