@@ -49,3 +49,19 @@ func TestOutboxSendsOncePerRequest(t *testing.T) {
 		t.Fatal("a refused send was recorded")
 	}
 }
+
+// TestOutboxSendsNothingAfterItsContextEnds: a call the gate gave up on
+// (timed out) must not act afterwards.
+func TestOutboxSendsNothingAfterItsContextEnds(t *testing.T) {
+	t.Parallel()
+	o := NewOutbox(nil)
+	sess := &agentplane.Session{ID: "s", AWC: agentplane.ActiveWorkContext{EntityType: "email_template", Entity: &agentplane.EntityHeader{ID: "TPL-123"}}}
+	ctx, cancel := context.WithCancel(tool.WithCallInfo(context.Background(), tool.CallInfo{SessionID: "s", RequestID: "r", Session: sess}))
+	cancel()
+	if _, err := o.Tool().Call(ctx, json.RawMessage(`{"list_id":"LIST-9"}`)); err == nil {
+		t.Fatal("a call whose context had ended succeeded")
+	}
+	if len(o.Sends()) != 0 {
+		t.Fatal("it sent")
+	}
+}

@@ -42,7 +42,10 @@ type Spec struct {
 	Impact         map[string]tool.Impact
 	ConnectTimeout time.Duration // how long Mount and reconnects wait; 0 means 5s
 	CallTimeout    time.Duration // 0 means 30s
-	HTTPClient     *http.Client
+	// Backoff is the first wait after a failed connect, doubling after
+	// each failure up to 30s; 0 means 1s.
+	Backoff    time.Duration
+	HTTPClient *http.Client
 }
 
 // Health is how a server is.
@@ -70,12 +73,8 @@ type Server struct {
 	backoff time.Duration // the wait after the last failed connect
 }
 
-// Connect attempts are spaced out after failures: from minBackoff,
-// doubling up to maxBackoff.
-const (
-	minBackoff = time.Second
-	maxBackoff = 30 * time.Second
-)
+// maxBackoff bounds the wait between connect attempts after failures.
+const maxBackoff = 30 * time.Second
 
 // Mount connects to the server and lists its tools, waiting at most the
 // connect timeout; a server that cannot be reached is returned all the
@@ -89,6 +88,9 @@ func Mount(ctx context.Context, spec Spec) *Server {
 	}
 	if spec.CallTimeout <= 0 {
 		spec.CallTimeout = 30 * time.Second
+	}
+	if spec.Backoff <= 0 {
+		spec.Backoff = time.Second
 	}
 	s := &Server{spec: spec, client: mcp.NewClient(&mcp.Implementation{Name: "agentplane", Version: "1"}, nil)}
 	s.connect(ctx)
@@ -143,7 +145,7 @@ func (s *Server) connect(ctx context.Context) error {
 			s.session = nil
 		}
 		if err != nil {
-			s.backoff = min(max(2*s.backoff, minBackoff), maxBackoff)
+			s.backoff = min(max(2*s.backoff, s.spec.Backoff), maxBackoff)
 			s.nextTry = time.Now().Add(s.backoff)
 		} else {
 			s.session, s.tools, s.backoff = cs, tools, 0

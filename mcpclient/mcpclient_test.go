@@ -145,17 +145,25 @@ func TestDownServerNeverBlocksAndReconnects(t *testing.T) {
 		handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	s = mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "files", URL: hs.URL, ConnectTimeout: time.Second})
+	s = mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "files", URL: hs.URL, ConnectTimeout: time.Second, Backoff: 10 * time.Millisecond})
 	t.Cleanup(func() { s.Close() })
 	echo := byName(t, s)["files_echo"]
+	if echo.Spec().Server != "files" {
+		t.Fatalf("a mounted tool does not name its server: %+v", echo.Spec())
+	}
 	down.Store(true)
 	if _, err := echo.Call(context.Background(), json.RawMessage(`{"text":"a"}`)); err == nil {
 		t.Fatal("a call to a down server succeeded")
+	}
+	// the connection is gone and the server refuses to reconnect: unavailable
+	if _, err := echo.Call(context.Background(), json.RawMessage(`{"text":"a"}`)); !errors.Is(err, tool.ErrUnavailable) {
+		t.Fatalf("a call while the server is down: %v, want tool.ErrUnavailable", err)
 	}
 	if h := s.Health(); h.Up {
 		t.Fatalf("health after a failed call: %+v", h)
 	}
 	down.Store(false)
+	time.Sleep(50 * time.Millisecond) // the backoff after the failed reconnect
 	out, err := echo.Call(context.Background(), json.RawMessage(`{"text":"back"}`))
 	if err != nil || string(out) != `{"said":"back"}` || !s.Health().Up {
 		t.Fatalf("after the server came back: %s %v %+v", out, err, s.Health())

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -312,6 +313,9 @@ func TestToolsCommand(t *testing.T) {
 	if _, _, code := run(t, "", "tools"); code != 2 {
 		t.Fatalf("usage: exit %d", code)
 	}
+	if _, errOut, code := run(t, "", "tools", "call", "--origin", "root", "catalog_search", `{}`); code != 2 || !strings.Contains(errOut, `--origin "root"`) {
+		t.Fatalf("an unknown origin: exit %d %s", code, errOut)
+	}
 }
 
 func TestMCPMountedTools(t *testing.T) {
@@ -382,4 +386,74 @@ func TestChatResumesAStoredSession(t *testing.T) {
 	if _, errOut, code := run(t, "", "chat", "--db", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2"); code != 1 || !strings.Contains(errOut, "cannot reach postgres://nobody@127.0.0.1:1/x") {
 		t.Fatalf("unreachable postgres: exit %d %s", code, errOut)
 	}
+}
+
+// TestResumeAfterTheConfigurationChanged: a stored session whose mode the
+// configuration no longer has is resumed in the default mode, saying so,
+// and recorded (it once panicked).
+func TestResumeAfterTheConfigurationChanged(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	out, _, code := run(t, "switch to ddr mode\n", "chat", "--db", db)
+	id := regexp.MustCompile(`session ([0-9a-f]+),`).FindStringSubmatch(out)
+	if code != 0 || id == nil {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	cfg := filepath.Join(dir, "small.yaml")
+	os.WriteFile(cfg, []byte(`version: 1
+modes:
+  - {key: general, display_name: General, default: true, toolboxes: [core]}
+toolboxes: [{id: core, catalogs: [modes], commands: [set_mode]}]
+commands:
+  - {id: set_mode, tool: agent_set_mode, parameter: mode, resolver: {catalog: modes}, sets_session_mode: true, triggers: ["switch to {item} mode"]}
+`), 0o600)
+	out, errOut, code := run(t, "hello\n", "chat", "--db", db, "--config", cfg, "--session", id[1])
+	if code != 0 || !strings.Contains(errOut, `mode "ddr" is no longer configured; the session continues in the default mode "general"`) ||
+		!strings.Contains(out, "mode General") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	exported, _, _ := run(t, "", "audit", "export", "--db", db, "--session", id[1])
+	if !strings.Contains(exported, `"kind":"resume"`) || !strings.Contains(exported, `"notes":["mode \"ddr\" is no longer configured`) {
+		t.Fatalf("the resume is not recorded:\n%s", exported)
+	}
+}
+
+// TestChatEndsOnInterrupt: Ctrl-C ends the chat at once, even while it
+// waits for a line (it used to wait for Enter).
+func TestChatEndsOnInterrupt(t *testing.T) {
+	t.Parallel()
+	stdin, w := io.Pipe() // a terminal nobody types into
+	defer w.Close()
+	var out, errOut syncBuffer
+	db := filepath.Join(t.TempDir(), "a.db")
+	m := &Main{Stdin: stdin, Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return db }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() { done <- m.Run(ctx, []string{"chat"}) }()
+	for !strings.Contains(out.String(), "> ") { // wait until it waits for a line
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != 130 || !strings.Contains(errOut.String(), "interrupted") {
+		t.Fatalf("exit %d, %s", code, errOut.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the program writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

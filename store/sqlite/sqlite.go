@@ -201,6 +201,8 @@ func checkPath(path string) error {
 		return errors.New("sqlite: empty database path")
 	case strings.HasPrefix(path, "file:"), strings.ContainsAny(path, "?#"):
 		return fmt.Errorf("sqlite: %q: give a file path, not a SQLite URI (no file: prefix, ? or #)", path)
+	case strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(filepath.Separator)):
+		return fmt.Errorf("sqlite: %s names a directory; give a file path inside it", path)
 	case path == ":memory:" || strings.HasPrefix(path, ":"):
 		return fmt.Errorf("sqlite: %q: an in-memory database keeps nothing; give a file path", path)
 	}
