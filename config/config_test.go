@@ -233,3 +233,26 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestMCPPrefixCollisions: mounted tools are PREFIX_TOOL, and activity is
+// by server membership; a prefix under which a mounted tool could take a
+// built-in, configured or other server's tool name is refused.
+func TestMCPPrefixCollisions(t *testing.T) {
+	t.Parallel()
+	base := "version: 1\nmodes: [{key: m, default: true, toolboxes: [t]}]\ntoolboxes: [{id: t, mcp_servers: [a]}]\n"
+	for name, c := range map[string]struct{ yaml, want string }{
+		"Builtin":    {"mcp_servers: [{name: a, prefix: agent, url: \"http://127.0.0.1:1/mcp\"}]\n", `"agent": a tool of this server could be named like the tool "agent_clear_active_entity"`},
+		"Configured": {"tools: [{name: files_read, description: d, impact: read, risk: low, http: {url: \"http://x/\"}}]\nmcp_servers: [{name: a, prefix: files, url: \"http://127.0.0.1:1/mcp\"}]\n", `like the tool "files_read"`},
+		"Servers":    {"mcp_servers: [{name: a, prefix: fs, url: \"http://127.0.0.1:1/mcp\"}, {name: b, prefix: fs_x, url: \"http://127.0.0.1:2/mcp\"}]\n", `could have the same names`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(base+c.yaml), "x.yaml", nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+	if _, err := Parse([]byte(base+"mcp_servers: [{name: a, prefix: files, url: \"http://127.0.0.1:1/mcp\"}]\n"), "x.yaml", nil); err != nil {
+		t.Fatalf("a prefix that collides with nothing: %v", err)
+	}
+}

@@ -378,6 +378,8 @@ func (v *validator) checkMCPServers() []MCPServer {
 		}
 		if !toolNamePattern.MatchString(prefix) {
 			v.add(p+".prefix", "%q: must match ^[a-zA-Z0-9_-]{1,64}$", prefix)
+		} else {
+			v.checkPrefix(p+".prefix", m.Name, prefix, out)
 		}
 		for tool, imp := range m.Impact {
 			if !slices.Contains([]string{"read", "internal", "external"}, imp) {
@@ -391,6 +393,29 @@ func (v *validator) checkMCPServers() []MCPServer {
 			ConnectTimeout: time.Duration(m.ConnectTimeoutMS) * time.Millisecond, CallTimeout: time.Duration(m.TimeoutMS) * time.Millisecond})
 	}
 	return out
+}
+
+// checkPrefix refuses an MCP server's tool prefix under which a mounted
+// tool could take the name of a built-in or configured tool, or of another
+// server's tools: tools are named PREFIX_TOOL.
+func (v *validator) checkPrefix(path, server, prefix string, before []MCPServer) {
+	names := make([]string, 0, len(v.tools))
+	for name := range v.tools {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if strings.HasPrefix(name, prefix+"_") {
+			v.add(path, "%q: a tool of this server could be named like the tool %q (mounted tools are named %s_TOOL); choose another prefix", prefix, name, prefix)
+			return
+		}
+	}
+	for _, o := range before {
+		if strings.HasPrefix(prefix+"_", o.Prefix+"_") || strings.HasPrefix(o.Prefix+"_", prefix+"_") {
+			v.add(path, "%q: the tools of MCP servers %q (prefix %q) and %q could have the same names; choose prefixes neither of which starts the other", prefix, o.Name, o.Prefix, server)
+			return
+		}
+	}
 }
 
 func (v *validator) catalogEntityType(id string) string {

@@ -128,7 +128,7 @@ func New(reg *registry.Registry, st store.Store, opts *Options) (*Gate, error) {
 		return nil, errors.New("gate: missing registry (pass registry.New(cfg, nil))")
 	}
 	if st == nil {
-		return nil, errors.New("gate: missing store (pass memstore.New(), sqlite.Open(path, nil) or postgres.Open(ctx, url, nil))")
+		return nil, errors.New("gate: missing store (pass memstore.New(), sqlite.Open(context.Background(), path, nil) or postgres.Open(ctx, url, nil))")
 	}
 	if opts == nil {
 		opts = &Options{}

@@ -13,7 +13,7 @@
 // opened, put their writes in a Commit as Ops, which run in the commit's
 // transaction, and read through the Querier a SQL driver also is.
 //
-//	st, _ := sqlite.Open(path, &sqlite.Options{Extensions: []store.Extension{ledger.Tables}})
+//	st, _ := sqlite.Open(context.Background(), path, &sqlite.Options{Extensions: []store.Extension{ledger.Tables}})
 //	err := st.Commit(ctx, &store.Commit{SessionID: id, Session: next, Record: rec, Ops: []store.Op{ledger.Insert(ev)}})
 package store
 

@@ -85,7 +85,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 		}
 		cmd.Wait()
 	}
-	s, err := sqlite.Open(db, nil)
+	s, err := sqlite.Open(context.Background(), db, nil)
 	if err != nil {
 		t.Fatalf("the database does not open cleanly after the crashes: %v", err)
 	}

@@ -186,9 +186,9 @@ func (m *Main) openStore(ctx context.Context, db string, readOnly bool) (store.S
 	case isPostgres(db):
 		st, err = postgres.Open(ctx, db, nil)
 	case readOnly:
-		st, err = sqlite.Open(db, &sqlite.Options{ReadOnly: true})
+		st, err = sqlite.Open(ctx, db, &sqlite.Options{ReadOnly: true})
 	default:
-		st, err = sqlite.Open(db, nil)
+		st, err = sqlite.Open(ctx, db, nil)
 	}
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)

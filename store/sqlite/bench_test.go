@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -39,7 +40,7 @@ func BenchmarkDurable(b *testing.B) {
 
 // open opens a store on a new file, closed when the benchmark ends.
 func open(b *testing.B, sync string) *sqlite.Store {
-	s, err := sqlite.Open(filepath.Join(b.TempDir(), "a.db"), &sqlite.Options{Synchronous: sync})
+	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "a.db"), &sqlite.Options{Synchronous: sync})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // implements store.Store and store.Querier; every Commit is atomic, and
 // commits that wait together share one transaction (group commit).
 //
-//	s, err := sqlite.Open(".agentplane/agentplane.db", nil)
+//	s, err := sqlite.Open(ctx, ".agentplane/agentplane.db", nil)
 package sqlite
 
 import (
@@ -136,7 +136,7 @@ const maxConns = 64
 // refuses a database whose schema is newer than this binary's, and a
 // SQLite database that agentplane did not create. path is a file path,
 // never a SQLite URI. Errors name the file and what to do.
-func Open(path string, opts *Options) (*Store, error) {
+func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -178,7 +178,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	db.SetMaxIdleConns(maxConns)
 	s := &Store{db: db, path: path, readOnly: opts.ReadOnly, busy: busy, stmts: map[string]*sql.Stmt{}, reads: map[string]*sql.Stmt{}, heads: map[string]chainHead{}}
 	s.idle = sync.NewCond(&s.mu)
-	if err := s.migrate(context.Background(), opts.Extensions); err != nil {
+	if err := s.migrate(ctx, opts.Extensions); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -589,6 +589,9 @@ func (s *Store) commitGroup(group []*request) {
 // and reports false when a commit failed after writing; with savepoints,
 // each commit that fails rolls back alone.
 func (s *Store) tryGroup(group []*request, savepoints bool) bool {
+	// The transaction carries every commit of the group: no one caller's
+	// context may cancel it (a queued commit is decided whatever its ctx
+	// does).
 	ctx := context.Background()
 	fail := func(err error) {
 		for _, r := range group {

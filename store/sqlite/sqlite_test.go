@@ -19,7 +19,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := sqlite.Open(filepath.Join(t.TempDir(), "a.db"), nil)
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 	storetest.RunSQL(t, func(t *testing.T, exts []store.Extension) store.Store {
-		s, err := sqlite.Open(filepath.Join(t.TempDir(), "a.db"), &sqlite.Options{Extensions: exts})
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"), &sqlite.Options{Extensions: exts})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,11 +40,11 @@ func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage.db")
 	os.WriteFile(garbage, []byte(strings.Repeat("this is not a database ", 100)), 0o644)
-	if _, err := sqlite.Open(garbage, nil); err == nil || !strings.Contains(err.Error(), garbage) {
+	if _, err := sqlite.Open(context.Background(), garbage, nil); err == nil || !strings.Contains(err.Error(), garbage) {
 		t.Fatalf("corrupt file: %v", err)
 	}
 	path := filepath.Join(dir, "new.db")
-	s, err := sqlite.Open(path, nil)
+	s, err := sqlite.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,10 +56,10 @@ func TestOpenErrors(t *testing.T) {
 	}
 	db.Exec(`INSERT INTO schema_version (version) VALUES (99)`)
 	db.Close()
-	if _, err := sqlite.Open(path, nil); err == nil || !strings.Contains(err.Error(), "newer than this agentplane") {
+	if _, err := sqlite.Open(context.Background(), path, nil); err == nil || !strings.Contains(err.Error(), "newer than this agentplane") {
 		t.Fatalf("newer schema: %v", err)
 	}
-	if _, err := sqlite.Open(filepath.Join(dir, "x.db"), &sqlite.Options{Synchronous: "SOMETIMES"}); err == nil {
+	if _, err := sqlite.Open(context.Background(), filepath.Join(dir, "x.db"), &sqlite.Options{Synchronous: "SOMETIMES"}); err == nil {
 		t.Fatal("bad synchronous accepted")
 	}
 }
@@ -70,7 +70,7 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shared.db")
 	var stores [2]*sqlite.Store
 	for i := range stores {
-		s, err := sqlite.Open(path, nil)
+		s, err := sqlite.Open(context.Background(), path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 func TestCloseWhileCommitting(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "c.db")
-	s, err := sqlite.Open(path, nil)
+	s, err := sqlite.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestCloseWhileCommitting(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	s, err = sqlite.Open(path, nil)
+	s, err = sqlite.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestCloseWhileCommitting(t *testing.T) {
 // than there are commits.
 func TestConcurrentCommitsShareTransactions(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(filepath.Join(t.TempDir(), "g.db"), nil)
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "g.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,13 +169,13 @@ func TestConcurrentCommitsShareTransactions(t *testing.T) {
 func TestPaths(t *testing.T) {
 	dir := t.TempDir()
 	for _, bad := range []string{"mem.db?mode=memory&cache=shared", "file:x.db", ":memory:", "a#b.db", "", dir} {
-		if s, err := sqlite.Open(bad, nil); err == nil {
+		if s, err := sqlite.Open(context.Background(), bad, nil); err == nil {
 			s.Close()
 			t.Errorf("%q was accepted", bad)
 		}
 	}
 	pct := filepath.Join(dir, "sub", "pct%41.db")
-	s, err := sqlite.Open(pct, nil)
+	s, err := sqlite.Open(context.Background(), pct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestForeignAndReadOnly(t *testing.T) {
 	db.Exec(`CREATE TABLE customers (id INTEGER)`)
 	db.Close()
 	for _, ro := range []bool{false, true} {
-		_, err := sqlite.Open(foreign, &sqlite.Options{ReadOnly: ro})
+		_, err := sqlite.Open(context.Background(), foreign, &sqlite.Options{ReadOnly: ro})
 		if err == nil || !strings.Contains(err.Error(), "did not create (tables customers)") {
 			t.Fatalf("read-only %v: %v", ro, err)
 		}
@@ -225,16 +225,16 @@ func TestForeignAndReadOnly(t *testing.T) {
 		t.Fatalf("the foreign database was changed: %d objects", n)
 	}
 	missing := filepath.Join(dir, "none.db")
-	if _, err := sqlite.Open(missing, &sqlite.Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "no database at") {
+	if _, err := sqlite.Open(context.Background(), missing, &sqlite.Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "no database at") {
 		t.Fatalf("read-only open of a missing file: %v", err)
 	}
 	if _, err := os.Stat(missing); err == nil {
 		t.Fatal("a read-only open created the file")
 	}
 	path := filepath.Join(dir, "ours.db")
-	s, _ := sqlite.Open(path, nil)
+	s, _ := sqlite.Open(context.Background(), path, nil)
 	s.Close()
-	ro, err := sqlite.Open(path, &sqlite.Options{ReadOnly: true})
+	ro, err := sqlite.Open(context.Background(), path, &sqlite.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestForeignAndReadOnly(t *testing.T) {
 func TestExtensionsMigrateOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	for i := 0; i < 2; i++ {
-		s, err := sqlite.Open(path, &sqlite.Options{Extensions: []store.Extension{storetest.Counters}})
+		s, err := sqlite.Open(context.Background(), path, &sqlite.Options{Extensions: []store.Extension{storetest.Counters}})
 		if err != nil {
 			t.Fatalf("open %d: %v", i, err)
 		}
@@ -257,7 +257,7 @@ func TestExtensionsMigrateOnce(t *testing.T) {
 	}
 	older := storetest.Counters
 	older.Migrations = map[string][]string{store.SQLite: older.Migrations[store.SQLite][:1]}
-	if _, err := sqlite.Open(path, &sqlite.Options{Extensions: []store.Extension{older}}); err == nil || !strings.Contains(err.Error(), "counters tables of version 2, newer") {
+	if _, err := sqlite.Open(context.Background(), path, &sqlite.Options{Extensions: []store.Extension{older}}); err == nil || !strings.Contains(err.Error(), "counters tables of version 2, newer") {
 		t.Fatalf("newer extension tables: %v", err)
 	}
 }
@@ -265,7 +265,7 @@ func TestExtensionsMigrateOnce(t *testing.T) {
 // TestLocked: a database another process holds locked says so, by name.
 func TestLocked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.db")
-	s, err := sqlite.Open(path, &sqlite.Options{BusyTimeout: 100 * time.Millisecond})
+	s, err := sqlite.Open(context.Background(), path, &sqlite.Options{BusyTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
