@@ -26,6 +26,7 @@ fuzz: ## fuzz every parser and decoder for 30s each
 	go test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=30s ./exemplar
 	go test -run='^$$' -fuzz='^FuzzRouteLine$$' -fuzztime=30s ./cmd/agentplane
 	go test -run='^$$' -fuzz='^FuzzVerifyJSONL$$' -fuzztime=30s ./audit
+	go test -run='^$$' -fuzz='^FuzzAppend$$' -fuzztime=30s ./internal/canonjson
 
 bench: ## the README's benchmarks: routing, indexing, examples, the gate, durable stores
 	go test -run='^$$' -bench='BenchmarkRoute' -cpu 1 -count 3 ./router
@@ -34,6 +35,7 @@ bench: ## the README's benchmarks: routing, indexing, examples, the gate, durabl
 	go test -run='^$$' -bench='BenchmarkNewIndex|BenchmarkLoadJSON' -cpu 1 -benchtime 1x ./resolve
 	go test -run='^$$' -bench='BenchmarkRouteCommand' -cpu 1 -count 3 ./cmd/agentplane
 	go test -run='^$$' -bench='BenchmarkExecute' -cpu 1 -count 3 ./gate
+	go test -run='^$$' -bench='BenchmarkAppend' -cpu 1 -count 3 ./internal/canonjson
 	go test -run='^$$' -bench='BenchmarkDurable/interleaved' -benchtime 20x ./store/sqlite ./store/postgres
 
 ci: ## what CI runs

@@ -19,8 +19,8 @@ import (
 // The steps, in order; each does nothing once an earlier one has decided
 // the result.
 func (g *Gate) Execute(ctx context.Context, inv Invocation) (agentplane.ExecutionResult, error) {
-	x, res, err := g.begin(ctx, &inv) // load the session, look up the request key
-	if x == nil {
+	var x execution                                     // on the stack: nothing keeps it
+	if res, done, err := g.begin(ctx, &inv, &x); done { // load the session, look up the request key
 		return res, err
 	}
 	x.check()                           // active, arguments, id in its source, preconditions
@@ -73,16 +73,17 @@ type execution struct {
 func (x *execution) decided() bool { return x.res.Status != "" }
 
 // begin validates the invocation's envelope, takes the session (the
-// caller's snapshot, or the stored one) and looks up the request key. It
-// returns no execution when the invocation ends here: a result recorded
-// already, a request still running, no such session, a malformed request.
-func (g *Gate) begin(ctx context.Context, inv *Invocation) (*execution, agentplane.ExecutionResult, error) {
+// caller's snapshot, or the stored one) and looks up the request key,
+// filling x. It reports done, with the result, when the invocation ends
+// here: a result recorded already, a request still running, no such
+// session, a malformed request.
+func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentplane.ExecutionResult, bool, error) {
 	if !inv.Origin.Valid() {
 		r := rejected(agentplane.CodeInvalidInput, "origin %q: want one of user, api, llm, mcp, workflow, agent_internal", inv.Origin)
 		r.RequestID = inv.RequestID
-		return nil, r, nil
+		return r, true, nil
 	}
-	x := &execution{g: g, ctx: ctx, inv: inv, now: g.now()}
+	*x = execution{g: g, ctx: ctx, inv: inv, now: g.now()}
 	if inv.Base != nil {
 		x.sess = inv.Base.Clone()
 	} else {
@@ -91,9 +92,9 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation) (*execution, agentpla
 			if agentplane.ErrorCode(err) == agentplane.CodeNotFound {
 				r := rejected(agentplane.CodeNotFound, "no session %q", inv.SessionID)
 				r.RequestID = inv.RequestID
-				return nil, r, nil // there is no chain to record the attempt in
+				return r, true, nil // there is no chain to record the attempt in
 			}
-			return nil, agentplane.ExecutionResult{}, fmt.Errorf("gate: load session %s: %w", inv.SessionID, err)
+			return agentplane.ExecutionResult{}, true, fmt.Errorf("gate: load session %s: %w", inv.SessionID, err)
 		}
 		x.sess = sess
 	}
@@ -103,21 +104,19 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation) (*execution, agentpla
 		x.action = inv.Tool
 	}
 	if inv.RequestID == "" {
-		return x, agentplane.ExecutionResult{}, nil
+		return agentplane.ExecutionResult{}, false, nil
 	}
 	x.key = &store.RequestKey{SessionID: x.sess.ID, Principal: inv.Principal, RequestID: inv.RequestID}
 	x.digest = invocationDigest(inv)
 	prev, ok, err := g.store.Request(ctx, *x.key)
 	if err != nil {
-		return nil, agentplane.ExecutionResult{}, fmt.Errorf("gate: look up request %s: %w", inv.RequestID, err)
+		return agentplane.ExecutionResult{}, true, fmt.Errorf("gate: look up request %s: %w", inv.RequestID, err)
 	}
 	if !ok {
-		return x, agentplane.ExecutionResult{}, nil
+		return agentplane.ExecutionResult{}, false, nil
 	}
-	if res, done := x.held(prev); done {
-		return nil, res, x.err
-	}
-	return x, agentplane.ExecutionResult{}, nil
+	res, done := x.held(prev)
+	return res, done, x.err
 }
 
 // held answers an invocation whose request key is taken: the recorded

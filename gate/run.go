@@ -46,13 +46,14 @@ func (x *execution) run() {
 		err error
 	}
 	done := make(chan answer, 1)
+	args := x.intent.Args // the goroutine must not hold x: it would move x to the heap
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
 				done <- answer{err: fmt.Errorf("panicked: %v", r)}
 			}
 		}()
-		out, err := t.Call(ctx, x.intent.Args)
+		out, err := t.Call(ctx, args)
 		done <- answer{out, err}
 	}()
 	select {

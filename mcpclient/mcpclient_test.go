@@ -228,3 +228,54 @@ func TestRetryStopsWithItsContext(t *testing.T) {
 		t.Fatal("Retry did not return when its context ended")
 	}
 }
+
+// TestReconnectHoldsNoLock: while a reconnect waits on a server that does
+// not answer, the server's health and tools are still readable (they once
+// waited for the whole connect timeout behind the server's lock).
+func TestReconnectHoldsNoLock(t *testing.T) {
+	t.Parallel()
+	srv := testServer()
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var mode atomic.Int32 // 0 serve, 1 hang, 2 refuse
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if mode.Load() == 2 {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		if mode.Load() == 1 {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-release
+			http.Error(w, "gone", http.StatusServiceUnavailable)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	defer close(release)
+	s := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "files", URL: hs.URL, ConnectTimeout: time.Minute, Backoff: time.Millisecond})
+	defer s.Close()
+	echo := byName(t, s)["files_echo"]
+	mode.Store(2)
+	if _, err := echo.Call(context.Background(), json.RawMessage(`{"text":"a"}`)); err == nil { // drops the connection
+		t.Fatal("a call to a refusing server succeeded")
+	}
+	mode.Store(1)
+	go echo.Call(context.Background(), json.RawMessage(`{"text":"a"}`)) // reconnects, and hangs in the server
+	<-entered
+	done := make(chan struct{})
+	go func() {
+		s.Health()
+		s.Tools()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second): // a liveness bound, far above any scheduling delay
+		t.Fatal("Health and Tools waited for a call or reconnect in progress")
+	}
+}

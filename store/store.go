@@ -168,6 +168,25 @@ type Querier interface {
 	Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error
 }
 
+// Rows is a result set: database/sql's and pgx's rows both are.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// EachRow calls row for each row of rows, with the row's Scan, and returns
+// the first error: row's or the result set's. Drivers use it to implement
+// Querier and Tx.Query.
+func EachRow(rows Rows, row func(scan func(dest ...any) error) error) error {
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // Extension is a subsystem's tables: its migrations, in order, for each
 // dialect it supports. A store applies the ones it has not applied yet
 // when it opens and refuses a database whose extension is newer.

@@ -3,6 +3,7 @@ package tool_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/agentplane/agentplane"
@@ -106,5 +107,17 @@ func TestEffectToolsRunThroughTheirCommands(t *testing.T) {
 	s, _ := store.Session(ctx, "s")
 	if s.Mode != "ddr" || s.AWC.Entity.ID != "AGN-000037" || s.AWC.EntityType != "ddr" {
 		t.Fatalf("session: %+v", s)
+	}
+}
+
+// TestCatalogSearchQueryIsBounded: an 80 KB query is refused by the
+// tool's schema before any search (it once took 16 s).
+func TestCatalogSearchQueryIsBounded(t *testing.T) {
+	t.Parallel()
+	g, _ := demoGate(t)
+	g.Open(context.Background(), gate.Opening{SessionID: "s", Mode: "general"})
+	r := callTool(t, g, "s", "catalog_search", `{"catalog_id":"email_templates","query":"`+strings.Repeat("a", 80_000)+`"}`)
+	if r.Status != agentplane.StatusRejected || r.Error.Code != agentplane.CodeInvalidArgs || !strings.Contains(r.Error.Detail, "maxLength") {
+		t.Fatalf("%+v", r.Error)
 	}
 }

@@ -5,10 +5,9 @@
 package memstore
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
+	"fmt"
 	"sync"
 
 	"github.com/agentplane/agentplane"
@@ -21,7 +20,9 @@ import (
 type Store struct {
 	mu       sync.Mutex
 	sessions map[string]*agentplane.Session
-	chains   map[string][]*audit.Record // pointers: a long chain grows without copying records
+	// chains keeps each session's records as stored (their bytes), with
+	// the last record's hash: a record is decoded only when read
+	chains map[string]*chain
 	requests map[store.RequestKey]store.Request
 	tokens   map[string]store.Confirmation
 }
@@ -30,10 +31,16 @@ type Store struct {
 func New() *Store {
 	return &Store{
 		sessions: map[string]*agentplane.Session{},
-		chains:   map[string][]*audit.Record{},
+		chains:   map[string]*chain{},
 		requests: map[store.RequestKey]store.Request{},
 		tokens:   map[string]store.Confirmation{},
 	}
+}
+
+// chain is one session's audit chain.
+type chain struct {
+	raw  [][]byte
+	hash string // of the last record
 }
 
 // ErrNoSQL is Commit's error for a commit with Ops.
@@ -112,11 +119,10 @@ func (s *Store) Commit(_ context.Context, c *store.Commit) error {
 				rec.State = cur.Clone()
 			}
 		}
-		chain := s.chains[c.SessionID]
 		var prevSeq int64
 		var prevHash string
-		if n := len(chain); n > 0 {
-			prevSeq, prevHash = chain[n-1].Seq, chain[n-1].Hash
+		if ch := s.chains[c.SessionID]; ch != nil {
+			prevSeq, prevHash = int64(len(ch.raw)), ch.hash
 		}
 		if err := audit.Seal(&rec, prevSeq, prevHash); err != nil {
 			return err
@@ -127,7 +133,12 @@ func (s *Store) Commit(_ context.Context, c *store.Commit) error {
 		s.sessions[c.Session.ID] = c.Session.Clone()
 	}
 	if c.Record != nil {
-		s.chains[c.SessionID] = append(s.chains[c.SessionID], &rec)
+		ch := s.chains[c.SessionID]
+		if ch == nil {
+			ch = &chain{}
+			s.chains[c.SessionID] = ch
+		}
+		ch.raw, ch.hash = append(ch.raw, rec.Raw), rec.Hash
 		*c.Record = rec // the caller sees the sealed record
 	}
 	if r := c.Request; r != nil {
@@ -151,11 +162,17 @@ func (s *Store) Commit(_ context.Context, c *store.Commit) error {
 func (s *Store) Records(_ context.Context, session string, after int64) ([]audit.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	chain := s.chains[session]
-	i, _ := slices.BinarySearchFunc(chain, after+1, func(r *audit.Record, seq int64) int { return cmp.Compare(r.Seq, seq) })
-	out := make([]audit.Record, 0, len(chain)-i)
-	for _, r := range chain[i:] {
-		out = append(out, *r)
+	ch := s.chains[session]
+	if ch == nil || after >= int64(len(ch.raw)) {
+		return nil, nil
+	}
+	out := make([]audit.Record, 0, int64(len(ch.raw))-max(after, 0))
+	for _, raw := range ch.raw[max(after, 0):] {
+		r, err := audit.Decode(raw)
+		if err != nil {
+			return nil, fmt.Errorf("memstore: record of %s: %w", session, err)
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

@@ -305,12 +305,7 @@ func queryRows(ctx context.Context, q querier, query string, args []any, row fun
 		return fail("query", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return store.EachRow(rows, row)
 }
 
 // Commit applies c atomically; see store.Store. Its statements reach the

@@ -441,12 +441,7 @@ func (s *Store) Query(ctx context.Context, query string, args []any, row func(sc
 		return s.wrap("query", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return store.EachRow(rows, row)
 }
 
 // Commit applies c atomically; see store.Store. It may be committed
@@ -826,10 +821,5 @@ func (t *txn) Query(ctx context.Context, query string, args []any, row func(scan
 		return t.s.wrap("query", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return store.EachRow(rows, row)
 }
