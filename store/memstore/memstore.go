@@ -22,7 +22,7 @@ type Store struct {
 	sessions map[string]*agentplane.Session
 	// chains keeps each session's records as stored (their bytes), with
 	// the last record's hash: a record is decoded only when read
-	chains map[string]*chain
+	chains   map[string]*chain
 	requests map[store.RequestKey]store.Request
 	tokens   map[string]store.Confirmation
 }
