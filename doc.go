@@ -8,7 +8,7 @@
 // which every action passes. This package holds only the types those parts
 // share, so that every other package can depend on it and on nothing bigger.
 //
-//	reg, err := router.NewRegistry(cfg, nil)
-//	dec, err := router.Route(ctx, reg, sess, agentplane.TurnInput{Text: "switch to ddr mode"})
+//	c, err := core.New(ctx, core.Source{Path: "agentplane.yaml"}, &core.Options{Store: st})
+//	dec, err := c.Route(ctx, sess, agentplane.TurnInput{Text: "switch to ddr mode"})
 //	// dec.Action == agentplane.ActionInvokeCommand, dec.CommandID == "set_mode", dec.ResolvedID == "ddr"
 package agentplane

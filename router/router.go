@@ -2,7 +2,7 @@
 // user turn, a session snapshot and a registry to exactly one Decision, with
 // a trace that says why.
 //
-// The order is fixed (DESIGN.md, "The turn"): a structured selection, a
+// The order is fixed (docs/architecture.md, "A turn"): a structured selection, a
 // pending confirmation, a pending picker, the slash form, triggers, a
 // command recognised from its examples above a confidence threshold, and
 // otherwise continue_with_llm. The router never executes anything; the gate
