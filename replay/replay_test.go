@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,12 +32,12 @@ var utterances = []string{
 
 // sendOutcomes is how the recording's send tool answers, call by call:
 // success, a failure, a hang past the timeout, not connected.
-func sendTool(calls *int) tool.Tool {
+func sendTool(calls *atomic.Int32) tool.Tool {
 	return &tool.Func{S: demo.Tools(nil)[0].Spec(), Fn: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
-		*calls++
-		switch *calls % 4 {
+		n := calls.Add(1)
+		switch n % 4 {
 		case 1:
-			return json.RawMessage(fmt.Sprintf(`{"message_id":%d}`, *calls)), nil
+			return json.RawMessage(fmt.Sprintf(`{"message_id":%d}`, n)), nil
 		case 2:
 			return nil, tool.Errorf("http_status", "POST http://mail.example/send: status 502: bad gateway")
 		case 3:
@@ -51,7 +52,7 @@ func sendTool(calls *int) tool.Tool {
 // recorder runs a recording: the demo runtime with a send tool that
 // succeeds, fails, times out and is down in turn.
 func recorder(t testing.TB) *core.Core {
-	calls := 0
+	var calls atomic.Int32
 	clock := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
 	return demotest.Core(t, &core.Options{Tools: []tool.Tool{sendTool(&calls)}, ToolTimeout: 20 * time.Millisecond,
 		Now: func() time.Time { clock = clock.Add(7 * time.Second); return clock }})

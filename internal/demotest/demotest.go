@@ -6,6 +6,7 @@ package demotest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,17 +31,18 @@ func WithYAML(tb testing.TB, yaml []byte, opts *core.Options) *core.Core {
 	if opts != nil {
 		o = *opts
 	}
+	var mu sync.Mutex // the sources are safe for concurrent use
 	if o.Now == nil {
 		clock := Start
-		o.Now = func() time.Time { clock = clock.Add(time.Second); return clock }
+		o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); clock = clock.Add(time.Second); return clock }
 	}
 	if o.NewID == nil {
 		n := 0
-		o.NewID = func() string { n++; return fmt.Sprintf("id-%d", n) }
+		o.NewID = func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprintf("id-%d", n) }
 	}
 	if o.NewToken == nil {
 		n := 0
-		o.NewToken = func() string { n++; return fmt.Sprintf("tok-%d", n) }
+		o.NewToken = func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprintf("tok-%d", n) }
 	}
 	if o.Tools == nil {
 		o.Tools = demo.Tools(o.Now)
