@@ -58,6 +58,18 @@ func (x *execution) checkCommand() {
 	}
 	if why := registry.Preconditions(cmd, x.mode, x.sess.AWC); why != "" {
 		x.res = rejected(agentplane.CodePreconditionFailed, "%s: %s", cmd.ID, why)
+		return
+	}
+	if cmd.ClearsActiveContext {
+		// a command acts on its one resolved id: it clears that item, or
+		// nothing
+		switch awc := x.sess.AWC; {
+		case awc.Entity == nil:
+			x.res = rejected(agentplane.CodePreconditionFailed, "%s: %s is not active: nothing is active to close", cmd.ID, x.item.Header.DisplayName)
+		case awc.Entity.ID != x.item.Header.ID:
+			x.res = rejected(agentplane.CodePreconditionFailed, "%s: %s (%s) is not active; the active %s is %s (%s), left as it is",
+				cmd.ID, x.item.Header.DisplayName, x.item.Header.ID, awc.EntityType, awc.Entity.DisplayName, awc.Entity.ID)
+		}
 	}
 }
 

@@ -18,6 +18,18 @@ func fuzzyWord(w string) bool {
 	return true
 }
 
+// deleteDepth is how many runes are deleted from w to make its deletion
+// variants: two for words of 8+ letters, so that every word within two
+// edits of a long query word shares a variant with it (SymSpell: a
+// correction within distance d needs variants of up to d deletions on both
+// sides), one for shorter words.
+func deleteDepth(w string) int {
+	if utf8.RuneCountInString(w) >= 8 {
+		return 2
+	}
+	return 1
+}
+
 // maxDistance is the largest edit distance tolerated for a word of n bytes.
 func maxDistance(n int) int {
 	if n >= 8 {

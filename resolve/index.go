@@ -56,6 +56,7 @@ type Index struct {
 	postStart []int32          // word id -> start in post; len(words)+1 entries
 	post      []int32          // item ids per word, ascending (rank order)
 	itemStart []int32          // item -> start in itemWords; len(items)+1 entries
+	nameLen   []uint8          // item (rank order) -> words in its display name, at most 255
 	itemWords []int32          // word ids per item, deduplicated
 
 	// bitmaps over the items, one bit each, for intersecting wide prefix
@@ -105,6 +106,7 @@ func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 		exactNext: make([]int32, 0, 2*n),
 		vocab:     make(map[string]int32),
 		itemStart: make([]int32, n+1),
+		nameLen:   make([]uint8, n),
 	}
 	rank := make([]int32, n) // input position -> rank position
 	for r, o := range order {
@@ -132,6 +134,9 @@ func NewIndex(items []agentplane.ResolverItem) (*Index, error) {
 		mark := int32(j + 1) // lastItem marks a word seen in this item
 		buf = appendNormal(buf[:0], it.Header.DisplayName)
 		ix.addExact(hashBytes(buf), r)
+		if len(buf) > 0 {
+			ix.nameLen[r] = uint8(min(bytes.Count(buf, []byte{' '})+1, 255))
+		}
 		words = ix.addWords(buf, words, mark)
 		for _, a := range it.Aliases {
 			buf = appendNormal(buf[:0], a)
@@ -298,7 +303,7 @@ func (ix *Index) buildDeletes() {
 		if !fuzzyWord(w) {
 			continue
 		}
-		forDeletes(w, 1, func(key []byte) {
+		forDeletes(w, deleteDepth(w), func(key []byte) {
 			h := hashBytes(key)
 			e := int32(len(ix.delWord))
 			head, ok := ix.deletes[h]

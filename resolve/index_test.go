@@ -155,3 +155,29 @@ func TestHostileItemsAndQueries(t *testing.T) {
 		t.Fatalf("an ordinary typo: %+v", r)
 	}
 }
+
+// TestClosenessAndLongTypos: among items matching a typo equally, the one
+// whose name has as many words as the query comes first; two edits in a
+// word of 8+ letters (two transpositions, two doubled letters) are found.
+func TestClosenessAndLongTypos(t *testing.T) {
+	t.Parallel()
+	ix, err := NewIndex([]agentplane.ResolverItem{
+		item("A1", "Ann Lindgren-Hay", nil, nil, 5),
+		item("B2", "Ann Lindgren", nil, nil, 0),
+		item("C3", "Catalonia Highlands", nil, nil, 0),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ix.Resolve("ann lindgen", 5); r.Tier != TierFuzzy || len(r.Items) != 2 || ix.Item(r.Items[0]).Header.ID != "B2" {
+		t.Fatalf("closest first: %+v", r)
+	}
+	if r := ix.Resolve("ann lindgren", 5); !r.Strict() || ix.Item(r.Items[0]).Header.ID != "B2" {
+		t.Fatalf("exact: %+v", r)
+	}
+	for _, q := range []string{"catlaonia hgihlands", "cattalonnia highlands", "catalonia hihglnads"} {
+		if r := ix.Resolve(q, 5); len(r.Items) != 1 || ix.Item(r.Items[0]).Header.ID != "C3" {
+			t.Errorf("%q: %+v", q, r)
+		}
+	}
+}

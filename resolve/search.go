@@ -91,6 +91,12 @@ func (ix *Index) resolveNormalized(q string, limit int) Result {
 	}
 	words = dedupWords(words)
 
+	// Inside the token, prefix and fuzzy tiers, items are ranked by
+	// closeness: a name with as many words as the query before one with
+	// words the query lacks ("Ann Lindgren" before "Ann Lindgren-Hay"),
+	// then by usage and id. More candidates than asked for are gathered so
+	// the closest is among them.
+	gather := min(max(2*limit, 8), 64)
 	// token: every word is a known word of the item
 	var idsBuf [maxWords]int32
 	ids := idsBuf[:0]
@@ -102,18 +108,36 @@ func (ix *Index) resolveNormalized(q string, limit int) Result {
 		ids = append(ids, id)
 	}
 	if len(ids) == len(words) {
-		if ix.scanToken(ids, limit, &res); len(res.Items) > 0 {
+		if ix.scanToken(ids, gather, &res); len(res.Items) > 0 {
 			res.Tier = TierToken
-			return res
+			return ix.closest(res, len(words), limit)
 		}
 	}
-	if ix.scanPrefix(words, limit, &res); len(res.Items) > 0 {
+	if ix.scanPrefix(words, gather, &res); len(res.Items) > 0 {
 		res.Tier = TierPrefix
-		return res
+		return ix.closest(res, len(words), limit)
 	}
-	if ix.scanFuzzy(words, limit, &res); len(res.Items) > 0 {
+	if ix.scanFuzzy(words, gather, &res); len(res.Items) > 0 {
 		res.Tier = TierFuzzy
-		return res
+		return ix.closest(res, len(words), limit)
+	}
+	return res
+}
+
+// closest orders a tier's items by closeness to a query of n words (how
+// many words their names have beyond or short of it), keeping rank order
+// among equals, and keeps limit of them.
+func (ix *Index) closest(res Result, n, limit int) Result {
+	dist := func(item int32) int {
+		d := int(ix.nameLen[item]) - n
+		if d < 0 {
+			d = -d
+		}
+		return d
+	}
+	slices.SortStableFunc(res.Items, func(a, b int32) int { return dist(a) - dist(b) })
+	if len(res.Items) > limit {
+		res.Items, res.Truncated = res.Items[:limit], true
 	}
 	return res
 }
@@ -393,15 +417,16 @@ func (ix *Index) scanFuzzy(words []string, limit int, res *Result) {
 }
 
 // corrections returns the vocabulary words closest to w, in word id order:
-// those one edit away when there are any, else those two edits away (long
-// words only). Candidates are the words that share a one-deletion variant
-// with w (SymSpell with distance 1 on both sides: every one-edit word, and
-// the two-edit words reachable that way), confirmed by edit distance.
+// those one edit away when there are any, else those two edits away (words
+// of 8+ letters only). Candidates are the words that share a deletion
+// variant with w (SymSpell: variants of up to two deletions on both sides
+// for long words, one for short ones), confirmed by edit distance
+// (insertions, deletions, substitutions and adjacent transpositions).
 func (ix *Index) corrections(w string) []int32 {
 	var out []int32
 	var dist []int
 	maxD := maxDistance(len(w))
-	forDeletes(w, 1, func(key []byte) {
+	look := func(key []byte) {
 		e, ok := ix.deletes[hashBytes(key)]
 		for ; ok && e >= 0; e = ix.delNext[e] {
 			wid := ix.delWord[e]
@@ -412,7 +437,14 @@ func (ix *Index) corrections(w string) []int32 {
 				out, dist = append(out, wid), append(dist, d)
 			}
 		}
-	})
+	}
+	// One deletion first: it finds every word one edit away, the common
+	// typo. Only without one are the two-deletion variants of a long word
+	// looked up.
+	forDeletes(w, 1, look)
+	if slices.Min(append(dist, 2)) > 1 && deleteDepth(w) == 2 {
+		forDeletes(w, 2, look)
+	}
 	best := slices.Min(append(dist, maxD))
 	kept := out[:0]
 	for i, wid := range out {

@@ -85,6 +85,17 @@ func NewProviderSource(id agentplane.ResolverSource, p Provider, ttl time.Durati
 // ID returns which catalog or provider this is.
 func (s *Source) ID() agentplane.ResolverSource { return s.id }
 
+// Current returns the index the source holds now, fetching nothing: nil
+// for a provider that has not answered yet.
+func (s *Source) Current() *Index {
+	if s.provider == nil {
+		return s.index
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.index
+}
+
 // Index returns the current index. stale is non-nil when a refresh failed
 // and an older index is served; err is non-nil, with an
 // agentplane.CodeSourceUnavailable code, when there is no index at all.

@@ -25,13 +25,13 @@ const (
 
 // Recognition rests on similarity alone only for a launcher with at least
 // minExamples hand-written examples, chosen among at least minCommands
-// active commands with examples. Otherwise similarity is not evidence:
-// "show me my calendar" is close to "show me the templates" in letters and
-// words, and a model of a handful of commands is confident about anything.
-// Such a command is recognised only when every word of the utterance (its
-// item and politeness fillers aside) occurs in its examples or triggers:
-// reordered, shortened or recombined phrasings of what its author wrote.
-// An executable command, which acts on an item, is always held to that.
+// active commands with examples, and only to open its picker. Otherwise
+// similarity is not evidence: "show me my calendar" is close to "show me
+// the templates" in letters and words, and a model of a handful of
+// commands is confident about anything. Such a command is recognised only
+// when the utterance has the shape of one of its examples or trigger
+// phrasings (shape.go), and an executable command, which acts on an item,
+// always is held to that.
 const (
 	minExamples = 20
 	minCommands = 20
@@ -67,12 +67,18 @@ func trainExamples(cmds []*agentplane.CommandDefinition, patterns [][]*trigger.P
 	return m, labelCmd, err
 }
 
-// examples recognises an active command from the examples when no trigger
-// matched. Below the confidence threshold the turn goes to the LLM. A
-// recognised launcher opens its picker; a recognised executable command
-// still needs its item named in the utterance (the longest run of words
-// that resolves strictly in its source): an item id is never guessed.
+// examples recognises an active command from its examples when no
+// trigger matched: a command one of whose examples (or trigger phrasings)
+// has the utterance's shape (see shape.go) — a launcher opens its picker,
+// an executable command acts on the item named in the utterance. Beyond
+// that, similarity alone decides only for a launcher with many examples
+// among many commands (minExamples, minCommands), above the confidence
+// threshold: it opens a picker, which runs nothing. Otherwise the turn
+// goes to the LLM; the trace names the nearest command and examples.
 func (t *turn) examples() (agentplane.Decision, error) {
+	if d, ok := t.shapeMatch(); ok {
+		return t.done(d)
+	}
 	r, ok := t.rt.classify(t.mode, t.in.Roles, t.normalizedWords())
 	if !ok {
 		return t.llm(agentplane.ReasonNoControlIntent)
@@ -98,79 +104,31 @@ func (t *turn) examples() (agentplane.Decision, error) {
 	if conf < th {
 		return t.llm(agentplane.ReasonNoControlIntent)
 	}
-	if cmd.Kind == agentplane.KindLauncher {
-		if len(cmd.Examples) < minExamples || r.Allowed < minCommands {
-			if why := t.notAsked(cmd, t.normalizedWords(), 0, 0); why != "" {
-				t.tracep("examples: ", why, " (similarity alone decides only for ",
-					strconv.Itoa(minExamples), "+ examples among ", strconv.Itoa(minCommands), "+ commands)")
-				return t.llm(agentplane.ReasonNoControlIntent)
-			}
-		}
-		return t.done(t.browse(cmd))
+	if cmd.Kind != agentplane.KindLauncher {
+		t.tracep("examples: no example of ", cmd.ID, " has the utterance's shape; an action is taken only on one that does")
+		return t.llm(agentplane.ReasonNoControlIntent)
 	}
-	return t.done(t.namedItem(cmd))
-}
-
-// namedItem looks for the item of a command recognised from its examples:
-// the longest, then earliest, run of the utterance's words that resolves
-// strictly in the command's source. Every other word must occur in the
-// command's examples or triggers (or be a politeness filler): an action
-// is taken only on words its author wrote down, so "don't switch to ddr
-// mode" and "should I switch to ddr mode?" never switch.
-func (t *turn) namedItem(cmd *agentplane.CommandDefinition) agentplane.Decision {
-	llm := agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonNoControlIntent}
-	words := t.normalizedWords()
-	if len(words) > maxItemSearchWords {
-		t.tracep("examples: ", strconv.Itoa(len(words)), " words are too many for a command")
-		return llm
-	}
-	if !t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) {
-		t.tracef("%s is not active in mode %q", cmd.Source, t.mode)
-		return llm
-	}
-	ix, err := t.index(cmd.Source)
-	if err != nil {
-		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonSourceUnavailable}
-	}
-	for n := min(len(words), maxSlotWords); n > 0; n-- {
-		for s := 0; s+n <= len(words); s++ {
-			span := t.slotText(words, s, s+n)
-			if res := ix.ResolveExact(span, 2); res.Strict() {
-				item := ix.Item(res.Items[0])
-				k, id := kindOf(cmd.Source)
-				t.tracep("item named in the utterance: \"", span, "\" is ", item.Header.ID, " in ", k, id)
-				if why := t.notAsked(cmd, words, s, s+n); why != "" {
-					t.tracep("examples: ", why, "; not acting on it")
-					return llm
-				}
-				return t.invokeOrConfirm(cmd, item)
-			}
+	if len(cmd.Examples) < minExamples || r.Allowed < minCommands {
+		// A launcher runs nothing (it opens a picker): its own words,
+		// reordered or recombined, may open it.
+		if why := t.notAsked(cmd, t.normalizedWords()); why != "" {
+			t.tracep("examples: ", why, " (similarity alone decides only for ",
+				strconv.Itoa(minExamples), "+ examples among ", strconv.Itoa(minCommands), "+ commands)")
+			return t.llm(agentplane.ReasonNoControlIntent)
 		}
 	}
-	t.tracep(cmd.ID, " recognised, but no item of its source is named in the utterance")
-	return llm
+	return t.done(t.browse(cmd))
 }
 
-// notAsked says why the words outside words[s:e] and the leading and
-// trailing politeness fillers do not ask for cmd — one of them occurs in
-// no example or trigger of cmd, or none is left — or returns "" when they
-// do.
-func (t *turn) notAsked(cmd *agentplane.CommandDefinition, words []string, s, e int) string {
+// notAsked says why the words, politeness fillers aside, do not ask for
+// the launcher cmd — one of them occurs in no example or trigger of cmd —
+// or returns "" when they do.
+func (t *turn) notAsked(cmd *agentplane.CommandDefinition, words []string) string {
 	label := t.rt.cmdLabel[t.rt.commandIdx[cmd.ID]]
-	kept := t.rt.fillers.Strip(words)
-	base := cap(words) - cap(kept) // index of kept[0] in words
-	checked := 0
-	for i, w := range kept {
-		if j := base + i; j >= s && j < e {
-			continue
-		}
-		checked++
+	for _, w := range t.rt.fillers.Strip(words) {
 		if !t.rt.detector.Knows(label, w) {
 			return "\"" + w + "\" occurs in no example or trigger of " + cmd.ID
 		}
-	}
-	if checked == 0 {
-		return "the utterance names only the item; nothing asks for " + cmd.ID
 	}
 	return ""
 }

@@ -114,11 +114,13 @@ func TestRouteExamples(t *testing.T) {
 		{"launcher recognised by similarity", "which towns do you know about", "general",
 			want{action: agentplane.ActionOpenPicker, command: "forecast", catalog: "cities", traceHas: "examples: nearest command open_cities"}},
 		{"executable with its item named", "will it rain in paris tomorrow", "general",
-			want{action: agentplane.ActionInvokeCommand, command: "forecast", resolved: "PAR", traceHas: `item named in the utterance: "paris" is PAR`}},
+			want{action: agentplane.ActionInvokeCommand, command: "forecast", resolved: "PAR", traceHas: `the utterance has the shape of "will it rain in oslo tomorrow" of forecast, with "paris" as its item: PAR`}},
 		{"executable with a word none of its examples has", "will it snow in paris tomorrow", "general",
-			want{action: agentplane.ActionContinueLLM, reason: agentplane.ReasonNoControlIntent, traceHas: `"snow" occurs in no example or trigger of forecast`}},
+			want{action: agentplane.ActionContinueLLM, reason: agentplane.ReasonNoControlIntent, traceHas: `no example of forecast has the utterance's shape`}},
+		{"executable with the words of its examples, another shape", "in paris will it rain tomorrow", "general",
+			want{action: agentplane.ActionContinueLLM, reason: agentplane.ReasonNoControlIntent}},
 		{"executable without an item", "will it rain tomorrow", "general",
-			want{action: agentplane.ActionContinueLLM, reason: agentplane.ReasonNoControlIntent, traceHas: "forecast recognised, but no item of its source is named"}},
+			want{action: agentplane.ActionContinueLLM, reason: agentplane.ReasonNoControlIntent}},
 		{"an utterance too long for a command", strings.Repeat("will it rain in paris tomorrow ", 7), "general",
 			want{action: agentplane.ActionContinueLLM, reason: agentplane.ReasonNoControlIntent, traceHas: "42 words are too many for a command"}},
 		{"the item alone asks for nothing", "paris", "general",
@@ -165,14 +167,19 @@ func TestRouteExamplesWithoutUI(t *testing.T) {
 
 func TestRouteExamplesTraceNamesNearest(t *testing.T) {
 	reg := examplesRegistry(t)
-	d, _ := reg.Route(context.Background(), sessionIn("general"), agentplane.TurnInput{Text: "what is the weather in rome", UI: true, Now: now})
+	d, _ := reg.Route(context.Background(), sessionIn("general"), agentplane.TurnInput{Text: "what is the weather like in rome", UI: true, Now: now})
 	trace := strings.Join(d.Trace, "\n")
 	for _, s := range []string{"confidence ", "probability ", "similarity ", `example "what is the weather in paris" similarity`} {
 		if !strings.Contains(trace, s) {
 			t.Errorf("trace lacks %q:\n%s", s, trace)
 		}
 	}
-	if d.Action != agentplane.ActionInvokeCommand || d.ResolvedID != "ROM" {
+	if d.Action != agentplane.ActionContinueLLM {
+		t.Errorf("another shape than the examples' acted: %+v", d)
+	}
+	d, _ = reg.Route(context.Background(), sessionIn("general"), agentplane.TurnInput{Text: "what is the weather in rome", UI: true, Now: now})
+	if d.Action != agentplane.ActionInvokeCommand || d.ResolvedID != "ROM" ||
+		!strings.Contains(strings.Join(d.Trace, "\n"), `the utterance has the shape of "what is the weather in paris" of forecast`) {
 		t.Errorf("decision %+v", d)
 	}
 }

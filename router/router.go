@@ -42,9 +42,12 @@ type Router struct {
 	slash      map[string]int // command id or alias -> command index
 	triggers   *trigger.Set
 	fillers    trigger.Fillers
-	detector   *exemplar.Model // commands recognised from examples; nil without any
-	labelCmd   []int           // example model label -> command index
-	cmdLabel   []int           // command index -> example model label, -1 without examples
+	patterns   [][]*trigger.Pattern // command index -> its triggers
+	detector   *exemplar.Model      // commands recognised from examples; nil without any
+	labelCmd   []int                // example model label -> command index
+	cmdLabel   []int                // command index -> example model label, -1 without examples
+	shapeCache shapeCache           // the shapes of examples and trigger phrasings
+	droppable  map[string]bool      // words a shape may leave out
 }
 
 // New compiles the registry's commands for routing: it parses and indexes
@@ -57,6 +60,7 @@ func New(reg *registry.Registry) (*Router, error) {
 		slash:      map[string]int{},
 		triggers:   trigger.NewSet(),
 		fillers:    trigger.NewFillers(reg.Settings().Fillers),
+		droppable:  droppableWords(reg.Settings().Fillers),
 	}
 	patterns := make([][]*trigger.Pattern, len(r.commands))
 	for i, c := range r.commands {
@@ -74,6 +78,7 @@ func New(reg *registry.Registry) (*Router, error) {
 			patterns[i] = append(patterns[i], p)
 		}
 	}
+	r.patterns = patterns
 	var err error
 	if r.detector, r.labelCmd, err = trainExamples(r.commands, patterns); err != nil {
 		return nil, fmt.Errorf("examples: %w", err)
@@ -575,18 +580,28 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 }
 
 // triggers matches the active commands' triggers against the whole
-// utterance, with and without politeness fillers, and takes the match whose
-// resolution is best (strict, then candidates), earliest first.
+// utterance, and against it with politeness fillers stripped one phrase at
+// a time (see trigger.Fillers.Variants), and takes the match whose
+// resolution is best (strict, then candidates), the least stripped and
+// earliest first: a filler is stripped only when what is left resolves
+// better, so an item named "Please Please Me" or "Apocalypse Now" keeps
+// its words.
 func (t *turn) triggers() (agentplane.Decision, error) {
 	words := t.normalizedWords()
 	var hitsBuf [maxHits * 2]trigger.Hit
-	hits := t.rt.triggers.Match(words, hitsBuf[:0])
-	full := len(hits) // hits[:full] are over words, the rest over stripped
-	stripped := t.rt.fillers.Strip(words)
-	if len(stripped) != len(words) {
-		hits = t.rt.triggers.Match(stripped, hits)
-		if len(hits) > full {
-			t.tracef("politeness fillers stripped: %q", strings.Join(stripped, " "))
+	var variantsBuf [8][]string
+	variants := t.rt.fillers.Variants(words, variantsBuf[:0])
+	hits := hitsBuf[:0]
+	var fromBuf [maxHits * 2]int
+	from := fromBuf[:0] // hit -> its variant
+	for vi, v := range variants {
+		before := len(hits)
+		hits = t.rt.triggers.Match(v, hits)
+		if vi > 0 && len(hits) > before {
+			t.tracef("politeness fillers stripped: %q", strings.Join(v, " "))
+		}
+		for range hits[before:] {
+			from = append(from, vi)
 		}
 	}
 	var (
@@ -611,11 +626,7 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 				q = qualityNone
 			}
 		} else {
-			src := words
-			if i >= full {
-				src = stripped
-			}
-			slot := t.slotText(src, h.Start, h.End)
+			slot := t.slotText(variants[from[i]], h.Start, h.End)
 			t.tracep("trigger of ", cmd.ID, " matched: \"", h.Pattern.Source, "\" with {", h.Pattern.SlotName, "} = \"", slot, "\"")
 			d, q = t.resolveSlotTiers(cmd, slot, bestQuality >= qualityCandidate)
 		}

@@ -130,3 +130,67 @@ func (f Fillers) Strip(words []string) []string {
 	}
 	return words
 }
+
+// Variants appends to dst words and the words left by stripping leading
+// and trailing filler phrases, one phrase at a time: every combination of
+// a leading and a trailing cut, the least stripped first (and, at equal
+// amounts, fewer leading phrases first). Each variant is a subslice of
+// words and never empty. A caller takes the first variant that serves
+// best, so a filler is stripped only when what is left serves better:
+// "play apocalypse now please" is tried as itself, then without "please",
+// before "now" is taken off the title.
+func (f Fillers) Variants(words []string, dst [][]string) [][]string {
+	var leadBuf, trailBuf [8]int
+	lead := append(leadBuf[:0], 0)
+	for rest := words; ; {
+		p := f.leading(rest)
+		if p == 0 || len(lead) == cap(leadBuf) {
+			break
+		}
+		rest = rest[p:]
+		lead = append(lead, lead[len(lead)-1]+p)
+	}
+	trail := append(trailBuf[:0], 0)
+	for rest := words; ; {
+		p := f.trailing(rest)
+		if p == 0 || len(trail) == cap(trailBuf) {
+			break
+		}
+		rest = rest[:len(rest)-p]
+		trail = append(trail, trail[len(trail)-1]+p)
+	}
+	for n := 0; n < len(lead)+len(trail)-1; n++ {
+		for i := 0; i <= n && i < len(lead); i++ {
+			j := n - i
+			if j >= len(trail) {
+				continue
+			}
+			if lo, hi := lead[i], len(words)-trail[j]; lo < hi {
+				dst = append(dst, words[lo:hi])
+			}
+		}
+	}
+	return dst
+}
+
+// leading returns the length of the longest filler phrase words start
+// with, leaving at least one word; 0 when none.
+func (f Fillers) leading(words []string) int {
+	for _, p := range f.phrases {
+		if len(p) < len(words) && equalWords(words[:len(p)], p) {
+			return len(p)
+		}
+	}
+	return 0
+}
+
+// trailing returns the length of the longest filler phrase words end
+// with, leaving at least one word; 0 when none.
+func (f Fillers) trailing(words []string) int {
+	for _, p := range f.phrases {
+		if len(p) < len(words) && equalWords(words[len(words)-len(p):], p) {
+			return len(p)
+		}
+	}
+	return 0
+}

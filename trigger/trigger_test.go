@@ -164,3 +164,25 @@ func TestLongPatternsRefused(t *testing.T) {
 		t.Fatalf("a pattern within the limits: %v", err)
 	}
 }
+
+func TestFillerVariants(t *testing.T) {
+	t.Parallel()
+	f := NewFillers(DefaultFillers)
+	var got []string
+	for _, v := range f.Variants(words("please play apocalypse now now please"), nil) {
+		got = append(got, strings.Join(v, " "))
+	}
+	want := []string{
+		"please play apocalypse now now please",
+		"please play apocalypse now now", "play apocalypse now now please",
+		"please play apocalypse now", "play apocalypse now now",
+		"please play apocalypse", "play apocalypse now",
+		"play apocalypse",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("variants\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if v := f.Variants(words("please"), nil); len(v) != 1 || v[0][0] != "please" {
+		t.Fatalf("a lone filler: %q", v)
+	}
+}

@@ -1,0 +1,301 @@
+package router
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/resolve"
+	"github.com/agentplane/agentplane/trigger"
+)
+
+// A shape is an utterance reduced to what carries its intent: its item (a
+// run of words naming exactly one item of the command's source) replaced
+// by a slot, the politeness fillers around it, a leading request preamble
+// ("i would like to", "i want", "can i") and the articles left out, the
+// order of everything else kept. A command is recognised from its
+// examples only when the utterance has the very shape of one of its
+// examples or trigger phrasings: "I like margherita", "would I like a
+// hawaiian?", "don't order a margherita", "she wants to order a
+// margherita" and "still working on ticket 7" have shapes no example of
+// "i want to order a margherita" or "stop working on ticket 7" has, so
+// statements, questions, negations and reports never act.
+
+// slot stands for the item in a shape.
+const slot = "\x00"
+
+// preambles are request openings that carry no intent of their own, in
+// normalized words, longest first.
+var preambles = [][]string{
+	{"i", "would", "like", "to"}, {"i", "would", "love", "to"}, {"id", "like", "to"}, {"id", "love", "to"},
+	{"i", "would", "like"}, {"id", "like"}, {"i", "want", "to"}, {"i", "need", "to"},
+	{"i", "want"}, {"i", "wanna"}, {"i", "need"}, {"let", "me"}, {"can", "i"}, {"could", "i"}, {"may", "i"},
+}
+
+var articles = map[string]bool{"a": true, "an": true, "the": true}
+
+// shapeOf returns the shape of words with words[s:e] as the item (s == e:
+// no item).
+func shapeOf(f trigger.Fillers, words []string, s, e int) string {
+	_, key := shapeKey(f, words, s, e, nil, nil)
+	return string(key)
+}
+
+// shapeKey makes the shape of words with words[s:e] as the item, reusing
+// the memory of toks and key, and returns them with the shape in key.
+func shapeKey(f trigger.Fillers, words []string, s, e int, toks []string, key []byte) ([]string, []byte) {
+	toks = append(toks[:0], words[:s]...)
+	if e > s {
+		toks = append(toks, slot)
+	}
+	toks = append(toks, words[e:]...)
+	t := toks
+	for changed := true; changed; {
+		changed = false
+		if k := f.Strip(t); len(k) != len(t) {
+			t, changed = k, true
+		}
+		for _, p := range preambles {
+			if len(p) < len(t) && equal(t[:len(p)], p) {
+				t, changed = t[len(p):], true
+				break
+			}
+		}
+	}
+	key = key[:0]
+	for _, w := range t {
+		if articles[w] {
+			continue
+		}
+		if len(key) > 0 {
+			key = append(key, ' ')
+		}
+		key = append(key, w...)
+	}
+	return toks, key
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// strictSpan returns the longest, then earliest, run of at most
+// maxSlotWords words that names exactly one item of ix (the exact tier),
+// or ok false.
+func strictSpan(ix *resolve.Index, words []string) (s, e int, item *agentplane.ResolverItem, ok bool) {
+	for n := min(len(words), maxSlotWords); n > 0; n-- {
+		for s := 0; s+n <= len(words); s++ {
+			if res := ix.ResolveExact(strings.Join(words[s:s+n], " "), 2); res.Strict() {
+				return s, s + n, ix.Item(res.Items[0]), true
+			}
+		}
+	}
+	return 0, 0, nil, false
+}
+
+// origin is where a shape comes from: a command and the example or
+// trigger phrasing that has it.
+type origin struct {
+	cmd  int
+	text string
+}
+
+// shapes is the shapes of every command's examples and trigger phrasings.
+// Examples are shaped with their item found in the command's source, so
+// the shapes of commands with a provider-backed source are made again when
+// the provider's index changes.
+type shapes struct {
+	byShape map[string][]origin
+	words   map[string]bool                              // every word of every shape
+	indexes map[agentplane.ResolverSource]*resolve.Index // the indexes the examples were shaped with
+}
+
+// shapeCache holds the router's current shapes.
+type shapeCache struct {
+	mu  sync.Mutex // held while making shapes
+	cur atomic.Pointer[shapes]
+}
+
+// shapes returns the shapes for the sources' current indexes, making them
+// again when a source's index has changed since (a provider refreshed).
+// Checking costs no allocation and fetches nothing.
+func (r *Router) shapes(ctx context.Context) *shapes {
+	if cur := r.shapeCache.cur.Load(); cur != nil && r.fresh(cur) {
+		return cur
+	}
+	r.shapeCache.mu.Lock()
+	defer r.shapeCache.mu.Unlock()
+	if cur := r.shapeCache.cur.Load(); cur != nil && r.fresh(cur) {
+		return cur
+	}
+	idx := map[agentplane.ResolverSource]*resolve.Index{}
+	for _, c := range r.commands {
+		if len(c.Examples) == 0 || c.Kind != agentplane.KindExecutable {
+			continue
+		}
+		if _, done := idx[c.Source]; done {
+			continue
+		}
+		var ix *resolve.Index
+		if src, ok := r.reg.Source(c.Source); ok {
+			if ix = src.Current(); ix == nil {
+				ix, _, _ = src.Index(ctx) // first use: fetch (failures back off)
+			}
+		}
+		idx[c.Source] = ix
+	}
+	sh := &shapes{byShape: map[string][]origin{}, words: map[string]bool{}, indexes: idx}
+	add := func(shape string, o origin) {
+		for _, w := range strings.Fields(shape) {
+			sh.words[w] = true
+		}
+		for _, have := range sh.byShape[shape] {
+			if have.cmd == o.cmd {
+				return
+			}
+		}
+		sh.byShape[shape] = append(sh.byShape[shape], o)
+	}
+	for i, c := range r.commands {
+		for _, p := range r.patterns[i] {
+			for _, ph := range p.Phrasings {
+				words := ph.Words()
+				s, e := len(ph.Prefix), len(ph.Prefix)
+				if ph.Slot {
+					words = append(append(append([]string(nil), ph.Prefix...), slot), ph.Suffix...)
+					e = s + 1
+				}
+				add(shapeOf(r.fillers, words, s, e), origin{i, p.Source})
+			}
+		}
+		for _, ex := range c.Examples {
+			words := resolve.Fields(nil, resolve.Normalize(ex))
+			s, e := 0, 0
+			if c.Kind == agentplane.KindExecutable {
+				ix := idx[c.Source]
+				if ix == nil {
+					continue // its source is unavailable: shaped when it comes back
+				}
+				var ok bool
+				if s, e, _, ok = strictSpan(ix, words); !ok {
+					continue // no item: it could only match an utterance without one
+				}
+			}
+			add(shapeOf(r.fillers, words, s, e), origin{i, ex})
+		}
+	}
+	r.shapeCache.cur.Store(sh)
+	return sh
+}
+
+// fresh reports whether the shapes were made with the indexes the sources
+// hold now.
+func (r *Router) fresh(sh *shapes) bool {
+	for id, ix := range sh.indexes {
+		if src, ok := r.reg.Source(id); ok && src.Current() != ix {
+			return false
+		}
+	}
+	return true
+}
+
+// shapeMatch recognises an active command whose example or trigger
+// phrasing has the utterance's shape: a launcher without an item, an
+// executable command with its item named (the longest, then earliest,
+// run of words naming exactly one item of its source; never guessed).
+// Commands are tried in configuration order.
+func (t *turn) shapeMatch() (agentplane.Decision, bool) {
+	words := t.normalizedWords()
+	if len(words) > maxItemSearchWords {
+		t.tracep("examples: ", strconv.Itoa(len(words)), " words are too many for a command")
+		return agentplane.Decision{}, false
+	}
+	sh := t.rt.shapes(t.ctx)
+	var toksBuf [16]string
+	var keyBuf [128]byte
+	toks, key := shapeKey(t.rt.fillers, words, 0, 0, toksBuf[:0], keyBuf[:0])
+	if os, ok := sh.byShape[string(key)]; ok {
+		for _, o := range os {
+			cmd := t.rt.commands[o.cmd]
+			if cmd.Kind == agentplane.KindLauncher && t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) {
+				t.tracep("examples: the utterance has the shape of \"", o.text, "\" of ", cmd.ID)
+				return t.browse(cmd), true
+			}
+		}
+	}
+	// The item must cover every word no shape has (fillers, preambles and
+	// articles aside, which shapes drop): the words outside it are the
+	// shape's own. Usually that leaves few spans, or none.
+	lo, hi := len(words), -1
+	for i, w := range words {
+		if !sh.words[w] && !t.rt.droppable[w] {
+			lo, hi = min(lo, i), i
+		}
+	}
+	for n := min(len(words), maxSlotWords); n > 0; n-- {
+		for s := 0; s+n <= len(words); s++ {
+			if hi >= 0 && (s > lo || s+n <= hi) {
+				continue
+			}
+			toks, key = shapeKey(t.rt.fillers, words, s, s+n, toks, key)
+			os, ok := sh.byShape[string(key)]
+			if !ok {
+				continue
+			}
+			for _, o := range os {
+				cmd := t.rt.commands[o.cmd]
+				if cmd.Kind != agentplane.KindExecutable || !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) ||
+					!t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) {
+					continue
+				}
+				ix, err := t.index(cmd.Source)
+				if err != nil {
+					continue
+				}
+				span := t.slotText(words, s, s+n)
+				res := ix.ResolveExact(span, 2)
+				if !res.Strict() {
+					continue
+				}
+				item := ix.Item(res.Items[0])
+				k, id := kindOf(cmd.Source)
+				t.tracep("examples: the utterance has the shape of \"", o.text, "\" of ", cmd.ID, ", with \"", span, "\" as its item: ",
+					item.Header.ID, " in ", k, id)
+				return t.invokeOrConfirm(cmd, item), true
+			}
+		}
+	}
+	return agentplane.Decision{}, false
+}
+
+// droppableWords returns the words a shape may leave out: articles and
+// the words of fillers and preambles (a conservative set: such a word may
+// or may not be left out where it stands).
+func droppableWords(fillers []string) map[string]bool {
+	m := map[string]bool{}
+	for w := range articles {
+		m[w] = true
+	}
+	for _, p := range preambles {
+		for _, w := range p {
+			m[w] = true
+		}
+	}
+	for _, f := range fillers {
+		for _, w := range resolve.Fields(nil, resolve.Normalize(f)) {
+			m[w] = true
+		}
+	}
+	return m
+}
