@@ -71,8 +71,10 @@ func (g *Gate) RecordDecision(ctx context.Context, base *agentplane.Session, pri
 //     (expiring after the configured picker TTL) and no confirmation;
 //   - a confirmation question: a pending confirmation and no picker;
 //   - invoke_command: neither (the pick or the confirmation is used up);
-//   - continue_with_llm: no confirmation (anything but yes/no drops it), and
-//     prev's picker while it has not expired.
+//   - continue_with_llm: no confirmation (anything but yes/no drops it),
+//     no question (a question answered with anything but one of its
+//     options is over: nothing runs from it later), and prev's picker,
+//     shown by the client, while it has not expired.
 //
 // It is a pure function; RecordDecision applies its result.
 func (g *Gate) Pending(prev *agentplane.Session, d *agentplane.Decision, now time.Time) (*agentplane.PendingPicker, *agentplane.PendingConfirmation) {
@@ -93,7 +95,7 @@ func (g *Gate) Pending(prev *agentplane.Session, d *agentplane.Decision, now tim
 		return &agentplane.PendingPicker{CommandID: d.CommandID, Source: src,
 			OptionIDs: slices.Clone(d.OptionIDs), ExpiresAt: now.Add(settings.PickerTTL)}, nil
 	case agentplane.ActionContinueLLM:
-		if prev != nil && prev.PendingPicker != nil && now.Before(prev.PendingPicker.ExpiresAt) {
+		if prev != nil && prev.PendingPicker != nil && len(prev.PendingPicker.OptionIDs) == 0 && now.Before(prev.PendingPicker.ExpiresAt) {
 			p := *prev.PendingPicker
 			return &p, nil
 		}

@@ -190,8 +190,18 @@ func TestPendingAfterDecision(t *testing.T) {
 	}
 	s.PendingPicker = picker
 	d, _ = reg.Route(context.Background(), s, agentplane.TurnInput{Text: "hello there", Now: now})
+	if p, _ := g.Pending(s, &d, now); p != nil {
+		t.Fatal("a question not answered with one of its options stayed pending")
+	}
+	// a picker the client shows stays while the conversation goes on
+	d, _ = reg.Route(context.Background(), s, agentplane.TurnInput{Text: "I want to work on email templates", UI: true, Now: now})
+	if picker, _ = g.Pending(s, &d, now); picker == nil || len(picker.OptionIDs) != 0 {
+		t.Fatalf("after a launcher with UI: %+v", picker)
+	}
+	s.PendingPicker = picker
+	d, _ = reg.Route(context.Background(), s, agentplane.TurnInput{Text: "hello there", UI: true, Now: now})
 	if p, _ := g.Pending(s, &d, now); p == nil {
-		t.Fatal("an unrelated turn dropped the pending picker")
+		t.Fatal("an unrelated turn dropped the picker on screen")
 	}
 	if p, _ := g.Pending(s, &d, now.Add(time.Hour)); p != nil {
 		t.Fatal("an expired picker was kept")

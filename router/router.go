@@ -410,6 +410,9 @@ func (t *turn) pendingPicker() (agentplane.Decision, bool) {
 		return t.invokeOrConfirm(cmd, item), true
 	}
 	t.tracef("%q does not resolve strictly in pending picker %s (%s tier, %d items)", text, cmd.Source, res.Tier, len(res.Items))
+	if len(pp.OptionIDs) > 0 {
+		t.tracef("the pending question was not answered with one of its options: it is over, and nothing runs from it later")
+	}
 	return agentplane.Decision{}, false
 }
 
@@ -450,10 +453,17 @@ func (t *turn) slash(text string) (agentplane.Decision, error) {
 		return t.llm(agentplane.ReasonInactiveCommand)
 	}
 	t.tracef("slash form /%s -> %s", name, cmd.ID)
-	if cmd.Kind == agentplane.KindLauncher || arg == "" {
+	if arg == "" {
 		return t.done(t.browse(cmd))
 	}
-	d, _ := t.resolveSlot(cmd, arg)
+	target := cmd
+	if cmd.Kind == agentplane.KindLauncher {
+		// the launcher's argument is the user's input for its picker:
+		// resolved in its target catalog, for its on_select command
+		target, _ = t.reg.Command(cmd.OnSelect)
+		t.tracep("launcher ", cmd.ID, ": its argument is resolved for ", target.ID)
+	}
+	d, _ := t.resolveSlot(target, arg)
 	return t.done(d)
 }
 

@@ -53,6 +53,32 @@ func TestExamples(t *testing.T) {
 	}
 }
 
+// TestMediaExamples runs the media configuration's suite under
+// examples/media: statements never act, fillers never eat names, a
+// clearing command acts on its own item, launcher arguments, declined
+// questions, closeness.
+func TestMediaExamples(t *testing.T) {
+	t.Parallel()
+	c, err := core.New(context.Background(), core.Source{Path: "../examples/media/agentplane.yaml"}, &core.Options{SkipMCP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	files, _ := filepath.Glob("../examples/media/tests/*.yaml")
+	if len(files) < 7 {
+		t.Fatalf("%d media conversations", len(files))
+	}
+	for _, f := range files {
+		fails, err := scenario.Run(context.Background(), c, f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range fails {
+			t.Error(x)
+		}
+	}
+}
+
 func TestFailuresNameFileAndLine(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "bad.yaml")

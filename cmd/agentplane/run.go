@@ -44,6 +44,8 @@ Usage:
   agentplane audit export [--db DB] --session ID                a stored session's chain as JSON Lines
   agentplane tools list [--config FILE] [--mode KEY]            the active tools, impact and schema
   agentplane tools call [--config FILE] [--mode KEY] NAME ARGS  run one through the gate, print the result
+  agentplane probe    [--config FILE] [--trace]                 utterances that must not act, made from the
+                                                                configuration: list any that would
 
 Without --config, the embedded demo configuration (a sales assistant) is used.
 DB is a SQLite file path or a postgres:// URL (default $AGENTPLANE_DB, else .agentplane/agentplane.db).
@@ -84,6 +86,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.replay(ctx, args[1:])
 	case "tools":
 		return m.toolsCmd(ctx, args[1:])
+	case "probe":
+		return m.probe(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, usage)
 		return 0

@@ -1,0 +1,72 @@
+package probe_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/probe"
+)
+
+func load(t *testing.T, src core.Source, opts *core.Options) *core.Core {
+	t.Helper()
+	if opts == nil {
+		opts = &core.Options{}
+	}
+	opts.SkipMCP = true
+	c, err := core.New(context.Background(), src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestShippedConfigurationsAreClean: the demo and the example
+// configurations act on none of their probe utterances.
+func TestShippedConfigurationsAreClean(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]*core.Core{
+		"demo":  load(t, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Tools: demo.Tools(nil)}),
+		"media": load(t, core.Source{Path: "../examples/media/agentplane.yaml"}, nil),
+	} {
+		rep, err := probe.Run(context.Background(), c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Utterances < 500 || rep.Turns < rep.Utterances {
+			t.Errorf("%s: only %d utterances, %d turns", name, rep.Utterances, rep.Turns)
+		}
+		for _, h := range rep.Sorted() {
+			t.Errorf("%s: %q in mode %s (ui %v, active %q) acts: %s(%s)", name, h.Text, h.Mode, h.UI, h.Active, h.Decision.CommandID, h.Decision.ResolvedID)
+		}
+	}
+}
+
+// TestProbeFindsAHijack: a trigger that fires on a statement is reported.
+func TestProbeFindsAHijack(t *testing.T) {
+	t.Parallel()
+	yaml, err := os.ReadFile("../examples/media/agentplane.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(yaml), "    examples: [put on abbey road]", "    examples: [put on abbey road]\n    # a careless trigger\n", 1)
+	bad = strings.Replace(bad, `triggers: ["play [the] [album] {item}"]`, `triggers: ["play [the] [album] {item}", "i like {item}"]`, 1)
+	c := load(t, core.Source{YAML: []byte(bad), Name: "bad.yaml"}, nil)
+	rep, err := probe.Run(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, h := range rep.Hijacks {
+		if h.Text == "i like Abbey Road" && h.Decision.CommandID == "play_album" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the careless trigger was not reported; %d hijacks", len(rep.Hijacks))
+	}
+}
