@@ -32,6 +32,11 @@ type Decision struct {
 	ResolvedID string `json:"resolved_id,omitempty"`
 	// Confirmed is set on an invoke_command that answers a pending confirmation.
 	Confirmed bool `json:"confirmed,omitempty"`
+	// TargetMode, on an invoke_command, an open_picker or a question, is
+	// the mode the command runs in when it is not the session's: a
+	// launcher's target mode, which the session switches to when the
+	// command runs.
+	TargetMode string `json:"target_mode,omitempty"`
 
 	// open_picker
 	PickerType    string `json:"picker_type,omitempty"`

@@ -24,6 +24,10 @@ type Intent struct {
 	Question  string `json:"question,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
 	Origin    string `json:"origin,omitempty"` // user | llm | mcp | workflow | agent_internal | api
+	// Mode, on an action_call of a command, is the mode it runs in when
+	// that is not the session's: the target mode of a launcher active in
+	// the session's mode that selects this command (see Decision.TargetMode).
+	Mode string `json:"mode,omitempty"`
 	// ConfirmationToken confirms an action that needed confirmation; only
 	// the human's channel ever holds one.
 	ConfirmationToken string `json:"confirmation_token,omitempty"`

@@ -26,17 +26,23 @@ type PendingPicker struct {
 	Source        ResolverSource `json:"source"`
 	PrefilterText string         `json:"prefilter_text,omitempty"`
 	OptionIDs     []string       `json:"option_ids,omitempty"` // the numbered options of a question
-	ExpiresAt     time.Time      `json:"expires_at"`
+	// Mode is the mode a selection runs in when it is not the session's
+	// (a launcher's target mode).
+	Mode      string    `json:"mode,omitempty"`
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // PendingConfirmation is a side-effecting invocation waiting for the
 // human's yes or no. Its confirmation token is not part of the session:
 // the human's client received it, and the store keeps only its digest.
 type PendingConfirmation struct {
-	CommandID  string    `json:"command_id"`
-	ResolvedID string    `json:"resolved_id"`
-	Question   string    `json:"question"`
-	ExpiresAt  time.Time `json:"expires_at"`
+	CommandID  string `json:"command_id"`
+	ResolvedID string `json:"resolved_id"`
+	Question   string `json:"question"`
+	// Mode is the mode the command runs in when it is not the session's
+	// (a launcher's target mode).
+	Mode      string    `json:"mode,omitempty"`
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // Clone returns a deep copy of the session.

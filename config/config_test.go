@@ -116,6 +116,19 @@ toolboxes: [{id: t, mcp_servers: [nope]}]`,
 modes: [{key: a, default: true}]
 mcp_servers: [{name: files, command: [x], impact: {rm: sometimes}}]`,
 			`mcp_servers[0].impact.rm: "sometimes"`},
+		{"TargetModeOnExecutable", `version: 1
+modes: [{key: a, default: true, toolboxes: [t]}, {key: b}]
+toolboxes: [{id: t, catalogs: [modes], commands: [c]}]
+commands: [{id: c, tool: agent_set_mode, parameter: p, resolver: {catalog: modes}, target_mode: b}]`,
+			`commands[0].target_mode: only a launcher has a target mode`},
+		{"TargetModeLacksCatalog", `version: 1
+modes: [{key: a, default: true, toolboxes: [l]}, {key: b, toolboxes: [t]}]
+toolboxes: [{id: l, commands: [browse]}, {id: t, commands: [c]}]
+catalogs: [{id: k, entity_type: e, items: [{id: x, display_name: X}]}]
+commands:
+  - {id: c, tool: agent_set_active_entity, parameter: p, resolver: {catalog: k}, sets_active_context: true, active_entity_type: e}
+  - {id: browse, kind: launcher, target_catalog: k, on_select: c, target_mode: b}`,
+			`catalog "k" is not enabled in mode "b", the target mode of this launcher`},
 		{"UnknownProvider", `version: 1
 modes: [{key: a, default: true}]
 commands: [{id: c, tool: agent_set_mode, parameter: p, resolver: {provider: crm}}]`,

@@ -469,6 +469,8 @@ func (v *validator) checkCommands() []agentplane.CommandDefinition {
 		if c.TargetMode != "" {
 			if _, ok := v.modes[c.TargetMode]; !ok {
 				v.add(p+".target_mode", "unknown mode %q", c.TargetMode)
+			} else if cmd.Kind != agentplane.KindLauncher {
+				v.add(p+".target_mode", "only a launcher has a target mode (its selection runs there); an executable command switches modes with sets_session_mode")
 			}
 		}
 		for j, a := range c.Aliases {
@@ -655,14 +657,18 @@ func (v *validator) checkActivation(cfg *Config) {
 	for i := range cfg.Commands {
 		cmdByID[cfg.Commands[i].ID] = &cfg.Commands[i]
 	}
+	modeBoxes := map[string][]string{}
+	for _, m := range cfg.Modes {
+		modeBoxes[m.Key] = m.Toolboxes
+	}
 	reported := map[string]bool{}
 	for _, m := range cfg.Modes {
 		for _, tbID := range m.Toolboxes {
 			tb := tbByID[tbID]
-			// enabled reports whether, in mode m, whoever may use tb also has
-			// a toolbox enabling the thing.
-			enabled := func(has func(*agentplane.Toolbox) bool) bool {
-				for _, other := range m.Toolboxes {
+			// enabled reports whether, in the mode, whoever may use tb also
+			// has a toolbox enabling the thing.
+			enabled := func(mode string, has func(*agentplane.Toolbox) bool) bool {
+				for _, other := range modeBoxes[mode] {
 					o := tbByID[other]
 					if has(o) && subset(o.RequiredRoles, tb.RequiredRoles) {
 						return true
@@ -673,16 +679,28 @@ func (v *validator) checkActivation(cfg *Config) {
 			for _, cid := range tb.Commands {
 				c := cmdByID[cid]
 				i := v.commands[cid]
-				need := func(path, what, id string, has func(*agentplane.Toolbox) bool) {
-					key := path + "|" + m.Key
-					if !enabled(has) && !reported[key] {
-						reported[key] = true
+				needIn := func(mode, path, what, id string, has func(*agentplane.Toolbox) bool) {
+					key := path + "|" + mode
+					if enabled(mode, has) || reported[key] {
+						return
+					}
+					reported[key] = true
+					if mode == m.Key {
 						v.add(path, "%s %q is not enabled in mode %q, where toolbox %q makes this command active (add it to a toolbox of that mode)", what, id, m.Key, tb.ID)
+					} else {
+						v.add(path, "%s %q is not enabled in mode %q, the target mode of this launcher, which toolbox %q makes active in mode %q (add it to a toolbox of mode %q)", what, id, mode, tb.ID, m.Key, mode)
 					}
 				}
+				need := func(path, what, id string, has func(*agentplane.Toolbox) bool) { needIn(m.Key, path, what, id, has) }
 				if c.Kind == agentplane.KindLauncher {
-					need(fmt.Sprintf("commands[%d].target_catalog", i), "catalog", c.TargetCatalog, func(t *agentplane.Toolbox) bool { return slices.Contains(t.Catalogs, c.TargetCatalog) })
-					need(fmt.Sprintf("commands[%d].on_select", i), "command", c.OnSelect, func(t *agentplane.Toolbox) bool { return slices.Contains(t.Commands, c.OnSelect) })
+					// its selection runs in its target mode: what it
+					// selects must be active there
+					in := m.Key
+					if c.TargetMode != "" {
+						in = c.TargetMode
+					}
+					needIn(in, fmt.Sprintf("commands[%d].target_catalog", i), "catalog", c.TargetCatalog, func(t *agentplane.Toolbox) bool { return slices.Contains(t.Catalogs, c.TargetCatalog) })
+					needIn(in, fmt.Sprintf("commands[%d].on_select", i), "command", c.OnSelect, func(t *agentplane.Toolbox) bool { return slices.Contains(t.Commands, c.OnSelect) })
 					continue
 				}
 				if c.Source.CatalogID != "" {

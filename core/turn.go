@@ -78,7 +78,7 @@ func (c *Core) Turn(ctx context.Context, r TurnRequest) (Turn, error) {
 		return Turn{Decision: d, Session: got.Session, ConfirmationToken: got.ConfirmationToken}, nil
 	}
 	res, err := c.gate.Execute(ctx, gate.Invocation{
-		SessionID: r.SessionID, CommandID: d.CommandID, ResolvedID: d.ResolvedID,
+		SessionID: r.SessionID, CommandID: d.CommandID, ResolvedID: d.ResolvedID, Mode: d.TargetMode,
 		RequestID: c.newID(), Origin: gate.OriginUser, Principal: r.Principal, Roles: in.Roles,
 		Confirmed: d.Confirmed, Turn: &turn, Base: sess,
 	})

@@ -35,6 +35,12 @@ func (x *execution) checkCommand() {
 	}
 	x.cmd, x.tool, x.intent, x.binding = cmd, cmd.Tool, intentOf(inv, cmd), inv.ResolvedID
 	reg := x.g.reg
+	if !x.toMode() {
+		return
+	}
+	if x.switchMode {
+		x.binding = binding(inv.ResolvedID, x.mode)
+	}
 	switch {
 	case cmd.Kind == agentplane.KindLauncher:
 		x.res = rejected(agentplane.CodeInvalidArgs, "%s is a launcher: it opens a picker and runs nothing; invoke %s", cmd.ID, cmd.OnSelect)
@@ -73,11 +79,37 @@ func (x *execution) checkCommand() {
 	}
 }
 
+// toMode checks an invocation's Mode, and makes it the mode the command is
+// checked and runs in. It reports false, with the result decided, when the
+// mode may not be used.
+func (x *execution) toMode() bool {
+	inv := x.inv
+	if inv.Mode == "" || inv.Mode == x.mode {
+		return true
+	}
+	if _, ok := x.g.reg.Mode(inv.Mode); !ok {
+		x.res = rejected(agentplane.CodeInvalidArgs, "%s: unknown mode %q", inv.CommandID, inv.Mode)
+		return false
+	}
+	if _, ok := x.g.reg.Launcher(x.mode, inv.Roles, inv.CommandID, inv.Mode); !ok {
+		x.res = rejected(agentplane.CodeInactiveAction, "%s cannot run in mode %q from mode %q: no launcher active here selects it for that mode", inv.CommandID, inv.Mode, x.mode)
+		return false
+	}
+	x.mode, x.switchMode = inv.Mode, true
+	return true
+}
+
 // checkTool checks a tool invocation: the tool is declared and active, and
 // its arguments match its input schema. A built-in effect tool is checked
 // as the active command that declares it.
 func (x *execution) checkTool() {
 	inv := x.inv
+	if inv.Mode != "" {
+		x.tool = inv.Tool
+		x.intent = &agentplane.Intent{Type: agentplane.IntentActionCall, Action: inv.Tool, RequestID: inv.RequestID, Origin: string(inv.Origin), Mode: inv.Mode}
+		x.res = rejected(agentplane.CodeInvalidArgs, "%s: a tool runs in the session's mode; mode %q is for a launcher's command", inv.Tool, inv.Mode)
+		return
+	}
 	args := inv.Args
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -167,7 +199,7 @@ func (x *execution) catalogType(src agentplane.ResolverSource) string {
 // intentOf is the protocol intent of a command invocation. It never holds
 // a confirmation token: the record keeps only its digest.
 func intentOf(inv *Invocation, cmd *agentplane.CommandDefinition) *agentplane.Intent {
-	in := &agentplane.Intent{Type: agentplane.IntentActionCall, Action: inv.CommandID, RequestID: inv.RequestID, Origin: string(inv.Origin)}
+	in := &agentplane.Intent{Type: agentplane.IntentActionCall, Action: inv.CommandID, RequestID: inv.RequestID, Origin: string(inv.Origin), Mode: inv.Mode}
 	if cmd != nil && utf8.ValidString(inv.ResolvedID) { // {"PARAMETER":"ID"}, canonical
 		b := canonjson.AppendString(append(make([]byte, 0, len(cmd.Parameter)+len(inv.ResolvedID)+8), '{'), cmd.Parameter)
 		b = canonjson.AppendString(append(b, ':'), inv.ResolvedID)

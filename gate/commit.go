@@ -118,6 +118,9 @@ func invocationDigest(inv *Invocation) string {
 		h.Write(args)
 	} else {
 		h.Write([]byte("command\x00" + inv.CommandID + "\x00" + inv.ResolvedID))
+		if inv.Mode != "" {
+			h.Write([]byte("\x00mode\x00" + inv.Mode))
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

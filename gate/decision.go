@@ -42,7 +42,7 @@ func (g *Gate) RecordDecision(ctx context.Context, base *agentplane.Session, pri
 		if confirm != nil {
 			token = g.newToken()
 			c.Issue = &store.Confirmation{Digest: Digest(token), SessionID: base.ID, Action: confirm.CommandID,
-				Binding: confirm.ResolvedID, Version: next.Version, ExpiresAt: confirm.ExpiresAt}
+				Binding: binding(confirm.ResolvedID, confirm.Mode), Version: next.Version, ExpiresAt: confirm.ExpiresAt}
 		}
 		c.Session, state = next, next
 	}
@@ -82,18 +82,18 @@ func (g *Gate) Pending(prev *agentplane.Session, d *agentplane.Decision, now tim
 	switch d.Action {
 	case agentplane.ActionOpenPicker:
 		return &agentplane.PendingPicker{CommandID: d.CommandID, Source: d.Source(), PrefilterText: d.PrefilterText,
-			ExpiresAt: now.Add(settings.PickerTTL)}, nil
+			Mode: d.TargetMode, ExpiresAt: now.Add(settings.PickerTTL)}, nil
 	case agentplane.ActionAskQuestion:
 		if d.IsConfirmationQuestion() {
 			return nil, &agentplane.PendingConfirmation{CommandID: d.CommandID, ResolvedID: d.ResolvedID,
-				Question: d.QuestionText, ExpiresAt: now.Add(settings.ConfirmationTTL)}
+				Question: d.QuestionText, Mode: d.TargetMode, ExpiresAt: now.Add(settings.ConfirmationTTL)}
 		}
 		var src agentplane.ResolverSource
 		if cmd, ok := g.reg.Command(d.CommandID); ok {
 			src = cmd.Source
 		}
 		return &agentplane.PendingPicker{CommandID: d.CommandID, Source: src,
-			OptionIDs: slices.Clone(d.OptionIDs), ExpiresAt: now.Add(settings.PickerTTL)}, nil
+			OptionIDs: slices.Clone(d.OptionIDs), Mode: d.TargetMode, ExpiresAt: now.Add(settings.PickerTTL)}, nil
 	case agentplane.ActionContinueLLM:
 		if prev != nil && prev.PendingPicker != nil && len(prev.PendingPicker.OptionIDs) == 0 && now.Before(prev.PendingPicker.ExpiresAt) {
 			p := *prev.PendingPicker
@@ -173,12 +173,12 @@ func equalPicker(a, b *agentplane.PendingPicker) bool {
 		return a == b
 	}
 	return a.CommandID == b.CommandID && a.Source == b.Source && a.PrefilterText == b.PrefilterText &&
-		slices.Equal(a.OptionIDs, b.OptionIDs) && a.ExpiresAt.Equal(b.ExpiresAt)
+		slices.Equal(a.OptionIDs, b.OptionIDs) && a.Mode == b.Mode && a.ExpiresAt.Equal(b.ExpiresAt)
 }
 
 func equalConfirm(a, b *agentplane.PendingConfirmation) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.CommandID == b.CommandID && a.ResolvedID == b.ResolvedID && a.Question == b.Question && a.ExpiresAt.Equal(b.ExpiresAt)
+	return a.CommandID == b.CommandID && a.ResolvedID == b.ResolvedID && a.Question == b.Question && a.Mode == b.Mode && a.ExpiresAt.Equal(b.ExpiresAt)
 }

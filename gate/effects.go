@@ -18,7 +18,13 @@ func (x *execution) effects() {
 		return
 	}
 	next := x.sess.Clone()
-	msg := applyEffects(next, x.cmd, x.item)
+	var msg string
+	if x.switchMode {
+		next.Mode = x.mode
+		m, _ := x.g.reg.Mode(x.mode)
+		msg = fmt.Sprintf("Mode: %s.", m.DisplayName)
+	}
+	msg = joinMsg(msg, applyEffects(next, x.cmd, x.item))
 	next.PendingPicker, next.PendingConfirmation = nil, nil
 	next.Version++
 	if err := next.AWC.Validate(); err != nil {

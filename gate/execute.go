@@ -40,8 +40,11 @@ type execution struct {
 	inv  *Invocation
 	sess *agentplane.Session // the state the invocation is decided on
 	mode string              // the mode it runs in
-	now  time.Time
-	err  error // a store failure
+	// switchMode: mode is a launcher's target mode, not the session's; the
+	// session switches to it when the command succeeds
+	switchMode bool
+	now        time.Time
+	err        error // a store failure
 
 	res agentplane.ExecutionResult // decided once res.Status is set
 

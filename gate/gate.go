@@ -87,6 +87,12 @@ type Invocation struct {
 	// Confirmed says the human answered yes, in a turn, to the session's
 	// pending confirmation of exactly this invocation (origin user only).
 	Confirmed bool
+	// Mode, for a command, is the mode it runs in when that is not the
+	// session's: the target mode of a launcher active in the session's mode
+	// whose selections go to this command. The command is checked in that
+	// mode, and its success switches the session to it. Empty: the
+	// session's mode.
+	Mode string
 	// Turn, when the invocation answers a user turn, is recorded with it.
 	Turn *Turn
 	// Base is the session as the caller decided on it (the router's

@@ -63,7 +63,7 @@ type IntentRequest struct {
 func (g *Gate) Intent(ctx context.Context, r IntentRequest) (agentplane.ExecutionResult, error) {
 	in := r.Intent
 	inv := Invocation{SessionID: r.SessionID, CommandID: in.Action, RequestID: in.RequestID, Origin: Origin(in.Origin),
-		Principal: r.Principal, Roles: r.Roles, ConfirmationToken: in.ConfirmationToken}
+		Principal: r.Principal, Roles: r.Roles, ConfirmationToken: in.ConfirmationToken, Mode: in.Mode}
 	if inv.Origin == "" {
 		inv.Origin = OriginAPI
 	}

@@ -245,6 +245,18 @@ func (r *Registry) ToolActive(mode string, roles []string, name, server string) 
 	return false
 }
 
+// Launcher returns the id of a launcher active in the mode for the roles
+// whose selections go to the command cmdID in the target mode: the one way
+// a command runs in a mode that is not the session's.
+func (r *Registry) Launcher(mode string, roles []string, cmdID, target string) (string, bool) {
+	for _, c := range r.commands {
+		if c.Kind == agentplane.KindLauncher && c.OnSelect == cmdID && c.TargetMode == target && r.CommandActive(mode, roles, c.ID) {
+			return c.ID, true
+		}
+	}
+	return "", false
+}
+
 // ActiveCommands returns the ids of the commands active in the mode for the
 // roles, in configuration order.
 func (r *Registry) ActiveCommands(mode string, roles []string) []string {

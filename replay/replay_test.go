@@ -294,3 +294,53 @@ func TestTokensNeverLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayOfLauncherTargetModes records, on the media configuration,
+// a launcher's selections that switch the session to its target mode —
+// from a picker, a slash argument, a typed answer and an API intent — and
+// replays them without a divergence.
+func TestReplayOfLauncherTargetModes(t *testing.T) {
+	t.Parallel()
+	media := func() *core.Core {
+		c, err := core.New(context.Background(), core.Source{Path: "../examples/media/agentplane.yaml"}, &core.Options{SkipMCP: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	c := media()
+	ctx := context.Background()
+	s, err := c.Start(ctx, core.Start{Principal: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := func(in agentplane.TurnInput) {
+		t.Helper()
+		if _, err := c.Turn(ctx, core.TurnRequest{SessionID: s.ID, Principal: "ann", Input: in}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn(agentplane.TurnInput{Text: "show the tickets", UI: true})
+	turn(agentplane.TurnInput{Selection: &agentplane.Selection{CommandID: "open_ticket", ID: "T-12"}, UI: true})
+	turn(agentplane.TurnInput{Text: "switch to the home mode"})
+	turn(agentplane.TurnInput{Text: "/tickets dark mode colours"})
+	turn(agentplane.TurnInput{Text: "switch to the home mode"})
+	turn(agentplane.TurnInput{Text: "/tickets", UI: true})
+	turn(agentplane.TurnInput{Text: "login fails on mobile", UI: true})
+	turn(agentplane.TurnInput{Text: "switch to the home mode"})
+	res, err := c.Intent(ctx, gate.IntentRequest{SessionID: s.ID, Principal: "ann", Intent: agentplane.Intent{
+		Type: agentplane.IntentActionCall, Action: "open_ticket", Args: json.RawMessage(`{"ticket":"T-7"}`), Mode: "support", RequestID: "api-1"}})
+	if err != nil || res.Status != agentplane.StatusSuccess || res.Session.Mode != "support" {
+		t.Fatalf("the API's launcher selection: %+v %v", res, err)
+	}
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	export(t, c, s.ID, path)
+	data, _ := os.ReadFile(path)
+	if n := bytes.Count(data, []byte(`"mode":"support"`)); n < 4 {
+		t.Fatalf("%d records show the support mode:\n%s", n, data)
+	}
+	if n, out, err := replayFile(t, media(), path); err != nil || n != 0 {
+		t.Fatalf("replay: %d divergences, %v\n%s", n, err, out)
+	}
+}

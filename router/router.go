@@ -143,16 +143,48 @@ func checkInput(in *agentplane.TurnInput) error {
 
 // turn is the state of one routing call.
 type turn struct {
-	ctx   context.Context
-	rt    *Router
-	reg   *registry.Registry
-	in    agentplane.TurnInput
-	sess  *agentplane.Session
-	mode  string
-	buf   []byte   // trace lines, each ended by '\n'
-	words []string // normalized words of the text, once computed
-	norm  string   // the normalized text, once computed
-	wbuf  [16]string
+	ctx    context.Context
+	rt     *Router
+	reg    *registry.Registry
+	in     agentplane.TurnInput
+	sess   *agentplane.Session
+	mode   string
+	target string   // a launcher's target mode, while routing to its on_select command
+	buf    []byte   // trace lines, each ended by '\n'
+	words  []string // normalized words of the text, once computed
+	norm   string   // the normalized text, once computed
+	wbuf   [16]string
+}
+
+// runMode is the mode commands are checked in: a launcher's target mode
+// while routing to its on_select command, else the session's.
+func (t *turn) runMode() string {
+	if t.target != "" {
+		return t.target
+	}
+	return t.mode
+}
+
+// targetMode is the TargetMode of the decisions made now: the launcher's
+// target mode when it is not the session's.
+func (t *turn) targetMode() string {
+	if t.target != t.mode {
+		return t.target
+	}
+	return ""
+}
+
+// toTarget sets the launcher's target mode for routing to its on_select
+// command, and returns what restores the previous one.
+func (t *turn) toTarget(launcher *agentplane.CommandDefinition) func() {
+	prev := t.target
+	if launcher.Kind == agentplane.KindLauncher && launcher.TargetMode != "" {
+		t.target = launcher.TargetMode
+		if launcher.TargetMode != t.mode {
+			t.tracep("launcher ", launcher.ID, ": its selection runs in its target mode ", launcher.TargetMode)
+		}
+	}
+	return func() { t.target = prev }
 }
 
 // slotText returns src[s:e] joined by spaces, where src is t.words or a
@@ -262,10 +294,16 @@ func (t *turn) selection() (agentplane.Decision, error) {
 	}
 	if cmd.Kind == agentplane.KindLauncher {
 		t.tracef("selection names launcher %q; its selections go to %q", cmd.ID, cmd.OnSelect)
+		if !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) {
+			return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeInactiveAction, "selection: launcher %q is not active in mode %q", cmd.ID, t.mode)
+		}
+		defer t.toTarget(cmd)()
 		cmd, _ = t.reg.Command(cmd.OnSelect)
+	} else if pp := t.sess.PendingPicker; pp != nil && pp.CommandID == cmd.ID && pp.Mode != "" && t.in.Now.Before(pp.ExpiresAt) {
+		t.target = pp.Mode // the picker a launcher opened for its target mode
 	}
-	if !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) {
-		return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeInactiveAction, "selection: command %q is not active in mode %q", cmd.ID, t.mode)
+	if !t.reg.CommandActive(t.runMode(), t.in.Roles, cmd.ID) {
+		return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeInactiveAction, "selection: command %q is not active in mode %q", cmd.ID, t.runMode())
 	}
 	item, err := t.lookup(cmd, sel.ID)
 	if err != nil {
@@ -277,8 +315,8 @@ func (t *turn) selection() (agentplane.Decision, error) {
 
 // lookup finds id in the command's source, which must be active.
 func (t *turn) lookup(cmd *agentplane.CommandDefinition, id string) (*agentplane.ResolverItem, error) {
-	if !t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) {
-		return nil, agentplane.Errorf(agentplane.CodeInactiveAction, "%s is not active in mode %q", cmd.Source, t.mode)
+	if !t.reg.SourceActive(t.runMode(), t.in.Roles, cmd.Source) {
+		return nil, agentplane.Errorf(agentplane.CodeInactiveAction, "%s is not active in mode %q", cmd.Source, t.runMode())
 	}
 	ix, err := t.index(cmd.Source)
 	if err != nil {
@@ -310,20 +348,21 @@ func (t *turn) index(src agentplane.ResolverSource) (*resolve.Index, error) {
 // invokeOrConfirm invokes the command with the item, or asks the human to
 // confirm first when the command needs it.
 func (t *turn) invokeOrConfirm(cmd *agentplane.CommandDefinition, item *agentplane.ResolverItem) agentplane.Decision {
+	tm := t.targetMode()
 	if cmd.NeedsConfirmation() {
-		if why := registry.Preconditions(cmd, t.mode, t.sess.AWC); why != "" {
+		if why := registry.Preconditions(cmd, t.runMode(), t.sess.AWC); why != "" {
 			// Asking first would have the human confirm what cannot run:
 			// invoke, and the gate says why.
 			t.tracep(cmd.ID, " needs confirmation, but its preconditions fail (", why, "): not asking")
-			return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: cmd.ID, ResolvedID: item.Header.ID}
+			return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: cmd.ID, ResolvedID: item.Header.ID, TargetMode: tm}
 		}
 		q := registry.ConfirmationQuestion(cmd, item.Header.DisplayName)
 		t.tracep(cmd.ID, " needs confirmation; asking")
 		return agentplane.Decision{Action: agentplane.ActionAskQuestion, QuestionText: q, Options: []string{"Yes", "No"},
-			CommandID: cmd.ID, ResolvedID: item.Header.ID}
+			CommandID: cmd.ID, ResolvedID: item.Header.ID, TargetMode: tm}
 	}
 	t.tracep("invoke ", cmd.ID, "(", item.Header.ID, ")")
-	return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: cmd.ID, ResolvedID: item.Header.ID}
+	return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: cmd.ID, ResolvedID: item.Header.ID, TargetMode: tm}
 }
 
 var yesWords = set("yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay", "confirm", "confirmed", "do it", "go ahead", "yes please", "please do", "of course", "absolutely")
@@ -359,14 +398,19 @@ func (t *turn) pendingConfirmation() (agentplane.Decision, bool) {
 		t.tracef("pending confirmation of %s(%s) expired at %s; dropped", pc.CommandID, pc.ResolvedID, pc.ExpiresAt.UTC().Format(time.RFC3339))
 		return agentplane.Decision{}, false
 	}
-	if !t.reg.CommandActive(t.mode, t.in.Roles, pc.CommandID) {
+	mode := t.mode
+	if pc.Mode != "" {
+		mode = pc.Mode
+	}
+	if !t.reg.CommandActive(mode, t.in.Roles, pc.CommandID) {
 		t.tracef("pending confirmation of %s is no longer active here; dropped", pc.CommandID)
 		return agentplane.Decision{}, false
 	}
 	switch t.answer() {
 	case 1:
 		t.tracef("confirmed pending %s(%s)", pc.CommandID, pc.ResolvedID)
-		return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: pc.CommandID, ResolvedID: pc.ResolvedID, Confirmed: true}, true
+		return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: pc.CommandID, ResolvedID: pc.ResolvedID, Confirmed: true,
+			TargetMode: pc.Mode}, true
 	case -1:
 		t.tracef("declined pending %s(%s)", pc.CommandID, pc.ResolvedID)
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonConfirmationDeclined}, true
@@ -384,8 +428,10 @@ func (t *turn) pendingPicker() (agentplane.Decision, bool) {
 		t.tracef("pending picker for %s expired", pp.CommandID)
 		return agentplane.Decision{}, false
 	}
+	t.target = pp.Mode
+	defer func() { t.target = "" }()
 	cmd, ok := t.reg.Command(pp.CommandID)
-	if !ok || !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) || !t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) {
+	if !ok || !t.reg.CommandActive(t.runMode(), t.in.Roles, cmd.ID) || !t.reg.SourceActive(t.runMode(), t.in.Roles, cmd.Source) {
 		t.tracef("pending picker for %s is no longer active here", pp.CommandID)
 		return agentplane.Decision{}, false
 	}
@@ -462,6 +508,7 @@ func (t *turn) slash(text string) (agentplane.Decision, error) {
 		// resolved in its target catalog, for its on_select command
 		target, _ = t.reg.Command(cmd.OnSelect)
 		t.tracep("launcher ", cmd.ID, ": its argument is resolved for ", target.ID)
+		defer t.toTarget(cmd)()
 	}
 	d, _ := t.resolveSlot(target, arg)
 	return t.done(d)
@@ -475,10 +522,11 @@ func (t *turn) browse(cmd *agentplane.CommandDefinition) agentplane.Decision {
 	target := cmd
 	if cmd.Kind == agentplane.KindLauncher {
 		target, _ = t.reg.Command(cmd.OnSelect)
+		defer t.toTarget(cmd)()
 	}
 	src := target.Source
-	if !t.reg.SourceActive(t.mode, t.in.Roles, src) {
-		t.tracef("%s is not active in mode %q", src, t.mode)
+	if !t.reg.SourceActive(t.runMode(), t.in.Roles, src) {
+		t.tracef("%s is not active in mode %q", src, t.runMode())
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonUnresolved}
 	}
 	if t.in.UI {
@@ -515,11 +563,11 @@ func (t *turn) sourceName(src agentplane.ResolverSource) string {
 func (t *turn) picker(cmd *agentplane.CommandDefinition, prefilter, highlight string) agentplane.Decision {
 	return agentplane.Decision{Action: agentplane.ActionOpenPicker, PickerType: cmd.PickerType,
 		CatalogID: cmd.Source.CatalogID, ProviderID: cmd.Source.ProviderID,
-		PrefilterText: prefilter, HighlightID: highlight, CommandID: cmd.ID}
+		PrefilterText: prefilter, HighlightID: highlight, CommandID: cmd.ID, TargetMode: t.targetMode()}
 }
 
 func (t *turn) question(cmd *agentplane.CommandDefinition, q string, ix *resolve.Index, items []int32) agentplane.Decision {
-	d := agentplane.Decision{Action: agentplane.ActionAskQuestion, QuestionText: q, CommandID: cmd.ID}
+	d := agentplane.Decision{Action: agentplane.ActionAskQuestion, QuestionText: q, CommandID: cmd.ID, TargetMode: t.targetMode()}
 	for _, i := range items {
 		it := ix.Item(i)
 		d.Options = append(d.Options, it.Header.DisplayName)
@@ -546,8 +594,8 @@ func (t *turn) resolveSlot(cmd *agentplane.CommandDefinition, text string) (agen
 // strict resolution (the exact tier), for when a candidate answer is
 // already in hand and only a strict one could beat it.
 func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, strictOnly bool) (agentplane.Decision, int) {
-	if !t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) {
-		t.tracef("%s is not active in mode %q", cmd.Source, t.mode)
+	if !t.reg.SourceActive(t.runMode(), t.in.Roles, cmd.Source) {
+		t.tracef("%s is not active in mode %q", cmd.Source, t.runMode())
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonUnresolved}, qualityNone
 	}
 	ix, err := t.index(cmd.Source)

@@ -59,8 +59,9 @@ type Expect struct {
 	Decision   string   `yaml:"decision"` // open_picker | invoke_command | ask_clarifying_question | continue_with_llm
 	Command    string   `yaml:"command"`
 	ResolvedID string   `yaml:"resolved_id"`
-	Catalog    string   `yaml:"catalog"`   // an open_picker's catalog
-	Highlight  string   `yaml:"highlight"` // an open_picker's highlighted id
+	Catalog    string   `yaml:"catalog"`     // an open_picker's catalog
+	Highlight  string   `yaml:"highlight"`   // an open_picker's highlighted id
+	TargetMode string   `yaml:"target_mode"` // the launcher's target mode the command runs in
 	Question   string   `yaml:"question"`
 	Options    []string `yaml:"options"`
 	Reason     string   `yaml:"reason"` // a continue_with_llm's reason code
@@ -230,6 +231,7 @@ func (r *runner) check(i int, x *Expect, t *core.Turn) {
 	r.eq(i, "resolved id", x.ResolvedID, d.ResolvedID)
 	r.eq(i, "picker catalog", x.Catalog, d.CatalogID)
 	r.eq(i, "highlighted id", x.Highlight, d.HighlightID)
+	r.eq(i, "target mode", x.TargetMode, d.TargetMode)
 	r.eq(i, "question", x.Question, d.QuestionText)
 	r.eq(i, "reason", x.Reason, d.ReasonCode)
 	if x.Options != nil && !slices.Equal(x.Options, d.Options) {
