@@ -75,6 +75,11 @@ type Router struct {
 	// ExampleThreshold is the confidence (0..1] a command recognised from
 	// its examples must reach; below it the turn goes to the LLM.
 	ExampleThreshold float64
+	// NegativeExamples are utterances that ask for no command: a model
+	// trained on the commands' examples learns them as a class of their
+	// own, so turns nearest to them go to the LLM and the confidence of
+	// any command is measured against them.
+	NegativeExamples []string
 }
 
 // Router defaults.

@@ -117,6 +117,7 @@ type routerFile struct {
 	ConfirmationTTLSeconds int       `yaml:"confirmation_ttl_seconds"`
 	MaxOptions             int       `yaml:"max_options"`
 	ExampleThreshold       *float64  `yaml:"example_threshold"`
+	NegativeExamples       []string  `yaml:"negative_examples"`
 }
 
 type precondFile struct {

@@ -618,6 +618,21 @@ func (v *validator) checkRouter() Router {
 			out.ExampleThreshold = *t
 		}
 	}
+	nonEmpty(v, "router.negative_examples", r.NegativeExamples)
+	out.NegativeExamples = r.NegativeExamples
+	if len(r.NegativeExamples) > 0 {
+		examples := map[string]string{} // normalized example -> command id
+		for _, c := range v.f.Commands {
+			for _, e := range c.Examples {
+				examples[resolve.Normalize(e)] = c.ID
+			}
+		}
+		for i, e := range r.NegativeExamples {
+			if id, ok := examples[resolve.Normalize(e)]; ok && strings.TrimSpace(e) != "" {
+				v.add(fmt.Sprintf("router.negative_examples[%d]", i), "%q is also an example of command %q: an utterance cannot both ask for it and ask for nothing", e, id)
+			}
+		}
+	}
 	if r.Fillers != nil {
 		nonEmpty(v, "router.fillers", *r.Fillers)
 		out.Fillers = *r.Fillers

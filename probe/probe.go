@@ -178,8 +178,10 @@ var around = []string{
 }
 
 // mentions are statements and questions that name an item ({}) without
-// asking for anything.
+// asking for anything — the bare name among them: it says what, not what
+// to do with it.
 var mentions = []string{
+	"{}", "the {}", "{}?",
 	"i like {}", "i saw {} yesterday", "{} is my favourite", "what do you think of {}?",
 	"tell me about {}", "is {} any good?", "still working on {}", "{} again?",
 	"a friend of mine keeps talking about {} all the time and i do not understand why",

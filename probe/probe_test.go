@@ -70,3 +70,26 @@ func TestProbeFindsAHijack(t *testing.T) {
 		t.Fatalf("the careless trigger was not reported; %d hijacks", len(rep.Hijacks))
 	}
 }
+
+// TestBareItemsNeverAct: an example that is little more than its item
+// ("i want a hawaiian") does not make a bare name act; the probe routes
+// bare names and finds nothing.
+func TestBareItemsNeverAct(t *testing.T) {
+	t.Parallel()
+	yaml, err := os.ReadFile("../examples/media/agentplane.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(yaml), "      - get me a quattro formaggi\n", "      - get me a quattro formaggi\n      - i want a hawaiian\n", 1)
+	if src == string(yaml) {
+		t.Fatal("the media configuration's pizza examples were not found")
+	}
+	c := load(t, core.Source{YAML: []byte(src), Name: "bare.yaml"}, nil)
+	rep, err := probe.Run(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range rep.Sorted() {
+		t.Errorf("%q in mode %s acts: %s(%s)", h.Text, h.Mode, h.Decision.CommandID, h.Decision.ResolvedID)
+	}
+}

@@ -16,7 +16,7 @@ import (
 // similarity (not word overlap) recognises them.
 func TestExamplesOnCLINC150Subset(t *testing.T) {
 	d := clincData(t).Subset(25)
-	raw, err := d.Config(config.DefaultExampleThreshold)
+	raw, err := d.Config(config.DefaultExampleThreshold, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,10 +39,12 @@ const (
 )
 
 // trainExamples builds the example model from every command's examples
-// and its triggers' phrasings (slot left out). Labels number the commands
-// that have any, in configuration order; it returns the command index of
-// each label, and a nil model when no command has examples.
-func trainExamples(cmds []*agentplane.CommandDefinition, patterns [][]*trigger.Pattern) (*exemplar.Model, []int, error) {
+// and its triggers' phrasings (slot left out), and the negative examples
+// as a class of their own. Labels number the commands that have any, in
+// configuration order, then the negative class; it returns the command
+// index of each command label, the negative label (-1 without negative
+// examples), and a nil model when no command has examples.
+func trainExamples(cmds []*agentplane.CommandDefinition, patterns [][]*trigger.Pattern, negatives []string) (*exemplar.Model, []int, int, error) {
 	var ex []exemplar.Example
 	var labelCmd []int
 	for i, c := range cmds {
@@ -61,10 +64,17 @@ func trainExamples(cmds []*agentplane.CommandDefinition, patterns [][]*trigger.P
 		}
 	}
 	if len(ex) == 0 {
-		return nil, nil, nil
+		return nil, nil, -1, nil
+	}
+	neg := -1
+	if len(negatives) > 0 {
+		neg = len(labelCmd)
+		for _, e := range negatives {
+			ex = append(ex, exemplar.Example{Label: neg, Text: e})
+		}
 	}
 	m, err := exemplar.Train(ex, nil)
-	return m, labelCmd, err
+	return m, labelCmd, neg, err
 }
 
 // examples recognises an active command from its examples when no
@@ -81,6 +91,15 @@ func (t *turn) examples() (agentplane.Decision, error) {
 	}
 	r, ok := t.rt.classify(t.mode, t.in.Roles, t.normalizedWords())
 	if !ok {
+		return t.llm(agentplane.ReasonNoControlIntent)
+	}
+	if r.Label == t.rt.negLabel {
+		t.buf = appendNum(append(t.buf, "examples: nearest are the negative examples (router.negative_examples), probability "...), r.Probability)
+		t.buf = append(t.buf, '\n')
+		for _, n := range r.Nearest {
+			t.buf = append(append(append(t.buf, "  negative example \""...), n.Text...), "\" similarity "...)
+			t.buf = append(appendNum(t.buf, n.Similarity), '\n')
+		}
 		return t.llm(agentplane.ReasonNoControlIntent)
 	}
 	cmd := t.rt.commands[t.rt.labelCmd[r.Label]]
@@ -134,14 +153,16 @@ func (t *turn) notAsked(cmd *agentplane.CommandDefinition, words []string) strin
 }
 
 // classify runs the example model over the commands active in the mode
-// for the roles that have examples.
+// for the roles that have examples, and the negative examples. The
+// result's label is the negative label when they are nearest; Allowed
+// counts the commands only.
 func (r *Router) classify(mode string, roles []string, words []string) (exemplar.Result, bool) {
 	if r.detector == nil || len(words) == 0 {
 		return exemplar.Result{}, false
 	}
 	var buf [64]bool
 	var allowed []bool
-	if n := len(r.labelCmd); n <= len(buf) {
+	if n := len(r.labelCmd) + 1; n <= len(buf) {
 		allowed = buf[:n]
 	} else {
 		allowed = make([]bool, n)
@@ -156,6 +177,12 @@ func (r *Router) classify(mode string, roles []string, words []string) (exemplar
 			}
 		}
 	}
+	if r.negLabel >= 0 && slices.Contains(allowed, true) {
+		allowed[r.negLabel] = true
+		res := r.detector.Classify(words, allowed)
+		res.Allowed--
+		return res, res.Label >= 0
+	}
 	res := r.detector.Classify(words, allowed)
 	return res, res.Label >= 0
 }
@@ -168,15 +195,21 @@ type ExampleMatch struct {
 	Probability float64 // the command's probability among the active commands with examples
 	Similarity  float64 // cosine similarity to its nearest example
 	Nearest     []exemplar.Neighbor
+	Negative    bool // the negative examples are nearer than any command's
 }
 
 // MatchExamples returns the active command nearest to text by the
 // examples, for tuning a threshold or explaining a decision. It reports
-// false when no active command has examples or text has no words.
+// false when no active command has examples, text has no words, or the
+// negative examples are nearest (then Negative is set and Nearest holds
+// them).
 func (r *Router) MatchExamples(mode string, roles []string, text string) (ExampleMatch, bool) {
 	res, ok := r.classify(mode, roles, resolve.Fields(nil, resolve.Normalize(text)))
 	if !ok {
 		return ExampleMatch{}, false
+	}
+	if res.Label == r.negLabel {
+		return ExampleMatch{Negative: true, Probability: res.Probability, Similarity: res.Similarity, Nearest: res.Nearest}, false
 	}
 	return ExampleMatch{CommandID: r.commands[r.labelCmd[res.Label]].ID, Confidence: res.Confidence(),
 		Probability: res.Probability, Similarity: res.Similarity, Nearest: res.Nearest}, true

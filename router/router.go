@@ -45,6 +45,7 @@ type Router struct {
 	patterns   [][]*trigger.Pattern // command index -> its triggers
 	detector   *exemplar.Model      // commands recognised from examples; nil without any
 	labelCmd   []int                // example model label -> command index
+	negLabel   int                  // the label of the negative examples; -1 without any
 	cmdLabel   []int                // command index -> example model label, -1 without examples
 	shapeCache shapeCache           // the shapes of examples and trigger phrasings
 	droppable  map[string]bool      // words a shape may leave out
@@ -80,7 +81,7 @@ func New(reg *registry.Registry) (*Router, error) {
 	}
 	r.patterns = patterns
 	var err error
-	if r.detector, r.labelCmd, err = trainExamples(r.commands, patterns); err != nil {
+	if r.detector, r.labelCmd, r.negLabel, err = trainExamples(r.commands, patterns, reg.Settings().NegativeExamples); err != nil {
 		return nil, fmt.Errorf("examples: %w", err)
 	}
 	r.cmdLabel = make([]int, len(r.commands))

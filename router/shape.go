@@ -157,6 +157,9 @@ func (r *Router) shapes(ctx context.Context) *shapes {
 	}
 	sh := &shapes{byShape: map[string][]origin{}, words: map[string]bool{}, indexes: idx}
 	add := func(shape string, o origin) {
+		if shape == "" || shape == slot {
+			return // nothing of its own: a bare item (or nothing) asks for no command
+		}
 		for _, w := range strings.Fields(shape) {
 			sh.words[w] = true
 		}
@@ -226,12 +229,27 @@ func (t *turn) shapeMatch() (agentplane.Decision, bool) {
 	var keyBuf [128]byte
 	toks, key := shapeKey(t.rt.fillers, words, 0, 0, toksBuf[:0], keyBuf[:0])
 	if os, ok := sh.byShape[string(key)]; ok {
-		for _, o := range os {
+		var found *origin
+		for i := range os {
+			o := &os[i]
 			cmd := t.rt.commands[o.cmd]
-			if cmd.Kind == agentplane.KindLauncher && t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) {
-				t.tracep("examples: the utterance has the shape of \"", o.text, "\" of ", cmd.ID)
-				return t.browse(cmd), true
+			if cmd.Kind != agentplane.KindLauncher || !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) {
+				continue
 			}
+			if found != nil {
+				// two commands' examples have this shape: it says which
+				// of them no better than similarity does
+				t.tracep("examples: the utterance has the shape of \"", found.text, "\" of ", t.rt.commands[found.cmd].ID,
+					" and of \"", o.text, "\" of ", cmd.ID, ": the shape does not decide")
+				found = nil
+				break
+			}
+			found = o
+		}
+		if found != nil {
+			cmd := t.rt.commands[found.cmd]
+			t.tracep("examples: the utterance has the shape of \"", found.text, "\" of ", cmd.ID)
+			return t.browse(cmd), true
 		}
 	}
 	// The item must cover every word no shape has (fillers, preambles and
@@ -253,7 +271,11 @@ func (t *turn) shapeMatch() (agentplane.Decision, bool) {
 			if !ok {
 				continue
 			}
-			for _, o := range os {
+			var found *origin
+			var item *agentplane.ResolverItem
+			span := t.slotText(words, s, s+n)
+			for i := range os {
+				o := &os[i]
 				cmd := t.rt.commands[o.cmd]
 				if cmd.Kind != agentplane.KindExecutable || !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) ||
 					!t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) {
@@ -263,14 +285,23 @@ func (t *turn) shapeMatch() (agentplane.Decision, bool) {
 				if err != nil {
 					continue
 				}
-				span := t.slotText(words, s, s+n)
 				res := ix.ResolveExact(span, 2)
 				if !res.Strict() {
 					continue
 				}
-				item := ix.Item(res.Items[0])
+				if found != nil {
+					// two commands take this item in this shape: acting
+					// on either would be a guess
+					t.tracep("examples: the utterance has the shape of \"", found.text, "\" of ", t.rt.commands[found.cmd].ID,
+						" and of \"", o.text, "\" of ", cmd.ID, ", both taking \"", span, "\": not guessing which")
+					return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonNoControlIntent}, true
+				}
+				found, item = o, ix.Item(res.Items[0])
+			}
+			if found != nil {
+				cmd := t.rt.commands[found.cmd]
 				k, id := kindOf(cmd.Source)
-				t.tracep("examples: the utterance has the shape of \"", o.text, "\" of ", cmd.ID, ", with \"", span, "\" as its item: ",
+				t.tracep("examples: the utterance has the shape of \"", found.text, "\" of ", cmd.ID, ", with \"", span, "\" as its item: ",
 					item.Header.ID, " in ", k, id)
 				return t.invokeOrConfirm(cmd, item), true
 			}

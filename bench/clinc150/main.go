@@ -10,11 +10,16 @@
 // in-scope accuracy (the intent's command recognised), out-of-scope recall
 // (continue_with_llm), and routing latency on one core.
 //
-//	go run ./bench/clinc150 [-data PATH] [-recall 0.55] [-threshold T] [-intents N]
+// It also reports AUROC: how well the confidence separates the in-scope
+// test utterances from the out-of-scope ones, whatever the threshold. With
+// -negatives, the out-of-scope training utterances (oos_train) are the
+// configuration's negative examples (the published "oos-train" setting).
+//
+//	go run ./bench/clinc150 [-data PATH] [-recall 0.55] [-threshold T] [-intents N] [-negatives]
 //
 // The last line is machine-readable:
 //
-//	in_scope_accuracy=0.xxxx oos_recall=0.xxxx p50_us=N p99_us=N
+//	in_scope_accuracy=0.xxxx oos_recall=0.xxxx auroc=0.xxxx p50_us=N p99_us=N
 package main
 
 import (
@@ -49,6 +54,7 @@ func run(args []string, out io.Writer) error {
 	recall := fs.Float64("recall", 0.55, "out-of-scope recall the threshold must reach on the validation splits")
 	fixed := fs.Float64("threshold", 0, "use this threshold instead of tuning one (0: tune)")
 	intents := fs.Int("intents", 0, "use only the first N intents (0: all 150), for quick runs")
+	negatives := fs.Bool("negatives", false, "use oos_train as the configuration's negative examples")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,7 +80,7 @@ func run(args []string, out io.Writer) error {
 
 	threshold := *fixed
 	if threshold <= 0 {
-		reg, took, err := build(d, config.DefaultExampleThreshold)
+		reg, took, err := build(d, config.DefaultExampleThreshold, *negatives)
 		if err != nil {
 			return err
 		}
@@ -95,7 +101,7 @@ func run(args []string, out io.Writer) error {
 			fmt.Fprintf(out, "  val recall >= %.2f: threshold %.4f -> test in-scope accuracy %.2f %%, out-of-scope recall %.2f %%\n", want, th, 100*acc, 100*rec)
 		}
 	}
-	reg, took, err := build(d, threshold)
+	reg, took, err := build(d, threshold, *negatives)
 	if err != nil {
 		return err
 	}
@@ -137,14 +143,16 @@ func run(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "test: %d in-scope, %d out-of-scope utterances\n", len(d.Test), len(d.OOSTest))
 	fmt.Fprintf(out, "  in-scope accuracy  %.2f %% (%d wrong intent, %d handed to the LLM)\n", 100*acc, len(d.Test)-correct-falseReject, falseReject)
 	fmt.Fprintf(out, "  out-of-scope recall %.2f %%\n", 100*rec)
+	au := auroc(reg, d)
+	fmt.Fprintf(out, "  AUROC (in-scope vs out-of-scope confidence) %.4f\n", au)
 	fmt.Fprintf(out, "  route latency, one core: p50 %v, p99 %v, max %v\n", p50.Round(time.Microsecond/10), p99.Round(time.Microsecond/10), lat[len(lat)-1].Round(time.Microsecond))
-	fmt.Fprintf(out, "in_scope_accuracy=%.4f oos_recall=%.4f p50_us=%d p99_us=%d\n", acc, rec, p50.Microseconds(), p99.Microseconds())
+	fmt.Fprintf(out, "in_scope_accuracy=%.4f oos_recall=%.4f auroc=%.4f p50_us=%d p99_us=%d\n", acc, rec, au, p50.Microseconds(), p99.Microseconds())
 	return nil
 }
 
 // build loads the benchmark configuration and compiles it.
-func build(d *clinc150.Dataset, threshold float64) (*router.Router, time.Duration, error) {
-	raw, err := d.Config(threshold)
+func build(d *clinc150.Dataset, threshold float64, negatives bool) (*router.Router, time.Duration, error) {
+	raw, err := d.Config(threshold, negatives)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -227,4 +235,49 @@ func score(reg *router.Router, d *clinc150.Dataset, th float64) (acc, rec float6
 		}
 	}
 	return float64(ok) / float64(len(d.Test)), float64(rej) / float64(len(d.OOSTest))
+}
+
+// confidence is what the threshold is compared with for text: the
+// nearest command's confidence, 0 when there is none (no words, or the
+// negative examples are nearest).
+func confidence(reg *router.Router, text string) float64 {
+	if m, ok := reg.MatchExamples(clinc150.Mode, nil, text); ok {
+		return m.Confidence
+	}
+	return 0
+}
+
+// auroc is the area under the ROC curve of the confidence as a detector
+// of in-scope test utterances against out-of-scope ones: the chance that
+// an in-scope utterance gets a higher confidence than an out-of-scope one,
+// ties counting half.
+func auroc(reg *router.Router, d *clinc150.Dataset) float64 {
+	type obs struct {
+		conf float64
+		in   bool
+	}
+	var all []obs
+	for _, u := range d.Test {
+		all = append(all, obs{confidence(reg, u.Text), true})
+	}
+	for _, u := range d.OOSTest {
+		all = append(all, obs{confidence(reg, u.Text), false})
+	}
+	slices.SortFunc(all, func(a, b obs) int { return cmp.Compare(a.conf, b.conf) })
+	var rankSum float64 // of the in-scope utterances, ranks from 1, ties averaged
+	for i := 0; i < len(all); {
+		j := i
+		for j < len(all) && all[j].conf == all[i].conf {
+			j++
+		}
+		rank := float64(i+j+1) / 2
+		for k := i; k < j; k++ {
+			if all[k].in {
+				rankSum += rank
+			}
+		}
+		i = j
+	}
+	p, n := float64(len(d.Test)), float64(len(d.OOSTest))
+	return (rankSum - p*(p+1)/2) / (p * n)
 }

@@ -15,12 +15,12 @@ func TestRun(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	var acc, rec float64
+	var acc, rec, au float64
 	var p50, p99 int
-	if _, err := fmt.Sscanf(lines[len(lines)-1], "in_scope_accuracy=%f oos_recall=%f p50_us=%d p99_us=%d", &acc, &rec, &p50, &p99); err != nil {
+	if _, err := fmt.Sscanf(lines[len(lines)-1], "in_scope_accuracy=%f oos_recall=%f auroc=%f p50_us=%d p99_us=%d", &acc, &rec, &au, &p50, &p99); err != nil {
 		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
 	}
-	if acc < 0.9 || rec <= 0 || p50 <= 0 || p99 < p50 {
+	if acc < 0.9 || rec <= 0 || au < 0.8 || au > 1 || p50 <= 0 || p99 < p50 {
 		t.Errorf("implausible report: %q", lines[len(lines)-1])
 	}
 	if !strings.Contains(out.String(), "tuned on val + oos_val: threshold") {

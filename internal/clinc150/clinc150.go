@@ -113,8 +113,10 @@ func Answer(intent string) string { return "answer_" + intent }
 // one launcher command per in-scope intent whose examples are its
 // training utterances, and the example threshold. A launcher's picker
 // offers one answer item, taken by the intent's own answer command (which
-// clears the active context), so the decision names the intent.
-func (d *Dataset) Config(threshold float64) ([]byte, error) {
+// clears the active context), so the decision names the intent. With
+// negatives, the out-of-scope training utterances (oos_train) are the
+// configuration's negative examples: the published "oos-train" setting.
+func (d *Dataset) Config(threshold float64, negatives bool) ([]byte, error) {
 	examples := map[string][]string{}
 	for _, u := range d.Train {
 		examples[u.Intent] = append(examples[u.Intent], u.Text)
@@ -130,6 +132,14 @@ func (d *Dataset) Config(threshold float64) ([]byte, error) {
 				"parameter": "answer", "resolver": m{"catalog": "answers"}, "clears_active_context": true})
 		ids = append(ids, n, Answer(n))
 	}
+	router := m{"example_threshold": threshold}
+	if negatives {
+		var neg []string
+		for _, u := range d.OOSTrain {
+			neg = append(neg, u.Text)
+		}
+		router["negative_examples"] = neg
+	}
 	return yaml.Marshal(m{
 		"version":   1,
 		"modes":     []any{m{"key": Mode, "display_name": "Assistant", "default": true, "toolboxes": []string{"intents"}}},
@@ -137,6 +147,6 @@ func (d *Dataset) Config(threshold float64) ([]byte, error) {
 		"catalogs": []any{m{"id": "answers", "display_name": "Answers", "entity_type": "answer",
 			"items": []any{m{"id": "answer", "display_name": "Answer"}}}},
 		"commands": cmds,
-		"router":   m{"example_threshold": threshold},
+		"router":   router,
 	})
 }
