@@ -1,5 +1,5 @@
 # agentplane — `make help` lists the targets.
-.PHONY: help test race vet fuzz bench ci run
+.PHONY: help test race vet fuzz bench peers ci run
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -37,6 +37,9 @@ bench: ## the README's benchmarks: routing, indexing, examples, the gate, durabl
 	go test -run='^$$' -bench='BenchmarkExecute' -cpu 1 -count 3 ./gate
 	go test -run='^$$' -bench='BenchmarkAppend' -cpu 1 -count 3 ./internal/canonjson
 	go test -run='^$$' -bench='BenchmarkDurable/interleaved' -benchtime 20x ./store/sqlite ./store/postgres
+
+peers: ## CLINC150 side by side with scikit-learn and fastText (apt-get install python3-sklearn fasttext; ~40 min; not in CI)
+	/usr/bin/python3 bench/peers/clinc150/peers.py
 
 ci: ## what CI runs
 	bash .ci/run
