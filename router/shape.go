@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,7 +60,7 @@ func shapeKey(f trigger.Fillers, words []string, s, e int, toks []string, key []
 			t, changed = k, true
 		}
 		for _, p := range preambles {
-			if len(p) < len(t) && equal(t[:len(p)], p) {
+			if len(p) < len(t) && slices.Equal(t[:len(p)], p) {
 				t, changed = t[len(p):], true
 				break
 			}
@@ -76,18 +77,6 @@ func shapeKey(f trigger.Fillers, words []string, s, e int, toks []string, key []
 		key = append(key, w...)
 	}
 	return toks, key
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // strictSpan returns the longest, then earliest, run of at most

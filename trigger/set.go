@@ -1,6 +1,10 @@
 package trigger
 
-import "github.com/agentplane/agentplane/resolve"
+import (
+	"slices"
+
+	"github.com/agentplane/agentplane/resolve"
+)
 
 // Set matches an utterance against many patterns at once. Phrasings are
 // indexed by their first word, so a turn only looks at the phrasings that
@@ -120,10 +124,10 @@ func (f Fillers) Strip(words []string) []string {
 	for changed := true; changed && len(words) > 0; {
 		changed = false
 		for _, p := range f.phrases {
-			if len(p) < len(words) && equalWords(words[:len(p)], p) {
+			if len(p) < len(words) && slices.Equal(words[:len(p)], p) {
 				words, changed = words[len(p):], true
 			}
-			if len(p) < len(words) && equalWords(words[len(words)-len(p):], p) {
+			if len(p) < len(words) && slices.Equal(words[len(words)-len(p):], p) {
 				words, changed = words[:len(words)-len(p)], true
 			}
 		}
@@ -177,7 +181,7 @@ func (f Fillers) Variants(words []string, dst [][]string) [][]string {
 // with, leaving at least one word; 0 when none.
 func (f Fillers) leading(words []string) int {
 	for _, p := range f.phrases {
-		if len(p) < len(words) && equalWords(words[:len(p)], p) {
+		if len(p) < len(words) && slices.Equal(words[:len(p)], p) {
 			return len(p)
 		}
 	}
@@ -188,7 +192,7 @@ func (f Fillers) leading(words []string) int {
 // with, leaving at least one word; 0 when none.
 func (f Fillers) trailing(words []string) int {
 	for _, p := range f.phrases {
-		if len(p) < len(words) && equalWords(words[len(words)-len(p):], p) {
+		if len(p) < len(words) && slices.Equal(words[len(words)-len(p):], p) {
 			return len(p)
 		}
 	}

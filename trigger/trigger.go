@@ -19,6 +19,7 @@ package trigger
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentplane/agentplane/resolve"
@@ -49,28 +50,16 @@ type Phrasing struct {
 // With a slot, words[start:end] is the slot's text, never empty.
 func (ph *Phrasing) Match(words []string) (start, end int, ok bool) {
 	if !ph.Slot {
-		return 0, 0, equalWords(words, ph.Prefix)
+		return 0, 0, slices.Equal(words, ph.Prefix)
 	}
 	n := len(ph.Prefix) + len(ph.Suffix)
 	if len(words) <= n {
 		return 0, 0, false
 	}
-	if !equalWords(words[:len(ph.Prefix)], ph.Prefix) || !equalWords(words[len(words)-len(ph.Suffix):], ph.Suffix) {
+	if !slices.Equal(words[:len(ph.Prefix)], ph.Prefix) || !slices.Equal(words[len(words)-len(ph.Suffix):], ph.Suffix) {
 		return 0, 0, false
 	}
 	return len(ph.Prefix), len(words) - len(ph.Suffix), true
-}
-
-func equalWords(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Match tries the phrasings in order and returns the first that matches.
