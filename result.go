@@ -38,6 +38,9 @@ type ExecutionResult struct {
 	// Session is the session after the action, for the caller; it is not
 	// part of the wire form.
 	Session *Session `json:"-"`
+	// Seq is the sequence number of the action's audit record in the
+	// session (its event id), for the caller; 0 when none was written.
+	Seq int64 `json:"-"`
 }
 
 // ResultError says why an action was rejected or failed.

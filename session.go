@@ -10,7 +10,11 @@ import (
 // the next turn. Version grows by one with every change and guards
 // optimistic updates.
 type Session struct {
-	ID                  string               `json:"id"`
+	ID string `json:"id"`
+	// Owner is the principal the session belongs to: through the API,
+	// only it sees and changes the session. Empty: nobody's (a session
+	// stored before sessions had owners; the local principal reaches it).
+	Owner               string               `json:"owner,omitempty"`
 	Mode                string               `json:"mode"` // mode key
 	AWC                 ActiveWorkContext    `json:"awc"`
 	PendingPicker       *PendingPicker       `json:"pending_picker,omitempty"`

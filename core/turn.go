@@ -2,21 +2,87 @@ package core
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/store"
 )
 
 // Start asks for a new session.
 type Start struct {
 	Mode      string // the default mode when empty
-	Principal string
+	Principal string // who opens it; the session is theirs
+	// ID is the session's id; empty means a new one. A client's retried
+	// creation names the id its first attempt used (see StartOnce).
+	ID string
 }
 
-// Start opens a new session with a new id.
+// LocalPrincipal is the principal of the terminal and of a server with
+// no API keys. It also reaches the sessions nobody owns (stored before
+// sessions had owners).
+const LocalPrincipal = "local"
+
+// Start opens a new session, owned by s.Principal.
 func (c *Core) Start(ctx context.Context, s Start) (*agentplane.Session, error) {
-	return c.gate.Open(ctx, gate.Opening{SessionID: c.newID(), Mode: s.Mode, Principal: s.Principal})
+	id := s.ID
+	if id == "" {
+		id = c.newID()
+	}
+	return c.gate.Open(ctx, gate.Opening{SessionID: id, Mode: s.Mode, Principal: s.Principal, Owner: s.Principal})
+}
+
+// StartOnce opens a session once per (principal, request id): the session
+// id is derived from both, so a retried creation finds the session its
+// first attempt opened and returns it as it was opened (created false).
+// The same request id with another mode is a request_conflict.
+func (c *Core) StartOnce(ctx context.Context, s Start, requestID string) (sess *agentplane.Session, created bool, err error) {
+	h := sha256.Sum256([]byte("session\x00" + s.Principal + "\x00" + requestID))
+	s.ID = hex.EncodeToString(h[:16])
+	sess, err = c.Start(ctx, s)
+	if err == nil {
+		return sess, true, nil
+	}
+	if agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
+		return nil, false, err
+	}
+	recs, rerr := c.store.Records(ctx, s.ID, 0)
+	if rerr != nil || len(recs) == 0 || recs[0].State == nil || recs[0].State.Owner != s.Principal {
+		return nil, false, err
+	}
+	first := recs[0].State
+	if s.Mode != "" && s.Mode != first.Mode {
+		return nil, false, agentplane.Errorf(agentplane.CodeRequestConflict, "request id %q opened a session in mode %q; use a new id", requestID, first.Mode)
+	}
+	return first, false, nil
+}
+
+// Owned returns a stored session when it is the principal's (the local
+// principal's includes the sessions nobody owns); another's session is
+// not_found, as if it did not exist.
+func (c *Core) Owned(ctx context.Context, id, principal string) (*agentplane.Session, error) {
+	sess, err := c.store.Session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !Owns(principal, sess) {
+		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", id)
+	}
+	return sess, nil
+}
+
+// Owns reports whether the principal may see and change the session.
+func Owns(principal string, s *agentplane.Session) bool {
+	return s.Owner == principal || s.Owner == "" && principal == LocalPrincipal
+}
+
+// Sessions lists a principal's sessions, newest first.
+func (c *Core) Sessions(ctx context.Context, q store.SessionQuery) (store.SessionPage, error) {
+	return c.store.Sessions(ctx, q)
 }
 
 // Resume loads a stored session for a principal to continue, fitted to
@@ -40,6 +106,11 @@ type TurnRequest struct {
 	SessionID string
 	Principal string
 	Input     agentplane.TurnInput // Input.Now is set from the core's clock
+	// RequestID is the client's idempotency key for the turn: sent again
+	// with the same input, the turn is answered as it was the first time
+	// and nothing runs twice; with another input it is a request_conflict.
+	// Empty: the turn is not retried.
+	RequestID string
 }
 
 // Turn is the outcome of one user turn.
@@ -48,8 +119,15 @@ type Turn struct {
 	Result   *agentplane.ExecutionResult // set when the decision invoked a command
 	Session  *agentplane.Session         // the session after the turn
 	// ConfirmationToken is the token of a confirmation the turn asked for,
-	// for the human's client (a confirm button); never for the LLM.
+	// for the human's client (a confirm button); never for the LLM. A
+	// retried turn's answer does not carry it again (only its digest is
+	// stored): the human confirms with "yes".
 	ConfirmationToken string
+	// Seq is the sequence number of the turn's audit record.
+	Seq int64
+	// Repeated says the turn was answered from its record: its request id
+	// had been answered before.
+	Repeated bool
 }
 
 // Turn routes one user input and, for invoke_command, executes it through
@@ -59,33 +137,74 @@ type Turn struct {
 // the pending state it implies. Either way the turn's audit record is
 // written. Malformed input returns the router's error and changes nothing.
 func (c *Core) Turn(ctx context.Context, r TurnRequest) (Turn, error) {
+	in := r.Input
+	if r.RequestID != "" {
+		if t, ok, err := c.repeated(ctx, r); ok || err != nil {
+			return t, err
+		}
+	}
 	sess, err := c.store.Session(ctx, r.SessionID)
 	if err != nil {
 		return Turn{}, err
 	}
-	in := r.Input
 	in.Now = c.now()
 	d, err := c.router.Route(ctx, sess, in)
 	if err != nil {
 		return Turn{}, err
 	}
-	turn := gate.Turn{Input: in, Decision: d}
+	turn := gate.Turn{Input: in, Decision: d, RequestID: r.RequestID}
 	if d.Action != agentplane.ActionInvokeCommand {
 		got, err := c.gate.RecordDecision(ctx, sess, r.Principal, turn)
+		if errors.Is(err, store.ErrRequestDone) {
+			t, _, err := c.repeated(ctx, r) // the same turn, answered meanwhile
+			return t, err
+		}
 		if err != nil {
 			return Turn{}, err
 		}
-		return Turn{Decision: d, Session: got.Session, ConfirmationToken: got.ConfirmationToken}, nil
+		return Turn{Decision: d, Session: got.Session, ConfirmationToken: got.ConfirmationToken, Seq: got.Seq}, nil
+	}
+	requestID := r.RequestID
+	if requestID == "" {
+		requestID = c.newID()
 	}
 	res, err := c.gate.Execute(ctx, gate.Invocation{
 		SessionID: r.SessionID, CommandID: d.CommandID, ResolvedID: d.ResolvedID, Mode: d.TargetMode,
-		RequestID: c.newID(), Origin: gate.OriginUser, Principal: r.Principal, Roles: in.Roles,
+		RequestID: requestID, Origin: gate.OriginUser, Principal: r.Principal, Roles: in.Roles,
 		Confirmed: d.Confirmed, Turn: &turn, Base: sess,
 	})
 	if err != nil {
 		return Turn{}, err
 	}
-	return Turn{Decision: d, Result: &res, Session: res.Session, ConfirmationToken: res.ConfirmationToken}, nil
+	return Turn{Decision: d, Result: &res, Session: res.Session, ConfirmationToken: res.ConfirmationToken, Seq: res.Seq}, nil
+}
+
+// repeated answers a turn whose request id was used before in the
+// session, from the turn's audit record: ok is false when the id is new.
+func (c *Core) repeated(ctx context.Context, r TurnRequest) (Turn, bool, error) {
+	prev, ok, err := c.store.Request(ctx, store.RequestKey{SessionID: r.SessionID, Principal: r.Principal, RequestID: r.RequestID})
+	switch {
+	case err != nil || !ok:
+		return Turn{}, false, err
+	case prev.Digest != gate.TurnDigest(r.Input):
+		return Turn{}, true, agentplane.Errorf(agentplane.CodeRequestConflict, "request id %q was used for another turn in this session; use a new id", r.RequestID)
+	case prev.State != store.RequestDone || prev.Seq == 0:
+		return Turn{}, true, agentplane.Errorf(agentplane.CodeRequestInProgress, "turn %q is still running; retry later for its answer", r.RequestID)
+	}
+	recs, err := c.store.Records(ctx, r.SessionID, prev.Seq-1)
+	if err != nil {
+		return Turn{}, true, err
+	}
+	if len(recs) == 0 || recs[0].Seq != prev.Seq || recs[0].Decision == nil {
+		return Turn{}, true, fmt.Errorf("core: the record of turn %q (seq %d) is missing from session %s", r.RequestID, prev.Seq, r.SessionID)
+	}
+	rec := recs[0]
+	t := Turn{Decision: *rec.Decision, Session: rec.State, Seq: rec.Seq, Repeated: true}
+	if res := rec.Result; res != nil {
+		res.Session = rec.State
+		t.Result = res
+	}
+	return t, true, nil
 }
 
 // Execute runs an invocation through the gate.

@@ -33,7 +33,9 @@ func (x *execution) commit() (agentplane.ExecutionResult, error) {
 	c.Record = x.record(&res)
 	// The key keeps a result once something ran or changed: a rejected or
 	// unconfirmed invocation ran nothing, and its key stays free.
-	if x.key != nil && (x.claimed || res.Status == agentplane.StatusSuccess) {
+	// A user turn sent with the client's request id keeps its answer
+	// whatever it was: a retry gets the same answer.
+	if x.key != nil && (x.claimed || res.Status == agentplane.StatusSuccess || x.inv.Turn != nil && x.inv.Turn.RequestID != "") {
 		c.Request = x.request(c.Record.Result)
 	}
 	err := x.g.store.Commit(x.ctx, c)
@@ -63,6 +65,7 @@ func (x *execution) commit() (agentplane.ExecutionResult, error) {
 	if x.token != "" && x.inv.Origin.Human() {
 		res.ConfirmationToken = x.token // never to the LLM's or an agent's channel
 	}
+	res.Seq = c.Record.Seq
 	return res, nil
 }
 
@@ -105,6 +108,9 @@ func (x *execution) record(res *agentplane.ExecutionResult) *audit.Record {
 // invocationDigest identifies an invocation for its request key: what it
 // asks to run and with what, not who or how it is confirmed.
 func invocationDigest(inv *Invocation) string {
+	if inv.Turn != nil {
+		return TurnDigest(inv.Turn.Input)
+	}
 	h := sha256.New()
 	if inv.Tool != "" {
 		h.Write([]byte("tool\x00" + inv.Tool + "\x00"))
@@ -122,5 +128,20 @@ func invocationDigest(inv *Invocation) string {
 			h.Write([]byte("\x00mode\x00" + inv.Mode))
 		}
 	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TurnDigest identifies a user turn's input (text, selection, whether the
+// client has a UI, roles) for its idempotency key: a turn sent again with
+// the same request id and the same input is the same request. The turn's
+// time is not part of it.
+func TurnDigest(in agentplane.TurnInput) string {
+	h := sha256.New()
+	h.Write([]byte("turn\x00"))
+	raw, _ := json.Marshal(in) // Now is not marshalled
+	if canon, err := canonjson.Append(nil, raw, nil); err == nil {
+		raw = canon
+	}
+	h.Write(raw)
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -17,6 +18,7 @@ import (
 type Decided struct {
 	Session           *agentplane.Session
 	ConfirmationToken string
+	Seq               int64 // the decision's audit record
 }
 
 // RecordDecision records a router decision that invoked nothing: its audit
@@ -25,7 +27,9 @@ type Decided struct {
 // once the question is pending; the human's "yes" confirms it in a turn,
 // an API client with the token. base is the session the router decided
 // on; when the session changed since, the decision is not recorded and the
-// error has code version_conflict.
+// error has code version_conflict. A turn with a request id records it
+// (with no result); when the id was answered meanwhile, the error is
+// store.ErrRequestDone.
 func (g *Gate) RecordDecision(ctx context.Context, base *agentplane.Session, principal string, t Turn) (Decided, error) {
 	now := t.Input.Now
 	if now.IsZero() {
@@ -52,7 +56,14 @@ func (g *Gate) RecordDecision(ctx context.Context, base *agentplane.Session, pri
 	if c.Issue != nil {
 		c.Record.Issued = c.Issue.Digest
 	}
+	if t.RequestID != "" {
+		c.Request = &store.Request{Key: store.RequestKey{SessionID: base.ID, Principal: principal, RequestID: t.RequestID},
+			Digest: TurnDigest(t.Input), ClaimedAt: now}
+	}
 	if err := g.store.Commit(ctx, c); err != nil {
+		if errors.Is(err, store.ErrRequestDone) {
+			return Decided{}, err // the same turn, answered meanwhile
+		}
 		if agentplane.ErrorCode(err) == agentplane.CodeVersionConflict {
 			return Decided{}, agentplane.Errorf(agentplane.CodeVersionConflict, "session %s changed while this turn was routed; send it again", base.ID)
 		}
@@ -61,7 +72,7 @@ func (g *Gate) RecordDecision(ctx context.Context, base *agentplane.Session, pri
 	if c.Session == nil {
 		state = c.Record.State // as stored when the record was committed
 	}
-	return Decided{Session: state, ConfirmationToken: token}, nil
+	return Decided{Session: state, ConfirmationToken: token, Seq: c.Record.Seq}, nil
 }
 
 // Pending returns the pending picker and pending confirmation a session
@@ -107,7 +118,8 @@ func (g *Gate) Pending(prev *agentplane.Session, d *agentplane.Decision, now tim
 type Opening struct {
 	SessionID string
 	Mode      string // the default mode when empty
-	Principal string
+	Principal string // who opens it, recorded
+	Owner     string // whom it belongs to (see agentplane.Session.Owner)
 }
 
 // Open creates a session in the given mode (the default mode when empty).
@@ -119,7 +131,7 @@ func (g *Gate) Open(ctx context.Context, o Opening) (*agentplane.Session, error)
 	if _, ok := g.reg.Mode(mode); !ok {
 		return nil, agentplane.Errorf(agentplane.CodeInvalidArgs, "unknown mode %q", mode)
 	}
-	s := &agentplane.Session{ID: o.SessionID, Mode: mode, Version: 1}
+	s := &agentplane.Session{ID: o.SessionID, Owner: o.Owner, Mode: mode, Version: 1}
 	c := &store.Commit{SessionID: o.SessionID, Session: s, Record: &audit.Record{Session: o.SessionID, Time: g.now().UTC(), Kind: audit.KindOpen,
 		Principal: o.Principal, State: s}}
 	if err := g.store.Commit(ctx, c); err != nil {

@@ -136,6 +136,7 @@ func (x *execution) held(prev store.Request) (agentplane.ExecutionResult, bool) 
 		return res, true
 	case prev.State == store.RequestDone && prev.Result != nil:
 		res := *prev.Result
+		res.Seq = prev.Seq
 		if cur, err := x.g.store.Session(x.ctx, x.sess.ID); err == nil {
 			res.Session = cur
 		} else {

@@ -105,6 +105,10 @@ type Invocation struct {
 type Turn struct {
 	Input    agentplane.TurnInput
 	Decision agentplane.Decision
+	// RequestID is the turn's idempotency key (the client's, within the
+	// session and for the principal), keyed to the input's TurnDigest; ""
+	// when the client sent none.
+	RequestID string
 }
 
 // Gate executes invocations. It is safe for concurrent use.

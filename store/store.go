@@ -19,7 +19,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +39,10 @@ type Store interface {
 	// Records returns the session's audit records with sequence numbers
 	// above after, in order, each with the bytes it is stored as (Raw).
 	Records(ctx context.Context, session string, after int64) ([]audit.Record, error)
+	// Sessions returns a page of an owner's sessions, newest first. A
+	// cursor that is not one Sessions returned is an error with code
+	// invalid_input.
+	Sessions(ctx context.Context, q SessionQuery) (SessionPage, error)
 	// Request returns what is recorded under an idempotency key.
 	Request(ctx context.Context, key RequestKey) (Request, bool, error)
 	// Claim records that the request is running, before anything runs,
@@ -72,6 +78,7 @@ type Commit struct {
 	Record *audit.Record
 	// Request records the result under its idempotency key: it finishes a
 	// claimed request, or records one that ran nothing outside the commit.
+	// The store sets its Seq to the commit's record.
 	Request *Request
 	// Issue stores a new confirmation token (its digest); Use marks the
 	// token with this digest used.
@@ -80,6 +87,78 @@ type Commit struct {
 	// Ops are writes of subsystems' own tables, run in order in the
 	// commit's transaction after everything above.
 	Ops []Op
+}
+
+// SessionQuery asks for a page of an owner's sessions.
+type SessionQuery struct {
+	Owner  string // whose sessions; "" lists the sessions nobody owns
+	Cursor string // where the previous page ended (SessionPage.Next); "" for the first page
+	Limit  int    // at most this many; 0 means DefaultSessionLimit, at most MaxSessionLimit
+}
+
+// Session page sizes.
+const (
+	DefaultSessionLimit = 50
+	MaxSessionLimit     = 500
+)
+
+// SessionPage is a page of sessions, newest first.
+type SessionPage struct {
+	Sessions []SessionInfo
+	Next     string // the cursor of the next page; "" when this is the last
+}
+
+// SessionInfo is a listed session with when it was created.
+type SessionInfo struct {
+	Session *agentplane.Session
+	Created time.Time
+}
+
+// Add adds a session read from a driver's rows (its state as JSON and
+// when it was created, Unix nanoseconds) to a page of at most n: a driver
+// asks for n+1 rows, and the one past n only sets Next.
+func (p *SessionPage) Add(state []byte, created int64, n int) error {
+	if len(p.Sessions) == n {
+		last := p.Sessions[n-1]
+		p.Next = SessionCursor(last.Created.UnixNano(), last.Session.ID)
+		return nil
+	}
+	var s agentplane.Session
+	if err := json.Unmarshal(state, &s); err != nil {
+		return fmt.Errorf("a session is corrupt: %w", err)
+	}
+	p.Sessions = append(p.Sessions, SessionInfo{Session: &s, Created: time.Unix(0, created).UTC()})
+	return nil
+}
+
+// PageSize returns q.Limit within bounds.
+func (q SessionQuery) PageSize() int {
+	switch {
+	case q.Limit <= 0:
+		return DefaultSessionLimit
+	case q.Limit > MaxSessionLimit:
+		return MaxSessionLimit
+	}
+	return q.Limit
+}
+
+// SessionCursor is the cursor after a session created at created (Unix
+// nanoseconds) with this id: sessions are ordered by creation, then id,
+// newest first.
+func SessionCursor(created int64, id string) string {
+	return strconv.FormatInt(created, 10) + "." + id
+}
+
+// ParseSessionCursor reads a cursor SessionCursor made.
+func ParseSessionCursor(c string) (created int64, id string, err error) {
+	n, rest, ok := strings.Cut(c, ".")
+	if ok {
+		created, err = strconv.ParseInt(n, 10, 64)
+	}
+	if !ok || err != nil || rest == "" {
+		return 0, "", agentplane.Errorf(agentplane.CodeInvalidInput, "cursor %q is not one a session listing returned", c)
+	}
+	return created, rest, nil
 }
 
 // RequestKey is an idempotency key: a request id means one request only
@@ -101,9 +180,12 @@ type Request struct {
 	Key RequestKey
 	// Digest identifies the invocation the key was used for (action and
 	// canonical arguments); the same key with another digest is refused.
-	Digest    string
-	State     string
-	Result    *agentplane.ExecutionResult // when done
+	Digest string
+	State  string
+	Result *agentplane.ExecutionResult // when done, and the request ran an action
+	// Seq is the sequence number of the audit record the request
+	// produced, when done; 0 when it produced none.
+	Seq       int64
 	ClaimedAt time.Time
 }
 
@@ -223,4 +305,29 @@ func Rebind(query string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// CreatedAt is when the session a commit creates was created: the time of
+// its record, or now.
+func CreatedAt(c *Commit) time.Time {
+	if c.Record != nil && !c.Record.Time.IsZero() {
+		return c.Record.Time
+	}
+	return time.Now()
+}
+
+// ResultJSON is a request's result as SQL drivers store it: JSON without
+// the session (the caller's), or nil (SQL NULL) for a request that ran no
+// action.
+func ResultJSON(r *agentplane.ExecutionResult) (any, error) {
+	if r == nil {
+		return nil, nil
+	}
+	c := *r
+	c.Session = nil
+	raw, err := json.Marshal(&c)
+	if err != nil {
+		return nil, err
+	}
+	return string(raw), nil
 }

@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
@@ -20,6 +22,7 @@ import (
 type Store struct {
 	mu       sync.Mutex
 	sessions map[string]*agentplane.Session
+	created  map[string]int64 // Unix nanoseconds, by session
 	// chains keeps each session's records as stored (their bytes), with
 	// the last record's hash: a record is decoded only when read
 	chains   map[string]*chain
@@ -31,6 +34,7 @@ type Store struct {
 func New() *Store {
 	return &Store{
 		sessions: map[string]*agentplane.Session{},
+		created:  map[string]int64{},
 		chains:   map[string]*chain{},
 		requests: map[store.RequestKey]store.Request{},
 		tokens:   map[string]store.Confirmation{},
@@ -130,6 +134,9 @@ func (s *Store) Commit(_ context.Context, c *store.Commit) error {
 	}
 	// every check passed: apply
 	if c.Session != nil {
+		if c.Session.Version == 1 {
+			s.created[c.Session.ID] = store.CreatedAt(c).UnixNano()
+		}
 		s.sessions[c.Session.ID] = c.Session.Clone()
 	}
 	if c.Record != nil {
@@ -142,9 +149,16 @@ func (s *Store) Commit(_ context.Context, c *store.Commit) error {
 		*c.Record = rec // the caller sees the sealed record
 	}
 	if r := c.Request; r != nil {
-		res := *r.Result
-		res.Session = nil
-		s.requests[r.Key] = store.Request{Key: r.Key, Digest: r.Digest, State: store.RequestDone, Result: &res, ClaimedAt: r.ClaimedAt}
+		done := store.Request{Key: r.Key, Digest: r.Digest, State: store.RequestDone, ClaimedAt: r.ClaimedAt}
+		if r.Result != nil {
+			res := *r.Result
+			res.Session = nil
+			done.Result = &res
+		}
+		if c.Record != nil {
+			done.Seq = rec.Seq
+		}
+		s.requests[r.Key] = done
 	}
 	if c.Issue != nil {
 		s.tokens[c.Issue.Digest] = *c.Issue
@@ -175,6 +189,58 @@ func (s *Store) Records(_ context.Context, session string, after int64) ([]audit
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// Sessions returns a page of an owner's sessions, newest first.
+func (s *Store) Sessions(_ context.Context, q store.SessionQuery) (store.SessionPage, error) {
+	type entry struct {
+		created int64
+		id      string
+	}
+	var afterCreated int64
+	var afterID string
+	if q.Cursor != "" {
+		var err error
+		if afterCreated, afterID, err = store.ParseSessionCursor(q.Cursor); err != nil {
+			return store.SessionPage{}, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all []entry
+	for id, sess := range s.sessions {
+		e := entry{s.created[id], id}
+		if sess.Owner != q.Owner || q.Cursor != "" && !before(e.created, e.id, afterCreated, afterID) {
+			continue
+		}
+		all = append(all, e)
+	}
+	slices.SortFunc(all, func(a, b entry) int {
+		if before(a.created, a.id, b.created, b.id) {
+			return 1
+		}
+		if a == b {
+			return 0
+		}
+		return -1
+	})
+	n := q.PageSize()
+	var page store.SessionPage
+	for i, e := range all {
+		if i == n {
+			last := all[n-1]
+			page.Next = store.SessionCursor(last.created, last.id)
+			break
+		}
+		page.Sessions = append(page.Sessions, store.SessionInfo{Session: s.sessions[e.id].Clone(), Created: time.Unix(0, e.created).UTC()})
+	}
+	return page, nil
+}
+
+// before reports whether (c1, id1) comes before (c2, id2) in creation
+// order.
+func before(c1 int64, id1 string, c2 int64, id2 string) bool {
+	return c1 < c2 || c1 == c2 && id1 < id2
 }
 
 // Close does nothing: there is nothing to release.

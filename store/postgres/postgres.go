@@ -208,7 +208,7 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 	return &sess, nil
 }
 
-const readRequest = `SELECT digest, state, result, claimed_at FROM requests WHERE session = $1 AND principal = $2 AND request_id = $3`
+const readRequest = `SELECT digest, state, result, seq, claimed_at FROM requests WHERE session = $1 AND principal = $2 AND request_id = $3`
 
 // Request returns what an idempotency key holds.
 func (s *Store) Request(ctx context.Context, key store.RequestKey) (store.Request, bool, error) {
@@ -219,7 +219,7 @@ func (s *Store) scanRequest(row pgx.Row, key store.RequestKey) (store.Request, b
 	r := store.Request{Key: key}
 	var result []byte
 	var claimed int64
-	err := row.Scan(&r.Digest, &r.State, &result, &claimed)
+	err := row.Scan(&r.Digest, &r.State, &result, &r.Seq, &claimed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Request{}, false, nil
 	}
@@ -285,6 +285,39 @@ func (s *Store) Records(ctx context.Context, session string, after int64) ([]aud
 		return nil, fmt.Errorf("postgres: %s: audit of %s: %w", s.url, session, err)
 	}
 	return recs, nil
+}
+
+// Sessions returns a page of an owner's sessions, newest first.
+func (s *Store) Sessions(ctx context.Context, q store.SessionQuery) (store.SessionPage, error) {
+	n := q.PageSize()
+	query := `SELECT state, created FROM sessions WHERE owner = $1 ORDER BY created DESC, id DESC LIMIT $2`
+	args := []any{q.Owner, n + 1}
+	if q.Cursor != "" {
+		created, id, err := store.ParseSessionCursor(q.Cursor)
+		if err != nil {
+			return store.SessionPage{}, err
+		}
+		query = `SELECT state, created FROM sessions WHERE owner = $1 AND (created, id) < ($3, $4) ORDER BY created DESC, id DESC LIMIT $2`
+		args = append(args, created, id)
+	}
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return store.SessionPage{}, s.fail("list sessions", err)
+	}
+	defer rows.Close()
+	var page store.SessionPage
+	err = store.EachRow(rows, func(scan func(...any) error) error {
+		var state []byte
+		var created int64
+		if err := scan(&state, &created); err != nil {
+			return err
+		}
+		return page.Add(state, created, n)
+	})
+	if err != nil {
+		return store.SessionPage{}, fmt.Errorf("postgres: %s: list sessions: %w", s.url, err)
+	}
+	return page, nil
 }
 
 // Dialect returns store.Postgres.
@@ -421,16 +454,17 @@ func (s *Store) commitOnce(ctx context.Context, c *store.Commit) (audit.Record, 
 func (s *Store) batch(c *store.Commit, sealed *audit.Record) (*pgx.Batch, error) {
 	b := &pgx.Batch{}
 	if q := c.Request; q != nil {
-		r := *q.Result
-		r.Session = nil
-		raw, err := json.Marshal(r)
+		result, err := store.ResultJSON(q.Result)
 		if err != nil {
 			return nil, err
 		}
-		b.Queue(`WITH u AS (INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES ($1, $2, $3, $4, 'done', $5, $6)
-			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result WHERE requests.state = 'running' RETURNING 1)
-			SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $7, 'request finished already')`,
-			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, raw, q.ClaimedAt.UnixNano(), stateRequest)
+		if r, ok := result.(string); ok {
+			result = []byte(r)
+		}
+		b.Queue(`WITH u AS (INSERT INTO requests (session, principal, request_id, digest, state, result, seq, claimed_at) VALUES ($1, $2, $3, $4, 'done', $5, $6, $7)
+			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result, seq = excluded.seq WHERE requests.state = 'running' RETURNING 1)
+			SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $8, 'request finished already')`,
+			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, result, sealed.Seq, q.ClaimedAt.UnixNano(), stateRequest)
 	}
 	if c.Use != "" {
 		b.Queue(`WITH u AS (UPDATE confirmations SET used = TRUE WHERE digest = $1 AND NOT used RETURNING 1)
@@ -443,8 +477,8 @@ func (s *Store) batch(c *store.Commit, sealed *audit.Record) (*pgx.Batch, error)
 		}
 		msg := fmt.Sprintf("session %q is not at version %d; cannot store version %d", c.Session.ID, c.Session.Version-1, c.Session.Version)
 		if c.Session.Version == 1 {
-			b.Queue(`WITH u AS (INSERT INTO sessions (id, version, state) VALUES ($1, 1, $2) ON CONFLICT (id) DO NOTHING RETURNING 1)
-				SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $3, $4)`, c.Session.ID, state, stateVersion, msg)
+			b.Queue(`WITH u AS (INSERT INTO sessions (id, version, state, owner, created) VALUES ($1, 1, $2, $3, $4) ON CONFLICT (id) DO NOTHING RETURNING 1)
+				SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $5, $6)`, c.Session.ID, state, c.Session.Owner, store.CreatedAt(c).UnixNano(), stateVersion, msg)
 		} else {
 			b.Queue(`WITH u AS (UPDATE sessions SET version = $2, state = $3 WHERE id = $1 AND version = $2 - 1 RETURNING 1)
 				SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $4, $5)`, c.Session.ID, c.Session.Version, state, stateVersion, msg)

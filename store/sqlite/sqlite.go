@@ -88,7 +88,7 @@ type chainHead struct {
 // The reads, prepared once at Open.
 const (
 	readSession      = `SELECT state FROM sessions WHERE id = ?`
-	readRequest      = `SELECT digest, state, result, claimed_at FROM requests WHERE session = ? AND principal = ? AND request_id = ?`
+	readRequest      = `SELECT digest, state, result, seq, claimed_at FROM requests WHERE session = ? AND principal = ? AND request_id = ?`
 	readConfirmation = `SELECT confirmation, used FROM confirmations WHERE digest = ?`
 	readRecords      = `SELECT record FROM audit WHERE session = ? AND seq > ? ORDER BY seq`
 )
@@ -380,7 +380,7 @@ func (s *Store) readRequest(_ context.Context, row scanner, key store.RequestKey
 	r := store.Request{Key: key}
 	var result sql.NullString
 	var claimed int64
-	err := row.Scan(&r.Digest, &r.State, &result, &claimed)
+	err := row.Scan(&r.Digest, &r.State, &result, &r.Seq, &claimed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Request{}, false, nil
 	}
@@ -429,6 +429,39 @@ func (s *Store) Records(ctx context.Context, session string, after int64) ([]aud
 		return nil, fmt.Errorf("sqlite: %s: audit of %s: %w", s.path, session, err)
 	}
 	return recs, nil
+}
+
+// Sessions returns a page of an owner's sessions, newest first.
+func (s *Store) Sessions(ctx context.Context, q store.SessionQuery) (store.SessionPage, error) {
+	n := q.PageSize()
+	query := `SELECT state, created FROM sessions WHERE owner = ? ORDER BY created DESC, id DESC LIMIT ?`
+	args := []any{q.Owner, n + 1}
+	if q.Cursor != "" {
+		created, id, err := store.ParseSessionCursor(q.Cursor)
+		if err != nil {
+			return store.SessionPage{}, err
+		}
+		query = `SELECT state, created FROM sessions WHERE owner = ? AND (created < ? OR created = ? AND id < ?) ORDER BY created DESC, id DESC LIMIT ?`
+		args = []any{q.Owner, created, created, id, n + 1}
+	}
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return store.SessionPage{}, s.wrap("list sessions", err)
+	}
+	defer rows.Close()
+	var page store.SessionPage
+	err = store.EachRow(rows, func(scan func(...any) error) error {
+		var state string
+		var created int64
+		if err := scan(&state, &created); err != nil {
+			return err
+		}
+		return page.Add([]byte(state), created, n)
+	})
+	if err != nil {
+		return store.SessionPage{}, fmt.Errorf("sqlite: %s: list sessions: %w", s.path, err)
+	}
+	return page, nil
 }
 
 // Dialect returns store.SQLite.
@@ -679,13 +712,13 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 	c := r.c
 	wrote := false
 	if q := c.Request; q != nil {
-		raw, err := json.Marshal(resultOnly(q.Result))
+		result, err := store.ResultJSON(q.Result)
 		if err != nil {
 			return false, err
 		}
 		res, err := s.exec(ctx, tx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES (?, ?, ?, ?, 'done', ?, ?)
 			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result WHERE requests.state = 'running'`,
-			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, string(raw), q.ClaimedAt.UnixNano())
+			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, result, q.ClaimedAt.UnixNano())
 		if err != nil {
 			return false, s.wrap("store request", err)
 		}
@@ -713,8 +746,8 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 		// before this one (absent, for version 1).
 		var res sql.Result
 		if c.Session.Version == 1 {
-			res, err = s.exec(ctx, tx, `INSERT INTO sessions (id, version, state) VALUES (?, 1, ?) ON CONFLICT (id) DO NOTHING`,
-				c.Session.ID, string(state))
+			res, err = s.exec(ctx, tx, `INSERT INTO sessions (id, version, state, owner, created) VALUES (?, 1, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+				c.Session.ID, string(state), c.Session.Owner, store.CreatedAt(c).UnixNano())
 		} else {
 			res, err = s.exec(ctx, tx, `UPDATE sessions SET version = ?, state = ? WHERE id = ? AND version = ?`,
 				c.Session.Version, string(state), c.Session.ID, c.Session.Version-1)
@@ -730,6 +763,12 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 	}
 	if err := s.write(ctx, tx, c, &r.sealed); err != nil {
 		return true, err
+	}
+	if q := c.Request; q != nil && c.Record != nil {
+		if _, err := s.exec(ctx, tx, `UPDATE requests SET seq = ? WHERE session = ? AND principal = ? AND request_id = ?`,
+			r.sealed.Seq, q.Key.SessionID, q.Key.Principal, q.Key.RequestID); err != nil {
+			return true, s.wrap("store request", err)
+		}
 	}
 	return false, nil
 }
@@ -751,14 +790,6 @@ func (s *Store) applyClaim(ctx context.Context, tx *sql.Tx, r *request) error {
 	}
 	r.holder, _, err = s.readRequest(ctx, s.queryRow(ctx, tx, readRequest, c.Key.SessionID, c.Key.Principal, c.Key.RequestID), c.Key)
 	return err
-}
-
-// resultOnly is the result as stored: without the session, which is the
-// caller's.
-func resultOnly(r *agentplane.ExecutionResult) *agentplane.ExecutionResult {
-	c := *r
-	c.Session = nil
-	return &c
 }
 
 // write writes what a commit adds once its checks have passed: the audit

@@ -172,6 +172,73 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("RequestsRememberTheirRecord", func(t *testing.T) {
+		s := open(t)
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
+		ran := key("a", "ran")
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 2), Record: rec("a"), Request: done(ran, "x")})
+		// a turn that ran nothing: a record, no result
+		routed := key("a", "routed")
+		mustCommit(t, s, &store.Commit{SessionID: "a", Record: rec("a"), Request: &store.Request{Key: routed, Digest: "t", ClaimedAt: t0}})
+		for k, want := range map[store.RequestKey]int64{ran: 2, routed: 3} {
+			r, ok, err := s.Request(ctx, k)
+			if err != nil || !ok || r.State != store.RequestDone || r.Seq != want {
+				t.Fatalf("%s: %+v %v %v", k.RequestID, r, ok, err)
+			}
+			if (r.Result != nil) != (k == ran) {
+				t.Fatalf("%s: result %+v", k.RequestID, r.Result)
+			}
+		}
+		if err := s.Commit(ctx, &store.Commit{SessionID: "a", Record: rec("a"), Request: &store.Request{Key: routed, Digest: "t", ClaimedAt: t0}}); !errors.Is(err, store.ErrRequestDone) {
+			t.Fatalf("a finished turn again: %v", err)
+		}
+	})
+
+	t.Run("SessionsByOwner", func(t *testing.T) {
+		s := open(t)
+		for i := range 7 {
+			owner := "alice"
+			if i%3 == 2 {
+				owner = "bob"
+			}
+			id := fmt.Sprintf("s%d", i)
+			r := rec(id)
+			r.Time = t0.Add(time.Duration(i/2) * time.Second) // pairs share a creation time: the id orders them
+			v := sess(id, 1)
+			v.Owner = owner
+			mustCommit(t, s, &store.Commit{SessionID: id, Session: v, Record: r})
+		}
+		var got []string
+		q := store.SessionQuery{Owner: "alice", Limit: 2}
+		for pages := 0; ; pages++ {
+			page, err := s.Sessions(ctx, q)
+			if err != nil || pages > 5 || len(page.Sessions) > 2 {
+				t.Fatalf("page %d: %+v %v", pages, page, err)
+			}
+			for _, info := range page.Sessions {
+				if info.Session.Owner != "alice" || info.Created.IsZero() {
+					t.Fatalf("%+v", info)
+				}
+				got = append(got, info.Session.ID)
+			}
+			if page.Next == "" {
+				break
+			}
+			q.Cursor = page.Next
+		}
+		if want := []string{"s6", "s4", "s3", "s1", "s0"}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("alice's sessions %v, want %v", got, want)
+		}
+		if page, err := s.Sessions(ctx, store.SessionQuery{Owner: "carol"}); err != nil || len(page.Sessions) != 0 || page.Next != "" {
+			t.Fatalf("carol: %+v %v", page, err)
+		}
+		for _, bad := range []string{"x", "1.", "a.b", ".s1"} {
+			if _, err := s.Sessions(ctx, store.SessionQuery{Owner: "alice", Cursor: bad}); agentplane.ErrorCode(err) != agentplane.CodeInvalidInput {
+				t.Fatalf("cursor %q: %v", bad, err)
+			}
+		}
+	})
+
 	t.Run("Claims", func(t *testing.T) {
 		s := open(t)
 		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1)})
