@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// LocalPrincipal is the principal of the terminal and of a server with
+// no API keys. It also reaches the sessions nobody owns (stored before
+// sessions had owners).
+const LocalPrincipal = "local"
+
 // Session is the authoritative runtime state of one conversation: its mode,
 // its active work context, and the explicit pending state the router uses on
 // the next turn. Version grows by one with every change and guards
@@ -14,7 +19,10 @@ type Session struct {
 	// Owner is the principal the session belongs to: through the API,
 	// only it sees and changes the session. Empty: nobody's (a session
 	// stored before sessions had owners; the local principal reaches it).
-	Owner               string               `json:"owner,omitempty"`
+	Owner string `json:"owner,omitempty"`
+	// UI says the session's client renders pickers and dialogs: the
+	// default of its turns' TurnInput.UI where the client does not say.
+	UI                  bool                 `json:"ui,omitempty"`
 	Mode                string               `json:"mode"` // mode key
 	AWC                 ActiveWorkContext    `json:"awc"`
 	PendingPicker       *PendingPicker       `json:"pending_picker,omitempty"`

@@ -38,6 +38,22 @@ type Config struct {
 	Tools      []Tool
 	MCPServers []MCPServer
 	Router     Router
+	Auth       Auth
+}
+
+// Auth says who may use the server: API keys and the principals they
+// stand for. No keys: the server serves one local principal on loopback.
+type Auth struct {
+	Keys []APIKey
+}
+
+// APIKey maps a key to a principal. The key is never in the file: either
+// its SHA-256 digest (hex) or the environment variable holding it.
+type APIKey struct {
+	UserID    string
+	Roles     []string
+	KeySHA256 string // 64 lowercase hex digits; "" when KeyEnv is set
+	KeyEnv    string // the variable holding the key; read when the server starts
 }
 
 // MCPServer is a downstream MCP server whose tools are mounted as

@@ -269,3 +269,31 @@ func TestMCPPrefixCollisions(t *testing.T) {
 		t.Fatalf("a prefix that collides with nothing: %v", err)
 	}
 }
+
+// TestAuthKeys: keys are given by digest or environment variable, never
+// in the file; every malformed entry is named.
+func TestAuthKeys(t *testing.T) {
+	t.Parallel()
+	base := "version: 1\nmodes: [{key: a, default: true}]\n"
+	digest := strings.Repeat("ab", 32)
+	cfg, err := Parse([]byte(base+"auth:\n  keys:\n    - {user_id: alice, roles: [admin], key_sha256: "+digest+"}\n    - {user_id: bob, key_env: BOB_KEY}\n"), "t.yaml", nil)
+	if err != nil || len(cfg.Auth.Keys) != 2 || cfg.Auth.Keys[0].KeySHA256 != digest || cfg.Auth.Keys[0].Roles[0] != "admin" || cfg.Auth.Keys[1].KeyEnv != "BOB_KEY" {
+		t.Fatalf("%+v %v", cfg.Auth, err)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"{user_id: a, key: s3cret}", "t.yaml:5: auth.keys[0].key: keys are not written in configuration"},
+		{"{user_id: a}", "auth.keys[0]: needs key_sha256"},
+		{"{user_id: a, key_env: X, key_sha256: " + digest + "}", "auth.keys[0]: has both key_sha256 and key_env"},
+		{"{user_id: a, key_sha256: ABC}", "auth.keys[0].key_sha256: must be 64 lowercase hex digits"},
+		{"{user_id: a, key_env: 'A B'}", `auth.keys[0].key_env: "A B" is not an environment variable name`},
+		{"{user_id: '', key_env: K}", `auth.keys[0].user_id: "": must be`},
+		{"{user_id: a, roles: [''], key_env: K}", "auth.keys[0].roles[0]: empty"},
+		{"{user_id: a, key_sha256: " + digest + "}\n    - {user_id: b, key_sha256: " + digest + "}", "auth.keys[1].key_sha256: the same key as auth.keys[0]"},
+	} {
+		_, err := Parse([]byte(base+"auth:\n  keys:\n    - "+c.yaml+"\n"), "t.yaml", nil)
+		var ps Problems
+		if !errors.As(err, &ps) || len(ps) != 1 || !strings.Contains(ps[0].String(), c.want) {
+			t.Errorf("%s: want exactly one problem %q, got %v", c.yaml, c.want, err)
+		}
+	}
+}

@@ -14,6 +14,19 @@ type file struct {
 	Tools      []toolFile      `yaml:"tools"`
 	MCPServers []mcpServerFile `yaml:"mcp_servers"`
 	Router     routerFile      `yaml:"router"`
+	Auth       authFile        `yaml:"auth"`
+}
+
+type authFile struct {
+	Keys []apiKeyFile `yaml:"keys"`
+}
+
+type apiKeyFile struct {
+	UserID    string   `yaml:"user_id"`
+	Roles     []string `yaml:"roles"`
+	KeySHA256 string   `yaml:"key_sha256"`
+	KeyEnv    string   `yaml:"key_env"`
+	Key       string   `yaml:"key"` // refused: keys are not written in configuration
 }
 
 type mcpServerFile struct {

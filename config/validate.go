@@ -80,6 +80,7 @@ func (v *validator) validate() *Config {
 	cfg.MCPServers = v.checkMCPServers()
 	cfg.Commands = v.checkCommands()
 	cfg.Router = v.checkRouter()
+	cfg.Auth = v.checkAuth()
 	v.checkActivation(cfg)
 	return cfg
 }
@@ -735,4 +736,41 @@ func subset(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+var (
+	userIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,127}$`)
+	sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	envPattern    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+)
+
+func (v *validator) checkAuth() Auth {
+	var out Auth
+	digests := map[string]int{}
+	for i, k := range v.f.Auth.Keys {
+		p := fmt.Sprintf("auth.keys[%d]", i)
+		if !userIDPattern.MatchString(k.UserID) {
+			v.add(p+".user_id", "%q: must be 1-128 letters, digits or _.@:- starting with a letter or digit", k.UserID)
+		}
+		nonEmpty(v, p+".roles", k.Roles)
+		switch {
+		case k.Key != "":
+			v.add(p+".key", "keys are not written in configuration: give key_sha256 (the hex SHA-256 of the key, e.g. printf %%s KEY | sha256sum) or key_env (the environment variable holding it)")
+		case k.KeySHA256 != "" && k.KeyEnv != "":
+			v.add(p, "has both key_sha256 and key_env: choose one")
+		case k.KeySHA256 == "" && k.KeyEnv == "":
+			v.add(p, "needs key_sha256 (the hex SHA-256 of the key) or key_env (the environment variable holding it)")
+		case k.KeySHA256 != "" && !sha256Pattern.MatchString(k.KeySHA256):
+			v.add(p+".key_sha256", "must be 64 lowercase hex digits (a SHA-256 digest)")
+		case k.KeyEnv != "" && !envPattern.MatchString(k.KeyEnv):
+			v.add(p+".key_env", "%q is not an environment variable name", k.KeyEnv)
+		case k.KeySHA256 != "":
+			if j, dup := digests[k.KeySHA256]; dup {
+				v.add(p+".key_sha256", "the same key as auth.keys[%d]: a key stands for one principal", j)
+			}
+			digests[k.KeySHA256] = i
+		}
+		out.Keys = append(out.Keys, APIKey{UserID: k.UserID, Roles: k.Roles, KeySHA256: k.KeySHA256, KeyEnv: k.KeyEnv})
+	}
+	return out
 }

@@ -75,6 +75,24 @@ type Options struct {
 	// SkipMCP leaves the configuration's MCP servers unconnected and their
 	// tools unmounted: for commands that run no tools (route, validate).
 	SkipMCP bool
+	// Observer, when set, is told what the runtime does: event streams
+	// and metrics hang on it.
+	Observer *Observer
+}
+
+// Observer receives what the runtime does. Every field may be nil; none
+// may block.
+type Observer struct {
+	// Committed is called after every commit the gate makes that appends
+	// to a session's audit chain, with the record's sequence number and
+	// how long the store took: event streams wake up on it.
+	Committed func(session string, seq int64, took time.Duration)
+	// Routed is called with every turn's decision and how long routing
+	// took.
+	Routed func(d agentplane.Decision, took time.Duration)
+	// Executed is called with every result of the gate (turns, intents,
+	// executions from any front end) and how long the gate took.
+	Executed func(res agentplane.ExecutionResult, took time.Duration)
 }
 
 // Core is the runtime. It is safe for concurrent use.
@@ -89,6 +107,7 @@ type Core struct {
 	now    func() time.Time
 	newID  func() string
 	log    *slog.Logger
+	obs    Observer
 
 	mcp     []*mcpclient.Server
 	stop    context.CancelFunc
@@ -167,13 +186,35 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 		c.Close()
 		return nil, err
 	}
-	c.gate, err = gate.New(c.reg, c.store, &gate.Options{Now: c.now, NewToken: opts.NewToken, Tools: c.tools,
+	var gst store.Store = c.store
+	if o := opts.Observer; o != nil {
+		c.obs = *o
+		if o.Committed != nil {
+			gst = observed{Store: c.store, committed: o.Committed}
+		}
+	}
+	c.gate, err = gate.New(c.reg, gst, &gate.Options{Now: c.now, NewToken: opts.NewToken, Tools: c.tools,
 		ToolTimeout: opts.ToolTimeout, Logger: c.log})
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// observed is the store as the gate sees it when commits are observed.
+type observed struct {
+	store.Store
+	committed func(session string, seq int64, took time.Duration)
+}
+
+func (o observed) Commit(ctx context.Context, c *store.Commit) error {
+	start := time.Now()
+	err := o.Store.Commit(ctx, c)
+	if err == nil && c.Record != nil {
+		o.committed(c.SessionID, c.Record.Seq, time.Since(start))
+	}
+	return err
 }
 
 // mountTools registers the tools: built-in, the program's own, the

@@ -93,8 +93,8 @@ func TestOwnedSessions(t *testing.T) {
 		id, principal string
 		ok            bool
 	}{
-		{alice.ID, "alice", true}, {alice.ID, "bob", false}, {alice.ID, core.LocalPrincipal, false},
-		{nobody.ID, core.LocalPrincipal, true}, {nobody.ID, "alice", false}, {"nope", "alice", false},
+		{alice.ID, "alice", true}, {alice.ID, "bob", false}, {alice.ID, agentplane.LocalPrincipal, false},
+		{nobody.ID, agentplane.LocalPrincipal, true}, {nobody.ID, "alice", false}, {"nope", "alice", false},
 	} {
 		_, err := c.Owned(ctx, tc.id, tc.principal)
 		if tc.ok != (err == nil) || !tc.ok && agentplane.ErrorCode(err) != agentplane.CodeNotFound {

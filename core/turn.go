@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
@@ -17,15 +18,11 @@ import (
 type Start struct {
 	Mode      string // the default mode when empty
 	Principal string // who opens it; the session is theirs
+	UI        bool   // its client renders pickers and dialogs
 	// ID is the session's id; empty means a new one. A client's retried
 	// creation names the id its first attempt used (see StartOnce).
 	ID string
 }
-
-// LocalPrincipal is the principal of the terminal and of a server with
-// no API keys. It also reaches the sessions nobody owns (stored before
-// sessions had owners).
-const LocalPrincipal = "local"
 
 // Start opens a new session, owned by s.Principal.
 func (c *Core) Start(ctx context.Context, s Start) (*agentplane.Session, error) {
@@ -33,7 +30,7 @@ func (c *Core) Start(ctx context.Context, s Start) (*agentplane.Session, error) 
 	if id == "" {
 		id = c.newID()
 	}
-	return c.gate.Open(ctx, gate.Opening{SessionID: id, Mode: s.Mode, Principal: s.Principal, Owner: s.Principal})
+	return c.gate.Open(ctx, gate.Opening{SessionID: id, Mode: s.Mode, Principal: s.Principal, Owner: s.Principal, UI: s.UI})
 }
 
 // StartOnce opens a session once per (principal, request id): the session
@@ -55,14 +52,15 @@ func (c *Core) StartOnce(ctx context.Context, s Start, requestID string) (sess *
 		return nil, false, err
 	}
 	first := recs[0].State
-	if s.Mode != "" && s.Mode != first.Mode {
-		return nil, false, agentplane.Errorf(agentplane.CodeRequestConflict, "request id %q opened a session in mode %q; use a new id", requestID, first.Mode)
+	if s.Mode != "" && s.Mode != first.Mode || s.UI != first.UI {
+		return nil, false, agentplane.Errorf(agentplane.CodeRequestConflict, "request id %q opened another session (mode %q, ui %v); use a new id", requestID, first.Mode, first.UI)
 	}
 	return first, false, nil
 }
 
 // Owned returns a stored session when it is the principal's (the local
-// principal's includes the sessions nobody owns); another's session is
+// principal, agentplane.LocalPrincipal, also reaches the sessions nobody
+// owns); another's session is
 // not_found, as if it did not exist.
 func (c *Core) Owned(ctx context.Context, id, principal string) (*agentplane.Session, error) {
 	sess, err := c.store.Session(ctx, id)
@@ -77,7 +75,7 @@ func (c *Core) Owned(ctx context.Context, id, principal string) (*agentplane.Ses
 
 // Owns reports whether the principal may see and change the session.
 func Owns(principal string, s *agentplane.Session) bool {
-	return s.Owner == principal || s.Owner == "" && principal == LocalPrincipal
+	return s.Owner == principal || s.Owner == "" && principal == agentplane.LocalPrincipal
 }
 
 // Sessions lists a principal's sessions, newest first.
@@ -148,9 +146,13 @@ func (c *Core) Turn(ctx context.Context, r TurnRequest) (Turn, error) {
 		return Turn{}, err
 	}
 	in.Now = c.now()
+	start := time.Now()
 	d, err := c.router.Route(ctx, sess, in)
 	if err != nil {
 		return Turn{}, err
+	}
+	if c.obs.Routed != nil {
+		c.obs.Routed(d, time.Since(start))
 	}
 	turn := gate.Turn{Input: in, Decision: d, RequestID: r.RequestID}
 	if d.Action != agentplane.ActionInvokeCommand {
@@ -168,7 +170,7 @@ func (c *Core) Turn(ctx context.Context, r TurnRequest) (Turn, error) {
 	if requestID == "" {
 		requestID = c.newID()
 	}
-	res, err := c.gate.Execute(ctx, gate.Invocation{
+	res, err := c.Execute(ctx, gate.Invocation{
 		SessionID: r.SessionID, CommandID: d.CommandID, ResolvedID: d.ResolvedID, Mode: d.TargetMode,
 		RequestID: requestID, Origin: gate.OriginUser, Principal: r.Principal, Roles: in.Roles,
 		Confirmed: d.Confirmed, Turn: &turn, Base: sess,
@@ -209,10 +211,20 @@ func (c *Core) repeated(ctx context.Context, r TurnRequest) (Turn, bool, error) 
 
 // Execute runs an invocation through the gate.
 func (c *Core) Execute(ctx context.Context, inv gate.Invocation) (agentplane.ExecutionResult, error) {
-	return c.gate.Execute(ctx, inv)
+	start := time.Now()
+	res, err := c.gate.Execute(ctx, inv)
+	if err == nil && c.obs.Executed != nil {
+		c.obs.Executed(res, time.Since(start))
+	}
+	return res, err
 }
 
 // Intent carries out a chat control protocol intent through the gate.
 func (c *Core) Intent(ctx context.Context, r gate.IntentRequest) (agentplane.ExecutionResult, error) {
-	return c.gate.Intent(ctx, r)
+	start := time.Now()
+	res, err := c.gate.Intent(ctx, r)
+	if err == nil && c.obs.Executed != nil {
+		c.obs.Executed(res, time.Since(start))
+	}
+	return res, err
 }

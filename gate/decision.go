@@ -120,6 +120,7 @@ type Opening struct {
 	Mode      string // the default mode when empty
 	Principal string // who opens it, recorded
 	Owner     string // whom it belongs to (see agentplane.Session.Owner)
+	UI        bool   // its client renders pickers and dialogs (see agentplane.Session.UI)
 }
 
 // Open creates a session in the given mode (the default mode when empty).
@@ -131,7 +132,7 @@ func (g *Gate) Open(ctx context.Context, o Opening) (*agentplane.Session, error)
 	if _, ok := g.reg.Mode(mode); !ok {
 		return nil, agentplane.Errorf(agentplane.CodeInvalidArgs, "unknown mode %q", mode)
 	}
-	s := &agentplane.Session{ID: o.SessionID, Owner: o.Owner, Mode: mode, Version: 1}
+	s := &agentplane.Session{ID: o.SessionID, Owner: o.Owner, UI: o.UI, Mode: mode, Version: 1}
 	c := &store.Commit{SessionID: o.SessionID, Session: s, Record: &audit.Record{Session: o.SessionID, Time: g.now().UTC(), Kind: audit.KindOpen,
 		Principal: o.Principal, State: s}}
 	if err := g.store.Commit(ctx, c); err != nil {

@@ -190,7 +190,7 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 		return 0, err
 	}
 	first := recs[0].State
-	s, err := rc.Gate().Open(ctx, gate.Opening{SessionID: first.ID, Mode: first.Mode, Principal: recs[0].Principal, Owner: first.Owner})
+	s, err := rc.Gate().Open(ctx, gate.Opening{SessionID: first.ID, Mode: first.Mode, Principal: recs[0].Principal, Owner: first.Owner, UI: first.UI})
 	if err != nil {
 		return 0, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
@@ -34,6 +35,9 @@ type Main struct {
 const usage = `agentplane — the control plane between a person, an LLM and tools
 
 Usage:
+  agentplane serve    [--config FILE] [--db DB] [--addr HOST:PORT] [--drain-timeout D] [--log-level L]
+                                                                the HTTP API, event streams and metrics
+                                                                (default 127.0.0.1:8080)
   agentplane chat     [--config FILE] [--db DB] [--session ID] [--mode KEY] [--trace] [--audit-file FILE]
                                                                 terminal chat; --session resumes a stored one
   agentplane route    [--config FILE]                           JSON lines in, decisions out
@@ -52,7 +56,7 @@ DB is a SQLite file path or a postgres:// URL (default $AGENTPLANE_DB, else .age
 `
 
 // principal is who the terminal's user is to the gate and the audit log.
-const principal = "local"
+const principal = agentplane.LocalPrincipal
 
 // Run runs the command line args and returns the exit status: 0 success,
 // 1 failure (invalid configuration, a failed input line, a store that
@@ -72,6 +76,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return 2
 	}
 	switch args[0] {
+	case "serve":
+		return m.serve(ctx, args[1:])
 	case "chat":
 		return m.chat(ctx, args[1:])
 	case "route":

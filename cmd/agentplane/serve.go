@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/httpapi"
+)
+
+// serve runs the HTTP API until ctx ends (SIGINT, SIGTERM), then drains:
+// event streams get a final event, in-flight requests finish (up to
+// --drain-timeout), and the store closes.
+func (m *Main) serve(ctx context.Context, args []string) int {
+	fs := m.flags("serve")
+	path := fs.String("config", "", "configuration file (default: the embedded demo)")
+	db := m.dbFlag(fs)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on, HOST:PORT (a non-loopback one needs API keys in the configuration)")
+	drain := fs.Duration("drain-timeout", 30*time.Second, "how long in-flight requests may take to finish at shutdown")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: --log-level %q: want debug, info, warn or error\n", *logLevel)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: level}))
+
+	st, ok := m.openStore(ctx, *db, false)
+	if !ok {
+		return 1
+	}
+	hub := events.NewHub(st.Records, &events.Options{Logger: log})
+	metrics := httpapi.NewMetrics()
+	opts := m.options(*path, st)
+	opts.Logger = log
+	opts.Observer = metrics.Observer(hub.Committed)
+	m.Logger = log
+	// the core outlives ctx: it closes after the drain
+	c, ok := m.load(context.WithoutCancel(ctx), *path, st)
+	if !ok {
+		return 1
+	}
+	defer c.Close()
+	metrics.WatchMCP(c.MCPServers())
+	keys, err := auth.New(c.Config().Auth, m.Getenv)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: %s: %v\n", c.Name(), err)
+		return 1
+	}
+	if err := httpapi.CheckAddr(*addr, keys.Len()); err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+		return 1
+	}
+	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Logger: log})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: listen on %s: %v\n", *addr, err)
+		return 1
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	who := "local principal only (no API keys)"
+	if keys.Len() > 0 {
+		who = fmt.Sprintf("%d API key(s)", keys.Len())
+	}
+	fmt.Fprintf(m.Stdout, "agentplane: serving http://%s (configuration %s, store %s, %s)\n", ln.Addr(), c.Name(), shownDB(*db), who)
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+		return 1
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(m.Stdout, "agentplane: shutting down: finishing in-flight requests")
+	srv.Drain("the server is shutting down; reconnect and resume from your last event id")
+	sctx, cancel := context.WithTimeout(context.Background(), *drain)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: shutdown: %v\n", err)
+		hs.Close()
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+	}
+	if err := c.Close(); err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: close the store: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(m.Stdout, "agentplane: stopped")
+	return 0
+}

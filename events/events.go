@@ -1,0 +1,305 @@
+// Package events turns a session's audit chain into the event stream
+// clients follow: every committed record is an Event whose id is the
+// record's sequence number, so a client that lost its connection resumes
+// after the last id it saw with no gap and no duplicate.
+//
+// A Hub fans a session's new events out to its subscribers. It is woken by
+// Notify after a commit (in this process, or — through a listener — in
+// another process sharing the database) and reads the new records from
+// the store once per wake-up, whatever the number of subscribers; each
+// event is encoded once and the same bytes go to every subscriber. A
+// subscriber's queue is bounded: one that falls behind is closed with a
+// reason and resumes from its last id.
+//
+//	hub := events.NewHub(st.Records, nil)
+//	c, _ := core.New(ctx, src, &core.Options{Store: st, Observer: &core.Observer{Committed: hub.Committed}})
+//	sub := hub.Subscribe(sessionID, lastSeen)
+//	for f := range sub.Events() { … }
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
+)
+
+// Event is one committed change of a session: a session opened, a turn
+// (its input, the router's decision and, when a command ran, its result),
+// an execution (an intent or a tool call from any front end, with its
+// result and state diff), or a resume. Snapshot is the state after it.
+type Event struct {
+	Seq       int64                       `json:"seq"`
+	Kind      string                      `json:"kind"` // open | turn | execution | resume
+	Time      time.Time                   `json:"time"`
+	Principal string                      `json:"principal,omitempty"`
+	Input     *agentplane.TurnInput       `json:"input,omitempty"`
+	Decision  *agentplane.Decision        `json:"decision,omitempty"`
+	Intent    *agentplane.Intent          `json:"intent,omitempty"`
+	Result    *agentplane.ExecutionResult `json:"result,omitempty"`
+	Snapshot  *agentplane.StateSnapshot   `json:"snapshot,omitempty"`
+	Notes     []string                    `json:"notes,omitempty"`
+}
+
+// FromRecord is the event of an audit record.
+func FromRecord(r *audit.Record) Event {
+	e := Event{Seq: r.Seq, Kind: r.Kind, Time: r.Time, Principal: r.Principal, Input: r.Input, Decision: r.Decision,
+		Intent: r.Intent, Result: r.Result, Notes: r.Notes}
+	if r.State != nil {
+		s := r.State.Snapshot(r.Time)
+		e.Snapshot = &s
+	}
+	return e
+}
+
+// Frame is an encoded event: its sequence number, kind and JSON.
+type Frame struct {
+	Seq  int64
+	Kind string
+	Data []byte
+}
+
+// Encode returns the frame of a record.
+func Encode(r *audit.Record) (Frame, error) {
+	e := FromRecord(r)
+	data, err := json.Marshal(&e)
+	if err != nil {
+		return Frame{}, fmt.Errorf("events: encode record %d of %s: %w", r.Seq, r.Session, err)
+	}
+	return Frame{Seq: r.Seq, Kind: r.Kind, Data: data}, nil
+}
+
+// Reader reads a session's records after a sequence number (store.Store's
+// Records).
+type Reader func(ctx context.Context, session string, after int64) ([]audit.Record, error)
+
+// Options configure a Hub. nil means defaults.
+type Options struct {
+	// Queue is how many events a subscriber may have waiting; one that
+	// has this many and is sent another is closed. 0 means 256.
+	Queue  int
+	Logger *slog.Logger // nil discards
+}
+
+// Hub fans sessions' events out to subscribers. It is safe for
+// concurrent use.
+type Hub struct {
+	read   Reader
+	queue  int
+	log    *slog.Logger
+	mu     sync.Mutex
+	topics map[string]*topic
+	closed string // why the hub closed; "" while open
+	subs   int    // open subscriptions
+}
+
+// topic is one session's subscribers and its pump's state.
+type topic struct {
+	session string
+	subs    map[*Sub]struct{}
+	dirty   bool // something was committed since the pump last read
+	running bool // a pump goroutine serves the topic
+}
+
+// Sub is one subscription to a session's events.
+type Sub struct {
+	c      chan Frame
+	done   chan struct{}
+	reason string
+	cursor int64 // the last event queued to it
+	hub    *Hub
+	topic  *topic
+}
+
+// NewHub returns a hub reading records with read.
+func NewHub(read Reader, opts *Options) *Hub {
+	h := &Hub{read: read, queue: 256, log: slog.New(slog.DiscardHandler), topics: map[string]*topic{}}
+	if opts != nil {
+		if opts.Queue > 0 {
+			h.queue = opts.Queue
+		}
+		if opts.Logger != nil {
+			h.log = opts.Logger
+		}
+	}
+	return h
+}
+
+// Committed is core.Observer.Committed: a commit appended seq to the
+// session's chain.
+func (h *Hub) Committed(session string, seq int64, _ time.Duration) { h.Notify(session) }
+
+// Notify says that the session has new records. It does not block; with
+// no subscribers to the session it does nothing.
+func (h *Hub) Notify(session string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[session]
+	if t == nil {
+		return
+	}
+	h.wake(t)
+}
+
+// wake marks t dirty and starts its pump; h.mu is held.
+func (h *Hub) wake(t *topic) {
+	t.dirty = true
+	if !t.running {
+		t.running = true
+		go h.pump(t)
+	}
+}
+
+// Subscribe follows the session's events after sequence number after.
+// The caller has sent the client everything up to after (a client
+// resuming from Last-Event-ID, or one that read the backlog itself); the
+// hub queues every later event, including any committed before this call.
+// On a closed hub the subscription is closed at once.
+func (h *Hub) Subscribe(session string, after int64) *Sub {
+	s := &Sub{c: make(chan Frame, h.queue), done: make(chan struct{}), cursor: after, hub: h}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed != "" {
+		s.reason = h.closed
+		close(s.done)
+		return s
+	}
+	t := h.topics[session]
+	if t == nil {
+		t = &topic{session: session, subs: map[*Sub]struct{}{}}
+		h.topics[session] = t
+	}
+	s.topic = t
+	t.subs[s] = struct{}{}
+	h.subs++
+	h.wake(t) // events committed between the caller's read and now
+	return s
+}
+
+// Events returns the subscription's queue. It is never closed: wait on
+// Done too.
+func (s *Sub) Events() <-chan Frame { return s.c }
+
+// Done is closed when the hub drops the subscription: it fell behind, or
+// the hub closed. Events already queued may still be read.
+func (s *Sub) Done() <-chan struct{} { return s.done }
+
+// Reason says why Done was closed.
+func (s *Sub) Reason() string {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return s.reason
+}
+
+// Close ends the subscription. It is safe to call more than once.
+func (s *Sub) Close() {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	s.hub.drop(s, "closed by the subscriber")
+}
+
+// drop removes s with a reason; h.mu is held.
+func (h *Hub) drop(s *Sub, reason string) {
+	if s.topic == nil {
+		return
+	}
+	delete(s.topic.subs, s)
+	if len(s.topic.subs) == 0 && !s.topic.running {
+		delete(h.topics, s.topic.session)
+	}
+	s.topic = nil
+	s.reason = reason
+	close(s.done)
+	h.subs--
+}
+
+// Subscribers returns how many subscriptions are open.
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.subs
+}
+
+// Close drops every subscription with the reason (a server shutting
+// down) and refuses new ones.
+func (h *Hub) Close(reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = reason
+	for _, t := range h.topics {
+		for s := range t.subs {
+			h.drop(s, reason)
+		}
+	}
+}
+
+// pump serves a topic while it is dirty: it reads the records after the
+// furthest-behind subscriber's cursor, encodes each once and queues it to
+// every subscriber that has not had it.
+func (h *Hub) pump(t *topic) {
+	for {
+		h.mu.Lock()
+		if !t.dirty || len(t.subs) == 0 {
+			t.running = false
+			if len(t.subs) == 0 && h.topics[t.session] == t {
+				delete(h.topics, t.session)
+			}
+			h.mu.Unlock()
+			return
+		}
+		t.dirty = false
+		from := int64(-1)
+		for s := range t.subs {
+			if from < 0 || s.cursor < from {
+				from = s.cursor
+			}
+		}
+		h.mu.Unlock()
+
+		recs, err := h.read(context.Background(), t.session, from)
+		frames := make([]Frame, 0, len(recs))
+		for i := range recs {
+			if err != nil {
+				break
+			}
+			var f Frame
+			f, err = Encode(&recs[i])
+			frames = append(frames, f)
+		}
+		if err != nil {
+			h.log.Error("event stream: read the session's records", "session", t.session, "err", err)
+			h.mu.Lock()
+			for s := range t.subs {
+				h.drop(s, "the server could not read the session's events; resume from your last event id")
+			}
+			h.mu.Unlock()
+			continue
+		}
+		h.mu.Lock()
+		for s := range t.subs {
+			h.deliver(s, frames)
+		}
+		h.mu.Unlock()
+	}
+}
+
+// deliver queues the frames s has not had; h.mu is held.
+func (h *Hub) deliver(s *Sub, frames []Frame) {
+	for _, f := range frames {
+		if f.Seq <= s.cursor {
+			continue
+		}
+		select {
+		case s.c <- f:
+			s.cursor = f.Seq
+		default:
+			h.drop(s, fmt.Sprintf("too slow: %d events were waiting; resume after event %d", h.queue, s.cursor))
+			return
+		}
+	}
+}

@@ -1,0 +1,526 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/httpapi"
+	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/tool"
+)
+
+// env is a server on loopback over the demo configuration, with a
+// client that checks every exchange against the OpenAPI document.
+type env struct {
+	t      *testing.T
+	srv    *httptest.Server
+	api    *httpapi.Server
+	core   *core.Core
+	outbox *demo.Outbox
+	client *http.Client
+}
+
+type envOptions struct {
+	keys  map[string]string // key -> user id
+	roles map[string][]string
+	queue int
+}
+
+func newEnv(t *testing.T, o *envOptions) *env {
+	t.Helper()
+	if o == nil {
+		o = &envOptions{}
+	}
+	hub := (*events.Hub)(nil)
+	metrics := httpapi.NewMetrics()
+	var c *core.Core
+	out := demo.NewOutbox(nil)
+	hubOpts := &events.Options{Queue: o.queue}
+	var read events.Reader = func(ctx context.Context, session string, after int64) ([]audit.Record, error) {
+		return c.Records(ctx, session, after)
+	}
+	hub = events.NewHub(read, hubOpts)
+	c = demotest.Core(t, &core.Options{Tools: []tool.Tool{out.Tool()}, Observer: metrics.Observer(hub.Committed),
+		NewID: newIDs()})
+	var cfg config.Auth
+	for key, user := range o.keys {
+		d := sha256.Sum256([]byte(key))
+		cfg.Keys = append(cfg.Keys, config.APIKey{UserID: user, Roles: o.roles[user], KeySHA256: hex.EncodeToString(d[:])})
+	}
+	keys, err := auth.New(cfg, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Heartbeat: 50 * time.Millisecond})
+	srv := httptest.NewUnstartedServer(api.Handler())
+	srv.Config.MaxHeaderBytes = 64 << 10
+	srv.Config.ReadHeaderTimeout = 5 * time.Second
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &env{t: t, srv: srv, api: api, core: c, outbox: out, client: validatingClient(t, srv.Client())}
+}
+
+// newIDs makes unique random-looking ids (the demo's are sequential,
+// which a test of ownership must not lean on).
+func newIDs() func() string {
+	var mu sync.Mutex
+	n := 0
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		h := sha256.Sum256([]byte(strconv.Itoa(n)))
+		return hex.EncodeToString(h[:8])
+	}
+}
+
+// call sends a request and decodes a JSON answer into out (when not nil).
+func (e *env) call(method, path, key string, body any, out any, header ...string) int {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, _ := json.Marshal(b)
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			e.t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, raw, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func (e *env) create(key string, body any) httpapi.SessionCreated {
+	e.t.Helper()
+	var out httpapi.SessionCreated
+	if st := e.call("POST", "/v1/sessions", key, body, &out); st != http.StatusCreated {
+		e.t.Fatalf("create session: %d %+v", st, out)
+	}
+	return out
+}
+
+func (e *env) turn(key, id string, body httpapi.TurnBody, header ...string) httpapi.TurnAnswer {
+	e.t.Helper()
+	var out httpapi.TurnAnswer
+	if st := e.call("POST", "/v1/sessions/"+id+"/turns", key, body, &out, header...); st != http.StatusOK {
+		e.t.Fatalf("turn %+v: %d", body, st)
+	}
+	return out
+}
+
+func errCode(t *testing.T, st int, body httpapi.ErrorBody, wantStatus int, wantCode string) {
+	t.Helper()
+	if st != wantStatus || body.Error.Code != wantCode || body.Error.Message == "" {
+		t.Fatalf("got %d %+v, want %d %s", st, body, wantStatus, wantCode)
+	}
+}
+
+// Flows A–D of the agent control protocol, through the API.
+func TestFlowsThroughTheAPI(t *testing.T) {
+	e := newEnv(t, nil)
+	t.Run("A", func(t *testing.T) {
+		s := e.create("", nil)
+		a := e.turn("", s.SessionID, httpapi.TurnBody{Text: "switch to DDR mode"})
+		if a.Decision.Action != agentplane.ActionInvokeCommand || a.Result == nil || a.Result.Status != agentplane.StatusSuccess || a.Snapshot.Mode != "ddr" {
+			t.Fatalf("%+v", a)
+		}
+		var snap agentplane.StateSnapshot
+		if e.call("GET", "/v1/sessions/"+s.SessionID, "", nil, &snap); snap.Mode != "ddr" || snap.Version != a.Snapshot.Version {
+			t.Fatalf("snapshot %+v", snap)
+		}
+	})
+	t.Run("B", func(t *testing.T) {
+		s := e.create("", map[string]any{"ui": true})
+		a := e.turn("", s.SessionID, httpapi.TurnBody{Text: "I want to work on email templates"})
+		if a.Decision.Action != agentplane.ActionOpenPicker || a.Result != nil || a.Snapshot.PendingPicker == nil {
+			t.Fatalf("%+v", a)
+		}
+		a = e.turn("", s.SessionID, httpapi.TurnBody{Selection: &agentplane.Selection{CommandID: a.Decision.CommandID, ID: "TPL-123"}})
+		if a.Result == nil || a.Result.Status != agentplane.StatusSuccess || a.Snapshot.AWC.Entity.ID != "TPL-123" || a.Snapshot.AWC.RelatedEntities[0].Header.ID != "PERS-22" {
+			t.Fatalf("%+v", a)
+		}
+	})
+	t.Run("C", func(t *testing.T) {
+		s := e.create("", nil)
+		e.turn("", s.SessionID, httpapi.TurnBody{Text: "open the Q1 CFO Outreach template"})
+		a := e.turn("", s.SessionID, httpapi.TurnBody{Text: "rewrite this template for the CFO persona"})
+		if a.Decision.Action != agentplane.ActionContinueLLM || a.Result != nil || a.Snapshot.AWC.Entity.ID != "TPL-123" {
+			t.Fatalf("%+v", a)
+		}
+	})
+	t.Run("D", func(t *testing.T) {
+		sent := len(e.outbox.Sends())
+		s := e.create("", map[string]any{"mode": "sales"})
+		e.turn("", s.SessionID, httpapi.TurnBody{Text: "open the Q1 CFO Outreach template"})
+		a := e.turn("", s.SessionID, httpapi.TurnBody{Text: "send this to the Q1 pilot list"})
+		if a.Decision.Action != agentplane.ActionAskQuestion || a.ConfirmationToken == "" || a.Result != nil || len(e.outbox.Sends()) != sent {
+			t.Fatalf("%+v", a)
+		}
+		// the confirm button: the intent with the token
+		intent := agentplane.Intent{Type: agentplane.IntentActionCall, Action: "send_template_to_list", Args: json.RawMessage(`{"list_id":"LIST-9"}`),
+			ConfirmationToken: a.ConfirmationToken}
+		var res agentplane.ExecutionResult
+		if st := e.call("POST", "/v1/sessions/"+s.SessionID+"/intents", "", intent, &res); st != 200 || res.Status != agentplane.StatusSuccess {
+			t.Fatalf("%d %+v", st, res)
+		}
+		if len(e.outbox.Sends()) != sent+1 {
+			t.Fatal("nothing was sent")
+		}
+		// the token is used up
+		if e.call("POST", "/v1/sessions/"+s.SessionID+"/intents", "", intent, &res); res.Status != agentplane.StatusRejected || res.Error.Code != agentplane.CodeConfirmationInvalid {
+			t.Fatalf("a used token: %+v", res)
+		}
+		if len(e.outbox.Sends()) != sent+1 {
+			t.Fatal("sent twice")
+		}
+	})
+}
+
+// A request sent again with its Idempotency-Key gets the recorded answer
+// and runs nothing twice.
+func TestIdempotencyKey(t *testing.T) {
+	e := newEnv(t, nil)
+	var first, again httpapi.SessionCreated
+	e.call("POST", "/v1/sessions", "", map[string]any{"mode": "sales"}, &first, "Idempotency-Key", "open-1")
+	if st := e.call("POST", "/v1/sessions", "", map[string]any{"mode": "sales"}, &again, "Idempotency-Key", "open-1"); st != 201 || again.SessionID != first.SessionID || again.Snapshot.Version != 1 {
+		t.Fatalf("%d %+v %+v", st, first, again)
+	}
+	id := first.SessionID
+	e.turn("", id, httpapi.TurnBody{Text: "open the Q1 CFO Outreach template"})
+	ask := e.turn("", id, httpapi.TurnBody{Text: "send this to the Q1 pilot list"}, "Idempotency-Key", "t-ask")
+	yes := e.turn("", id, httpapi.TurnBody{Text: "yes"}, "Idempotency-Key", "t-yes")
+	yes2 := e.turn("", id, httpapi.TurnBody{Text: "yes"}, "Idempotency-Key", "t-yes")
+	if yes.Result == nil || yes.Result.Status != agentplane.StatusSuccess || !yes2.Repeated || yes2.Seq != yes.Seq || yes2.Result.Status != yes.Result.Status {
+		t.Fatalf("%+v\n%+v", yes, yes2)
+	}
+	if ask2 := e.turn("", id, httpapi.TurnBody{Text: "send this to the Q1 pilot list"}, "Idempotency-Key", "t-ask"); !ask2.Repeated || ask2.Seq != ask.Seq || ask2.ConfirmationToken != "" {
+		t.Fatalf("%+v", ask2)
+	}
+	if n := len(e.outbox.Sends()); n != 1 {
+		t.Fatalf("%d sends", n)
+	}
+	var eb httpapi.ErrorBody
+	st := e.call("POST", "/v1/sessions/"+id+"/turns", "", httpapi.TurnBody{Text: "hello"}, &eb, "Idempotency-Key", "t-yes")
+	errCode(t, st, eb, 409, agentplane.CodeRequestConflict)
+	st = e.call("POST", "/v1/sessions/"+id+"/turns", "", httpapi.TurnBody{Text: "hello"}, &eb, "Idempotency-Key", "bad key")
+	errCode(t, st, eb, 400, agentplane.CodeInvalidInput)
+}
+
+// Each principal sees and changes only its own sessions; another's
+// answers 404, as if absent.
+func TestPrincipalsAreIsolated(t *testing.T) {
+	e := newEnv(t, &envOptions{keys: map[string]string{"alice-key-0123456789": "alice", "bob-key-0123456789ab": "bob"}})
+	alice, bob := "alice-key-0123456789", "bob-key-0123456789ab"
+	s := e.create(alice, nil)
+	var eb httpapi.ErrorBody
+	for _, c := range []struct{ method, path string }{
+		{"GET", ""}, {"POST", "/turns"}, {"POST", "/intents"}, {"GET", "/audit"}, {"GET", "/events"},
+	} {
+		var body any
+		if c.method == "POST" {
+			body = map[string]any{"text": "switch to ddr mode", "type": "action_call"}
+			if c.path == "/intents" {
+				body = map[string]any{"type": "action_call", "action": "set_mode", "args": map[string]string{"mode": "ddr"}}
+			}
+		}
+		st := e.call(c.method, "/v1/sessions/"+s.SessionID+c.path, bob, body, &eb)
+		errCode(t, st, eb, 404, agentplane.CodeNotFound)
+	}
+	var list httpapi.SessionList
+	if e.call("GET", "/v1/sessions", bob, nil, &list); len(list.Sessions) != 0 {
+		t.Fatalf("bob lists %+v", list)
+	}
+	if e.call("GET", "/v1/sessions", alice, nil, &list); len(list.Sessions) != 1 || list.Sessions[0].SessionID != s.SessionID {
+		t.Fatalf("alice lists %+v", list)
+	}
+	var snap agentplane.StateSnapshot
+	if e.call("GET", "/v1/sessions/"+s.SessionID, alice, nil, &snap); snap.Version != 1 {
+		t.Fatalf("bob's attempts changed alice's session: %+v", snap)
+	}
+	st := e.call("GET", "/v1/sessions", "", nil, &eb)
+	errCode(t, st, eb, 401, agentplane.CodeUnauthorized)
+	st = e.call("GET", "/v1/sessions", "wrong-key-0123456789", nil, &eb)
+	errCode(t, st, eb, 401, agentplane.CodeUnauthorized)
+	st = e.call("GET", "/v1/sessions", "", nil, &eb, "Authorization", "Basic YWxpY2U6eA==")
+	errCode(t, st, eb, 401, agentplane.CodeUnauthorized)
+}
+
+// Bad input gets the envelope with the fitting status, names what was
+// wrong, and changes nothing.
+func TestBadInput(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.create("", nil)
+	turns := "/v1/sessions/" + s.SessionID + "/turns"
+	for name, c := range map[string]struct {
+		method, path string
+		body         any
+		header       []string
+		status       int
+		code, want   string
+	}{
+		"TooBig":        {"POST", turns, `{"text":"` + strings.Repeat("a", 1<<20) + `"}`, nil, 413, agentplane.CodeInputTooLong, "over 1048576 bytes"},
+		"NotJSON":       {"POST", turns, `text=hello`, nil, 400, agentplane.CodeInvalidInput, "not JSON"},
+		"WrongType":     {"POST", turns, `{"text": 5}`, nil, 400, agentplane.CodeInvalidInput, `field "text": expected a string`},
+		"UnknownField":  {"POST", turns, `{"txt": "hi"}`, nil, 400, agentplane.CodeInvalidInput, `unknown field "txt"`},
+		"Truncated":     {"POST", turns, `{"text": "hi"`, nil, 400, agentplane.CodeInvalidInput, "ends in the middle"},
+		"Two":           {"POST", turns, `{"text": "hi"} {}`, nil, 400, agentplane.CodeInvalidInput, "more than one JSON value"},
+		"Array":         {"POST", turns, `[]`, nil, 400, agentplane.CodeInvalidInput, "a JSON array"},
+		"Empty":         {"POST", turns, `{}`, nil, 400, agentplane.CodeInvalidInput, "needs text or a selection"},
+		"LongText":      {"POST", turns, map[string]string{"text": strings.Repeat("word ", 1000)}, nil, 413, agentplane.CodeInputTooLong, ""},
+		"BadUTF8":       {"POST", turns, "{\"text\": \"caf\xe9\"}", nil, 400, agentplane.CodeInvalidInput, ""},
+		"UnknownMode":   {"POST", "/v1/sessions", map[string]string{"mode": "nope"}, nil, 400, agentplane.CodeInvalidInput, `unknown mode "nope"`},
+		"UnknownSess":   {"POST", "/v1/sessions/nope/turns", map[string]string{"text": "hi"}, nil, 404, agentplane.CodeNotFound, `no session "nope"`},
+		"LongID":        {"GET", "/v1/sessions/" + strings.Repeat("x", 5000), nil, nil, 404, agentplane.CodeNotFound, ""},
+		"NoEndpoint":    {"GET", "/v1/nope", nil, nil, 404, agentplane.CodeNotFound, "no endpoint GET /v1/nope"},
+		"Method":        {"DELETE", "/v1/sessions", nil, nil, 405, agentplane.CodeInvalidInput, "not allowed"},
+		"ContentType":   {"POST", turns, `{"text":"hi"}`, []string{"Content-Type", "text/plain"}, 415, agentplane.CodeInvalidInput, "send application/json"},
+		"BadAfter":      {"GET", "/v1/sessions/" + s.SessionID + "/audit?after=-1", nil, nil, 400, agentplane.CodeInvalidInput, "non-negative integer"},
+		"BadLastEvent":  {"GET", "/v1/sessions/" + s.SessionID + "/events", nil, []string{"Last-Event-ID", "x"}, 400, agentplane.CodeInvalidInput, "Last-Event-ID"},
+		"BadCursor":     {"GET", "/v1/sessions?cursor=zz", nil, nil, 400, agentplane.CodeInvalidInput, "cursor"},
+		"BadLimit":      {"GET", "/v1/sessions?limit=0", nil, nil, 400, agentplane.CodeInvalidInput, "limit"},
+		"BadToolsMode":  {"GET", "/v1/tools?mode=nope", nil, nil, 400, agentplane.CodeInvalidInput, "unknown mode"},
+		"ClaimedOrigin": {"POST", "/v1/sessions/" + s.SessionID + "/intents", map[string]string{"type": "action_call", "action": "set_mode", "origin": "workflow"}, nil, 400, agentplane.CodeInvalidInput, "cannot be claimed"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var eb httpapi.ErrorBody
+			st := e.call(c.method, c.path, "", c.body, &eb, c.header...)
+			errCode(t, st, eb, c.status, c.code)
+			if !strings.Contains(eb.Error.Message, c.want) {
+				t.Fatalf("message %q does not say %q", eb.Error.Message, c.want)
+			}
+		})
+	}
+	var snap agentplane.StateSnapshot
+	if e.call("GET", "/v1/sessions/"+s.SessionID, "", nil, &snap); snap.Version != 1 {
+		t.Fatalf("bad input changed the session: %+v", snap)
+	}
+	recs, _ := e.core.Records(context.Background(), s.SessionID, 0)
+	if len(recs) != 1 {
+		t.Fatalf("bad input was recorded: %d records", len(recs))
+	}
+	// absurd headers are refused by the server before any handler
+	req, _ := http.NewRequest("GET", e.srv.URL+"/v1/sessions", nil)
+	req.Header.Set("X-Big", strings.Repeat("x", 100<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("a 100 KiB header: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+// sseEvent is one event read from a stream.
+type sseEvent struct {
+	id         int64
+	kind, data string
+}
+
+// readSSE reads events from a stream until n are read or the stream ends.
+func readSSE(t *testing.T, body io.Reader, n int) []sseEvent {
+	t.Helper()
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var out []sseEvent
+	var cur sseEvent
+	for len(out) < n && sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.kind != "" {
+				out = append(out, cur)
+			}
+			cur = sseEvent{}
+		case strings.HasPrefix(line, "id: "):
+			cur.id, _ = strconv.ParseInt(line[4:], 10, 64)
+		case strings.HasPrefix(line, "event: "):
+			cur.kind = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			cur.data = line[6:]
+		}
+	}
+	return out
+}
+
+func (e *env) stream(t *testing.T, id string, lastID int64) (*http.Response, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/v1/sessions/"+id+"/events", nil)
+	if lastID > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
+	}
+	resp, err := e.client.Do(req)
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %v %v", resp, err)
+	}
+	return resp, cancel
+}
+
+// The SSE stream carries every committed event with id = seq, and a cut
+// connection resumed from Last-Event-ID continues with no gap and no
+// duplicate.
+func TestEventStreamResumes(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.create("", map[string]any{"mode": "sales"})
+	resp, cancel := e.stream(t, s.SessionID, 0)
+	texts := []string{"open the Q1 CFO Outreach template", "hello", "send this to the Q1 pilot list", "yes", "switch to ddr mode"}
+	go func() {
+		for _, text := range texts[:3] {
+			e.turn("", s.SessionID, httpapi.TurnBody{Text: text})
+		}
+	}()
+	got := readSSE(t, resp.Body, 4) // open + 3 turns
+	cancel()
+	resp.Body.Close()
+	for i, ev := range got {
+		if ev.id != int64(i+1) {
+			t.Fatalf("event %d has id %d", i, ev.id)
+		}
+		var e events.Event
+		if err := json.Unmarshal([]byte(ev.data), &e); err != nil || e.Seq != ev.id || e.Kind != ev.kind || e.Snapshot == nil {
+			t.Fatalf("%+v: %+v %v", ev, e, err)
+		}
+	}
+	if got[3].kind != "turn" || !strings.Contains(got[3].data, `"action":"ask_clarifying_question"`) {
+		t.Fatalf("%+v", got[3])
+	}
+	// while disconnected
+	for _, text := range texts[3:] {
+		e.turn("", s.SessionID, httpapi.TurnBody{Text: text})
+	}
+	resp, cancel = e.stream(t, s.SessionID, got[len(got)-1].id)
+	defer cancel()
+	rest := readSSE(t, resp.Body, 2)
+	if len(rest) != 2 || rest[0].id != 5 || rest[1].id != 6 {
+		t.Fatalf("resumed with %+v", rest)
+	}
+	// and live again
+	go e.turn("", s.SessionID, httpapi.TurnBody{Text: "switch to general mode"})
+	if live := readSSE(t, resp.Body, 1); len(live) != 1 || live[0].id != 7 {
+		t.Fatalf("live: %+v", live)
+	}
+}
+
+// Draining ends every stream with a final event saying where to resume.
+func TestDrainClosesStreams(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.create("", nil)
+	resp, cancel := e.stream(t, s.SessionID, 0)
+	defer cancel()
+	if got := readSSE(t, resp.Body, 1); len(got) != 1 {
+		t.Fatal("no backlog")
+	}
+	for e.api.Hub().Subscribers() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	e.api.Drain("shutting down")
+	got := readSSE(t, resp.Body, 1)
+	var c httpapi.Closing
+	if len(got) != 1 || got[0].kind != "closed" || json.Unmarshal([]byte(got[0].data), &c) != nil || c.Reason != "shutting down" || c.LastEventID != 1 {
+		t.Fatalf("%+v", got)
+	}
+	var ready map[string]any
+	if st := e.call("GET", "/readyz", "", nil, &ready); st != 503 || ready["status"] != "draining" {
+		t.Fatalf("%d %v", st, ready)
+	}
+}
+
+// Concurrent turns on one session: every answer is a committed change or
+// a version_conflict, versions never repeat, and the chain verifies.
+func TestConcurrentTurnsKeepVersionsConsistent(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.create("", nil)
+	const turns, clients = 1000, 32
+	var mu sync.Mutex
+	versions := map[int64]bool{}
+	conflicts := 0
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for i := range work {
+				mode := []string{"ddr", "sales", "general"}[i%3]
+				var raw json.RawMessage
+				st := e.call("POST", "/v1/sessions/"+s.SessionID+"/turns", "", httpapi.TurnBody{Text: "switch to " + mode + " mode"}, &raw)
+				mu.Lock()
+				switch st {
+				case 200:
+					var a httpapi.TurnAnswer
+					json.Unmarshal(raw, &a)
+					if a.Result != nil && a.Result.Status == agentplane.StatusRejected && a.Result.Error.Code == agentplane.CodeVersionConflict {
+						conflicts++
+						break
+					}
+					if versions[a.Snapshot.Version] && len(a.Result.StateDiff) > 0 {
+						t.Errorf("version %d answered twice", a.Snapshot.Version)
+					}
+					if len(a.Result.StateDiff) > 0 {
+						versions[a.Snapshot.Version] = true
+					}
+				case 409:
+					conflicts++
+				default:
+					t.Errorf("status %d: %s", st, raw)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range turns {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	var snap agentplane.StateSnapshot
+	e.call("GET", "/v1/sessions/"+s.SessionID, "", nil, &snap)
+	if int64(len(versions))+1 != snap.Version {
+		t.Fatalf("%d changes answered, version %d", len(versions), snap.Version)
+	}
+	recs, _ := e.core.Records(context.Background(), s.SessionID, 0)
+	if err := audit.Verify(recs); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d changes, %d conflicts, %d records", len(versions), conflicts, len(recs))
+}

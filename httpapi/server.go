@@ -1,0 +1,347 @@
+// Package httpapi is agentplane's HTTP front end: the JSON API under /v1
+// (sessions, turns, intents, audit, modes, tools), the session event
+// streams (Server-Sent Events and WebSocket), the OpenAPI document,
+// health, readiness and metrics. It is a thin adapter: every change goes
+// through the core — the router, the gate, the store — exactly as the
+// terminal's does; the principal comes from the API key (package auth).
+//
+//	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub})
+//	http.ListenAndServe("127.0.0.1:8080", srv.Handler())
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/events"
+)
+
+// Options configure a Server. nil means defaults.
+type Options struct {
+	// Keys authenticate requests; nil or none: every request is the local
+	// principal (bind to loopback only; see CheckAddr).
+	Keys *auth.Keys
+	// Hub serves the event streams; nil means one over the core's store
+	// (the caller must then wire its Committed into the core's observer;
+	// see Wire).
+	Hub *events.Hub
+	// Metrics are served at /metrics; nil means none are kept.
+	Metrics *Metrics
+	// MCP, when set, is served at /mcp behind the same API keys.
+	MCP http.Handler
+	// Logger gets access logs and errors; nil discards.
+	Logger *slog.Logger
+	// Heartbeat is how often an idle event stream gets a keep-alive; 0
+	// means 15s.
+	Heartbeat time.Duration
+	// Ready reports extra readiness problems (nil: none).
+	Ready func(ctx context.Context) error
+}
+
+// Server is the HTTP front end over one core.
+type Server struct {
+	core      *core.Core
+	keys      *auth.Keys
+	hub       *events.Hub
+	metrics   *Metrics
+	mcp       http.Handler
+	log       *slog.Logger
+	heartbeat time.Duration
+	ready     func(context.Context) error
+	draining  atomic.Bool
+	handler   http.Handler
+}
+
+// New returns the server over the core.
+func New(c *core.Core, opts *Options) *Server {
+	if opts == nil {
+		opts = &Options{}
+	}
+	s := &Server{core: c, keys: opts.Keys, hub: opts.Hub, metrics: opts.Metrics, mcp: opts.MCP, log: opts.Logger,
+		heartbeat: opts.Heartbeat, ready: opts.Ready}
+	if s.keys == nil {
+		s.keys = &auth.Keys{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.hub == nil {
+		s.hub = events.NewHub(c.Store().Records, &events.Options{Logger: s.log})
+	}
+	if s.heartbeat <= 0 {
+		s.heartbeat = 15 * time.Second
+	}
+	s.handler = s.routes()
+	return s
+}
+
+// Hub returns the event hub the streams read.
+func (s *Server) Hub() *events.Hub { return s.hub }
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Drain starts a shutdown: readiness fails, and every event stream gets a
+// final event saying why and ends. In-flight requests finish (the
+// http.Server's Shutdown waits for them).
+func (s *Server) Drain(reason string) {
+	s.draining.Store(true)
+	s.hub.Close(reason)
+}
+
+// handler is an API handler: it answers, or returns the error to answer
+// with.
+type handler func(w http.ResponseWriter, r *http.Request, p auth.Principal) error
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	api := func(pattern string, h handler) {
+		mux.Handle(pattern, s.authenticated(h))
+	}
+	api("POST /v1/sessions", s.createSession)
+	api("GET /v1/sessions", s.listSessions)
+	api("GET /v1/sessions/{id}", s.getSession)
+	api("POST /v1/sessions/{id}/turns", s.postTurn)
+	api("POST /v1/sessions/{id}/intents", s.postIntent)
+	api("GET /v1/sessions/{id}/audit", s.getAudit)
+	api("GET /v1/sessions/{id}/events", s.getEvents)
+	api("GET /v1/sessions/{id}/ws", s.getWebSocket)
+	api("GET /v1/modes", s.getModes)
+	api("GET /v1/tools", s.getTools)
+	mux.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.getReady)
+	if s.metrics != nil {
+		mux.Handle("GET /metrics", s.metrics.Handler())
+	}
+	if s.mcp != nil {
+		mcp := s.mcp
+		mux.Handle("/mcp", s.authenticated(func(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+			mcp.ServeHTTP(w, r)
+			return nil
+		}))
+	}
+	return s.observe(muxErrors(mux))
+}
+
+// authenticated runs h for the request's principal, or answers 401.
+func (s *Server) authenticated(h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.keys.Authenticate(r.Header.Get("Authorization"))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		r = r.WithContext(auth.With(r.Context(), p))
+		if err := h(w, r, p); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// muxErrors answers the mux's own plain-text 404 and 405 with the
+// envelope.
+func muxErrors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&muxError{ResponseWriter: w, r: r}, r)
+	})
+}
+
+// muxError rewrites a plain-text 404 or 405 (the mux's; handlers answer
+// JSON) as the envelope.
+type muxError struct {
+	http.ResponseWriter
+	r       *http.Request
+	swallow bool
+}
+
+func (e *muxError) WriteHeader(code int) {
+	if (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) && e.Header().Get("Content-Type") == "text/plain; charset=utf-8" {
+		e.swallow = true
+		e.Header().Del("X-Content-Type-Options")
+		msg := fmt.Sprintf("no endpoint %s %s", e.r.Method, truncate(e.r.URL.Path, 200))
+		errCode := agentplane.CodeNotFound
+		if code == http.StatusMethodNotAllowed {
+			msg = fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", e.r.Method, truncate(e.r.URL.Path, 200), e.Header().Get("Allow"))
+			errCode = agentplane.CodeInvalidInput
+		}
+		writeJSON(e.ResponseWriter, code, ErrorBody{Error: ErrorDetail{Code: errCode, Message: msg}})
+		return
+	}
+	e.ResponseWriter.WriteHeader(code)
+}
+
+func (e *muxError) Write(b []byte) (int, error) {
+	if e.swallow {
+		return len(b), nil
+	}
+	return e.ResponseWriter.Write(b)
+}
+
+func (e *muxError) Unwrap() http.ResponseWriter { return e.ResponseWriter }
+
+type requestIDKey struct{}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// observe gives each request an id (the client's X-Request-ID when it is
+// sane), recovers a panic into a 500 envelope, logs the request and
+// records its latency.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-ID")
+		if !saneID(id) {
+			var b [8]byte
+			rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-ID", id)
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving a request", "request_id", id, "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				if !rec.wrote {
+					s.writeError(rec, r, fmt.Errorf("panic: %v", v))
+				}
+			}
+			took := time.Since(start)
+			route := r.Pattern
+			if route == "" {
+				route = "other"
+			}
+			if s.metrics != nil {
+				s.metrics.requests.WithLabelValues(route, fmt.Sprint(rec.status)).Observe(took.Seconds())
+			}
+			s.log.Info("http", "request_id", id, "method", r.Method, "path", truncate(r.URL.Path, 200), "route", route,
+				"status", rec.status, "bytes", rec.bytes, "duration_ms", float64(took.Microseconds())/1000)
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// saneID reports whether a client's request id is fit to log: 1 to 64
+// letters, digits, '-', '_' or '.'.
+func saneID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// recorder remembers the status and size of a response.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// getReady answers 200 when the store answers, the configuration is
+// loaded and the server is not draining; it lists the MCP servers' state
+// either way (a server that is down does not make agentplane unready: its
+// tools are unavailable until it is back).
+func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
+	type mcpState struct {
+		Name  string `json:"name"`
+		Up    bool   `json:"up"`
+		Error string `json:"error,omitempty"`
+	}
+	out := struct {
+		Status string     `json:"status"`
+		Config string     `json:"config"`
+		Store  string     `json:"store"`
+		MCP    []mcpState `json:"mcp_servers"`
+		Error  string     `json:"error,omitempty"`
+	}{Status: "ready", Config: s.core.Name(), Store: "ok", MCP: []mcpState{}}
+	for _, m := range s.core.MCPServers() {
+		h := m.Health()
+		st := mcpState{Name: m.Name(), Up: h.Up, Error: h.Error}
+		out.MCP = append(out.MCP, st)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	code := http.StatusOK
+	if _, err := s.core.Store().Session(ctx, "readyz-probe"); err != nil && agentplane.ErrorCode(err) != agentplane.CodeNotFound {
+		out.Status, out.Store, code = "unready", "unreachable", http.StatusServiceUnavailable
+		s.log.Warn("readiness: store unreachable", "err", err)
+	}
+	if s.ready != nil {
+		if err := s.ready(ctx); err != nil {
+			out.Status, out.Error, code = "unready", err.Error(), http.StatusServiceUnavailable
+		}
+	}
+	if s.draining.Load() {
+		out.Status, code = "draining", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, out)
+}
+
+// CheckAddr refuses to serve a non-loopback address without API keys:
+// anyone who could reach it would be the local user.
+func CheckAddr(addr string, keys int) error {
+	if keys > 0 {
+		return nil
+	}
+	host := addr
+	if i := strings.LastIndex(addr, ":"); i >= 0 {
+		host = addr[:i]
+	}
+	host = strings.Trim(host, "[]")
+	switch host {
+	case "127.0.0.1", "::1", "localhost":
+		return nil
+	}
+	if strings.HasPrefix(host, "127.") {
+		return nil
+	}
+	return fmt.Errorf("--addr %s is not a loopback address and the configuration has no API keys: anyone reaching it would act as the local user; add auth.keys to the configuration, or serve on 127.0.0.1", addr)
+}

@@ -1,0 +1,302 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/tool"
+)
+
+// CreateSession is the body of POST /v1/sessions.
+type CreateSession struct {
+	Mode string `json:"mode,omitempty"`
+	UI   bool   `json:"ui,omitempty"`
+}
+
+// SessionCreated answers POST /v1/sessions.
+type SessionCreated struct {
+	SessionID string                   `json:"session_id"`
+	Snapshot  agentplane.StateSnapshot `json:"snapshot"`
+}
+
+// SessionList answers GET /v1/sessions.
+type SessionList struct {
+	Sessions   []SessionItem `json:"sessions"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+}
+
+// SessionItem is a listed session.
+type SessionItem struct {
+	SessionID string                   `json:"session_id"`
+	CreatedAt time.Time                `json:"created_at"`
+	Snapshot  agentplane.StateSnapshot `json:"snapshot"`
+}
+
+// TurnBody is the body of POST /v1/sessions/{id}/turns.
+type TurnBody struct {
+	Text      string                `json:"text,omitempty"`
+	Selection *agentplane.Selection `json:"selection,omitempty"`
+	UI        *bool                 `json:"ui,omitempty"` // the session's setting when absent
+}
+
+// TurnAnswer answers a turn: the router's decision, the result when a
+// command ran, the state after, the confirmation token of a confirmation
+// question (for the human's client), and the turn's event id.
+type TurnAnswer struct {
+	Decision          agentplane.Decision         `json:"decision"`
+	Result            *agentplane.ExecutionResult `json:"result,omitempty"`
+	Snapshot          agentplane.StateSnapshot    `json:"snapshot"`
+	ConfirmationToken string                      `json:"confirmation_token,omitempty"`
+	Seq               int64                       `json:"seq"`
+	Repeated          bool                        `json:"repeated,omitempty"`
+}
+
+// idempotencyKey reads the Idempotency-Key header: 1 to 255 visible
+// ASCII characters, or absent.
+func idempotencyKey(r *http.Request) (string, error) {
+	k := r.Header.Get("Idempotency-Key")
+	if len(k) > 255 {
+		return "", invalid("Idempotency-Key is %d bytes; at most 255", len(k))
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return "", invalid("Idempotency-Key holds a byte 0x%02x at %d: only visible ASCII is allowed", k[i], i)
+		}
+	}
+	return k, nil
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	var body CreateSession
+	if err := decode(w, r, &body, true); err != nil {
+		return err
+	}
+	if !s.core.ModeOK(body.Mode) {
+		return invalid("field \"mode\": unknown mode %q (GET /v1/modes lists them)", truncate(body.Mode, 100))
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	start := core.Start{Mode: body.Mode, Principal: p.ID, UI: body.UI}
+	var sess *agentplane.Session
+	if key != "" {
+		sess, _, err = s.core.StartOnce(r.Context(), start, key)
+	} else {
+		sess, err = s.core.Start(r.Context(), start)
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/sessions/"+sess.ID)
+	writeJSON(w, http.StatusCreated, SessionCreated{SessionID: sess.ID, Snapshot: sess.Snapshot(s.core.Now())})
+	return nil
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	q := store.SessionQuery{Owner: p.ID, Cursor: r.URL.Query().Get("cursor")}
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > store.MaxSessionLimit {
+			return invalid("query parameter limit=%q: want a number from 1 to %d", truncate(l, 20), store.MaxSessionLimit)
+		}
+		q.Limit = n
+	}
+	page, err := s.core.Sessions(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	now := s.core.Now()
+	out := SessionList{Sessions: []SessionItem{}, NextCursor: page.Next}
+	for _, info := range page.Sessions {
+		out.Sessions = append(out.Sessions, SessionItem{SessionID: info.Session.ID, CreatedAt: info.Created, Snapshot: info.Session.Snapshot(now)})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// owned returns the principal's session named in the path.
+func (s *Server) owned(r *http.Request, p auth.Principal) (*agentplane.Session, error) {
+	id := r.PathValue("id")
+	if len(id) > 128 {
+		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", truncate(id, 40))
+	}
+	return s.core.Owned(r.Context(), id, p.ID)
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sess.Snapshot(s.core.Now()))
+	return nil
+}
+
+func (s *Server) postTurn(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	var body TurnBody
+	if err := decode(w, r, &body, false); err != nil {
+		return err
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	t, err := s.turn(r.Context(), sess, p, body, key)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// turn takes one turn for the principal, for the API and the WebSocket.
+func (s *Server) turn(ctx context.Context, sess *agentplane.Session, p auth.Principal, body TurnBody, key string) (TurnAnswer, error) {
+	if body.Text == "" && body.Selection == nil {
+		return TurnAnswer{}, invalid("a turn needs text or a selection")
+	}
+	in := agentplane.TurnInput{Text: body.Text, Selection: body.Selection, UI: sess.UI, Roles: p.Roles}
+	if body.UI != nil {
+		in.UI = *body.UI
+	}
+	t, err := s.core.Turn(ctx, core.TurnRequest{SessionID: sess.ID, Principal: p.ID, RequestID: key, Input: in})
+	if err != nil {
+		return TurnAnswer{}, err
+	}
+	return TurnAnswer{Decision: t.Decision, Result: t.Result, Snapshot: t.Session.Snapshot(s.core.Now()),
+		ConfirmationToken: t.ConfirmationToken, Seq: t.Seq, Repeated: t.Repeated}, nil
+}
+
+func (s *Server) postIntent(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	var in agentplane.Intent
+	if err := decode(w, r, &in, false); err != nil {
+		return err
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	switch {
+	case key != "" && in.RequestID != "" && key != in.RequestID:
+		return invalid("Idempotency-Key %q and request_id %q differ: send one, or the same", truncate(key, 40), truncate(in.RequestID, 40))
+	case key != "":
+		in.RequestID = key
+	}
+	switch gate.Origin(in.Origin) {
+	case "", gate.OriginAPI, gate.OriginUser, gate.OriginLLM:
+	default:
+		return invalid("field \"origin\": %q cannot be claimed through the API (use api, user or llm)", truncate(in.Origin, 40))
+	}
+	res, err := s.core.Intent(r.Context(), gate.IntentRequest{SessionID: sess.ID, Principal: p.ID, Roles: p.Roles, Intent: in})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) getAudit(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	after, err := seqParam(r.URL.Query().Get("after"), "query parameter after")
+	if err != nil {
+		return err
+	}
+	recs, err := s.core.Records(r.Context(), sess.ID, after)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	for _, rec := range recs {
+		buf.Write(rec.Raw)
+		buf.WriteByte('\n')
+	}
+	w.Header().Set("Content-Type", "application/jsonl")
+	w.Write(buf.Bytes())
+	return nil
+}
+
+// seqParam reads a sequence number: a non-negative integer, 0 when empty.
+func seqParam(v, what string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, invalid("%s=%q: want a non-negative integer (an event's seq)", what, truncate(v, 40))
+	}
+	return n, nil
+}
+
+func (s *Server) getModes(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+	t, ok := s.core.Tools().Get(tool.ListModesName)
+	if !ok {
+		return agentplane.Errorf(agentplane.CodeToolUnavailable, "the mode catalog is not available")
+	}
+	args := `{}`
+	if r.URL.Query().Get("include_examples") == "true" {
+		args = `{"includeExamples":true}`
+	}
+	out, err := t.Call(r.Context(), json.RawMessage(args))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(out, '\n'))
+	return nil
+}
+
+// ToolList answers GET /v1/tools.
+type ToolList struct {
+	Mode  string     `json:"mode"`
+	Tools []ToolItem `json:"tools"`
+}
+
+// ToolItem is an active tool: what the LLM and MCP clients are offered.
+type ToolItem struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Impact      string          `json:"impact"`
+	Risk        string          `json:"risk"`
+	// Confirmation is when a call needs the human's confirmation: never,
+	// always, or unless_human (unless the human asked directly).
+	Confirmation string `json:"confirmation"`
+	Server       string `json:"server,omitempty"`
+}
+
+func (s *Server) getTools(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	mode := r.URL.Query().Get("mode")
+	if !s.core.ModeOK(mode) {
+		return invalid("query parameter mode=%q: unknown mode (GET /v1/modes lists them)", truncate(mode, 100))
+	}
+	if mode == "" {
+		mode = s.core.Registry().DefaultMode()
+	}
+	out := ToolList{Mode: mode, Tools: []ToolItem{}}
+	for _, t := range s.core.ActiveTools(mode, p.Roles) {
+		out.Tools = append(out.Tools, ToolItem{Name: t.Spec.Name, Description: t.Spec.Usage, InputSchema: t.Spec.InputSchema,
+			Impact: string(t.Spec.Impact), Risk: string(t.Spec.Risk), Confirmation: string(t.Policy), Server: t.Spec.Server})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

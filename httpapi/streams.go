@@ -1,0 +1,319 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/events"
+)
+
+// writeTimeout bounds one write to a stream: a client that stops reading
+// is cut when its socket buffers are full for this long.
+const writeTimeout = 10 * time.Second
+
+// resumePoint is where a stream starts: after Last-Event-ID, or the
+// after query parameter, or the beginning.
+func resumePoint(r *http.Request) (int64, error) {
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		return seqParam(v, "Last-Event-ID")
+	}
+	return seqParam(r.URL.Query().Get("after"), "query parameter after")
+}
+
+// backlog returns the frames of the session's events after a sequence
+// number, read from the store.
+func (s *Server) backlog(ctx context.Context, session string, after int64) ([]events.Frame, error) {
+	recs, err := s.core.Records(ctx, session, after)
+	if err != nil {
+		return nil, err
+	}
+	frames := make([]events.Frame, len(recs))
+	for i := range recs {
+		if frames[i], err = events.Encode(&recs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return frames, nil
+}
+
+// Closing is the last event of a stream the server ends: why, and the
+// last event id sent, to resume after.
+type Closing struct {
+	Reason      string `json:"reason"`
+	LastEventID int64  `json:"last_event_id"`
+}
+
+// getEvents serves the session's events as Server-Sent Events: id is the
+// event's seq, event its kind, data its JSON. It starts after
+// Last-Event-ID (or ?after=), sends the backlog from the store, then
+// follows new events; a keep-alive comment goes out when idle. When the
+// server drains, or the client falls too far behind, a final "closed"
+// event says why and where to resume.
+func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	after, err := resumePoint(r)
+	if err != nil {
+		return err
+	}
+	frames, err := s.backlog(r.Context(), sess.ID, after)
+	if err != nil {
+		return err
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if s.metrics != nil {
+		g := s.metrics.streams.WithLabelValues("sse")
+		g.Inc()
+		defer g.Dec()
+	}
+	last := after
+	send := func(f events.Frame) error {
+		if f.Seq <= last {
+			return nil // queued by the hub and read from the store both
+		}
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", f.Seq, f.Kind, f.Data); err != nil {
+			return err
+		}
+		last = f.Seq
+		return nil
+	}
+	rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	fmt.Fprint(w, "retry: 1000\n\n")
+	for _, f := range frames {
+		if err := send(f); err != nil {
+			return nil // the client is gone
+		}
+	}
+	if rc.Flush() != nil {
+		return nil
+	}
+	sub := s.hub.Subscribe(sess.ID, last)
+	defer sub.Close()
+	tick := time.NewTicker(s.heartbeat)
+	defer tick.Stop()
+	for {
+		var err error
+		select {
+		case f := <-sub.Events():
+			err = send(f)
+		case <-sub.Done():
+			for drained := false; !drained && err == nil; { // what was queued before the end
+				select {
+				case f := <-sub.Events():
+					err = send(f)
+				default:
+					drained = true
+				}
+			}
+			if err == nil {
+				data, _ := json.Marshal(Closing{Reason: sub.Reason(), LastEventID: last})
+				rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+				fmt.Fprintf(w, "event: closed\ndata: %s\n\n", data)
+				rc.Flush()
+			}
+			return nil
+		case <-tick.C:
+			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			_, err = fmt.Fprint(w, ": keep-alive\n\n")
+		case <-r.Context().Done():
+			return nil
+		}
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+// The WebSocket protocol: JSON text messages.
+//
+// Server to client:
+//
+//	{"type": "event", "id": SEQ, "event": EVENT}            every event, as on the SSE stream
+//	{"type": "turn", "request_id": ID, "answer": TURN}       the answer to a client's turn
+//	{"type": "acked", "id": SEQ}                             an ack was recorded
+//	{"type": "error", "request_id": ID, "error": {code, message}}
+//	{"type": "closed", "reason": ..., "last_event_id": SEQ}  the server ends the stream
+//
+// Client to server:
+//
+//	{"type": "turn", "request_id"?: ID, "text"?: ..., "selection"?: {...}, "ui"?: bool}
+//	{"type": "ack", "id": SEQ}                               the client has shown event SEQ
+type wsClient struct {
+	Type      string                `json:"type"`
+	RequestID string                `json:"request_id,omitempty"`
+	Text      string                `json:"text,omitempty"`
+	Selection *agentplane.Selection `json:"selection,omitempty"`
+	UI        *bool                 `json:"ui,omitempty"`
+	ID        int64                 `json:"id,omitempty"`
+}
+
+type wsServer struct {
+	Type        string          `json:"type"`
+	ID          int64           `json:"id,omitempty"`
+	RequestID   string          `json:"request_id,omitempty"`
+	Event       json.RawMessage `json:"event,omitempty"`
+	Answer      *TurnAnswer     `json:"answer,omitempty"`
+	Error       *ErrorDetail    `json:"error,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
+	LastEventID *int64          `json:"last_event_id,omitempty"`
+}
+
+// wsReadLimit bounds one client message.
+const wsReadLimit = 64 << 10
+
+// getWebSocket serves the session's events over a WebSocket, with the
+// client's turns and acks coming the other way; see wsClient and
+// wsServer. It resumes after ?after= like the SSE stream.
+func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	after, err := resumePoint(r)
+	if err != nil {
+		return err
+	}
+	frames, err := s.backlog(r.Context(), sess.ID, after)
+	if err != nil {
+		return err
+	}
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return nil // Accept answered the request
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(wsReadLimit)
+	if s.metrics != nil {
+		g := s.metrics.streams.WithLabelValues("websocket")
+		g.Inc()
+		defer g.Dec()
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var mu sync.Mutex // one writer at a time keeps each message whole and events in order
+	write := func(m wsServer) error {
+		data, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		wctx, done := context.WithTimeout(ctx, writeTimeout)
+		defer done()
+		return conn.Write(wctx, websocket.MessageText, data)
+	}
+	last := after
+	send := func(f events.Frame) error {
+		if f.Seq <= last {
+			return nil
+		}
+		last = f.Seq
+		return write(wsServer{Type: "event", ID: f.Seq, Event: f.Data})
+	}
+	for _, f := range frames {
+		if send(f) != nil {
+			return nil
+		}
+	}
+	sub := s.hub.Subscribe(sess.ID, last)
+	defer sub.Close()
+
+	go s.wsRead(ctx, cancel, conn, sess, p, write)
+	for {
+		select {
+		case f := <-sub.Events():
+			if send(f) != nil {
+				return nil
+			}
+		case <-sub.Done():
+			for drained := false; !drained; {
+				select {
+				case f := <-sub.Events():
+					if send(f) != nil {
+						return nil
+					}
+				default:
+					drained = true
+				}
+			}
+			reason := sub.Reason()
+			l := last
+			write(wsServer{Type: "closed", Reason: reason, LastEventID: &l})
+			status := websocket.StatusTryAgainLater
+			if s.draining.Load() {
+				status = websocket.StatusGoingAway
+			}
+			conn.Close(status, truncate(reason, 120))
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// wsRead reads the client's messages until the connection ends: turns run
+// one at a time, in order; acks are answered.
+func (s *Server) wsRead(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, sess *agentplane.Session, p auth.Principal, write func(wsServer) error) {
+	defer cancel()
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		if typ != websocket.MessageText {
+			write(wsServer{Type: "error", Error: &ErrorDetail{Code: agentplane.CodeInvalidInput, Message: "send JSON text messages"}})
+			continue
+		}
+		var m wsClient
+		if err := json.Unmarshal(data, &m); err != nil {
+			write(wsServer{Type: "error", Error: &ErrorDetail{Code: agentplane.CodeInvalidInput, Message: "the message is not JSON: " + err.Error()}})
+			continue
+		}
+		switch m.Type {
+		case "turn":
+			t, err := s.turn(ctx, sess, p, TurnBody{Text: m.Text, Selection: m.Selection, UI: m.UI}, m.RequestID)
+			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					return
+				}
+				code := agentplane.ErrorCode(err)
+				if code == agentplane.CodeInternal {
+					s.log.Error("websocket turn failed", "session", sess.ID, "err", err)
+				}
+				write(wsServer{Type: "error", RequestID: m.RequestID, Error: &ErrorDetail{Code: code, Message: agentplane.ErrorMessage(err)}})
+				continue
+			}
+			write(wsServer{Type: "turn", RequestID: m.RequestID, Answer: &t})
+		case "ack":
+			if m.ID <= 0 {
+				write(wsServer{Type: "error", Error: &ErrorDetail{Code: agentplane.CodeInvalidInput, Message: "an ack needs the id of an event (a positive integer)"}})
+				continue
+			}
+			write(wsServer{Type: "acked", ID: m.ID})
+		default:
+			write(wsServer{Type: "error", RequestID: m.RequestID, Error: &ErrorDetail{Code: agentplane.CodeInvalidInput,
+				Message: "message type " + strconv.Quote(truncate(m.Type, 40)) + ": want turn or ack"}})
+		}
+	}
+}
