@@ -55,6 +55,9 @@ func TestEmittedObjectsMatchSchemas(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(tr.Result, tr.Session)
+		if err := set.Validate(schemas.Decision, tr.Decision); err != nil {
+			t.Errorf("%q: %v", text, err)
+		}
 	}
 	for _, inv := range []gate.Invocation{
 		{SessionID: sess.ID, CommandID: "nope", ResolvedID: "x"},

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/auth"
@@ -379,6 +381,9 @@ func readSSE(t *testing.T, body io.Reader, n int) []sseEvent {
 			cur.kind = line[7:]
 		case strings.HasPrefix(line, "data: "):
 			cur.data = line[6:]
+			if cur.kind != "closed" {
+				checkEvent(t, cur.data)
+			}
 		}
 	}
 	return out
@@ -523,4 +528,85 @@ func TestConcurrentTurnsKeepVersionsConsistent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d changes, %d conflicts, %d records", len(versions), conflicts, len(recs))
+}
+
+// The WebSocket carries the same events, the client's turns and acks.
+func TestWebSocket(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.create("", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, resp, err := websocket.Dial(ctx, strings.Replace(e.srv.URL, "http", "ws", 1)+"/v1/sessions/"+s.SessionID+"/ws", nil)
+	if err != nil {
+		t.Fatalf("%v %v", resp, err)
+	}
+	defer conn.CloseNow()
+	type msg struct {
+		Type      string              `json:"type"`
+		ID        int64               `json:"id"`
+		RequestID string              `json:"request_id"`
+		Event     events.Event        `json:"event"`
+		Answer    *httpapi.TurnAnswer `json:"answer"`
+		Error     *httpapi.ErrorDetail
+	}
+	read := func() msg {
+		t.Helper()
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m msg
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	send := func(v any) {
+		t.Helper()
+		data, _ := json.Marshal(v)
+		if err := conn.Write(ctx, websocket.MessageText, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := read(); m.Type != "event" || m.ID != 1 || m.Event.Kind != "open" {
+		t.Fatalf("%+v", m)
+	}
+	send(map[string]any{"type": "turn", "request_id": "r1", "text": "switch to ddr mode"})
+	var answer, event *msg
+	for answer == nil || event == nil {
+		m := read()
+		switch m.Type {
+		case "turn":
+			answer = &m
+		case "event":
+			event = &m
+		default:
+			t.Fatalf("%+v", m)
+		}
+	}
+	if answer.RequestID != "r1" || answer.Answer.Snapshot.Mode != "ddr" || event.ID != 2 || event.Event.Decision.CommandID != "set_mode" || answer.Answer.Seq != event.ID {
+		t.Fatalf("%+v %+v", answer, event)
+	}
+	send(map[string]any{"type": "ack", "id": 2})
+	if m := read(); m.Type != "acked" || m.ID != 2 {
+		t.Fatalf("%+v", m)
+	}
+	send(map[string]any{"type": "dance"})
+	if m := read(); m.Type != "error" || m.Error.Code != agentplane.CodeInvalidInput {
+		t.Fatalf("%+v", m)
+	}
+	send(map[string]any{"type": "turn", "request_id": "r2"})
+	if m := read(); m.Type != "error" || m.RequestID != "r2" || m.Error.Code != agentplane.CodeInvalidInput {
+		t.Fatalf("%+v", m)
+	}
+	// a second connection resumes after the last id
+	conn2, _, err := websocket.Dial(ctx, strings.Replace(e.srv.URL, "http", "ws", 1)+"/v1/sessions/"+s.SessionID+"/ws?after=1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.CloseNow()
+	_, data, err := conn2.Read(ctx)
+	if err != nil || !strings.Contains(string(data), `"id":2`) {
+		t.Fatalf("%s %v", data, err)
+	}
 }

@@ -61,6 +61,7 @@ type Server struct {
 	ready     func(context.Context) error
 	draining  atomic.Bool
 	handler   http.Handler
+	patterns  []string // what routes serves, for the OpenAPI test
 }
 
 // New returns the server over the core.
@@ -106,9 +107,11 @@ type handler func(w http.ResponseWriter, r *http.Request, p auth.Principal) erro
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	api := func(pattern string, h handler) {
-		mux.Handle(pattern, s.authenticated(h))
+	handle := func(pattern string, h http.Handler) {
+		mux.Handle(pattern, h)
+		s.patterns = append(s.patterns, pattern)
 	}
+	api := func(pattern string, h handler) { handle(pattern, s.authenticated(h)) }
 	api("POST /v1/sessions", s.createSession)
 	api("GET /v1/sessions", s.listSessions)
 	api("GET /v1/sessions/{id}", s.getSession)
@@ -119,17 +122,17 @@ func (s *Server) routes() http.Handler {
 	api("GET /v1/sessions/{id}/ws", s.getWebSocket)
 	api("GET /v1/modes", s.getModes)
 	api("GET /v1/tools", s.getTools)
-	mux.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	handle("GET /v1/openapi.json", http.HandlerFunc(serveOpenAPI))
+	handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", s.getReady)
+	}))
+	handle("GET /readyz", http.HandlerFunc(s.getReady))
 	if s.metrics != nil {
-		mux.Handle("GET /metrics", s.metrics.Handler())
+		handle("GET /metrics", s.metrics.Handler())
 	}
 	if s.mcp != nil {
 		mcp := s.mcp
-		mux.Handle("/mcp", s.authenticated(func(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
+		handle("/mcp", s.authenticated(func(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
 			mcp.ServeHTTP(w, r)
 			return nil
 		}))

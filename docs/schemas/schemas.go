@@ -1,5 +1,6 @@
 // Package schemas embeds the JSON Schemas of the chat control protocol:
-// intent, state_snapshot and execution_result (draft 2020-12).
+// intent, state_snapshot, execution_result and the router's decision
+// (draft 2020-12).
 package schemas
 
 import (
@@ -17,9 +18,16 @@ var files embed.FS
 // Names of the published schemas.
 const (
 	Intent          = "intent"
+	Decision        = "decision"
 	StateSnapshot   = "state_snapshot"
 	ExecutionResult = "execution_result"
 )
+
+// Names lists the published schemas.
+var Names = []string{Intent, StateSnapshot, ExecutionResult, Decision}
+
+// File returns a published schema's JSON by name.
+func File(name string) ([]byte, error) { return files.ReadFile(name + ".schema.json") }
 
 // Set is the compiled schemas. Safe for concurrent use.
 type Set struct {
@@ -31,7 +39,7 @@ func Compile() (*Set, error) {
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
 	set := &Set{schemas: map[string]*jsonschema.Schema{}}
-	for _, name := range []string{Intent, StateSnapshot, ExecutionResult} {
+	for _, name := range Names {
 		file := name + ".schema.json"
 		b, err := files.ReadFile(file)
 		if err != nil {
