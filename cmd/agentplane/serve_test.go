@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/store/sqlite"
+)
+
+// startServe runs the built binary's serve on a free loopback port and
+// returns its base URL; the process is killed when the test ends.
+func startServe(t *testing.T, bin string, args ...string) (string, *exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() {
+		t.Fatal("serve printed nothing")
+	}
+	m := regexp.MustCompile(`serving (http://\S+) \(configuration (.+), store (.+), (.+)\)`).FindStringSubmatch(sc.Text())
+	if m == nil {
+		t.Fatalf("serve printed %q", sc.Text())
+	}
+	return m[1], cmd, sc
+}
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "agentplane")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func postJSON(url string, body any) (*http.Response, []byte, error) {
+	raw, _ := json.Marshal(body)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(raw))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp, out, err
+}
+
+// TestServeShutdownLosesNoAcknowledgedTurn stops serve with SIGTERM while
+// clients send turns: every turn answered 200 is in the store afterwards,
+// an open event stream gets a final "closed" event, and the process exits
+// cleanly with the database intact.
+func TestServeShutdownLosesNoAcknowledgedTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	db := filepath.Join(t.TempDir(), "serve.db")
+	url, cmd, out := startServe(t, bin, "--db", db)
+	resp, body, err := postJSON(url+"/v1/sessions", map[string]string{"mode": "sales"})
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("%v %s", err, body)
+	}
+	var created struct{ SessionID string `json:"session_id"` }
+	json.Unmarshal(body, &created)
+	id := created.SessionID
+
+	stream, err := http.Get(url + "/v1/sessions/" + id + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stream.Body)
+		kind := ""
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "event: ") {
+				kind = line[7:]
+			}
+			if kind == "closed" && strings.HasPrefix(line, "data: ") {
+				closed <- line[6:]
+				return
+			}
+		}
+		close(closed)
+	}()
+
+	var mu sync.Mutex
+	acked := map[int64]string{} // seq -> text
+	var wg sync.WaitGroup
+	texts := []string{"open the q1 cfo outreach template", "hello", "switch to general mode", "switch to sales mode"}
+	stop := make(chan struct{})
+	for c := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				text := texts[(c+i)%len(texts)]
+				resp, body, err := postJSON(url+"/v1/sessions/"+id+"/turns", map[string]string{"text": text})
+				if err != nil {
+					return // the server is gone
+				}
+				if resp.StatusCode != 200 {
+					continue // a version conflict, or draining
+				}
+				var a struct{ Seq int64 }
+				json.Unmarshal(body, &a)
+				mu.Lock()
+				acked[a.Seq] = text
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var lines []string
+	for out.Scan() {
+		lines = append(lines, out.Text())
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve exited with %v; printed %q", err, lines)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	close(stop)
+	wg.Wait()
+	if len(lines) == 0 || lines[len(lines)-1] != "agentplane: stopped" {
+		t.Fatalf("printed %q", lines)
+	}
+	select {
+	case c, ok := <-closed:
+		if !ok || !strings.Contains(c, "shutting down") {
+			t.Fatalf("the stream ended without a closing event: %q", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no closing event")
+	}
+
+	s, err := sqlite.Open(context.Background(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	recs, err := s.Records(context.Background(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.Verify(recs); err != nil {
+		t.Fatal(err)
+	}
+	bySeq := map[int64]audit.Record{}
+	for _, r := range recs {
+		bySeq[r.Seq] = r
+	}
+	if len(acked) == 0 {
+		t.Fatal("no turn was acknowledged")
+	}
+	for seq, text := range acked {
+		r, ok := bySeq[seq]
+		if !ok || r.Kind != audit.KindTurn || r.Input == nil || r.Input.Text != text {
+			t.Fatalf("acknowledged turn %d (%q) is not stored as such: %+v", seq, text, r)
+		}
+	}
+	t.Logf("%d turns acknowledged, all stored (%d records)", len(acked), len(recs))
+}
+
+// Serving a non-loopback address without API keys is refused at start.
+func TestServeRefusesAnOpenAddressWithoutKeys(t *testing.T) {
+	_, stderr, code := run(t, "", "serve", "--addr", "0.0.0.0:0", "--db", filepath.Join(t.TempDir(), "x.db"))
+	if code != 1 || !strings.Contains(stderr, "not a loopback address and the configuration has no API keys") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// A key given by an environment variable that is not set stops the start.
+func TestServeNeedsItsKeys(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("version: 1\nmodes: [{key: a, default: true}]\nauth:\n  keys: [{user_id: alice, key_env: AP_TEST_KEY_UNSET}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := run(t, "", "serve", "--config", cfg, "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "x.db"))
+	if code != 1 || !strings.Contains(stderr, "environment variable AP_TEST_KEY_UNSET is not set") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
