@@ -78,7 +78,9 @@ func TestServeShutdownLosesNoAcknowledgedTurn(t *testing.T) {
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("%v %s", err, body)
 	}
-	var created struct{ SessionID string `json:"session_id"` }
+	var created struct {
+		SessionID string `json:"session_id"`
+	}
 	json.Unmarshal(body, &created)
 	id := created.SessionID
 
