@@ -93,6 +93,9 @@ type Observer struct {
 	// Executed is called with every result of the gate (turns, intents,
 	// executions from any front end) and how long the gate took.
 	Executed func(res agentplane.ExecutionResult, took time.Duration)
+	// ToolsChanged is called when tools are mounted after the start (an
+	// MCP server that was down came up): the active tool sets may differ.
+	ToolsChanged func()
 }
 
 // Core is the runtime. It is safe for concurrent use.
@@ -164,6 +167,9 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 	if c.store == nil {
 		c.store = memstore.New()
 	}
+	if opts.Observer != nil {
+		c.obs = *opts.Observer
+	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -187,11 +193,8 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 		return nil, err
 	}
 	var gst store.Store = c.store
-	if o := opts.Observer; o != nil {
-		c.obs = *o
-		if o.Committed != nil {
-			gst = observed{Store: c.store, committed: o.Committed}
-		}
+	if c.obs.Committed != nil {
+		gst = observed{Store: c.store, committed: c.obs.Committed}
 	}
 	c.gate, err = gate.New(c.reg, gst, &gate.Options{Now: c.now, NewToken: opts.NewToken, Tools: c.tools,
 		ToolTimeout: opts.ToolTimeout, Logger: c.log})
@@ -258,6 +261,9 @@ func (c *Core) mountTools(ctx context.Context, opts *Options) error {
 				srv.Retry(ctx, retry, func(tools []tool.Tool) {
 					mount(tools)
 					c.log.Info("MCP server is up; its tools are mounted", "server", m.Name, "tools", len(tools))
+					if c.obs.ToolsChanged != nil {
+						c.obs.ToolsChanged()
+					}
 				})
 			})
 			continue

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
@@ -27,6 +28,7 @@ import (
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/mcpserver"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -72,7 +74,8 @@ func newEnv(t *testing.T, o *envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Heartbeat: 50 * time.Millisecond})
+	api := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Heartbeat: 50 * time.Millisecond,
+		MCP: mcpserver.New(c, nil).Handler()})
 	srv := httptest.NewUnstartedServer(api.Handler())
 	srv.Config.MaxHeaderBytes = 64 << 10
 	srv.Config.ReadHeaderTimeout = 5 * time.Second
@@ -609,4 +612,39 @@ func TestWebSocket(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), `"id":2`) {
 		t.Fatalf("%s %v", data, err)
 	}
+}
+
+// /mcp takes the same API keys; an MCP session is its principal's.
+func TestMCPBehindTheKeys(t *testing.T) {
+	key := "alice-key-0123456789"
+	e := newEnv(t, &envOptions{keys: map[string]string{key: "alice"}})
+	var eb httpapi.ErrorBody
+	st := e.call("POST", "/mcp", "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{}}, &eb,
+		"Accept", "application/json, text/event-stream")
+	errCode(t, st, eb, 401, agentplane.CodeUnauthorized)
+	hc := &http.Client{Transport: bearer{key: key, next: http.DefaultTransport}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "agent_set_mode", Arguments: json.RawMessage(`{"mode":"ddr"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var list httpapi.SessionList
+	if e.call("GET", "/v1/sessions", key, nil, &list); len(list.Sessions) != 1 || list.Sessions[0].Snapshot.Mode != "ddr" {
+		t.Fatalf("alice's MCP session is not hers: %+v", list)
+	}
+}
+
+type bearer struct {
+	key  string
+	next http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.next.RoundTrip(r)
 }

@@ -38,6 +38,7 @@ Usage:
   agentplane serve    [--config FILE] [--db DB] [--addr HOST:PORT] [--drain-timeout D] [--log-level L]
                                                                 the HTTP API, event streams and metrics
                                                                 (default 127.0.0.1:8080)
+  agentplane mcp      [--config FILE] [--db DB]                 an MCP server over stdio (one session, the local user)
   agentplane chat     [--config FILE] [--db DB] [--session ID] [--mode KEY] [--trace] [--audit-file FILE]
                                                                 terminal chat; --session resumes a stored one
   agentplane route    [--config FILE]                           JSON lines in, decisions out
@@ -78,6 +79,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	switch args[0] {
 	case "serve":
 		return m.serve(ctx, args[1:])
+	case "mcp":
+		return m.mcp(ctx, args[1:])
 	case "chat":
 		return m.chat(ctx, args[1:])
 	case "route":

@@ -4,14 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/httpapi"
+	"github.com/agentplane/agentplane/mcpserver"
 )
 
 // serve runs the HTTP API until ctx ends (SIGINT, SIGTERM), then drains:
@@ -43,6 +49,12 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	opts := m.options(*path, st)
 	opts.Logger = log
 	opts.Observer = metrics.Observer(hub.Committed)
+	var mcpSrv atomic.Pointer[mcpserver.Server] // set once the core is built
+	opts.Observer.ToolsChanged = func() {
+		if s := mcpSrv.Load(); s != nil {
+			s.ToolsChanged()
+		}
+	}
 	m.Logger = log
 	// the core outlives ctx: it closes after the drain
 	c, ok := m.load(context.WithoutCancel(ctx), *path, st)
@@ -60,7 +72,8 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
 	}
-	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Logger: log})
+	mcpSrv.Store(mcpserver.New(c, &mcpserver.Options{Logger: log}))
+	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Logger: log, MCP: mcpSrv.Load().Handler()})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: listen on %s: %v\n", *addr, err)
@@ -104,3 +117,43 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	fmt.Fprintln(m.Stdout, "agentplane: stopped")
 	return 0
 }
+
+// mcp serves one MCP session over stdio as the local principal, bound to
+// a new agentplane session, until the client closes stdin or a signal.
+// Logs go to stderr; stdout carries only the protocol.
+func (m *Main) mcp(ctx context.Context, args []string) int {
+	fs := m.flags("mcp")
+	path := fs.String("config", "", "configuration file (default: the embedded demo)")
+	db := m.dbFlag(fs)
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	st, ok := m.openStore(ctx, *db, false)
+	if !ok {
+		return 1
+	}
+	var srv atomic.Pointer[mcpserver.Server]
+	opts := m.options(*path, st)
+	opts.Observer = &core.Observer{ToolsChanged: func() {
+		if s := srv.Load(); s != nil {
+			s.ToolsChanged()
+		}
+	}}
+	c, err := core.New(context.WithoutCancel(ctx), source(*path), opts)
+	if err != nil {
+		st.Close()
+		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+		return 1
+	}
+	defer c.Close()
+	srv.Store(mcpserver.New(c, &mcpserver.Options{Logger: m.Logger}))
+	if err := srv.Load().Run(ctx, auth.Local, &mcpsdk.IOTransport{Reader: io.NopCloser(m.Stdin), Writer: nopWriteCloser{m.Stdout}}); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(m.Stderr, "agentplane: mcp: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/store/sqlite"
 )
@@ -210,5 +212,45 @@ func TestServeNeedsItsKeys(t *testing.T) {
 	_, stderr, code := run(t, "", "serve", "--config", cfg, "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "x.db"))
 	if code != 1 || !strings.Contains(stderr, "environment variable AP_TEST_KEY_UNSET is not set") {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// agentplane mcp speaks MCP over stdio: the go-sdk client lists the
+// active tools and calls one through the gate.
+func TestMCPOverStdio(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	m := &Main{Stdin: inR, Stdout: outW, Stderr: io.Discard, Getenv: func(k string) string {
+		if k == "AGENTPLANE_DB" {
+			return filepath.Join(t.TempDir(), "mcp.db")
+		}
+		return ""
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- m.Run(ctx, []string{"mcp"}); outW.Close() }()
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcpsdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) == 0 {
+		t.Fatalf("%v %v", tools, err)
+	}
+	res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "agent_get_context", Arguments: json.RawMessage(`{}`)})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcpsdk.TextContent).Text, `"mode":"general"`) {
+		t.Fatalf("%+v %v", res, err)
+	}
+	cs.Close()
+	inW.Close()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("agentplane mcp did not end with its input")
 	}
 }
