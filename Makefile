@@ -1,11 +1,14 @@
 # agentplane — `make help` lists the targets.
-.PHONY: help test race vet fuzz bench peers ci run
+.PHONY: help test race vet fuzz bench peers ci run serve mcp-conformance
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 run: ## terminal chat on the embedded demo configuration
 	go run ./cmd/agentplane chat
+
+serve: ## the HTTP API, event streams and MCP server on 127.0.0.1:8080
+	go run ./cmd/agentplane serve
 
 test: ## all tests
 	go test ./...
@@ -40,6 +43,9 @@ bench: ## the README's benchmarks: routing, indexing, examples, the gate, durabl
 
 peers: ## CLINC150 side by side with scikit-learn and fastText (apt-get install python3-sklearn fasttext; ~40 min; not in CI)
 	/usr/bin/python3 bench/peers/clinc150/peers.py
+
+mcp-conformance: ## the official MCP conformance suite and Inspector against serve and the fixture server (MCP_TOOLS=DIR; not in CI)
+	bash scripts/mcp-conformance.sh
 
 ci: ## what CI runs
 	bash .ci/run
