@@ -102,8 +102,9 @@ type Hub struct {
 type topic struct {
 	session string
 	subs    map[*Sub]struct{}
-	dirty   bool // something was committed since the pump last read
-	running bool // a pump goroutine serves the topic
+	dirty   bool  // something was committed since the pump last read
+	running bool  // a pump goroutine serves the topic
+	seen    int64 // the last sequence number the pump read
 }
 
 // Sub is one subscription to a session's events.
@@ -134,16 +135,69 @@ func NewHub(read Reader, opts *Options) *Hub {
 // session's chain.
 func (h *Hub) Committed(session string, seq int64, _ time.Duration) { h.Notify(session) }
 
-// Notify says that the session has new records. It does not block; with
-// no subscribers to the session it does nothing.
+// Notify says that the session has new records; "" says any session may
+// have (a notification listener reconnected). It does not block; with no
+// subscribers to the session it does nothing.
 func (h *Hub) Notify(session string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if session == "" {
+		for _, t := range h.topics {
+			h.wake(t)
+		}
+		return
+	}
 	t := h.topics[session]
 	if t == nil {
 		return
 	}
 	h.wake(t)
+}
+
+// Heads returns the sequence number of the last record of each of the
+// sessions (absent: none), in one read: how a poller learns which followed
+// sessions another instance has written to.
+type Heads func(ctx context.Context, sessions []string) (map[string]int64, error)
+
+// Poll learns of other instances' commits every interval until ctx ends:
+// one heads read for all followed sessions, and a wake-up of those that
+// moved past what the hub has read. With heads nil every followed session
+// is woken (one records read each).
+func (h *Hub) Poll(ctx context.Context, every time.Duration, heads Heads) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if heads == nil {
+			h.Notify("")
+			continue
+		}
+		h.mu.Lock()
+		seen := make(map[string]int64, len(h.topics))
+		sessions := make([]string, 0, len(h.topics))
+		for id, t := range h.topics {
+			seen[id] = t.seen
+			sessions = append(sessions, id)
+		}
+		h.mu.Unlock()
+		if len(sessions) == 0 {
+			continue
+		}
+		got, err := heads(ctx, sessions)
+		if err != nil {
+			h.log.Warn("event stream: poll the sessions' heads", "err", err)
+			continue
+		}
+		for id, seq := range got {
+			if seq > seen[id] {
+				h.Notify(id)
+			}
+		}
+	}
 }
 
 // wake marks t dirty and starts its pump; h.mu is held.
@@ -281,6 +335,9 @@ func (h *Hub) pump(t *topic) {
 			continue
 		}
 		h.mu.Lock()
+		if n := len(frames); n > 0 && frames[n-1].Seq > t.seen {
+			t.seen = frames[n-1].Seq
+		}
 		for s := range t.subs {
 			h.deliver(s, frames)
 		}

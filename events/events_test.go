@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,4 +161,38 @@ func TestCloseEndsEverySubscription(t *testing.T) {
 		t.Fatal(late.Reason())
 	}
 	s.Close() // again: nothing happens
+}
+
+// Poll finds commits the hub was not told of (another instance's), with
+// one heads read per period for all followed sessions.
+func TestPollFindsUnnotifiedCommits(t *testing.T) {
+	c := newChain(t, 0)
+	s := c.hub.Subscribe("s", 1)
+	var polls atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.hub.Poll(ctx, 5*time.Millisecond, func(ctx context.Context, sessions []string) (map[string]int64, error) {
+		polls.Add(1)
+		if len(sessions) != 1 || sessions[0] != "s" {
+			t.Errorf("polled %v", sessions)
+		}
+		recs, err := c.st.Records(ctx, "s", 0)
+		return map[string]int64{"s": recs[len(recs)-1].Seq}, err
+	})
+	// commit behind the hub's back
+	v := &agentplane.Session{ID: "s", Mode: "m", Version: 2}
+	if err := c.st.Commit(ctx, &store.Commit{SessionID: "s", Session: v, Record: &audit.Record{Session: "s", Time: time.Unix(2, 0), Kind: audit.KindExecution, State: v}}); err != nil {
+		t.Fatal(err)
+	}
+	if f := next(t, s); f.Seq != 2 {
+		t.Fatalf("%d", f.Seq)
+	}
+	reads := func() int { c.mu.Lock(); defer c.mu.Unlock(); return c.reads }
+	before, p := reads(), polls.Load()
+	for polls.Load() < p+5 {
+		time.Sleep(time.Millisecond)
+	}
+	if r := reads(); r > before+1 { // nothing new: heads only, no records read
+		t.Fatalf("%d records reads while nothing changed", r-before)
+	}
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"time"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -23,34 +26,8 @@ import (
 // the audit chain verifies and every state the chain records follows the one
 // before it by exactly one version: no update was lost or applied twice.
 func TestTwoInstancesOnePostgres(t *testing.T) {
-	url := os.Getenv("AGENTPLANE_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("AGENTPLANE_TEST_POSTGRES is not set: no PostgreSQL to test against (.ci/run sets it)")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Skipf("PostgreSQL not reachable: %v", err)
-	}
-	schema := fmt.Sprintf("multi_%d", os.Getpid())
-	conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE; CREATE SCHEMA "+schema)
-	conn.Close(ctx)
-	t.Cleanup(func() {
-		if c, err := pgx.Connect(context.Background(), url); err == nil {
-			c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-			c.Close(context.Background())
-		}
-	})
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	db := url + sep + "search_path=" + schema
-
-	bin := filepath.Join(t.TempDir(), "agentplane")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	db := postgresSchema(t, "multi")
+	bin := buildBinary(t)
 	out, err := exec.Command(bin, "chat", "--db", db, "--mode", "sales").Output()
 	m := regexp.MustCompile(`session ([0-9a-f]+),`).FindSubmatch(out)
 	if err != nil || m == nil {
@@ -75,12 +52,12 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 	}
 	wg.Wait()
 
-	s, err := postgres.Open(ctx, db, nil)
+	s, err := postgres.Open(context.Background(), db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	recs, err := s.Records(ctx, id, 0)
+	recs, err := s.Records(context.Background(), id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +79,93 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 		}
 		last = r.State.Version
 	}
-	sess, _ := s.Session(ctx, id)
+	sess, _ := s.Session(context.Background(), id)
 	if sess.Version != last || changes < 10 {
 		t.Fatalf("session at version %d, chain ends at %d, %d changes", sess.Version, last, changes)
 	}
 	conflicts := strings.Count(string(outs[0])+string(outs[1]), "version_conflict") + strings.Count(string(outs[0])+string(outs[1]), "changed while")
 	t.Logf("%d records, %d state changes, %d turns lost a race and changed nothing", len(recs), changes, conflicts)
+}
+
+// postgresSchema returns the URL of a new schema in the test database,
+// dropped when the test ends; it skips the test without PostgreSQL.
+func postgresSchema(t *testing.T, prefix string) string {
+	t.Helper()
+	url := os.Getenv("AGENTPLANE_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("AGENTPLANE_TEST_POSTGRES is not set: no PostgreSQL to test against (.ci/run sets it)")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Skipf("PostgreSQL not reachable: %v", err)
+	}
+	schema := fmt.Sprintf("%s_%d", prefix, os.Getpid())
+	conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE; CREATE SCHEMA "+schema)
+	conn.Close(ctx)
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(context.Background(), url); err == nil {
+			c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+			c.Close(context.Background())
+		}
+	})
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "search_path=" + schema
+}
+
+// TestStreamsAcrossInstances runs two serve processes on one PostgreSQL:
+// a turn taken through A appears on a stream opened on B, with each way
+// B can learn of it (polling the chain heads, LISTEN/NOTIFY).
+func TestStreamsAcrossInstances(t *testing.T) {
+	for _, mode := range []string{"poll", "notify"} {
+		t.Run(mode, func(t *testing.T) {
+			db := postgresSchema(t, "streams_"+mode)
+			bin := buildBinary(t)
+			a, _, _ := startServe(t, bin, "--db", db, "--pg-events", mode)
+			b, _, _ := startServe(t, bin, "--db", db, "--pg-events", mode)
+			resp, body, err := postJSON(a+"/v1/sessions", map[string]string{})
+			if err != nil || resp.StatusCode != 201 {
+				t.Fatalf("%v %s", err, body)
+			}
+			var created struct {
+				SessionID string `json:"session_id"`
+			}
+			json.Unmarshal(body, &created)
+			stream, err := http.Get(b + "/v1/sessions/" + created.SessionID + "/events")
+			if err != nil || stream.StatusCode != 200 {
+				t.Fatalf("%v %v", stream, err)
+			}
+			defer stream.Body.Close()
+			ids := make(chan string, 16)
+			go func() {
+				sc := bufio.NewScanner(stream.Body)
+				for sc.Scan() {
+					if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+						ids <- id
+					}
+				}
+				close(ids)
+			}()
+			if id := <-ids; id != "1" {
+				t.Fatalf("first event %s", id)
+			}
+			time.Sleep(200 * time.Millisecond) // B is following the session
+			start := time.Now()
+			if resp, body, err := postJSON(a+"/v1/sessions/"+created.SessionID+"/turns", map[string]string{"text": "switch to ddr mode"}); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%v %s", err, body)
+			}
+			select {
+			case id := <-ids:
+				if id != "2" {
+					t.Fatalf("event %s", id)
+				}
+				t.Logf("%s: the turn through A reached B's stream %v after it was sent", mode, time.Since(start).Round(time.Millisecond))
+			case <-time.After(5 * time.Second):
+				t.Fatal("the turn taken through A never reached B's stream")
+			}
+		})
+	}
 }

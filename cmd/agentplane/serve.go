@@ -18,6 +18,8 @@ import (
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/mcpserver"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/postgres"
 )
 
 // serve runs the HTTP API until ctx ends (SIGINT, SIGTERM), then drains:
@@ -30,8 +32,13 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on, HOST:PORT (a non-loopback one needs API keys in the configuration)")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "how long in-flight requests may take to finish at shutdown")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	pgEvents := fs.String("pg-events", "poll", "on PostgreSQL, how this instance learns of other instances' commits: poll (one query every 50 ms for all followed sessions; commits pay nothing) or notify (LISTEN/NOTIFY: about 1 ms, but concurrent commits slow down)")
 	if code, ok := parse(fs, args); !ok {
 		return code
+	}
+	if *pgEvents != "poll" && *pgEvents != "notify" {
+		fmt.Fprintf(m.Stderr, "agentplane: --pg-events %q: want poll or notify\n", *pgEvents)
+		return 2
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -40,11 +47,30 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	}
 	log := slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: level}))
 
-	st, ok := m.openStore(ctx, *db, false)
-	if !ok {
-		return 1
+	var st store.Store
+	if isPostgres(*db) {
+		pg, err := postgres.Open(ctx, *db, &postgres.Options{Notify: *pgEvents == "notify"})
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+			return 1
+		}
+		st = pg
+	} else {
+		var ok bool
+		if st, ok = m.openStore(ctx, *db, false); !ok {
+			return 1
+		}
 	}
 	hub := events.NewHub(st.Records, &events.Options{Logger: log})
+	if pg, isPG := st.(*postgres.Store); isPG { // other instances write to the same sessions
+		follow, stop := context.WithCancel(context.WithoutCancel(ctx))
+		defer stop()
+		if *pgEvents == "notify" {
+			go pg.Listen(follow, hub.Notify)
+		} else {
+			go hub.Poll(follow, 50*time.Millisecond, pg.Heads)
+		}
+	}
 	metrics := httpapi.NewMetrics()
 	opts := m.options(*path, st)
 	opts.Logger = log

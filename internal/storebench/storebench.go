@@ -6,6 +6,8 @@ package storebench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -52,6 +54,12 @@ func Compare(b *testing.B, st store.Store, sessions int, slice time.Duration, in
 // executor opens sessions sessions through a gate on store and returns
 // the benchmark's operation: the op-th execution of a worker's session.
 func executor(b *testing.B, st store.Store, sessions int) func(worker, op int) error {
+	exec, _ := executorOn(b, st, sessions)
+	return exec
+}
+
+// executorOn is executor, with the ids of the sessions it opened.
+func executorOn(b *testing.B, st store.Store, sessions int) (func(worker, op int) error, []string) {
 	ctx := context.Background()
 	// the store belongs to the benchmark, which closes it: the core is not closed
 	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Tools: demo.Tools(nil)})
@@ -60,20 +68,22 @@ func executor(b *testing.B, st store.Store, sessions int) func(worker, op int) e
 	}
 	g := c.Gate()
 	prefix := fmt.Sprintf("b%d-%d", time.Now().UnixNano(), sessions)
-	for i := 0; i < sessions; i++ {
-		if _, err := g.Open(ctx, gate.Opening{SessionID: fmt.Sprintf("%s-%d", prefix, i)}); err != nil {
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
+		if _, err := g.Open(ctx, gate.Opening{SessionID: ids[i]}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	modes := []string{"ddr", "general"}
 	return func(worker, op int) error {
-		r, err := g.Execute(ctx, gate.Invocation{SessionID: fmt.Sprintf("%s-%d", prefix, worker), CommandID: "set_mode",
+		r, err := g.Execute(ctx, gate.Invocation{SessionID: ids[worker], CommandID: "set_mode",
 			ResolvedID: modes[op%2], Origin: gate.OriginUser})
 		if err == nil && r.Status != agentplane.StatusSuccess {
 			err = fmt.Errorf("%s: %s", r.Status, r.Message)
 		}
 		return err
-	}
+	}, ids
 }
 
 // runFor runs op on len(next) goroutines until d has passed and returns
@@ -136,4 +146,38 @@ func parallel(b *testing.B, workers int, op func(worker, i int) error) float64 {
 // transaction.
 func Insert(b *testing.B, workers int, insert func() error) {
 	b.ReportMetric(parallel(b, workers, func(int, int) error { return insert() }), "insert/s")
+}
+
+// Delay measures how long after an execution starts another reader
+// knows of its record: b.N executions on one session of st, each followed
+// by wait (which returns once the other side has seen the record with that
+// sequence number). It reports the p50 and p99 delays, and the p50 of the
+// execution alone, in milliseconds.
+// A pause of up to jitter (not counted) before each execution keeps it
+// out of step with a poller's period.
+func Delay(b *testing.B, st store.Store, jitter time.Duration, wait func(session string, seq int64)) {
+	exec, ids := executorOn(b, st, 1)
+	var delays, execs []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if jitter > 0 {
+			b.StopTimer()
+			time.Sleep(rand.N(jitter))
+			b.StartTimer()
+		}
+		start := time.Now()
+		if err := exec(0, i); err != nil {
+			b.Fatal(err)
+		}
+		execs = append(execs, time.Since(start))
+		wait(ids[0], int64(i+2)) // the open record is 1
+		delays = append(delays, time.Since(start))
+	}
+	ms := func(d []time.Duration, q float64) float64 {
+		slices.Sort(d)
+		return float64(d[int(q*float64(len(d)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(ms(delays, .5), "p50-ms")
+	b.ReportMetric(ms(delays, .99), "p99-ms")
+	b.ReportMetric(ms(execs, .5), "exec-p50-ms")
 }

@@ -42,12 +42,18 @@ const migrationLock = 0x61676e74 // "agnt"
 type Options struct {
 	// Extensions are subsystems' tables, migrated at Open.
 	Extensions []store.Extension
+	// Notify makes every commit that appends to a session's audit chain
+	// also NOTIFY channel agentplane_events with the session's id, in the
+	// same transaction: other instances' event streams learn of it through
+	// Listen.
+	Notify bool
 }
 
 // Store is a PostgreSQL store, safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
 	url  string // for messages, without the password
+	notify bool
 
 	mu sync.Mutex
 	// heads caches each session's last audit record (seq, hash) as this
@@ -106,7 +112,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s: %s", shown, redactErr(err, url))
 	}
-	s := &Store{pool: pool, url: shown, heads: map[string]chainHead{}}
+	s := &Store{pool: pool, url: shown, heads: map[string]chainHead{}, notify: opts.Notify}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: cannot reach %s (%s): is the server running and the URL right?", shown, redactErr(err, url))
@@ -127,6 +133,74 @@ func redactErr(err error, rawURL string) string {
 		}
 	}
 	return msg
+}
+
+// Heads returns the sequence number of each session's last audit record
+// (absent: no record), in one query: one index probe per session.
+func (s *Store) Heads(ctx context.Context, sessions []string) (map[string]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, (SELECT max(seq) FROM audit WHERE session = id) FROM unnest($1::text[]) AS id`, sessions)
+	if err != nil {
+		return nil, s.fail("read chain heads", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int64, len(sessions))
+	for rows.Next() {
+		var id string
+		var seq *int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			return nil, s.fail("read chain heads", err)
+		}
+		if seq != nil {
+			out[id] = *seq
+		}
+	}
+	return out, rows.Err()
+}
+
+// EventsChannel is the channel commits notify when Options.Notify is set.
+const EventsChannel = "agentplane_events"
+
+// Listen calls fn with the session id of every commit any instance
+// notifies on EventsChannel (see Options.Notify), until ctx ends. It holds
+// one connection of its own; when the connection drops, it connects again
+// (after a pause growing to 5s) and calls fn with "" so the caller can
+// catch up on what it missed.
+func (s *Store) Listen(ctx context.Context, fn func(session string)) error {
+	pause := 100 * time.Millisecond
+	for {
+		s.listenOnce(ctx, fn) // returns when the connection fails or ctx ends
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
+		fn("") // notifications may have been missed
+	}
+}
+
+// listenOnce listens on one connection until it fails or ctx ends.
+func (s *Store) listenOnce(ctx context.Context, fn func(string)) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+EventsChannel); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+EventsChannel)
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			conn.Conn().Close(context.WithoutCancel(ctx)) // do not return a broken connection to the pool
+			return err
+		}
+		fn(n.Payload)
+	}
 }
 
 // Close closes the pool.
@@ -486,6 +560,9 @@ func (s *Store) batch(c *store.Commit, sealed *audit.Record) (*pgx.Batch, error)
 	}
 	if c.Record != nil {
 		b.Queue(`INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4)`, c.SessionID, sealed.Seq, sealed.Hash, string(sealed.Raw))
+		if s.notify {
+			b.Queue(`SELECT pg_notify($1, $2)`, EventsChannel, c.SessionID)
+		}
 	}
 	if c.Issue != nil {
 		raw, err := json.Marshal(c.Issue)
