@@ -5,15 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
-	"time"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 

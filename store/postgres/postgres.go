@@ -51,8 +51,8 @@ type Options struct {
 
 // Store is a PostgreSQL store, safe for concurrent use.
 type Store struct {
-	pool *pgxpool.Pool
-	url  string // for messages, without the password
+	pool   *pgxpool.Pool
+	url    string // for messages, without the password
 	notify bool
 
 	mu sync.Mutex
