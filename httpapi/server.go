@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,8 @@ type Server struct {
 	draining  atomic.Bool
 	handler   http.Handler
 	patterns  []string // what routes serves, for the OpenAPI test
+	idPrefix  string   // of request ids: random per server
+	requests  atomic.Uint64
 }
 
 // New returns the server over the core.
@@ -83,6 +86,9 @@ func New(c *core.Core, opts *Options) *Server {
 	if s.heartbeat <= 0 {
 		s.heartbeat = 15 * time.Second
 	}
+	var b [4]byte
+	rand.Read(b[:])
+	s.idPrefix = hex.EncodeToString(b[:]) + "-"
 	s.handler = s.routes()
 	return s
 }
@@ -196,6 +202,11 @@ func (e *muxError) Write(b []byte) (int, error) {
 
 func (e *muxError) Unwrap() http.ResponseWriter { return e.ResponseWriter }
 
+// nextID is a request id: the server's random prefix and a counter.
+func (s *Server) nextID() string {
+	return s.idPrefix + strconv.FormatUint(s.requests.Add(1), 36)
+}
+
 type requestIDKey struct{}
 
 func requestID(ctx context.Context) string {
@@ -211,9 +222,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		id := r.Header.Get("X-Request-ID")
 		if !saneID(id) {
-			var b [8]byte
-			rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
+			id = s.nextID()
 		}
 		w.Header().Set("X-Request-ID", id)
 		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
@@ -234,10 +243,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				route = "other"
 			}
 			if s.metrics != nil {
-				s.metrics.requests.WithLabelValues(route, fmt.Sprint(rec.status)).Observe(took.Seconds())
+				s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(took.Seconds())
 			}
-			s.log.Info("http", "request_id", id, "method", r.Method, "path", truncate(r.URL.Path, 200), "route", route,
-				"status", rec.status, "bytes", rec.bytes, "duration_ms", float64(took.Microseconds())/1000)
+			if s.log.Enabled(r.Context(), slog.LevelInfo) {
+				s.log.LogAttrs(r.Context(), slog.LevelInfo, "http", slog.String("request_id", id), slog.String("method", r.Method),
+					slog.String("path", truncate(r.URL.Path, 200)), slog.String("route", route), slog.Int("status", rec.status),
+					slog.Int("bytes", rec.bytes), slog.Float64("duration_ms", float64(took.Microseconds())/1000))
+			}
 		}()
 		next.ServeHTTP(rec, r)
 	})

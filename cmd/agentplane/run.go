@@ -148,10 +148,15 @@ func (m *Main) options(path string, st store.Store) *core.Options {
 // load builds the runtime for a command over the store (nil: in memory),
 // printing any problem. The caller closes the core, which closes the store.
 func (m *Main) load(ctx context.Context, path string, st store.Store) (*core.Core, bool) {
-	c, err := core.New(ctx, source(path), m.options(path, st))
+	return m.loadWith(ctx, path, m.options(path, st))
+}
+
+// loadWith is load with the core options given (options, changed).
+func (m *Main) loadWith(ctx context.Context, path string, opts *core.Options) (*core.Core, bool) {
+	c, err := core.New(ctx, source(path), opts)
 	if err != nil {
-		if st != nil {
-			st.Close()
+		if opts.Store != nil {
+			opts.Store.Close()
 		}
 		var probs config.Problems
 		if errors.As(err, &probs) {

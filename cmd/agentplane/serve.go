@@ -83,7 +83,7 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	}
 	m.Logger = log
 	// the core outlives ctx: it closes after the drain
-	c, ok := m.load(context.WithoutCancel(ctx), *path, st)
+	c, ok := m.loadWith(context.WithoutCancel(ctx), *path, opts)
 	if !ok {
 		return 1
 	}
@@ -165,10 +165,8 @@ func (m *Main) mcp(ctx context.Context, args []string) int {
 			s.ToolsChanged()
 		}
 	}}
-	c, err := core.New(context.WithoutCancel(ctx), source(*path), opts)
-	if err != nil {
-		st.Close()
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+	c, ok := m.loadWith(context.WithoutCancel(ctx), *path, opts)
+	if !ok {
 		return 1
 	}
 	defer c.Close()

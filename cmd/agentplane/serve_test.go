@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,7 +26,7 @@ import (
 
 // startServe runs the built binary's serve on a free loopback port and
 // returns its base URL; the process is killed when the test ends.
-func startServe(t *testing.T, bin string, args ...string) (string, *exec.Cmd, *bufio.Scanner) {
+func startServe(t testing.TB, bin string, args ...string) (string, *exec.Cmd, *bufio.Scanner) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	stdout, _ := cmd.StdoutPipe()
@@ -45,7 +46,7 @@ func startServe(t *testing.T, bin string, args ...string) (string, *exec.Cmd, *b
 	return m[1], cmd, sc
 }
 
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "agentplane")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -91,13 +92,19 @@ func TestServeShutdownLosesNoAcknowledgedTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed := make(chan string, 1)
+	var streamed []int64 // ids the stream delivered
 	go func() {
 		sc := bufio.NewScanner(stream.Body)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		kind := ""
 		for sc.Scan() {
 			line := sc.Text()
 			if strings.HasPrefix(line, "event: ") {
 				kind = line[7:]
+			}
+			if v, ok := strings.CutPrefix(line, "id: "); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				streamed = append(streamed, n)
 			}
 			if kind == "closed" && strings.HasPrefix(line, "data: ") {
 				closed <- line[6:]
@@ -164,6 +171,15 @@ func TestServeShutdownLosesNoAcknowledgedTurn(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no closing event")
+	}
+	// the stream followed the turns live, in order, with no gap
+	if len(streamed) < 10 {
+		t.Fatalf("the stream delivered %d events while turns were taken", len(streamed))
+	}
+	for i, id := range streamed {
+		if id != int64(i+1) {
+			t.Fatalf("event %d has id %d", i, id)
+		}
 	}
 
 	s, err := sqlite.Open(context.Background(), db, nil)

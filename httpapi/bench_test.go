@@ -1,0 +1,168 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/httpapi"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/store/sqlite"
+	"github.com/agentplane/agentplane/tool"
+)
+
+// BenchmarkTurns measures turns per second through the HTTP API over
+// loopback (keep-alive, one session per client, each turn a mode switch
+// through the gate) beside the same turns taken in-process through the
+// core on the same store, interleaved in 200 ms slices so both meet the
+// same machine. It reports both rates, their ratio, and the HTTP turns'
+// p50 and p99 latency; and, interleaved too, the rate of the same client
+// against a server that does nothing but read the body and write a
+// response of the same size (the floor net/http sets on this machine).
+func BenchmarkTurns(b *testing.B) {
+	for _, kind := range []string{"memory", "sqlite"} {
+		for _, clients := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("%s/clients=%d", kind, clients), func(b *testing.B) {
+				var st store.Store = memstore.New()
+				if kind == "sqlite" {
+					var err error
+					if st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				hub := events.NewHub(st.Records, nil)
+				c, err := core.New(context.Background(), core.Source{YAML: demo.YAML, Name: demo.Name},
+					&core.Options{Store: st, Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}, Observer: httpapi.NewMetrics().Observer(hub.Committed)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				srv := httptest.NewServer(httpapi.New(c, &httpapi.Options{Hub: hub}).Handler())
+				defer srv.Close()
+				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
+				defer client.CloseIdleConnections()
+
+				inproc, overHTTP := make([]string, clients), make([]string, clients)
+				for i := range clients {
+					s, _ := c.Start(context.Background(), core.Start{Principal: agentplane.LocalPrincipal})
+					inproc[i] = s.ID
+					s, _ = c.Start(context.Background(), core.Start{Principal: agentplane.LocalPrincipal})
+					overHTTP[i] = s.ID
+				}
+				texts := []string{"switch to ddr mode", "switch to general mode"}
+				bodies := [][]byte{[]byte(`{"text":"switch to ddr mode"}`), []byte(`{"text":"switch to general mode"}`)}
+				inprocTurn := func(w, i int) error {
+					t, err := c.Turn(context.Background(), core.TurnRequest{SessionID: inproc[w], Principal: agentplane.LocalPrincipal,
+						Input: agentplane.TurnInput{Text: texts[i%2]}})
+					if err == nil && (t.Result == nil || t.Result.Status != agentplane.StatusSuccess) {
+						err = fmt.Errorf("turn: %+v", t.Result)
+					}
+					return err
+				}
+				httpTurn := func(w, i int) error {
+					resp, err := client.Post(srv.URL+"/v1/sessions/"+overHTTP[w]+"/turns", "application/json", bytes.NewReader(bodies[i%2]))
+					if err != nil {
+						return err
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						return fmt.Errorf("status %d", resp.StatusCode)
+					}
+					return nil
+				}
+				// the floor: same client, a handler that answers a recorded answer
+				resp, _ := client.Post(srv.URL+"/v1/sessions/"+overHTTP[0]+"/turns", "application/json", bytes.NewReader(bodies[0]))
+				canned, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(canned)
+				}))
+				defer floor.Close()
+				floorTurn := func(w, i int) error {
+					resp, err := client.Post(floor.URL+"/v1/sessions/x/turns", "application/json", bytes.NewReader(bodies[i%2]))
+					if err != nil {
+						return err
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					return nil
+				}
+				next := [3][]int{make([]int, clients), make([]int, clients), make([]int, clients)}
+				var inN, httpN, floorN int
+				var inT, httpT, floorT time.Duration
+				var lat []time.Duration
+				b.ResetTimer()
+				for range b.N {
+					n, d, _ := slice(b, next[0], 200*time.Millisecond, inprocTurn)
+					inN, inT = inN+n, inT+d
+					n, d, l := slice(b, next[1], 200*time.Millisecond, httpTurn)
+					httpN, httpT = httpN+n, httpT+d
+					lat = append(lat, l...)
+					n, d, _ = slice(b, next[2], 200*time.Millisecond, floorTurn)
+					floorN, floorT = floorN+n, floorT+d
+				}
+				in, h, f := float64(inN)/inT.Seconds(), float64(httpN)/httpT.Seconds(), float64(floorN)/floorT.Seconds()
+				b.ReportMetric(in, "inproc-turns/s")
+				b.ReportMetric(h, "http-turns/s")
+				b.ReportMetric(h/in, "ratio")
+				b.ReportMetric(f, "floor-req/s")
+				b.ReportMetric(quantile(lat, .5), "p50-ms")
+				b.ReportMetric(quantile(lat, .99), "p99-ms")
+			})
+		}
+	}
+}
+
+// slice runs op on len(next) goroutines for d and returns how many
+// operations completed, how long it took and each one's latency.
+func slice(b *testing.B, next []int, d time.Duration, op func(w, i int) error) (int, time.Duration, []time.Duration) {
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var lat []time.Duration
+	for w := range next {
+		wg.Go(func() {
+			var mine []time.Duration
+			for time.Now().Before(deadline) {
+				t := time.Now()
+				if err := op(w, next[w]); err != nil {
+					b.Error(err)
+					return
+				}
+				mine = append(mine, time.Since(t))
+				next[w]++
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return len(lat), time.Since(start), lat
+}
+
+// quantile returns the q-quantile of the durations in milliseconds.
+func quantile(d []time.Duration, q float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return float64(d[int(q*float64(len(d)-1))].Microseconds()) / 1000
+}
