@@ -35,7 +35,7 @@ import (
 // env is a server on loopback over the demo configuration, with a
 // client that checks every exchange against the OpenAPI document.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *httptest.Server
 	api    *httpapi.Server
 	core   *core.Core
@@ -49,7 +49,7 @@ type envOptions struct {
 	queue int
 }
 
-func newEnv(t *testing.T, o *envOptions) *env {
+func newEnv(t testing.TB, o *envOptions) *env {
 	t.Helper()
 	if o == nil {
 		o = &envOptions{}
@@ -647,4 +647,48 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.key)
 	return b.next.RoundTrip(r)
+}
+
+// FuzzRequests sends arbitrary bodies, headers and paths to the API: no
+// input panics, every answer is JSON with a status from the documented
+// set, and the session changes only through a 200 turn.
+func FuzzRequests(f *testing.F) {
+	for _, seed := range []string{`{"text":"switch to ddr mode"}`, `{"selection":{"command_id":"set_mode","id":"sales"}}`, `{"text":1}`, `[`, "\xff", `{"type":"action_call","action":"set_mode","args":{"mode":"ddr"}}`} {
+		f.Add(seed, "turns", "k")
+		f.Add(seed, "intents", "")
+	}
+	e := newEnv(f, nil)
+	e.client = e.srv.Client() // the fuzzer checks answers itself
+	s := e.create("", nil)
+	f.Fuzz(func(t *testing.T, body, endpoint, key string) {
+		e.t = t
+		for _, c := range endpoint {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return // net/http answers a malformed request line itself, before any handler
+			}
+		}
+		path := "/v1/sessions/" + s.SessionID + "/" + endpoint
+		req, err := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			return // not a URL
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := e.client.Do(req)
+		if err != nil {
+			return // a header the client refuses to send
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case 200, 400, 404, 405, 409, 413, 415:
+		default:
+			t.Fatalf("%s %q: status %d: %s", path, body, resp.StatusCode, raw)
+		}
+		if !json.Valid(raw) {
+			t.Fatalf("%s %q: not JSON: %s", path, body, raw)
+		}
+	})
 }

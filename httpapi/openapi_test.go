@@ -92,7 +92,7 @@ var (
 
 // spec returns the validator of the committed document, and the compiled
 // schema of an event (for the data of SSE events).
-func spec(t *testing.T) (validator.Validator, *jsonschema.Schema) {
+func spec(t testing.TB) (validator.Validator, *jsonschema.Schema) {
 	t.Helper()
 	specOnce.Do(func() {
 		doc, err := libopenapi.NewDocument(docs.OpenAPI)
@@ -135,7 +135,7 @@ func checkEvent(t *testing.T, data string) {
 // validatingClient checks every request it sends and every response it
 // gets against the OpenAPI document (a stream's status and headers; its
 // events are checked by checkEvent).
-func validatingClient(t *testing.T, c *http.Client) *http.Client {
+func validatingClient(t testing.TB, c *http.Client) *http.Client {
 	v, _ := spec(t)
 	next := c.Transport
 	if next == nil {
