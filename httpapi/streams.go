@@ -30,20 +30,28 @@ func resumePoint(r *http.Request) (int64, error) {
 	return seqParam(r.URL.Query().Get("after"), "query parameter after")
 }
 
-// backlog returns the frames of the session's events after a sequence
-// number, read from the store.
-func (s *Server) backlog(ctx context.Context, session string, after int64) ([]events.Frame, error) {
-	recs, err := s.core.Records(ctx, session, after)
+// openStream starts a stream of the principal's session: where it resumes
+// and the backlog after that point, read from the store.
+func (s *Server) openStream(r *http.Request, p auth.Principal) (*agentplane.Session, int64, []events.Frame, error) {
+	sess, err := s.owned(r, p)
 	if err != nil {
-		return nil, err
+		return nil, 0, nil, err
+	}
+	after, err := resumePoint(r)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	recs, err := s.core.Records(r.Context(), sess.ID, after)
+	if err != nil {
+		return nil, 0, nil, err
 	}
 	frames := make([]events.Frame, len(recs))
 	for i := range recs {
 		if frames[i], err = events.Encode(&recs[i]); err != nil {
-			return nil, err
+			return nil, 0, nil, err
 		}
 	}
-	return frames, nil
+	return sess, after, frames, nil
 }
 
 // Closing is the last event of a stream the server ends: why, and the
@@ -60,15 +68,7 @@ type Closing struct {
 // server drains, or the client falls too far behind, a final "closed"
 // event says why and where to resume.
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	sess, err := s.owned(r, p)
-	if err != nil {
-		return err
-	}
-	after, err := resumePoint(r)
-	if err != nil {
-		return err
-	}
-	frames, err := s.backlog(r.Context(), sess.ID, after)
+	sess, after, frames, err := s.openStream(r, p)
 	if err != nil {
 		return err
 	}
@@ -186,15 +186,7 @@ const wsReadLimit = 64 << 10
 // client's turns and acks coming the other way; see wsClient and
 // wsServer. It resumes after ?after= like the SSE stream.
 func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	sess, err := s.owned(r, p)
-	if err != nil {
-		return err
-	}
-	after, err := resumePoint(r)
-	if err != nil {
-		return err
-	}
-	frames, err := s.backlog(r.Context(), sess.ID, after)
+	sess, after, frames, err := s.openStream(r, p)
 	if err != nil {
 		return err
 	}

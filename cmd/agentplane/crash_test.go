@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"math/rand/v2"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/store/sqlite"
 )
 
 // TestCrashLosesNoAcknowledgedTurn kills an agentplane process with SIGKILL
@@ -85,18 +83,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 		}
 		cmd.Wait()
 	}
-	s, err := sqlite.Open(context.Background(), db, nil)
-	if err != nil {
-		t.Fatalf("the database does not open cleanly after the crashes: %v", err)
-	}
-	defer s.Close()
-	recs, err := s.Records(context.Background(), id, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := audit.Verify(recs); err != nil {
-		t.Fatal(err)
-	}
+	recs := storedChain(t, db, id)
 	turnsRecorded := 0
 	for _, rec := range recs {
 		if rec.Kind == audit.KindTurn {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/store/postgres"
 )
 
@@ -52,18 +51,7 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 	}
 	wg.Wait()
 
-	s, err := postgres.Open(context.Background(), db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	recs, err := s.Records(context.Background(), id, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := audit.Verify(recs); err != nil {
-		t.Fatal(err)
-	}
+	recs := storedChain(t, db, id)
 	last := int64(0)
 	changes := 0
 	for _, r := range recs {
@@ -79,6 +67,11 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 		}
 		last = r.State.Version
 	}
+	s, err := postgres.Open(context.Background(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	sess, _ := s.Session(context.Background(), id)
 	if sess.Version != last || changes < 10 {
 		t.Fatalf("session at version %d, chain ends at %d, %d changes", sess.Version, last, changes)

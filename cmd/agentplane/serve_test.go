@@ -21,6 +21,8 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/postgres"
 	"github.com/agentplane/agentplane/store/sqlite"
 )
 
@@ -182,18 +184,7 @@ func TestServeShutdownLosesNoAcknowledgedTurn(t *testing.T) {
 		}
 	}
 
-	s, err := sqlite.Open(context.Background(), db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	recs, err := s.Records(context.Background(), id, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := audit.Verify(recs); err != nil {
-		t.Fatal(err)
-	}
+	recs := storedChain(t, db, id)
 	bySeq := map[int64]audit.Record{}
 	for _, r := range recs {
 		bySeq[r.Seq] = r
@@ -269,4 +260,30 @@ func TestMCPOverStdio(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("agentplane mcp did not end with its input")
 	}
+}
+
+// storedChain opens the database (SQLite file or PostgreSQL URL) after the
+// processes that wrote it are gone and returns the session's audit chain,
+// which must open cleanly and verify.
+func storedChain(t *testing.T, db, session string) []audit.Record {
+	t.Helper()
+	var st store.Store
+	var err error
+	if isPostgres(db) {
+		st, err = postgres.Open(context.Background(), db, nil)
+	} else {
+		st, err = sqlite.Open(context.Background(), db, nil)
+	}
+	if err != nil {
+		t.Fatalf("the database does not open cleanly: %v", err)
+	}
+	defer st.Close()
+	recs, err := st.Records(context.Background(), session, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.Verify(recs); err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }
