@@ -130,6 +130,9 @@ func (s *Server) server(p auth.Principal) *mcp.Server {
 	b.srv = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Logger:       s.log,
 		Instructions: "agentplane: the tools listed are those active in this session's mode. Every call goes through agentplane's execution gate; an action that changes the world may need the human's confirmation, which only the human can give.",
+		// logging is deprecated by the 2026-07-28 protocol but still in use
+		// (and in the conformance suite); tools are listed as they change
+		//lint:ignore SA1019 see above
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 		InitializedHandler: func(ctx context.Context, _ *mcp.InitializedRequest) {
 			if _, err := b.open(ctx); err != nil {
