@@ -692,3 +692,29 @@ func FuzzRequests(f *testing.F) {
 		}
 	})
 }
+
+// The metrics count turns by decision, gate results and requests by route.
+func TestMetrics(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.create("", nil)
+	e.turn("", s.SessionID, httpapi.TurnBody{Text: "switch to ddr mode"})
+	e.turn("", s.SessionID, httpapi.TurnBody{Text: "hello there"})
+	resp, err := http.Get(e.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`agentplane_turns_total{decision="invoke_command"} 1`,
+		`agentplane_turns_total{decision="continue_with_llm"} 1`,
+		`agentplane_gate_results_total{code="",status="success"} 1`,
+		`agentplane_http_request_seconds_count{route="POST /v1/sessions/{id}/turns",status="200"} 2`,
+		`agentplane_store_commit_seconds_count 3`,
+		`agentplane_route_seconds_count 2`,
+	} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("no %s", want)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -176,3 +178,58 @@ func TestConfirmationByElicitation(t *testing.T) {
 }
 
 func storeQuery() store.SessionQuery { return store.SessionQuery{Owner: "local"} }
+
+// A downstream MCP server that comes up after the start has its tools
+// mounted, and a connected client is told the list changed and sees them.
+func TestLateServerChangesTheList(t *testing.T) {
+	var up atomic.Bool
+	down := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "1"}, nil)
+	down.AddTool(&mcp.Tool{Name: "echo", Description: "Echoes.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo"}}}, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return down }, nil)
+	late := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(late.Close) // cleanups run last first: the client, our server, the core, then this
+	yaml := fmt.Sprintf(`version: 1
+modes: [{key: m, default: true, toolboxes: [t]}]
+toolboxes: [{id: t, catalogs: [modes], tools: [agent_list_modes], mcp_servers: [files]}]
+mcp_servers: [{name: files, url: %q, impact: {echo: read}, connect_timeout_ms: 500}]
+`, late.URL)
+	var srv atomic.Pointer[mcpserver.Server]
+	c, err := core.New(context.Background(), core.Source{YAML: []byte(yaml), Name: "late.yaml"}, &core.Options{MCPRetry: 50 * time.Millisecond,
+		Observer: &core.Observer{ToolsChanged: func() {
+			if s := srv.Load(); s != nil {
+				s.ToolsChanged()
+			}
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	srv.Store(mcpserver.New(c, nil))
+	hs := httptest.NewServer(srv.Load().Handler())
+	t.Cleanup(hs.Close)
+	e := &env{core: c, url: hs.URL, srv: srv.Load()}
+	cs, changed := e.connect(t, nil)
+	if got := names(t, cs); !slices.Equal(got, []string{"agent_list_modes"}) {
+		t.Fatalf("before: %v", got)
+	}
+	up.Store(true)
+	deadline := time.Now().Add(10 * time.Second)
+	for changed.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := names(t, cs); changed.Load() == 0 || !slices.Equal(got, []string{"agent_list_modes", "files_echo"}) {
+		t.Fatalf("after the server came up: %d notifications, %v", changed.Load(), got)
+	}
+	if res, text := call(t, cs, "files_echo", `{}`); res.IsError || !strings.Contains(text, "echo") {
+		t.Fatalf("%s", text)
+	}
+}
