@@ -718,3 +718,52 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// A stream whose client stops reading is closed with a reason once its
+// queue is full, and the client resumes from its last id with nothing
+// lost: the server's memory for it stays bounded.
+func TestSlowStreamIsClosedAndResumes(t *testing.T) {
+	e := newEnv(t, &envOptions{queue: 8})
+	s := e.create("", nil)
+	resp, cancel := e.stream(t, s.SessionID, 0)
+	defer cancel()
+	for e.api.Hub().Subscribers() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	// enough events to fill the socket buffers while nobody reads
+	long := strings.Repeat("hello there ", 300)
+	const turns = 3000
+	for i := range turns {
+		e.turn("", s.SessionID, httpapi.TurnBody{Text: long[:len(long)-i%7]})
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var last int64
+	closed := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			id, _ := strconv.ParseInt(v, 10, 64)
+			if id != last+1 {
+				t.Fatalf("id %d after %d", id, last)
+			}
+			last = id
+		}
+		if v, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(v, `"last_event_id"`) {
+			closed = v
+			break
+		}
+	}
+	var c httpapi.Closing
+	if json.Unmarshal([]byte(closed), &c) != nil || !strings.Contains(c.Reason, "too slow") || c.LastEventID != last || last >= turns+1 {
+		t.Fatalf("closing %q after %d of %d events", closed, last, turns+1)
+	}
+	resp.Body.Close()
+	resp, cancel2 := e.stream(t, s.SessionID, last)
+	defer cancel2()
+	rest := readSSE(t, resp.Body, int(turns+1-last))
+	if len(rest) != int(turns+1-last) || rest[0].id != last+1 || rest[len(rest)-1].id != turns+1 {
+		t.Fatalf("resumed with %d events", len(rest))
+	}
+	t.Logf("closed after %d of %d events; resumed with the other %d", last, turns+1, len(rest))
+}
