@@ -1,5 +1,7 @@
 package agentplane
 
+import "encoding/json"
+
 // Action is the kind of a router Decision.
 type Action string
 
@@ -30,6 +32,11 @@ type Decision struct {
 	// invoke_command, and ask_clarifying_question when it asks for confirmation
 	CommandID  string `json:"command_id,omitempty"`
 	ResolvedID string `json:"resolved_id,omitempty"`
+	// Tool and Args, instead of a command: the tool call the LLM proposed
+	// that a confirmation question asks about, or that the human's yes
+	// runs.
+	Tool string          `json:"tool,omitempty"`
+	Args json.RawMessage `json:"args,omitempty"`
 	// Confirmed is set on an invoke_command that answers a pending confirmation.
 	Confirmed bool `json:"confirmed,omitempty"`
 	// TargetMode, on an invoke_command, an open_picker or a question, is
@@ -66,5 +73,5 @@ func (d *Decision) Source() ResolverSource {
 // IsConfirmationQuestion reports whether the decision asks the human to
 // confirm an invocation.
 func (d *Decision) IsConfirmationQuestion() bool {
-	return d.Action == ActionAskQuestion && d.CommandID != "" && d.ResolvedID != "" && len(d.OptionIDs) == 0
+	return d.Action == ActionAskQuestion && (d.CommandID != "" && d.ResolvedID != "" || d.Tool != "") && len(d.OptionIDs) == 0
 }

@@ -1,6 +1,7 @@
 package agentplane
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 )
@@ -48,9 +49,13 @@ type PendingPicker struct {
 // human's yes or no. Its confirmation token is not part of the session:
 // the human's client received it, and the store keeps only its digest.
 type PendingConfirmation struct {
-	CommandID  string `json:"command_id"`
-	ResolvedID string `json:"resolved_id"`
-	Question   string `json:"question"`
+	CommandID  string `json:"command_id,omitempty"`
+	ResolvedID string `json:"resolved_id,omitempty"`
+	// Tool and Args, instead of CommandID and ResolvedID: a tool call
+	// proposed by the LLM, with its canonical arguments.
+	Tool     string          `json:"tool,omitempty"`
+	Args     json.RawMessage `json:"args,omitempty"`
+	Question string          `json:"question"`
 	// Mode is the mode the command runs in when it is not the session's
 	// (a launcher's target mode).
 	Mode      string    `json:"mode,omitempty"`
@@ -68,6 +73,7 @@ func (s *Session) Clone() *Session {
 	}
 	if s.PendingConfirmation != nil {
 		p := *s.PendingConfirmation
+		p.Args = slices.Clone(p.Args)
 		c.PendingConfirmation = &p
 	}
 	return &c

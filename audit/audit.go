@@ -36,6 +36,8 @@ const (
 	KindTurn      = "turn"      // a user turn: input and decision, and intent and result when it invoked something
 	KindExecution = "execution" // an invocation that did not come from a turn (LLM, MCP, API, workflow)
 	KindResume    = "resume"    // a stored session was fitted to a changed configuration; State is the result
+	KindLLM       = "llm"       // one exchange with the LLM (LLM): messages sent, tools offered, the response
+	KindProposal  = "proposal"  // a tool call the LLM proposed that needs the human's confirmation: now pending, with a token for the human
 )
 
 // Version is the record format this package writes. Records without a
@@ -73,6 +75,8 @@ type Record struct {
 	Presented string `json:"presented,omitempty"`
 	// Notes say what a resume record changed and why.
 	Notes []string `json:"notes,omitempty"`
+	// LLM is the exchange an llm record holds.
+	LLM *agentplane.LLMExchange `json:"llm,omitempty"`
 
 	Prev string `json:"prev"` // hash of the session's previous record, "" for the first
 	Hash string `json:"hash"` // SHA-256 of the record's canonical JSON without the hash

@@ -171,7 +171,7 @@ func (c *Core) Turn(ctx context.Context, r TurnRequest) (Turn, error) {
 		requestID = c.newID()
 	}
 	res, err := c.Execute(ctx, gate.Invocation{
-		SessionID: r.SessionID, CommandID: d.CommandID, ResolvedID: d.ResolvedID, Mode: d.TargetMode,
+		SessionID: r.SessionID, CommandID: d.CommandID, ResolvedID: d.ResolvedID, Tool: d.Tool, Args: d.Args, Mode: d.TargetMode,
 		RequestID: requestID, Origin: gate.OriginUser, Principal: r.Principal, Roles: in.Roles,
 		Confirmed: d.Confirmed, Turn: &turn, Base: sess,
 	})

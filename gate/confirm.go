@@ -147,7 +147,9 @@ func (x *execution) checkPending() {
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "only the human's own turn confirms a pending confirmation, not %s", x.inv.Origin)
 	case pc == nil:
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "nothing is waiting for confirmation")
-	case pc.CommandID != x.action || binding(pc.ResolvedID, pc.Mode) != x.binding:
+	case pc.Tool != "" && (pc.Tool != x.action || string(pc.Args) != x.binding):
+		x.res = rejected(agentplane.CodeConfirmationInvalid, "the pending confirmation is for %s(%s), not %s(%s)", pc.Tool, pc.Args, x.action, x.binding)
+	case pc.Tool == "" && (pc.CommandID != x.action || binding(pc.ResolvedID, pc.Mode) != x.binding):
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "the pending confirmation is for %s(%s), not %s(%s)", pc.CommandID, binding(pc.ResolvedID, pc.Mode), x.action, x.binding)
 	case !x.now.Before(pc.ExpiresAt):
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "the pending confirmation expired at %s", pc.ExpiresAt.UTC().Format(time.RFC3339))

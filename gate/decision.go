@@ -1,7 +1,9 @@
 package gate
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -45,8 +47,12 @@ func (g *Gate) RecordDecision(ctx context.Context, base *agentplane.Session, pri
 		next.Version++
 		if confirm != nil {
 			token = g.newToken()
-			c.Issue = &store.Confirmation{Digest: Digest(token), SessionID: base.ID, Action: confirm.CommandID,
-				Binding: binding(confirm.ResolvedID, confirm.Mode), Version: next.Version, ExpiresAt: confirm.ExpiresAt}
+			action, bound := confirm.CommandID, binding(confirm.ResolvedID, confirm.Mode)
+			if confirm.Tool != "" {
+				action, bound = confirm.Tool, string(confirm.Args)
+			}
+			c.Issue = &store.Confirmation{Digest: Digest(token), SessionID: base.ID, Action: action,
+				Binding: bound, Version: next.Version, ExpiresAt: confirm.ExpiresAt}
 		}
 		c.Session, state = next, next
 	}
@@ -96,7 +102,7 @@ func (g *Gate) Pending(prev *agentplane.Session, d *agentplane.Decision, now tim
 			Mode: d.TargetMode, ExpiresAt: now.Add(settings.PickerTTL)}, nil
 	case agentplane.ActionAskQuestion:
 		if d.IsConfirmationQuestion() {
-			return nil, &agentplane.PendingConfirmation{CommandID: d.CommandID, ResolvedID: d.ResolvedID,
+			return nil, &agentplane.PendingConfirmation{CommandID: d.CommandID, ResolvedID: d.ResolvedID, Tool: d.Tool, Args: slices.Clone(d.Args),
 				Question: d.QuestionText, Mode: d.TargetMode, ExpiresAt: now.Add(settings.ConfirmationTTL)}
 		}
 		var src agentplane.ResolverSource
@@ -193,5 +199,48 @@ func equalConfirm(a, b *agentplane.PendingConfirmation) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.CommandID == b.CommandID && a.ResolvedID == b.ResolvedID && a.Question == b.Question && a.Mode == b.Mode && a.ExpiresAt.Equal(b.ExpiresAt)
+	return a.CommandID == b.CommandID && a.ResolvedID == b.ResolvedID && a.Tool == b.Tool && bytes.Equal(a.Args, b.Args) &&
+		a.Question == b.Question && a.Mode == b.Mode && a.ExpiresAt.Equal(b.ExpiresAt)
+}
+
+// Propose makes a tool call the LLM proposed, which needs the human's
+// confirmation, the session's pending confirmation: the question goes to
+// the human with a token bound to exactly that call (the human's "yes" in
+// a turn, or the token from a confirm button, runs it once); the model is
+// never given the token. args must be the call's canonical arguments
+// (tool.Registry.Validate). The record (kind proposal) holds the call as
+// an intent of origin llm and the question as a decision.
+func (g *Gate) Propose(ctx context.Context, base *agentplane.Session, principal, toolName string, args json.RawMessage, question string) (Decided, error) {
+	now := g.now()
+	d := agentplane.Decision{Action: agentplane.ActionAskQuestion, Tool: toolName, Args: args, QuestionText: question,
+		Options: []string{"yes", "no"}, Trace: []string{fmt.Sprintf("the LLM proposed %s(%s), which needs the human's confirmation", toolName, args)}}
+	_, confirm := g.Pending(base, &d, now)
+	next := base.Clone()
+	next.PendingPicker, next.PendingConfirmation = nil, confirm
+	next.Version++
+	token := g.newToken()
+	c := &store.Commit{SessionID: base.ID, Session: next,
+		Issue: &store.Confirmation{Digest: Digest(token), SessionID: base.ID, Action: toolName, Binding: string(args),
+			Version: next.Version, ExpiresAt: confirm.ExpiresAt}}
+	c.Record = &audit.Record{Session: base.ID, Time: now.UTC(), Kind: audit.KindProposal, Principal: principal, Base: base.Version,
+		Intent: &agentplane.Intent{Type: agentplane.IntentActionCall, Action: toolName, Args: args, Origin: string(OriginLLM)},
+		Decision: &d, State: next, Issued: c.Issue.Digest}
+	if err := g.store.Commit(ctx, c); err != nil {
+		if agentplane.ErrorCode(err) == agentplane.CodeVersionConflict {
+			return Decided{}, agentplane.Errorf(agentplane.CodeVersionConflict, "session %s changed while the LLM's proposal was made", base.ID)
+		}
+		return Decided{}, fmt.Errorf("gate: record proposal on session %s: %w", base.ID, err)
+	}
+	return Decided{Session: next, ConfirmationToken: token, Seq: c.Record.Seq}, nil
+}
+
+// RecordExchange appends an exchange with the LLM to the session's audit
+// chain; it changes no state.
+func (g *Gate) RecordExchange(ctx context.Context, sessionID, principal string, ex *agentplane.LLMExchange) (int64, error) {
+	c := &store.Commit{SessionID: sessionID, Record: &audit.Record{Session: sessionID, Time: g.now().UTC(), Kind: audit.KindLLM,
+		Principal: principal, LLM: ex}}
+	if err := g.store.Commit(ctx, c); err != nil {
+		return 0, fmt.Errorf("gate: record LLM exchange on session %s: %w", sessionID, err)
+	}
+	return c.Record.Seq, nil
 }

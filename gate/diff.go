@@ -47,7 +47,7 @@ func stateDiff(before, after *agentplane.Session) ([]agentplane.PatchOp, error) 
 	member("/pending_picker", before.PendingPicker != nil, after.PendingPicker != nil,
 		equalPicker(before.PendingPicker, after.PendingPicker), after.PendingPicker)
 	member("/pending_confirmation", before.PendingConfirmation != nil, after.PendingConfirmation != nil,
-		before.PendingConfirmation == nil || after.PendingConfirmation == nil || *before.PendingConfirmation == *after.PendingConfirmation,
+		equalConfirm(before.PendingConfirmation, after.PendingConfirmation),
 		after.PendingConfirmation)
 	member("/version", true, true, before.Version == after.Version, after.Version)
 	if err != nil {

@@ -399,6 +399,18 @@ func (t *turn) pendingConfirmation() (agentplane.Decision, bool) {
 		t.tracef("pending confirmation of %s(%s) expired at %s; dropped", pc.CommandID, pc.ResolvedID, pc.ExpiresAt.UTC().Format(time.RFC3339))
 		return agentplane.Decision{}, false
 	}
+	if pc.Tool != "" { // a tool call the LLM proposed: the gate checks it is still active
+		switch t.answer() {
+		case 1:
+			t.tracef("confirmed the proposed %s(%s)", pc.Tool, pc.Args)
+			return agentplane.Decision{Action: agentplane.ActionInvokeCommand, Tool: pc.Tool, Args: pc.Args, Confirmed: true}, true
+		case -1:
+			t.tracef("declined the proposed %s(%s)", pc.Tool, pc.Args)
+			return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonConfirmationDeclined}, true
+		}
+		t.tracef("not a yes or no: the proposed %s was dropped", pc.Tool)
+		return agentplane.Decision{}, false
+	}
 	mode := t.mode
 	if pc.Mode != "" {
 		mode = pc.Mode

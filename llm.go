@@ -1,0 +1,45 @@
+package agentplane
+
+// LLMMessage is one chat message as it is sent to the LLM, in the
+// OpenAI chat-completions roles.
+type LLMMessage struct {
+	Role       string        `json:"role"` // system | user | assistant | tool
+	Content    string        `json:"content"`
+	ToolCalls  []LLMToolCall `json:"tool_calls,omitempty"`   // assistant
+	ToolCallID string        `json:"tool_call_id,omitempty"` // tool: the call it answers
+}
+
+// LLMToolCall is a tool call the model asked for.
+type LLMToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // as the model wrote them: JSON text, possibly malformed
+}
+
+// LLMResponse is the model's answer to one request, assembled from its
+// stream.
+type LLMResponse struct {
+	Text         string        `json:"text,omitempty"`
+	ToolCalls    []LLMToolCall `json:"tool_calls,omitempty"`
+	FinishReason string        `json:"finish_reason,omitempty"`
+	Usage        LLMUsage      `json:"usage"`
+}
+
+// LLMUsage is the tokens one exchange used, as the endpoint reported them.
+type LLMUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+// LLMExchange is one request to the LLM and its answer, as the audit log
+// records it: the messages sent, the names of the tools offered, the
+// response, or why there was none.
+type LLMExchange struct {
+	Model    string       `json:"model"`
+	Messages []LLMMessage `json:"messages"`
+	Tools    []string     `json:"tools"`
+	Response *LLMResponse `json:"response,omitempty"`
+	Error    string       `json:"error,omitempty"` // after every attempt failed
+	Attempts int          `json:"attempts"`
+}
