@@ -223,7 +223,7 @@ func (g *Gate) Propose(ctx context.Context, base *agentplane.Session, principal,
 		Issue: &store.Confirmation{Digest: Digest(token), SessionID: base.ID, Action: toolName, Binding: string(args),
 			Version: next.Version, ExpiresAt: confirm.ExpiresAt}}
 	c.Record = &audit.Record{Session: base.ID, Time: now.UTC(), Kind: audit.KindProposal, Principal: principal, Base: base.Version,
-		Intent: &agentplane.Intent{Type: agentplane.IntentActionCall, Action: toolName, Args: args, Origin: string(OriginLLM)},
+		Intent:   &agentplane.Intent{Type: agentplane.IntentActionCall, Action: toolName, Args: args, Origin: string(OriginLLM)},
 		Decision: &d, State: next, Issued: c.Issue.Digest}
 	if err := g.store.Commit(ctx, c); err != nil {
 		if agentplane.ErrorCode(err) == agentplane.CodeVersionConflict {
