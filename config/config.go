@@ -39,7 +39,29 @@ type Config struct {
 	MCPServers []MCPServer
 	Router     Router
 	Auth       Auth
+	LLM        *LLM // nil: no LLM configured
 }
+
+// LLM is the OpenAI-compatible chat-completions endpoint that answers
+// continue_with_llm turns.
+type LLM struct {
+	BaseURL         string        // e.g. https://api.openai.com/v1, http://127.0.0.1:8081/v1
+	Model           string        // the model name the endpoint knows
+	APIKeyEnv       string        // the environment variable holding the key; "" for none
+	Timeout         time.Duration // one request, streaming included; default 60s
+	MaxToolRounds   int           // model calls per turn; default 4
+	MaxHistoryTurns int           // user turns of history sent; default 10
+	Temperature     *float64      // nil: the endpoint's default
+}
+
+// LLM defaults.
+const (
+	DefaultLLMTimeout      = 60 * time.Second
+	DefaultMaxToolRounds   = 4
+	DefaultMaxHistoryTurns = 10
+	MaxLLMToolRounds       = 32
+	MaxLLMHistoryTurns     = 200
+)
 
 // Auth says who may use the server: API keys and the principals they
 // stand for. No keys: the server serves one local principal on loopback.

@@ -15,6 +15,17 @@ type file struct {
 	MCPServers []mcpServerFile `yaml:"mcp_servers"`
 	Router     routerFile      `yaml:"router"`
 	Auth       authFile        `yaml:"auth"`
+	LLM        *llmFile        `yaml:"llm"`
+}
+
+type llmFile struct {
+	BaseURL         string   `yaml:"base_url"`
+	Model           string   `yaml:"model"`
+	APIKeyEnv       string   `yaml:"api_key_env"`
+	TimeoutMS       int      `yaml:"timeout_ms"`
+	MaxToolRounds   int      `yaml:"max_tool_rounds"`
+	MaxHistoryTurns int      `yaml:"max_history_turns"`
+	Temperature     *float64 `yaml:"temperature"`
 }
 
 type authFile struct {

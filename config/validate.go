@@ -81,6 +81,7 @@ func (v *validator) validate() *Config {
 	cfg.Commands = v.checkCommands()
 	cfg.Router = v.checkRouter()
 	cfg.Auth = v.checkAuth()
+	cfg.LLM = v.checkLLM()
 	v.checkActivation(cfg)
 	return cfg
 }
@@ -771,6 +772,46 @@ func (v *validator) checkAuth() Auth {
 			digests[k.KeySHA256] = i
 		}
 		out.Keys = append(out.Keys, APIKey{UserID: k.UserID, Roles: k.Roles, KeySHA256: k.KeySHA256, KeyEnv: k.KeyEnv})
+	}
+	return out
+}
+
+func (v *validator) checkLLM() *LLM {
+	f := v.f.LLM
+	if f == nil {
+		return nil
+	}
+	out := &LLM{BaseURL: strings.TrimRight(f.BaseURL, "/"), Model: f.Model, APIKeyEnv: f.APIKeyEnv, Timeout: DefaultLLMTimeout,
+		MaxToolRounds: DefaultMaxToolRounds, MaxHistoryTurns: DefaultMaxHistoryTurns, Temperature: f.Temperature}
+	if u, err := url.Parse(f.BaseURL); f.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.add("llm.base_url", "%q: want the endpoint's http(s) URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1", f.BaseURL)
+	}
+	if strings.TrimSpace(f.Model) == "" {
+		v.add("llm.model", "missing: the model name the endpoint serves")
+	}
+	if f.APIKeyEnv != "" && !envPattern.MatchString(f.APIKeyEnv) {
+		v.add("llm.api_key_env", "%q is not an environment variable name", f.APIKeyEnv)
+	}
+	switch {
+	case f.TimeoutMS < 0:
+		v.add("llm.timeout_ms", "must not be negative")
+	case f.TimeoutMS > 0:
+		out.Timeout = time.Duration(f.TimeoutMS) * time.Millisecond
+	}
+	switch {
+	case f.MaxToolRounds < 0 || f.MaxToolRounds > MaxLLMToolRounds:
+		v.add("llm.max_tool_rounds", "must be between 1 and %d", MaxLLMToolRounds)
+	case f.MaxToolRounds > 0:
+		out.MaxToolRounds = f.MaxToolRounds
+	}
+	switch {
+	case f.MaxHistoryTurns < 0 || f.MaxHistoryTurns > MaxLLMHistoryTurns:
+		v.add("llm.max_history_turns", "must be between 1 and %d", MaxLLMHistoryTurns)
+	case f.MaxHistoryTurns > 0:
+		out.MaxHistoryTurns = f.MaxHistoryTurns
+	}
+	if t := f.Temperature; t != nil && (*t < 0 || *t > 2 || math.IsNaN(*t)) {
+		v.add("llm.temperature", "must be between 0 and 2")
 	}
 	return out
 }

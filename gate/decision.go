@@ -235,10 +235,11 @@ func (g *Gate) Propose(ctx context.Context, base *agentplane.Session, principal,
 }
 
 // RecordExchange appends an exchange with the LLM to the session's audit
-// chain; it changes no state.
-func (g *Gate) RecordExchange(ctx context.Context, sessionID, principal string, ex *agentplane.LLMExchange) (int64, error) {
+// chain, with the principal's roles (which decided the tools offered); it
+// changes no state.
+func (g *Gate) RecordExchange(ctx context.Context, sessionID, principal string, roles []string, ex *agentplane.LLMExchange) (int64, error) {
 	c := &store.Commit{SessionID: sessionID, Record: &audit.Record{Session: sessionID, Time: g.now().UTC(), Kind: audit.KindLLM,
-		Principal: principal, LLM: ex}}
+		Principal: principal, Roles: slices.Clone(roles), LLM: ex}}
 	if err := g.store.Commit(ctx, c); err != nil {
 		return 0, fmt.Errorf("gate: record LLM exchange on session %s: %w", sessionID, err)
 	}

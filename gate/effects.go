@@ -7,14 +7,27 @@ import (
 )
 
 // effects decides a successful run: a tool invocation changes the world,
-// not the session; a command's declared effects give the next state, with
-// its pending state cleared, its version moved on and its diff.
+// not the session (but uses up the pending confirmation it answered); a
+// command's declared effects give the next state, with its pending state
+// cleared, its version moved on and its diff.
 func (x *execution) effects() {
 	if x.decided() {
 		return
 	}
 	if x.cmd == nil {
 		x.res = agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: fmt.Sprintf("%s done.", x.tool), Tool: x.tool, Output: x.out}
+		// a proposed call the human confirmed: its pending confirmation is used up
+		if pc := x.sess.PendingConfirmation; pc != nil && pc.Tool == x.tool && string(pc.Args) == x.binding && (x.inv.Confirmed || x.use != "") {
+			next := x.sess.Clone()
+			next.PendingConfirmation = nil
+			next.Version++
+			diff, err := stateDiff(x.sess, next)
+			if err != nil {
+				x.res = failed(agentplane.CodeInternal, x.tool, "%v", err)
+				return
+			}
+			x.next, x.res.StateDiff, x.res.SnapshotID, x.res.Session = next, diff, agentplane.SnapshotID(next.ID, next.Version), next
+		}
 		return
 	}
 	next := x.sess.Clone()

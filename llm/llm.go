@@ -1,0 +1,326 @@
+// Package llm is agentplane's LLM connection: the one place a
+// continue_with_llm turn becomes a conversation with an OpenAI-compatible
+// model. The prompt is the mode's summary, the active work context with
+// its related entities, the pending state and awareness lines; the history
+// is read from the session's audit chain (bounded); the tools offered are
+// exactly those active for the session's mode and the principal's roles.
+// Every tool call the model makes runs through the gate with origin llm
+// and its result (or rejection, with the code) goes back to the model. A
+// call that needs the human's confirmation ends the turn with a question
+// to the human — the token goes to the human's channel, never to the
+// model. Every exchange is an audit record, so replay answers from the
+// record and a session with LLM turns replays exactly.
+//
+//	a := llm.New(c, llm.NewOpenAI(settings, nil), settings.LLM)
+//	reply, err := a.Turn(ctx, llm.TurnRequest{SessionID: id, Principal: "local", OnText: print})
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/gate"
+)
+
+// Agent answers continue_with_llm turns. It is safe for concurrent use.
+type Agent struct {
+	core  *core.Core
+	model Model
+	cfg   config.LLM
+	// Awareness, when set, returns lines for the prompt about what the
+	// user has seen and what waits for them (the notifications' seam).
+	Awareness func(ctx context.Context, sess *agentplane.Session) []string
+}
+
+// New returns the agent of a core and a model with the configured limits.
+func New(c *core.Core, m Model, cfg config.LLM) *Agent {
+	if cfg.MaxToolRounds <= 0 {
+		cfg.MaxToolRounds = config.DefaultMaxToolRounds
+	}
+	if cfg.MaxHistoryTurns <= 0 {
+		cfg.MaxHistoryTurns = config.DefaultMaxHistoryTurns
+	}
+	return &Agent{core: c, model: m, cfg: cfg}
+}
+
+// TurnRequest asks for one LLM turn of a session, after a turn the router
+// handed to the LLM.
+type TurnRequest struct {
+	SessionID string
+	Principal string
+	Roles     []string
+	// OnText gets the model's text as it streams; nil ignores it.
+	OnText func(delta string)
+}
+
+// Reply is what an LLM turn produced.
+type Reply struct {
+	Text  string                       // the model's text, all rounds
+	Calls []agentplane.ExecutionResult // the results of its tool calls, in order
+	// Question and ConfirmationToken: a tool call of the model needs the
+	// human's confirmation; the question is for the human, the token for
+	// a confirm button (the human's channel only). "yes" also confirms.
+	Question          string
+	ConfirmationToken string
+	// Failure says why the model gave no answer (after its retries);
+	// nothing changed and the failure is in the audit log.
+	Failure string
+	Rounds  int
+}
+
+// Turn runs the model until it answers without tool calls, a call needs
+// the human's confirmation, or the configured rounds are used up. The
+// error is for a store that failed; the model's failures are in Reply.
+func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
+	var reply Reply
+	for reply.Rounds < a.cfg.MaxToolRounds {
+		reply.Rounds++
+		sess, err := a.core.Session(ctx, r.SessionID)
+		if err != nil {
+			return reply, err
+		}
+		req, names, err := a.Request(ctx, sess, r.Roles)
+		if err != nil {
+			return reply, err
+		}
+		resp, attempts, err := a.model.Complete(ctx, req, r.OnText)
+		ex := &agentplane.LLMExchange{Model: a.model.Name(), Messages: req.Messages, Tools: names, Attempts: attempts}
+		if err != nil {
+			ex.Error = err.Error()
+		} else {
+			ex.Response = &resp
+		}
+		seq, rerr := a.core.Gate().RecordExchange(ctx, r.SessionID, r.Principal, r.Roles, ex)
+		if rerr != nil {
+			return reply, rerr
+		}
+		if err != nil {
+			reply.Failure = "The LLM did not answer: " + err.Error()
+			return reply, nil
+		}
+		reply.Text += resp.Text
+		if len(resp.ToolCalls) == 0 {
+			return reply, nil
+		}
+		for i, call := range resp.ToolCalls {
+			res, err := a.call(ctx, r, seq, i, call)
+			if err != nil {
+				return reply, err
+			}
+			if res.Status == agentplane.StatusConfirmationRequired && reply.Question == "" {
+				d, err := a.propose(ctx, r, call, res)
+				if err != nil {
+					return reply, err
+				}
+				reply.Question, reply.ConfirmationToken = res.Message, d.ConfirmationToken
+			}
+			reply.Calls = append(reply.Calls, res)
+		}
+		if reply.Question != "" {
+			return reply, nil // the human answers first
+		}
+	}
+	reply.Failure = fmt.Sprintf("The LLM was still calling tools after %d rounds; its turn was stopped there.", a.cfg.MaxToolRounds)
+	return reply, nil
+}
+
+// call runs one tool call through the gate with origin llm. Its request
+// id names the exchange and the call, so the history pairs the result
+// with the call and a retried call runs once.
+func (a *Agent) call(ctx context.Context, r TurnRequest, seq int64, i int, call agentplane.LLMToolCall) (agentplane.ExecutionResult, error) {
+	return a.core.Execute(ctx, gate.Invocation{SessionID: r.SessionID, Tool: call.Name, Args: json.RawMessage(call.Arguments),
+		Origin: gate.OriginLLM, Principal: r.Principal, Roles: r.Roles, RequestID: callID(seq, i)})
+}
+
+// propose makes a call that needs confirmation the session's pending
+// confirmation, with the token for the human.
+func (a *Agent) propose(ctx context.Context, r TurnRequest, call agentplane.LLMToolCall, res agentplane.ExecutionResult) (gate.Decided, error) {
+	args, err := a.core.Tools().Validate(call.Name, json.RawMessage(call.Arguments))
+	if err != nil {
+		return gate.Decided{}, fmt.Errorf("llm: the proposed call passed the gate but not its schema: %w", err)
+	}
+	sess, err := a.core.Session(ctx, r.SessionID)
+	if err != nil {
+		return gate.Decided{}, err
+	}
+	return a.core.Gate().Propose(ctx, sess, r.Principal, call.Name, args, res.Message)
+}
+
+// callID is the request id of the i-th tool call of the exchange recorded
+// at seq.
+func callID(seq int64, i int) string { return fmt.Sprintf("llm-%d-%d", seq, i) }
+
+// parseCallID reads a request id callID made.
+func parseCallID(id string) (seq int64, i int, ok bool) {
+	rest, found := strings.CutPrefix(id, "llm-")
+	s, n, cut := strings.Cut(rest, "-")
+	if !found || !cut {
+		return 0, 0, false
+	}
+	seq, err1 := strconv.ParseInt(s, 10, 64)
+	i, err2 := strconv.Atoi(n)
+	return seq, i, err1 == nil && err2 == nil
+}
+
+// Request builds what the model is sent for the session now: the system
+// prompt, the history from the audit chain, and the active tools (their
+// names too, for the record). Replay builds it again to compare.
+func (a *Agent) Request(ctx context.Context, sess *agentplane.Session, roles []string) (Request, []string, error) {
+	recs, err := a.core.Records(ctx, sess.ID, 0)
+	if err != nil {
+		return Request{}, nil, err
+	}
+	var aware []string
+	if a.Awareness != nil {
+		aware = a.Awareness(ctx, sess)
+	}
+	msgs := append([]agentplane.LLMMessage{{Role: "system", Content: a.systemPrompt(sess, aware)}}, History(recs, a.cfg.MaxHistoryTurns)...)
+	var tools []map[string]any
+	var names []string
+	for _, t := range a.core.ActiveTools(sess.Mode, roles) {
+		tools = append(tools, t.Spec.OpenAIFunction())
+		names = append(names, t.Spec.Name)
+	}
+	return Request{Messages: msgs, Tools: tools, Temperature: a.cfg.Temperature}, names, nil
+}
+
+// systemPrompt is the mode's summary, the active work context and its
+// related entities, the pending state, the awareness lines and the rules.
+func (a *Agent) systemPrompt(sess *agentplane.Session, awareness []string) string {
+	var b strings.Builder
+	if m, ok := a.core.Registry().Mode(sess.Mode); ok {
+		fmt.Fprintf(&b, "Mode: %s (%s). %s\n", m.DisplayName, m.Key, m.SystemPromptSummary)
+	}
+	awc := sess.AWC
+	if awc.Entity != nil {
+		fmt.Fprintf(&b, "Active work context: %s %q (id %s).\n", awc.EntityType, awc.Entity.DisplayName, awc.Entity.ID)
+		for _, rel := range awc.RelatedEntities {
+			fmt.Fprintf(&b, "Related: %s %s %q (id %s).\n", rel.Role, rel.EntityType, rel.Header.DisplayName, rel.Header.ID)
+		}
+	} else {
+		b.WriteString("Nothing is active.\n")
+	}
+	if pc := sess.PendingConfirmation; pc != nil {
+		fmt.Fprintf(&b, "Waiting for the user's confirmation: %q. Only the user can confirm it.\n", pc.Question)
+	}
+	if pp := sess.PendingPicker; pp != nil {
+		fmt.Fprintf(&b, "The user has a list open to pick from (%s).\n", pp.Source)
+	}
+	for _, line := range awareness {
+		b.WriteString(line + "\n")
+	}
+	b.WriteString("Use only the tools offered. Never invent ids: find them with catalog_search. " +
+		"An action that changes the world may need the user's confirmation: agentplane asks the user; you cannot confirm it, and saying yes does nothing.")
+	return b.String()
+}
+
+// History is the conversation the audit chain records, as chat messages,
+// from the last maxTurns user turns: each turn's text; what agentplane
+// answered a turn it handled itself; the model's answers and tool calls;
+// each call's result. A call whose result is not in the chain is answered
+// "not run", so every call has its result.
+func History(recs []audit.Record, maxTurns int) []agentplane.LLMMessage {
+	start, turns := 0, 0
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Kind == audit.KindTurn {
+			if turns++; turns == maxTurns {
+				start = i
+				break
+			}
+		}
+	}
+	var msgs []agentplane.LLMMessage
+	calls := map[int64][]agentplane.LLMToolCall{} // exchange seq -> its calls
+	var open []string                           // call ids awaiting a result
+	settle := func() {
+		for _, id := range open {
+			msgs = append(msgs, agentplane.LLMMessage{Role: "tool", ToolCallID: id, Content: `{"status":"rejected","message":"not run"}`})
+		}
+		open = nil
+	}
+	for _, r := range recs[start:] {
+		switch r.Kind {
+		case audit.KindTurn:
+			settle()
+			if r.Input != nil {
+				msgs = append(msgs, agentplane.LLMMessage{Role: "user", Content: userText(r.Input)})
+			}
+			if d := r.Decision; d != nil && d.Action != agentplane.ActionContinueLLM {
+				msgs = append(msgs, agentplane.LLMMessage{Role: "assistant", Content: handled(d, r.Result)})
+			}
+		case audit.KindLLM:
+			settle()
+			if r.LLM == nil || r.LLM.Response == nil {
+				continue
+			}
+			resp := r.LLM.Response
+			msgs = append(msgs, agentplane.LLMMessage{Role: "assistant", Content: resp.Text, ToolCalls: resp.ToolCalls})
+			calls[r.Seq] = resp.ToolCalls
+			for _, c := range resp.ToolCalls {
+				open = append(open, c.ID)
+			}
+		case audit.KindExecution:
+			if r.Intent == nil || r.Intent.Origin != string(gate.OriginLLM) || r.Result == nil {
+				continue
+			}
+			seq, i, ok := parseCallID(r.Intent.RequestID)
+			if !ok || i >= len(calls[seq]) {
+				continue
+			}
+			id := calls[seq][i].ID
+			for k, o := range open {
+				if o == id {
+					open = append(open[:k], open[k+1:]...)
+					msgs = append(msgs, agentplane.LLMMessage{Role: "tool", ToolCallID: id, Content: ToolResult(r.Result)})
+					break
+				}
+			}
+		}
+	}
+	settle()
+	return msgs
+}
+
+// userText is a turn's input as the model reads it.
+func userText(in *agentplane.TurnInput) string {
+	if in.Selection != nil && in.Text == "" {
+		return fmt.Sprintf("[picked %s for %s]", in.Selection.ID, in.Selection.CommandID)
+	}
+	return in.Text
+}
+
+// handled says what agentplane did with a turn it did not hand over.
+func handled(d *agentplane.Decision, res *agentplane.ExecutionResult) string {
+	switch {
+	case res != nil:
+		return "[agentplane] " + res.Message
+	case d.Action == agentplane.ActionAskQuestion:
+		return "[agentplane asked] " + d.QuestionText
+	case d.Action == agentplane.ActionOpenPicker:
+		return fmt.Sprintf("[agentplane opened a list to pick from for %s]", d.CommandID)
+	}
+	return "[agentplane] " + string(d.Action)
+}
+
+// ToolResult is a gate result as the model reads it: status, message,
+// error code and the tool's output — never a token.
+func ToolResult(res *agentplane.ExecutionResult) string {
+	out := struct {
+		Status  agentplane.Status       `json:"status"`
+		Message string                  `json:"message"`
+		Error   *agentplane.ResultError `json:"error,omitempty"`
+		Output  json.RawMessage         `json:"output,omitempty"`
+	}{res.Status, res.Message, res.Error, res.Output}
+	if res.Status == agentplane.StatusConfirmationRequired {
+		out.Message = "Not run: the user must confirm this first; agentplane has asked them. Do not ask again or claim it is done."
+	}
+	raw, _ := json.Marshal(out)
+	return string(raw)
+}

@@ -1,0 +1,303 @@
+package llm_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/internal/llmtest"
+	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/tool"
+)
+
+type env struct {
+	t      *testing.T
+	core   *core.Core
+	outbox *demo.Outbox
+	llm    *llmtest.Server
+	agent  *llm.Agent
+	id     string
+}
+
+func newEnv(t *testing.T, mode string, timeout time.Duration, script ...llmtest.Reply) *env {
+	t.Helper()
+	out := demo.NewOutbox(nil)
+	c := demotest.Core(t, &core.Options{Tools: []tool.Tool{out.Tool()}})
+	srv := llmtest.New(t, script...)
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	s := llm.Settings{LLM: config.LLM{BaseURL: srv.URL, Model: "test-model", Timeout: timeout, MaxToolRounds: 4, MaxHistoryTurns: 10}}
+	a := llm.New(c, llm.NewOpenAI(s, nil), s.LLM)
+	sess, err := c.Start(context.Background(), core.Start{Mode: mode, Principal: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, core: c, outbox: out, llm: srv, agent: a, id: sess.ID}
+}
+
+// turn takes a user turn and, when the router hands it to the LLM, the
+// LLM turn.
+func (e *env) turn(text string) (core.Turn, llm.Reply) {
+	e.t.Helper()
+	ctx := context.Background()
+	t, err := e.core.Turn(ctx, core.TurnRequest{SessionID: e.id, Principal: "p", Input: agentplane.TurnInput{Text: text}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if t.Decision.Action != agentplane.ActionContinueLLM {
+		return t, llm.Reply{}
+	}
+	r, err := e.agent.Turn(ctx, llm.TurnRequest{SessionID: e.id, Principal: "p"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return t, r
+}
+
+func (e *env) session() *agentplane.Session {
+	s, err := e.core.Session(context.Background(), e.id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// messages returns the messages of the n-th request the endpoint got.
+func (e *env) messages(n int) []map[string]any {
+	var out []map[string]any
+	for _, m := range e.llm.Requests()[n]["messages"].([]any) {
+		out = append(out, m.(map[string]any))
+	}
+	return out
+}
+
+func offered(req map[string]any) []string {
+	var names []string
+	tools, _ := req["tools"].([]any)
+	for _, t := range tools {
+		names = append(names, t.(map[string]any)["function"].(map[string]any)["name"].(string))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Flow C: the model gets the active work context and its related entity
+// in the prompt, exactly the active tools, and answers with text.
+func TestFlowC(t *testing.T) {
+	e := newEnv(t, "", 0, llmtest.Reply{Text: "Dear CFO, here is a tighter draft."})
+	e.turn("open the Q1 CFO Outreach template")
+	turn, reply := e.turn("rewrite this template for the CFO persona")
+	if turn.Decision.Action != agentplane.ActionContinueLLM || reply.Text != "Dear CFO, here is a tighter draft." || reply.Failure != "" {
+		t.Fatalf("%+v %+v", turn.Decision, reply)
+	}
+	msgs := e.messages(0)
+	system := msgs[0]["content"].(string)
+	for _, want := range []string{"Mode: General", "Q1 CFO Outreach", "TPL-123", "audience persona \"CFO - MidMarket\""} {
+		if !strings.Contains(system, want) {
+			t.Errorf("the system prompt lacks %q:\n%s", want, system)
+		}
+	}
+	last := msgs[len(msgs)-1]
+	if last["role"] != "user" || last["content"] != "rewrite this template for the CFO persona" {
+		t.Fatalf("last message %v", last)
+	}
+	var active []string
+	for _, ti := range e.core.ActiveTools("general", nil) {
+		active = append(active, ti.Spec.Name)
+	}
+	slices.Sort(active)
+	if got := offered(e.llm.Requests()[0]); !slices.Equal(got, active) {
+		t.Fatalf("offered %v, active %v", got, active)
+	}
+	// the exchange is in the audit log, with usage
+	recs, _ := e.core.Records(context.Background(), e.id, 0)
+	ex := recs[len(recs)-1]
+	if ex.Kind != audit.KindLLM || ex.LLM.Response.Text != reply.Text || ex.LLM.Response.Usage.TotalTokens != 49 || ex.LLM.Model != "test-model" {
+		t.Fatalf("%+v", ex)
+	}
+}
+
+// An external action the model proposes is asked of the human; the token
+// never reaches the model; the human's yes runs it once; the model's
+// calling again runs nothing.
+func TestProposedActionNeedsTheHuman(t *testing.T) {
+	send := llmtest.Call{Name: demo.SendTemplateTool, Arguments: `{"list_id": "LIST-9"}`}
+	e := newEnv(t, "sales", 0,
+		llmtest.Reply{Text: "I'll send it.", ToolCalls: []llmtest.Call{send}},
+		llmtest.Reply{Text: "yes", ToolCalls: []llmtest.Call{send}}, // the model "confirms" itself
+		llmtest.Reply{Text: "Done already."},
+	)
+	e.turn("open the Q1 CFO Outreach template")
+	_, reply := e.turn("please mail this to the pilot group")
+	if reply.Question == "" || reply.ConfirmationToken == "" || len(reply.Calls) != 1 || reply.Calls[0].Status != agentplane.StatusConfirmationRequired {
+		t.Fatalf("%+v", reply)
+	}
+	if n := len(e.outbox.Sends()); n != 0 {
+		t.Fatalf("%d sends before the human confirmed", n)
+	}
+	pc := e.session().PendingConfirmation
+	if pc == nil || pc.Tool != demo.SendTemplateTool || string(pc.Args) != `{"list_id":"LIST-9"}` {
+		t.Fatalf("pending %+v", pc)
+	}
+	// the model's own yes confirms nothing
+	_, again := e.turn("go on")
+	if len(again.Calls) != 1 || again.Calls[0].Status != agentplane.StatusConfirmationRequired || len(e.outbox.Sends()) != 0 {
+		t.Fatalf("the model confirmed: %+v, %d sends", again, len(e.outbox.Sends()))
+	}
+	// the human's yes runs exactly that call, once
+	yes, _ := e.turn("yes")
+	if yes.Decision.Tool != demo.SendTemplateTool || yes.Result == nil || yes.Result.Status != agentplane.StatusSuccess || len(e.outbox.Sends()) != 1 {
+		t.Fatalf("%+v %+v", yes.Decision, yes.Result)
+	}
+	second, _ := e.turn("yes")
+	if second.Result != nil && second.Result.Status == agentplane.StatusSuccess || len(e.outbox.Sends()) != 1 {
+		t.Fatalf("a second yes ran it again: %+v %+v, %d sends", second.Decision, second.Result, len(e.outbox.Sends()))
+	}
+	// no token ever went to the model
+	for i, raw := range e.llm.Raw() {
+		for _, tok := range []string{reply.ConfirmationToken, again.ConfirmationToken, "tok-"} {
+			if tok != "" && strings.Contains(string(raw), tok) {
+				t.Fatalf("request %d carries a token %q", i, tok)
+			}
+		}
+	}
+	// the tool message told the model the user must confirm
+	if msgs := e.messages(1); msgs[len(msgs)-2]["role"] != "tool" || !strings.Contains(msgs[len(msgs)-2]["content"].(string), "the user must confirm") {
+		t.Fatalf("%v", msgs[len(msgs)-2])
+	}
+}
+
+// An invented id is rejected with the reason; the model searches and
+// succeeds.
+func TestInventedIDIsRejectedThenFound(t *testing.T) {
+	e := newEnv(t, "", 0,
+		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "agent_set_active_entity", Arguments: `{"catalog_id":"email_templates","id":"TPL-999"}`}}},
+		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "catalog_search", Arguments: `{"catalog_id":"email_templates","query":"renewal"}`}}},
+		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "agent_set_active_entity", Arguments: `{"catalog_id":"email_templates","id":"TPL-200"}`}}},
+		llmtest.Reply{Text: "Renewal Reminder is open."},
+	)
+	_, reply := e.turn("work on the renewal mail please")
+	if reply.Text != "Renewal Reminder is open." || len(reply.Calls) != 3 || reply.Rounds != 4 {
+		t.Fatalf("%+v", reply)
+	}
+	if c := reply.Calls[0]; c.Status != agentplane.StatusRejected || c.Error.Code != agentplane.CodeInvalidArgs || !strings.Contains(c.Message, "TPL-999") {
+		t.Fatalf("%+v", c)
+	}
+	if msgs := e.messages(1); !strings.Contains(msgs[len(msgs)-1]["content"].(string), "invalid_args") {
+		t.Fatalf("the model was not told why: %v", msgs[len(msgs)-1])
+	}
+	if awc := e.session().AWC; awc.Entity == nil || awc.Entity.ID != "TPL-200" {
+		t.Fatalf("%+v", awc)
+	}
+}
+
+// A tool inactive in the mode is never offered and, called anyway, is
+// rejected; a malformed call is rejected and fed back, never a crash.
+func TestInactiveAndMalformedCalls(t *testing.T) {
+	e := newEnv(t, "", 0, llmtest.Reply{ToolCalls: []llmtest.Call{
+		{Name: demo.SendTemplateTool, Arguments: `{"list_id":"LIST-9"}`},
+		{Name: "agent_set_mode", Arguments: `{"mode": `},
+		{Name: "no_such_tool", Arguments: `{}`},
+	}}, llmtest.Reply{Text: "sorry"})
+	_, reply := e.turn("hello there")
+	if slices.Contains(offered(e.llm.Requests()[0]), demo.SendTemplateTool) {
+		t.Fatal("an inactive tool was offered")
+	}
+	codes := []string{}
+	for _, c := range reply.Calls {
+		codes = append(codes, c.Error.Code)
+	}
+	if !slices.Equal(codes, []string{agentplane.CodeInactiveAction, agentplane.CodeInvalidArgs, agentplane.CodeUnknownAction}) || reply.Text != "sorry" {
+		t.Fatalf("%v %+v", codes, reply)
+	}
+	if len(e.outbox.Sends()) != 0 || e.session().Version != 1 {
+		t.Fatal("something changed")
+	}
+	// every call got its result back, in order
+	msgs := e.messages(1)
+	var tools []string
+	for _, m := range msgs {
+		if m["role"] == "tool" {
+			tools = append(tools, m["tool_call_id"].(string))
+		}
+	}
+	if !slices.Equal(tools, []string{"call_0", "call_1", "call_2"}) {
+		t.Fatalf("%v", tools)
+	}
+}
+
+// Failures: a cut stream and a 429 are tried again; a timeout, HTML, an
+// empty or an oversized body end the turn with a clear message, recorded,
+// with nothing changed.
+func TestFailures(t *testing.T) {
+	t.Run("CutStream", func(t *testing.T) {
+		e := newEnv(t, "", 0, llmtest.Reply{Text: "a long answer that breaks", CutAfter: 2}, llmtest.Reply{Text: "whole"})
+		_, reply := e.turn("hello there")
+		if reply.Text != "whole" || reply.Failure != "" {
+			t.Fatalf("%+v", reply)
+		}
+	})
+	t.Run("TooManyRequests", func(t *testing.T) {
+		e := newEnv(t, "", 0, llmtest.Reply{Status: 429, Body: `{"error":{"message":"slow down"}}`}, llmtest.Reply{Text: "fine"})
+		_, reply := e.turn("hello there")
+		recs, _ := e.core.Records(context.Background(), e.id, 0)
+		if reply.Text != "fine" || recs[len(recs)-1].LLM.Attempts != 2 {
+			t.Fatalf("%+v, attempts %d", reply, recs[len(recs)-1].LLM.Attempts)
+		}
+	})
+	for name, c := range map[string]struct {
+		replies []llmtest.Reply
+		timeout time.Duration
+		want    string
+	}{
+		"Timeout":    {[]llmtest.Reply{{Delay: time.Second}, {Delay: time.Second}, {Delay: time.Second}, {Delay: time.Second}}, 100 * time.Millisecond, "did not answer in time"},
+		"ServerDown": {[]llmtest.Reply{{Status: 503, Body: `{"error":{"message":"overloaded"}}`}, {Status: 503, Body: `{"error":{"message":"overloaded"}}`}, {Status: 503, Body: `{"error":{"message":"overloaded"}}`}}, 0, "503"},
+		"HTML":       {[]llmtest.Reply{{Body: "<html>login</html>"}}, 0, "no completion"},
+		"Empty":      {[]llmtest.Reply{{Status: 200, Body: ""}}, 0, "no completion"},
+		"Huge":       {[]llmtest.Reply{{Text: strings.Repeat("x", 10<<20)}, {Text: strings.Repeat("x", 10<<20)}}, 0, "over 8 MiB"},
+		"BadKey":     {[]llmtest.Reply{{Status: 401, Body: `{"error":{"message":"invalid api key"}}`}}, 0, "401"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, "", c.timeout, c.replies...)
+			_, reply := e.turn("hello there")
+			if !strings.Contains(reply.Failure, c.want) || reply.Text != "" {
+				t.Fatalf("failure %q, want %q", reply.Failure, c.want)
+			}
+			recs, _ := e.core.Records(context.Background(), e.id, 0)
+			last := recs[len(recs)-1]
+			if last.Kind != audit.KindLLM || last.LLM.Error == "" || e.session().Version != 1 {
+				t.Fatalf("%+v", last)
+			}
+		})
+	}
+}
+
+// The history sent is bounded, and a call's result follows its call.
+func TestHistory(t *testing.T) {
+	e := newEnv(t, "", 0)
+	for range 12 {
+		e.llm.Add(llmtest.Reply{Text: "ok"})
+	}
+	for i := range 12 {
+		e.turn("hello number " + string(rune('a'+i)))
+	}
+	msgs := e.messages(11)
+	users := 0
+	for _, m := range msgs {
+		if m["role"] == "user" {
+			users++
+		}
+	}
+	if users != 10 || msgs[1]["content"] != "hello number c" {
+		t.Fatalf("%d user messages, first %v", users, msgs[1])
+	}
+}
