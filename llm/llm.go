@@ -238,7 +238,7 @@ func History(recs []audit.Record, maxTurns int) []agentplane.LLMMessage {
 	}
 	var msgs []agentplane.LLMMessage
 	calls := map[int64][]agentplane.LLMToolCall{} // exchange seq -> its calls
-	var open []string                           // call ids awaiting a result
+	var open []string                             // call ids awaiting a result
 	settle := func() {
 		for _, id := range open {
 			msgs = append(msgs, agentplane.LLMMessage{Role: "tool", ToolCallID: id, Content: `{"status":"rejected","message":"not run"}`})
