@@ -301,3 +301,50 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("%d user messages, first %v", users, msgs[1])
 	}
 }
+
+// Check reports an unreachable endpoint, an unknown model and a refused
+// key clearly.
+func TestCheck(t *testing.T) {
+	srv := llmtest.New(t)
+	for name, c := range map[string]struct {
+		url, model, want string
+	}{
+		"OK":           {srv.URL, "test-model", ""},
+		"UnknownModel": {srv.URL, "gpt-9", `does not serve model "gpt-9" (it serves test-model)`},
+		"Unreachable":  {"http://127.0.0.1:1/v1", "m", "127.0.0.1:1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := llm.NewOpenAI(llm.Settings{LLM: config.LLM{BaseURL: c.url, Model: c.model, Timeout: 2 * time.Second}}, nil)
+			err := m.Check(context.Background())
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Fatalf("%v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestFromEnv(t *testing.T) {
+	env := map[string]string{}
+	get := func(k string) string { return env[k] }
+	if _, ok, err := llm.FromEnv(nil, get); ok || err != nil {
+		t.Fatal("configured from nothing")
+	}
+	env["AGENTPLANE_LLM_BASE_URL"], env["AGENTPLANE_LLM_MODEL"], env["OPENAI_API_KEY"] = "http://x/v1/", "m", "k1"
+	s, ok, err := llm.FromEnv(nil, get)
+	if !ok || err != nil || s.BaseURL != "http://x/v1" || s.Model != "m" || s.APIKey != "k1" || s.MaxToolRounds == 0 {
+		t.Fatalf("%+v %v %v", s, ok, err)
+	}
+	cfg := &config.LLM{BaseURL: "http://y/v1", Model: "n", APIKeyEnv: "MY_KEY"}
+	delete(env, "AGENTPLANE_LLM_BASE_URL")
+	if _, _, err := llm.FromEnv(cfg, get); err == nil || !strings.Contains(err.Error(), "MY_KEY is not set") {
+		t.Fatalf("%v", err)
+	}
+	env["MY_KEY"] = "k2"
+	if s, _, _ := llm.FromEnv(cfg, get); s.APIKey != "k2" || s.Model != "m" || s.BaseURL != "http://y/v1" {
+		t.Fatalf("%+v", s)
+	}
+	env["AGENTPLANE_LLM_API_KEY"] = "k3"
+	if s, _, _ := llm.FromEnv(cfg, get); s.APIKey != "k3" {
+		t.Fatalf("%+v", s)
+	}
+}

@@ -276,3 +276,26 @@ func describe(err error) error {
 	}
 	return err
 }
+
+// Check asks the endpoint for its models and reports, clearly, an
+// endpoint that does not answer (or not as an OpenAI-compatible one), a
+// key it refuses, or a model it does not serve.
+func (m *OpenAI) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, min(m.settings.Timeout, 10*time.Second))
+	defer cancel()
+	pager := m.client.Models.ListAutoPaging(ctx)
+	var names []string
+	for pager.Next() {
+		id := pager.Current().ID
+		if id == m.settings.Model {
+			return nil
+		}
+		if len(names) < 10 {
+			names = append(names, id)
+		}
+	}
+	if err := pager.Err(); err != nil {
+		return fmt.Errorf("llm: %s: %v", m.settings.BaseURL, describe(err))
+	}
+	return fmt.Errorf("llm: %s does not serve model %q (it serves %s)", m.settings.BaseURL, m.settings.Model, strings.Join(names, ", "))
+}

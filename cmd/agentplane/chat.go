@@ -12,6 +12,7 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/llm"
 )
 
 const chatHelp = `Type a message. A number picks from the list shown last.
@@ -69,7 +70,11 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
 	}
-	ui := &chatUI{m: m, c: c, sess: sess, trace: *showTrace}
+	agent, ok := m.agent(ctx, c)
+	if !ok {
+		return 1
+	}
+	ui := &chatUI{m: m, c: c, sess: sess, trace: *showTrace, agent: agent}
 	if *auditFile != "" {
 		if ui.export, err = audit.OpenFile(*auditFile); err != nil {
 			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
@@ -89,6 +94,7 @@ func (m *Main) chat(ctx context.Context, args []string) int {
 type chatUI struct {
 	m      *Main
 	c      *core.Core
+	agent  *llm.Agent // nil: no LLM configured
 	sess   *agentplane.Session
 	trace  bool
 	export *audit.File // the --audit-file, or nil
@@ -265,8 +271,51 @@ func (c *chatUI) render(ctx context.Context, t core.Turn) {
 	case agentplane.ActionContinueLLM:
 		if d.ReasonCode == agentplane.ReasonConfirmationDeclined {
 			c.printf("Cancelled; nothing was done.\n")
+			return
 		}
-		c.printf("… No LLM is configured yet, so this turn goes unanswered (the router handed it to the LLM: %s).\n", d.ReasonCode)
+		if c.agent == nil {
+			c.printf("… No LLM is configured yet, so this turn goes unanswered (the router handed it to the LLM: %s).\n", d.ReasonCode)
+			return
+		}
+		c.llmTurn(ctx)
+	}
+}
+
+// llmTurn hands the turn to the LLM, printing its text as it streams and
+// what its tool calls did; a call that needs confirmation is asked here.
+func (c *chatUI) llmTurn(ctx context.Context) {
+	streamed := false
+	reply, err := c.agent.Turn(ctx, llm.TurnRequest{SessionID: c.sess.ID, Principal: principal, OnText: func(delta string) {
+		if !streamed {
+			c.printf("… ")
+			streamed = true
+		}
+		c.printf("%s", delta)
+	}})
+	if streamed {
+		c.printf("\n")
+	}
+	if err != nil {
+		c.printf("! %s\n", agentplane.ErrorMessage(err))
+		return
+	}
+	for _, r := range reply.Calls {
+		switch r.Status {
+		case agentplane.StatusSuccess:
+			c.printf("  ↳ %s: %s\n", r.Tool, r.Message)
+		case agentplane.StatusConfirmationRequired:
+		default:
+			c.printf("  ↳ %s: %s [%s]\n", r.Tool, r.Message, r.Error.Code)
+		}
+	}
+	if reply.Question != "" {
+		c.printf("? %s\n  (yes / no)\n", reply.Question)
+	}
+	if reply.Failure != "" {
+		c.printf("! %s\n", reply.Failure)
+	}
+	if s, err := c.c.Session(ctx, c.sess.ID); err == nil {
+		c.sess = s
 	}
 }
 

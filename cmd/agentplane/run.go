@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/store/postgres"
@@ -244,5 +245,37 @@ func (m *Main) validate(ctx context.Context, args []string) int {
 	cfg := c.Config()
 	fmt.Fprintf(m.Stdout, "%s: valid (%d modes, %d toolboxes, %d catalogs, %d commands, %d tools)\n",
 		src, len(cfg.Modes), len(cfg.Toolboxes), len(cfg.Catalogs), len(cfg.Commands), len(cfg.Tools))
+	// the LLM endpoint, when one is configured: its key, its reachability, its model
+	s, ok, err := llm.FromEnv(cfg.LLM, m.Getenv)
+	if err == nil && ok {
+		err = llm.NewOpenAI(s, nil).Check(ctx)
+	}
+	if err != nil {
+		fmt.Fprintln(m.Stdout, err)
+		return 1
+	}
+	if ok {
+		fmt.Fprintf(m.Stdout, "llm: %s serves %s\n", s.BaseURL, s.Model)
+	}
 	return 0
+}
+
+// agent returns the LLM connection the configuration and the environment
+// set up (nil when none), printing a problem: a key variable that is not
+// set stops the command; an endpoint that does not answer, or does not
+// serve the model, is a warning (its turns fail clearly until it does).
+func (m *Main) agent(ctx context.Context, c *core.Core) (*llm.Agent, bool) {
+	s, ok, err := llm.FromEnv(c.Config().LLM, m.Getenv)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: %s: %v\n", c.Name(), err)
+		return nil, false
+	}
+	if !ok {
+		return nil, true
+	}
+	model := llm.NewOpenAI(s, nil)
+	if err := model.Check(ctx); err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: warning: %v; LLM turns fail until it answers\n", err)
+	}
+	return llm.New(c, model, s.LLM), true
 }

@@ -37,7 +37,8 @@ type Call struct {
 
 // Server is the fake endpoint.
 type Server struct {
-	URL string // base URL, ending in /v1
+	URL    string   // base URL, ending in /v1
+	Models []string // what GET /models lists; New sets "test-model"
 
 	mu       sync.Mutex
 	script   []Reply
@@ -47,7 +48,7 @@ type Server struct {
 
 // New starts a server with a script, closed when the test ends.
 func New(tb testing.TB, script ...Reply) *Server {
-	s := &Server{script: script}
+	s := &Server{script: script, Models: []string{"test-model"}}
 	hs := httptest.NewServer(http.HandlerFunc(s.serve))
 	tb.Cleanup(hs.Close)
 	s.URL = hs.URL + "/v1"
@@ -76,6 +77,15 @@ func (s *Server) Raw() [][]byte {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
+		var data []any
+		for _, m := range s.Models {
+			data = append(data, map[string]any{"id": m, "object": "model", "created": 1, "owned_by": "test"})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	var req map[string]any
 	json.Unmarshal(body, &req)
