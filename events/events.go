@@ -35,7 +35,7 @@ import (
 // result and state diff), or a resume. Snapshot is the state after it.
 type Event struct {
 	Seq       int64                       `json:"seq"`
-	Kind      string                      `json:"kind"` // open | turn | execution | resume
+	Kind      string                      `json:"kind"` // open | turn | execution | resume | llm | proposal
 	Time      time.Time                   `json:"time"`
 	Principal string                      `json:"principal,omitempty"`
 	Input     *agentplane.TurnInput       `json:"input,omitempty"`
@@ -44,12 +44,13 @@ type Event struct {
 	Result    *agentplane.ExecutionResult `json:"result,omitempty"`
 	Snapshot  *agentplane.StateSnapshot   `json:"snapshot,omitempty"`
 	Notes     []string                    `json:"notes,omitempty"`
+	LLM       *agentplane.LLMExchange     `json:"llm,omitempty"`
 }
 
 // FromRecord is the event of an audit record.
 func FromRecord(r *audit.Record) Event {
 	e := Event{Seq: r.Seq, Kind: r.Kind, Time: r.Time, Principal: r.Principal, Input: r.Input, Decision: r.Decision,
-		Intent: r.Intent, Result: r.Result, Notes: r.Notes}
+		Intent: r.Intent, Result: r.Result, Notes: r.Notes, LLM: r.LLM}
 	if r.State != nil {
 		s := r.State.Snapshot(r.Time)
 		e.Snapshot = &s
@@ -57,7 +58,8 @@ func FromRecord(r *audit.Record) Event {
 	return e
 }
 
-// Frame is an encoded event: its sequence number, kind and JSON.
+// Frame is an encoded event: its sequence number, kind and JSON. A
+// transient frame (Publish) has sequence number 0.
 type Frame struct {
 	Seq  int64
 	Kind string
@@ -270,6 +272,27 @@ func (h *Hub) drop(s *Sub, reason string) {
 	s.reason = reason
 	close(s.done)
 	h.subs--
+}
+
+// Publish sends a transient frame to the session's subscribers now: no
+// id, not stored, not resumable (a model's streamed text, which its
+// recorded exchange makes whole). A subscriber whose queue is full is
+// closed, as for events.
+func (h *Hub) Publish(session, kind string, data []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[session]
+	if t == nil {
+		return
+	}
+	f := Frame{Kind: kind, Data: data}
+	for s := range t.subs {
+		select {
+		case s.c <- f:
+		default:
+			h.drop(s, fmt.Sprintf("too slow: %d events were waiting; resume after event %d", h.queue, s.cursor))
+		}
+	}
 }
 
 // Subscribers returns how many subscriptions are open.

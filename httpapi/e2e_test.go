@@ -28,6 +28,8 @@ import (
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/internal/llmtest"
+	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/mcpserver"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -47,6 +49,7 @@ type envOptions struct {
 	keys  map[string]string // key -> user id
 	roles map[string][]string
 	queue int
+	llm   *llmtest.Server // the LLM endpoint; nil: no LLM
 }
 
 func newEnv(t testing.TB, o *envOptions) *env {
@@ -74,8 +77,13 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var agent *llm.Agent
+	if o.llm != nil {
+		s := llm.Settings{LLM: config.LLM{BaseURL: o.llm.URL, Model: "test-model", Timeout: 5 * time.Second, MaxToolRounds: 4, MaxHistoryTurns: 10}}
+		agent = llm.New(c, llm.NewOpenAI(s, nil), s.LLM)
+	}
 	api := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Heartbeat: 50 * time.Millisecond,
-		MCP: mcpserver.New(c, nil).Handler()})
+		MCP: mcpserver.New(c, nil).Handler(), Agent: agent})
 	srv := httptest.NewUnstartedServer(api.Handler())
 	srv.Config.MaxHeaderBytes = 64 << 10
 	srv.Config.ReadHeaderTimeout = 5 * time.Second
@@ -384,7 +392,7 @@ func readSSE(t *testing.T, body io.Reader, n int) []sseEvent {
 			cur.kind = line[7:]
 		case strings.HasPrefix(line, "data: "):
 			cur.data = line[6:]
-			if cur.kind != "closed" {
+			if cur.id > 0 {
 				checkEvent(t, cur.data)
 			}
 		}
@@ -766,4 +774,54 @@ func TestSlowStreamIsClosedAndResumes(t *testing.T) {
 		t.Fatalf("resumed with %d events", len(rest))
 	}
 	t.Logf("closed after %d of %d events; resumed with the other %d", last, turns+1, len(rest))
+}
+
+// A turn the router hands to the LLM is answered by it: its text streams
+// to the session's event stream as it comes, its proposal of an external
+// action is asked of the human, and the confirm button (the intent with
+// the token) runs it once.
+func TestLLMTurnThroughTheAPI(t *testing.T) {
+	srv := llmtest.New(t,
+		llmtest.Reply{Text: "Sending the template to the pilot list.", ToolCalls: []llmtest.Call{{Name: "send_template", Arguments: `{"list_id":"LIST-9"}`}}})
+	e := newEnv(t, &envOptions{llm: srv})
+	s := e.create("", map[string]any{"mode": "sales"})
+	e.turn("", s.SessionID, httpapi.TurnBody{Text: "open the Q1 CFO Outreach template"})
+	resp, cancel := e.stream(t, s.SessionID, 2)
+	defer cancel()
+	for e.api.Hub().Subscribers() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	a := e.turn("", s.SessionID, httpapi.TurnBody{Text: "please mail this to the pilot group"})
+	if a.LLM == nil || a.LLM.Text != "Sending the template to the pilot list." || a.LLM.Question == "" || a.LLM.ConfirmationToken == "" ||
+		a.LLM.Snapshot.PendingConfirmation == nil || len(e.outbox.Sends()) != 0 {
+		t.Fatalf("%+v", a.LLM)
+	}
+	// the stream: the turn, the text as it streamed, the exchange, the call, the proposal
+	var kinds []string
+	var text strings.Builder
+	for _, ev := range readSSE(t, resp.Body, 9) {
+		if ev.kind == "llm_delta" {
+			var d struct{ Text string }
+			json.Unmarshal([]byte(ev.data), &d)
+			text.WriteString(d.Text)
+			continue
+		}
+		kinds = append(kinds, ev.kind)
+		if ev.kind == "proposal" {
+			break
+		}
+	}
+	if text.String() != a.LLM.Text || strings.Join(kinds, " ") != "turn llm execution proposal" {
+		t.Fatalf("streamed %q, events %v", text.String(), kinds)
+	}
+	// the confirm button
+	var res agentplane.ExecutionResult
+	intent := agentplane.Intent{Type: agentplane.IntentActionCall, Action: "send_template", Args: json.RawMessage(`{"list_id":"LIST-9"}`), ConfirmationToken: a.LLM.ConfirmationToken}
+	if st := e.call("POST", "/v1/sessions/"+s.SessionID+"/intents", "", intent, &res); st != 200 || res.Status != agentplane.StatusSuccess || len(e.outbox.Sends()) != 1 {
+		t.Fatalf("%d %+v", st, res)
+	}
+	var snap agentplane.StateSnapshot
+	if e.call("GET", "/v1/sessions/"+s.SessionID, "", nil, &snap); snap.PendingConfirmation != nil {
+		t.Fatal("the pending confirmation outlived the confirmed call")
+	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/llm"
 )
 
 // Options configure a Server. nil means defaults.
@@ -41,6 +42,8 @@ type Options struct {
 	Metrics *Metrics
 	// MCP, when set, is served at /mcp behind the same API keys.
 	MCP http.Handler
+	// Agent, when set, answers the turns the router hands to the LLM.
+	Agent *llm.Agent
 	// Logger gets access logs and errors; nil discards.
 	Logger *slog.Logger
 	// Heartbeat is how often an idle event stream gets a keep-alive; 0
@@ -57,6 +60,7 @@ type Server struct {
 	hub       *events.Hub
 	metrics   *Metrics
 	mcp       http.Handler
+	agent     *llm.Agent
 	log       *slog.Logger
 	heartbeat time.Duration
 	ready     func(context.Context) error
@@ -72,7 +76,7 @@ func New(c *core.Core, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{core: c, keys: opts.Keys, hub: opts.Hub, metrics: opts.Metrics, mcp: opts.MCP, log: opts.Logger,
+	s := &Server{core: c, keys: opts.Keys, hub: opts.Hub, metrics: opts.Metrics, mcp: opts.MCP, agent: opts.Agent, log: opts.Logger,
 		heartbeat: opts.Heartbeat, ready: opts.Ready}
 	if s.keys == nil {
 		s.keys = &auth.Keys{}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -58,6 +59,21 @@ type TurnAnswer struct {
 	ConfirmationToken string                      `json:"confirmation_token,omitempty"`
 	Seq               int64                       `json:"seq"`
 	Repeated          bool                        `json:"repeated,omitempty"`
+	// LLM is the LLM's turn, when the router handed the turn to it and an
+	// LLM is configured.
+	LLM *LLMAnswer `json:"llm,omitempty"`
+}
+
+// LLMAnswer is what the LLM's turn produced: its text, its tool calls'
+// results, a question for the human with the confirm button's token, or
+// why it gave no answer.
+type LLMAnswer struct {
+	Text              string                       `json:"text"`
+	Calls             []agentplane.ExecutionResult `json:"calls"`
+	Question          string                       `json:"question,omitempty"`
+	ConfirmationToken string                       `json:"confirmation_token,omitempty"`
+	Failure           string                       `json:"failure,omitempty"`
+	Snapshot          agentplane.StateSnapshot     `json:"snapshot"`
 }
 
 // idempotencyKey reads the Idempotency-Key header: 1 to 255 visible
@@ -176,8 +192,36 @@ func (s *Server) turn(ctx context.Context, sess *agentplane.Session, p auth.Prin
 	if err != nil {
 		return TurnAnswer{}, err
 	}
-	return TurnAnswer{Decision: t.Decision, Result: t.Result, Snapshot: t.Session.Snapshot(s.core.Now()),
-		ConfirmationToken: t.ConfirmationToken, Seq: t.Seq, Repeated: t.Repeated}, nil
+	a := TurnAnswer{Decision: t.Decision, Result: t.Result, Snapshot: t.Session.Snapshot(s.core.Now()),
+		ConfirmationToken: t.ConfirmationToken, Seq: t.Seq, Repeated: t.Repeated}
+	if s.agent != nil && !t.Repeated && t.Decision.Action == agentplane.ActionContinueLLM && t.Decision.ReasonCode != agentplane.ReasonConfirmationDeclined {
+		if a.LLM, err = s.llmTurn(ctx, sess.ID, p); err != nil {
+			return TurnAnswer{}, err
+		}
+	}
+	return a, nil
+}
+
+// llmTurn hands a turn to the LLM; its text streams to the session's
+// event streams as transient llm_delta events.
+func (s *Server) llmTurn(ctx context.Context, session string, p auth.Principal) (*LLMAnswer, error) {
+	r, err := s.agent.Turn(ctx, llm.TurnRequest{SessionID: session, Principal: p.ID, Roles: p.Roles, OnText: func(delta string) {
+		data, _ := json.Marshal(map[string]string{"text": delta})
+		s.hub.Publish(session, "llm_delta", data)
+	}})
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.core.Session(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	out := &LLMAnswer{Text: r.Text, Calls: r.Calls, Question: r.Question, ConfirmationToken: r.ConfirmationToken, Failure: r.Failure,
+		Snapshot: sess.Snapshot(s.core.Now())}
+	if out.Calls == nil {
+		out.Calls = []agentplane.ExecutionResult{}
+	}
+	return out, nil
 }
 
 func (s *Server) postIntent(w http.ResponseWriter, r *http.Request, p auth.Principal) error {

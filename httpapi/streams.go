@@ -85,10 +85,14 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, p auth.Princi
 	}
 	last := after
 	send := func(f events.Frame) error {
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if f.Seq == 0 { // transient: no id
+			_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", f.Kind, f.Data)
+			return err
+		}
 		if f.Seq <= last {
 			return nil // queued by the hub and read from the store both
 		}
-		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", f.Seq, f.Kind, f.Data); err != nil {
 			return err
 		}
@@ -217,6 +221,9 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 	}
 	last := after
 	send := func(f events.Frame) error {
+		if f.Seq == 0 { // transient: a model's streamed text
+			return write(wsServer{Type: f.Kind, Event: f.Data})
+		}
 		if f.Seq <= last {
 			return nil
 		}

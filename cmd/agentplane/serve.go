@@ -98,8 +98,12 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
 	}
+	agent, ok := m.agent(ctx, c)
+	if !ok {
+		return 1
+	}
 	mcpSrv.Store(mcpserver.New(c, &mcpserver.Options{Logger: log}))
-	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Logger: log, MCP: mcpSrv.Load().Handler()})
+	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Logger: log, MCP: mcpSrv.Load().Handler(), Agent: agent})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: listen on %s: %v\n", *addr, err)
