@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
@@ -30,7 +31,7 @@ func (x *execution) checkCommand() {
 	x.intent = intentOf(inv, nil)
 	cmd, ok := x.g.reg.Command(inv.CommandID)
 	if !ok {
-		x.res = rejected(agentplane.CodeUnknownAction, "unknown command %q", inv.CommandID)
+		x.res = rejected(agentplane.CodeUnknownAction, "unknown command or tool %q", inv.CommandID)
 		return
 	}
 	x.cmd, x.tool, x.intent, x.binding = cmd, cmd.Tool, intentOf(inv, cmd), inv.ResolvedID
@@ -121,7 +122,15 @@ func (x *execution) checkTool() {
 	}
 	t, ok := x.g.tools.Get(inv.Tool)
 	if !ok {
-		x.res = rejected(agentplane.CodeUnknownAction, "unknown tool %q", inv.Tool)
+		x.res = rejected(agentplane.CodeUnknownAction, "unknown command or tool %q", inv.Tool)
+		return
+	}
+	if trimmed := bytes.TrimSpace(args); len(trimmed) == 0 || trimmed[0] != '{' {
+		shown := string(trimmed)
+		if len(shown) > 200 {
+			shown = shown[:200] + "…"
+		}
+		x.res = rejected(agentplane.CodeInvalidArgs, "%s: the arguments must be a JSON object, not %s", inv.Tool, shown)
 		return
 	}
 	if !x.g.reg.ToolActive(x.mode, inv.Roles, inv.Tool, t.Spec().Server) {

@@ -135,7 +135,13 @@ func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 // id names the exchange and the call, so the history pairs the result
 // with the call and a retried call runs once.
 func (a *Agent) call(ctx context.Context, r TurnRequest, seq int64, i int, call agentplane.LLMToolCall) (agentplane.ExecutionResult, error) {
-	return a.core.Execute(ctx, gate.Invocation{SessionID: r.SessionID, Tool: call.Name, Args: json.RawMessage(call.Arguments),
+	args := json.RawMessage(call.Arguments)
+	if !json.Valid(args) {
+		// not JSON: passed as the JSON string of what the model wrote, so
+		// the gate's refusal quotes it and the record (and replay) keeps it
+		args, _ = json.Marshal(call.Arguments)
+	}
+	return a.core.Execute(ctx, gate.Invocation{SessionID: r.SessionID, Tool: call.Name, Args: args,
 		Origin: gate.OriginLLM, Principal: r.Principal, Roles: r.Roles, RequestID: callID(seq, i)})
 }
 

@@ -1,6 +1,7 @@
 package llm_test
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentplane/agentplane/internal/demotest"
 	"github.com/agentplane/agentplane/internal/llmtest"
 	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/replay"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -61,6 +63,37 @@ func (e *env) turn(text string) (core.Turn, llm.Reply) {
 		e.t.Fatal(err)
 	}
 	return t, r
+}
+
+// replay replays the session's audit chain on a core and returns the
+// divergences it printed.
+func (e *env) replay(c *core.Core) string {
+	e.t.Helper()
+	recs, err := e.core.Records(context.Background(), e.id, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var log, out bytes.Buffer
+	for _, r := range recs {
+		log.Write(r.Raw)
+		log.WriteByte('\n')
+	}
+	n, err := replay.Run(context.Background(), c, &log, &out)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if n != strings.Count(out.String(), "differs") {
+		e.t.Fatalf("%d divergences, printed:\n%s", n, out.String())
+	}
+	return out.String()
+}
+
+// replaysExactly checks the session replays with no divergence.
+func (e *env) replaysExactly() {
+	e.t.Helper()
+	if out := e.replay(e.core); out != "" {
+		e.t.Fatalf("replay diverged:\n%s", out)
+	}
 }
 
 func (e *env) session() *agentplane.Session {
@@ -124,6 +157,7 @@ func TestFlowC(t *testing.T) {
 	if ex.Kind != audit.KindLLM || ex.LLM.Response.Text != reply.Text || ex.LLM.Response.Usage.TotalTokens != 49 || ex.LLM.Model != "test-model" {
 		t.Fatalf("%+v", ex)
 	}
+	e.replaysExactly()
 }
 
 // An external action the model proposes is asked of the human; the token
@@ -174,6 +208,16 @@ func TestProposedActionNeedsTheHuman(t *testing.T) {
 	if msgs := e.messages(1); msgs[len(msgs)-2]["role"] != "tool" || !strings.Contains(msgs[len(msgs)-2]["content"].(string), "the user must confirm") {
 		t.Fatalf("%v", msgs[len(msgs)-2])
 	}
+	e.replaysExactly()
+	// against a configuration where the send tool is gone: what changes
+	changed := demotest.WithYAML(t, []byte(strings.Replace(string(demo.YAML), "tools: [send_template]", "tools: []", 1)),
+		&core.Options{Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}})
+	out := e.replay(changed)
+	for _, want := range []string{"llm tools offered differs", "result differs", `"inactive_action"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("replay on the changed configuration does not say %q:\n%s", want, out)
+		}
+	}
 }
 
 // An invented id is rejected with the reason; the model searches and
@@ -198,6 +242,7 @@ func TestInventedIDIsRejectedThenFound(t *testing.T) {
 	if awc := e.session().AWC; awc.Entity == nil || awc.Entity.ID != "TPL-200" {
 		t.Fatalf("%+v", awc)
 	}
+	e.replaysExactly()
 }
 
 // A tool inactive in the mode is never offered and, called anyway, is
@@ -233,6 +278,7 @@ func TestInactiveAndMalformedCalls(t *testing.T) {
 	if !slices.Equal(tools, []string{"call_0", "call_1", "call_2"}) {
 		t.Fatalf("%v", tools)
 	}
+	e.replaysExactly()
 }
 
 // Failures: a cut stream and a 429 are tried again; a timeout, HTML, an
@@ -245,6 +291,7 @@ func TestFailures(t *testing.T) {
 		if reply.Text != "whole" || reply.Failure != "" {
 			t.Fatalf("%+v", reply)
 		}
+		e.replaysExactly()
 	})
 	t.Run("TooManyRequests", func(t *testing.T) {
 		e := newEnv(t, "", 0, llmtest.Reply{Status: 429, Body: `{"error":{"message":"slow down"}}`}, llmtest.Reply{Text: "fine"})
@@ -277,6 +324,7 @@ func TestFailures(t *testing.T) {
 			if last.Kind != audit.KindLLM || last.LLM.Error == "" || e.session().Version != 1 {
 				t.Fatalf("%+v", last)
 			}
+			e.replaysExactly()
 		})
 	}
 }

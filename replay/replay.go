@@ -2,7 +2,10 @@
 // and reports every divergence from the record: a decision, a result, a
 // state diff or a session state that came out differently.
 //
-// The clock and request ids are taken from the record, tools other than
+// The clock and request ids are taken from the record; an exchange with
+// the LLM is answered with the recorded response after the request the
+// LLM connection would send now is compared with the recorded one (the
+// messages and the tools offered); tools other than
 // the built-in ones answer with their recorded outcome (failures with
 // their recorded code and message), each event is decided on the session
 // version it was decided on when recorded (so a version_conflict between
@@ -27,9 +30,11 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/canonjson"
+	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -189,6 +194,11 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 	if err != nil {
 		return 0, err
 	}
+	var limits config.LLM
+	if l := c.Config().LLM; l != nil {
+		limits = *l
+	}
+	agent := llm.New(rc, nil, limits) // builds requests only: the answers are the recorded ones
 	first := recs[0].State
 	s, err := rc.Gate().Open(ctx, gate.Opening{SessionID: first.ID, Mode: first.Mode, Principal: recs[0].Principal, Owner: first.Owner, UI: first.UI})
 	if err != nil {
@@ -227,6 +237,36 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 		case audit.KindResume:
 			if _, _, err := rc.Resume(ctx, r.Session, r.Principal); err != nil {
 				return p.count, err
+			}
+		case audit.KindLLM:
+			// the request the LLM connection would send now, against the
+			// recorded one; then the recorded answer, as the model's
+			if r.LLM == nil {
+				return p.count, fmt.Errorf("record %d: an llm record without its exchange", r.Seq)
+			}
+			sess, err := st.Session(ctx, r.Session)
+			if err != nil {
+				return p.count, err
+			}
+			req, offered, err := agent.Request(ctx, sess, r.Roles)
+			if err != nil {
+				return p.count, err
+			}
+			p.compare("llm tools offered", r.LLM.Tools, offered)
+			p.compare("llm messages", r.LLM.Messages, req.Messages)
+			if _, err := rc.Gate().RecordExchange(ctx, r.Session, r.Principal, r.Roles, r.LLM); err != nil {
+				return p.count, err
+			}
+		case audit.KindProposal:
+			if r.Intent == nil || r.Decision == nil {
+				return p.count, fmt.Errorf("record %d: a proposal without its call or question", r.Seq)
+			}
+			sess, err := st.Session(ctx, r.Session)
+			if err != nil {
+				return p.count, err
+			}
+			if _, err := rc.Gate().Propose(ctx, sess, r.Principal, r.Intent.Action, r.Intent.Args, r.Decision.QuestionText); err != nil {
+				p.diverge("proposal", r.Decision, err.Error())
 			}
 		default:
 			return p.count, fmt.Errorf("record %d: unexpected kind %q", r.Seq, r.Kind)
