@@ -330,3 +330,34 @@ func ToolResult(res *agentplane.ExecutionResult) string {
 	raw, _ := json.Marshal(out)
 	return string(raw)
 }
+
+// Script is a Model that answers with scripted responses, in order, and
+// keeps the requests it was sent: conversation tests script the LLM with
+// it. With no response left it fails.
+type Script struct {
+	Replies  []agentplane.LLMResponse
+	Requests []Request
+}
+
+// Complete returns the next scripted response, streaming its text.
+func (s *Script) Complete(_ context.Context, req Request, onText func(string)) (agentplane.LLMResponse, int, error) {
+	s.Requests = append(s.Requests, req)
+	if len(s.Replies) == 0 {
+		return agentplane.LLMResponse{}, 1, fmt.Errorf("the script has no reply left for this request")
+	}
+	r := s.Replies[0]
+	s.Replies = s.Replies[1:]
+	if onText != nil && r.Text != "" {
+		onText(r.Text)
+	}
+	if r.FinishReason == "" {
+		r.FinishReason = "stop"
+		if len(r.ToolCalls) > 0 {
+			r.FinishReason = "tool_calls"
+		}
+	}
+	return r, 1, nil
+}
+
+// Name returns "script".
+func (s *Script) Name() string { return "script" }

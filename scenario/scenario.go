@@ -9,12 +9,18 @@
 //	    expect: {decision: invoke_command, command: set_mode, resolved_id: ddr, status: success, mode: ddr}
 //
 // A turn is one of `user: TEXT`, `select: {command: ID, id: ID}`,
-// `confirm: true` (the human says yes) or `decline: true` (no).
+// `confirm: true` (the human says yes) or `decline: true` (no). A turn the
+// router hands to the LLM may script the model's replies, one per round
+// (`llm: [{text: ..., tool_calls: [{name: ..., args: {...}}]}]`), and
+// expect what the LLM turn did (`expect: {llm: {text, calls, question,
+// prompt, offered, not_offered}}`): the calls run through the gate as a
+// model's would.
 package scenario
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -24,7 +30,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -45,7 +53,31 @@ type Turn struct {
 	Confirm bool       `yaml:"confirm"`
 	Decline bool       `yaml:"decline"`
 	UI      *bool      `yaml:"ui"` // overrides the file's ui for this turn
+	LLM     []Reply    `yaml:"llm"`
 	Expect  Expect     `yaml:"expect"`
+}
+
+// Reply is a scripted reply of the LLM: text and/or tool calls.
+type Reply struct {
+	Text      string     `yaml:"text"`
+	ToolCalls []ToolCall `yaml:"tool_calls"`
+}
+
+// ToolCall is a scripted tool call.
+type ToolCall struct {
+	Name string         `yaml:"name"`
+	Args map[string]any `yaml:"args"`
+}
+
+// ExpectLLM lists what must hold of a turn's LLM turn.
+type ExpectLLM struct {
+	Text       string   `yaml:"text"`        // a part of the model's text
+	Calls      []string `yaml:"calls"`       // each call's status, or status:error_code, in order
+	Question   string   `yaml:"question"`    // a part of the question put to the human
+	Failure    string   `yaml:"failure"`     // a part of why the LLM gave no answer
+	Prompt     []string `yaml:"prompt"`      // parts of the system prompt of the turn's first request
+	Offered    []string `yaml:"offered"`     // tools that must be offered
+	NotOffered []string `yaml:"not_offered"` // tools that must not be
 }
 
 // Selection is a pick from a picker or an option button.
@@ -56,20 +88,21 @@ type Selection struct {
 
 // Expect lists what must hold after a turn; empty fields are not checked.
 type Expect struct {
-	Decision   string   `yaml:"decision"` // open_picker | invoke_command | ask_clarifying_question | continue_with_llm
-	Command    string   `yaml:"command"`
-	ResolvedID string   `yaml:"resolved_id"`
-	Catalog    string   `yaml:"catalog"`     // an open_picker's catalog
-	Highlight  string   `yaml:"highlight"`   // an open_picker's highlighted id
-	TargetMode string   `yaml:"target_mode"` // the launcher's target mode the command runs in
-	Question   string   `yaml:"question"`
-	Options    []string `yaml:"options"`
-	Reason     string   `yaml:"reason"` // a continue_with_llm's reason code
-	Status     string   `yaml:"status"` // success | rejected | failed | confirmation_required; "none" when nothing ran
-	Error      string   `yaml:"error"`  // the result's error code
-	Mode       string   `yaml:"mode"`
-	AWC        *AWC     `yaml:"awc"`
-	Pending    string   `yaml:"pending"` // none | picker | confirmation
+	Decision   string     `yaml:"decision"` // open_picker | invoke_command | ask_clarifying_question | continue_with_llm
+	Command    string     `yaml:"command"`
+	ResolvedID string     `yaml:"resolved_id"`
+	Catalog    string     `yaml:"catalog"`     // an open_picker's catalog
+	Highlight  string     `yaml:"highlight"`   // an open_picker's highlighted id
+	TargetMode string     `yaml:"target_mode"` // the launcher's target mode the command runs in
+	Question   string     `yaml:"question"`
+	Options    []string   `yaml:"options"`
+	Reason     string     `yaml:"reason"` // a continue_with_llm's reason code
+	Status     string     `yaml:"status"` // success | rejected | failed | confirmation_required; "none" when nothing ran
+	Error      string     `yaml:"error"`  // the result's error code
+	Mode       string     `yaml:"mode"`
+	AWC        *AWC       `yaml:"awc"`
+	Pending    string     `yaml:"pending"` // none | picker | confirmation
+	LLM        *ExpectLLM `yaml:"llm"`
 }
 
 // AWC is the expected active work context; entity_id "" with the key
@@ -178,9 +211,94 @@ func Run(ctx context.Context, c *core.Core, path string, tools Tools) ([]Failure
 			r.fail(i, "turn %d: %v", i+1, err)
 			continue
 		}
+		if t.LLM != nil || t.Expect.LLM != nil {
+			if tr.Session, err = r.llmTurn(ctx, i, fc, sess.ID, f.Roles, &t, &tr); err != nil {
+				return nil, err
+			}
+		}
 		r.check(i, &t.Expect, &tr)
 	}
 	return r.failures, nil
+}
+
+// llmTurn runs the turn's scripted LLM turn, when the router handed the
+// turn to the LLM, checks what it did, and returns the session after it.
+func (r *runner) llmTurn(ctx context.Context, i int, c *core.Core, session string, roles []string, t *Turn, tr *core.Turn) (*agentplane.Session, error) {
+	if tr.Decision.Action != agentplane.ActionContinueLLM {
+		if t.LLM != nil {
+			r.fail(i, "turn %d: the LLM is scripted, but the router decided %s", i+1, tr.Decision.Action)
+		}
+		return tr.Session, nil
+	}
+	script := &llm.Script{}
+	for _, rep := range t.LLM {
+		res := agentplane.LLMResponse{Text: rep.Text}
+		for k, call := range rep.ToolCalls {
+			args, err := json.Marshal(call.Args)
+			if err != nil || call.Args == nil {
+				args = []byte("{}")
+			}
+			res.ToolCalls = append(res.ToolCalls, agentplane.LLMToolCall{ID: fmt.Sprintf("call_%d", k), Name: call.Name, Arguments: string(args)})
+		}
+		script.Replies = append(script.Replies, res)
+	}
+	var limits config.LLM
+	if l := c.Config().LLM; l != nil {
+		limits = *l
+	}
+	reply, err := llm.New(c, script, limits).Turn(ctx, llm.TurnRequest{SessionID: session, Principal: "test", Roles: roles})
+	if err != nil {
+		return nil, err
+	}
+	if x := t.Expect.LLM; x != nil {
+		r.contains(i, "the LLM's text", reply.Text, x.Text)
+		r.contains(i, "the question to the human", reply.Question, x.Question)
+		r.contains(i, "the LLM's failure", reply.Failure, x.Failure)
+		if x.Calls != nil {
+			var got []string
+			for _, c := range reply.Calls {
+				s := string(c.Status)
+				if c.Error != nil && c.Status != agentplane.StatusConfirmationRequired {
+					s += ":" + c.Error.Code
+				}
+				got = append(got, s)
+			}
+			if !slices.Equal(got, x.Calls) {
+				r.fail(i, "turn %d: the LLM's calls were %q, want %q", i+1, got, x.Calls)
+			}
+		}
+		if len(script.Requests) > 0 {
+			first := script.Requests[0]
+			for _, p := range x.Prompt {
+				r.contains(i, "the system prompt", first.Messages[0].Content, p)
+			}
+			var offered []string
+			for _, tl := range first.Tools {
+				offered = append(offered, tl["function"].(map[string]any)["name"].(string))
+			}
+			for _, name := range x.Offered {
+				if !slices.Contains(offered, name) {
+					r.fail(i, "turn %d: tool %s is not offered to the LLM (offered: %s)", i+1, name, strings.Join(offered, ", "))
+				}
+			}
+			for _, name := range x.NotOffered {
+				if slices.Contains(offered, name) {
+					r.fail(i, "turn %d: tool %s is offered to the LLM", i+1, name)
+				}
+			}
+		}
+	}
+	if len(script.Replies) > 0 {
+		r.fail(i, "turn %d: %d scripted LLM replies were not used", i+1, len(script.Replies))
+	}
+	return c.Session(ctx, session)
+}
+
+// contains fails unless got contains want (when want is set).
+func (r *runner) contains(i int, what, got, want string) {
+	if want != "" && !strings.Contains(got, want) {
+		r.fail(i, "turn %d: %s is %q, which does not contain %q", i+1, what, got, want)
+	}
 }
 
 // turnLines returns the line of each turn in the file.

@@ -152,3 +152,48 @@ func TestReadmeExample(t *testing.T) {
 		t.Error(f)
 	}
 }
+
+// A scripted LLM turn whose expectations do not hold fails, naming each,
+// at the turn's line.
+func TestScriptedLLMFailures(t *testing.T) {
+	t.Parallel()
+	c := demoCore(t)
+	path := filepath.Join(t.TempDir(), "llm.yaml")
+	os.WriteFile(path, []byte(`name: wrong expectations
+mode: sales
+turns:
+  - user: hello there
+    llm:
+      - tool_calls: [{name: open_ddrs, args: {}}]
+      - text: hi
+      - text: unused
+    expect:
+      llm:
+        text: goodbye
+        calls: [success]
+        prompt: ["Mode: DDR"]
+        offered: [open_ddrs]
+        not_offered: [catalog_search]
+`), 0o644)
+	failures, err := scenario.Run(context.Background(), c, path, demoTools(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range failures {
+		got = append(got, f.String())
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{
+		`llm.yaml:4: turn 1: the LLM's text is "hi", which does not contain "goodbye"`,
+		`the LLM's calls were ["rejected:unknown_action"], want ["success"]`,
+		`the system prompt is`,
+		`tool open_ddrs is not offered to the LLM`,
+		`tool catalog_search is offered to the LLM`,
+		`1 scripted LLM replies were not used`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no failure %q in:\n%s", want, all)
+		}
+	}
+}
