@@ -1,23 +1,28 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/httpapi"
+	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/store/sqlite"
@@ -165,4 +170,101 @@ func quantile(d []time.Duration, q float64) float64 {
 	}
 	slices.Sort(d)
 	return float64(d[int(q*float64(len(d)-1))].Microseconds()) / 1000
+}
+
+// BenchmarkLLMDelta measures the latency agentplane adds to the model's
+// streamed text: an OpenAI-compatible endpoint on loopback streams 200
+// chunks 2 ms apart for a turn through the API; each chunk's delay is from
+// the endpoint flushing it to an SSE client of the session reading its
+// llm_delta event (SDK parsing, the hub, the HTTP stream). p50 and p99
+// over all chunks.
+func BenchmarkLLMDelta(b *testing.B) {
+	const chunks = 200
+	var mu sync.Mutex
+	sent := map[string]time.Time{}
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		write := func(delta string, finish string) {
+			fin := "null"
+			if finish != "" {
+				fin = `"` + finish + `"`
+			}
+			fmt.Fprintf(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":%q},"finish_reason":%s}]}`+"\n\n", delta, fin)
+			f.Flush()
+		}
+		for i := range chunks {
+			tag := fmt.Sprintf("<%d>", i)
+			mu.Lock()
+			sent[tag] = time.Now() // just before the write and flush
+			mu.Unlock()
+			write(tag, "")
+			time.Sleep(2 * time.Millisecond)
+		}
+		write("", "stop")
+		io.WriteString(w, "data: [DONE]\n\n")
+		f.Flush()
+	}))
+	defer provider.Close()
+	st := memstore.New()
+	hub := events.NewHub(st.Records, nil)
+	c, err := core.New(context.Background(), core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Tools: []tool.Tool{demo.NewOutbox(nil).Tool()},
+		Observer: &core.Observer{Committed: hub.Committed}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	settings := llm.Settings{LLM: config.LLM{BaseURL: provider.URL + "/v1", Model: "m", Timeout: time.Minute, MaxToolRounds: 1, MaxHistoryTurns: 10}}
+	api := httpapi.New(c, &httpapi.Options{Hub: hub, Agent: llm.New(c, llm.NewOpenAI(settings, nil), settings.LLM)})
+	srv := httptest.NewServer(api.Handler())
+	defer srv.Close()
+	var delays []time.Duration
+	for range b.N {
+		s, _ := c.Start(context.Background(), core.Start{Principal: agentplane.LocalPrincipal})
+		resp, err := http.Get(srv.URL + "/v1/sessions/" + s.ID + "/events?after=1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for hub.Subscribers() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		got := make(chan []time.Duration)
+		go func() {
+			var d []time.Duration
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				line := sc.Text()
+				if !strings.HasPrefix(line, `data: {"text":"`) {
+					continue
+				}
+				now := time.Now()
+				var delta struct{ Text string }
+				json.Unmarshal([]byte(line[6:]), &delta)
+				mu.Lock()
+				at, ok := sent[delta.Text]
+				mu.Unlock()
+				if ok {
+					d = append(d, now.Sub(at))
+				}
+				if delta.Text == fmt.Sprintf("<%d>", chunks-1) {
+					break
+				}
+			}
+			got <- d
+		}()
+		post, err := http.Post(srv.URL+"/v1/sessions/"+s.ID+"/turns", "application/json", strings.NewReader(`{"text":"hello there"}`))
+		if err != nil || post.StatusCode != 200 {
+			b.Fatalf("%v %v", post, err)
+		}
+		post.Body.Close()
+		d := <-got
+		resp.Body.Close()
+		if len(d) != chunks {
+			b.Fatalf("%d of %d chunks reached the stream", len(d), chunks)
+		}
+		delays = append(delays, d...)
+	}
+	b.ReportMetric(quantile(delays, .5), "p50-ms")
+	b.ReportMetric(quantile(delays, .99), "p99-ms")
 }

@@ -80,16 +80,23 @@ type Reply struct {
 // error is for a store that failed; the model's failures are in Reply.
 func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 	var reply Reply
+	var recs []audit.Record // the chain so far: each round reads only what is new
 	for reply.Rounds < a.cfg.MaxToolRounds {
 		reply.Rounds++
 		sess, err := a.core.Session(ctx, r.SessionID)
 		if err != nil {
 			return reply, err
 		}
-		req, names, err := a.Request(ctx, sess, r.Roles)
+		var after int64
+		if len(recs) > 0 {
+			after = recs[len(recs)-1].Seq
+		}
+		newer, err := a.core.Records(ctx, r.SessionID, after)
 		if err != nil {
 			return reply, err
 		}
+		recs = append(recs, newer...)
+		req, names := a.request(ctx, sess, recs, r.Roles)
 		resp, attempts, err := a.model.Complete(ctx, req, r.OnText)
 		ex := &agentplane.LLMExchange{Model: a.model.Name(), Messages: req.Messages, Tools: names, Attempts: attempts}
 		if err != nil {
@@ -183,6 +190,12 @@ func (a *Agent) Request(ctx context.Context, sess *agentplane.Session, roles []s
 	if err != nil {
 		return Request{}, nil, err
 	}
+	req, names := a.request(ctx, sess, recs, roles)
+	return req, names, nil
+}
+
+// request builds the request from the session's chain.
+func (a *Agent) request(ctx context.Context, sess *agentplane.Session, recs []audit.Record, roles []string) (Request, []string) {
 	var aware []string
 	if a.Awareness != nil {
 		aware = a.Awareness(ctx, sess)
@@ -194,7 +207,7 @@ func (a *Agent) Request(ctx context.Context, sess *agentplane.Session, roles []s
 		tools = append(tools, t.Spec.OpenAIFunction())
 		names = append(names, t.Spec.Name)
 	}
-	return Request{Messages: msgs, Tools: tools, Temperature: a.cfg.Temperature}, names, nil
+	return Request{Messages: msgs, Tools: tools, Temperature: a.cfg.Temperature}, names
 }
 
 // systemPrompt is the mode's summary, the active work context and its

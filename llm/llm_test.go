@@ -300,6 +300,7 @@ func TestFailures(t *testing.T) {
 		if reply.Text != "fine" || recs[len(recs)-1].LLM.Attempts != 2 {
 			t.Fatalf("%+v, attempts %d", reply, recs[len(recs)-1].LLM.Attempts)
 		}
+		e.replaysExactly()
 	})
 	for name, c := range map[string]struct {
 		replies []llmtest.Reply

@@ -66,3 +66,31 @@ func TestChatLLMProblemsAtStart(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
+
+// validate checks the LLM endpoint the environment configures: its key
+// variable, whether it answers, whether it serves the model.
+func TestValidateChecksTheLLM(t *testing.T) {
+	srv := llmtest.New(t)
+	run := func(env map[string]string) (string, int) {
+		var out bytes.Buffer
+		m := &Main{Stdout: &out, Stderr: &out, Getenv: func(k string) string { return env[k] }}
+		code := m.Run(context.Background(), []string{"validate"})
+		return out.String(), code
+	}
+	out, code := run(map[string]string{"AGENTPLANE_LLM_BASE_URL": srv.URL, "AGENTPLANE_LLM_MODEL": "test-model"})
+	if code != 0 || !strings.Contains(out, "serves test-model") {
+		t.Fatalf("%d %s", code, out)
+	}
+	out, code = run(map[string]string{"AGENTPLANE_LLM_BASE_URL": srv.URL, "AGENTPLANE_LLM_MODEL": "gpt-9"})
+	if code != 1 || !strings.Contains(out, `does not serve model "gpt-9"`) {
+		t.Fatalf("%d %s", code, out)
+	}
+	out, code = run(map[string]string{"AGENTPLANE_LLM_BASE_URL": "http://127.0.0.1:1/v1", "AGENTPLANE_LLM_MODEL": "m"})
+	if code != 1 || !strings.Contains(out, "127.0.0.1:1") {
+		t.Fatalf("%d %s", code, out)
+	}
+	out, code = run(map[string]string{"AGENTPLANE_LLM_BASE_URL": srv.URL})
+	if code != 1 || !strings.Contains(out, "set both AGENTPLANE_LLM_BASE_URL and AGENTPLANE_LLM_MODEL") {
+		t.Fatalf("%d %s", code, out)
+	}
+}
