@@ -311,7 +311,7 @@ func TestFailures(t *testing.T) {
 		"ServerDown": {[]llmtest.Reply{{Status: 503, Body: `{"error":{"message":"overloaded"}}`}, {Status: 503, Body: `{"error":{"message":"overloaded"}}`}, {Status: 503, Body: `{"error":{"message":"overloaded"}}`}}, 0, "503"},
 		"HTML":       {[]llmtest.Reply{{Body: "<html>login</html>"}}, 0, "no completion"},
 		"Empty":      {[]llmtest.Reply{{Status: 200, Body: ""}}, 0, "no completion"},
-		"Huge":       {[]llmtest.Reply{{Text: strings.Repeat("x", 10<<20)}, {Text: strings.Repeat("x", 10<<20)}}, 0, "over 8 MiB"},
+		"Huge":       {[]llmtest.Reply{{Status: 200, Body: "data: " + strings.Repeat("x", 10<<20)}, {Status: 200, Body: "data: " + strings.Repeat("x", 10<<20)}}, 30 * time.Second, "over 8 MiB"},
 		"BadKey":     {[]llmtest.Reply{{Status: 401, Body: `{"error":{"message":"invalid api key"}}`}}, 0, "401"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,455 @@
+package notify
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentplane/agentplane/store"
+)
+
+// Errors of the ledger. A refused transition changes nothing.
+var (
+	// ErrNotFound: no such notification (for this user).
+	ErrNotFound = errors.New("notify: no such notification")
+	// ErrIllegal: the transition is not one §5.1 allows from the
+	// notification's state (a terminal state never changes).
+	ErrIllegal = errors.New("notify: transition not allowed")
+	// ErrStale: the notification moved on, or its owner_lease is not the
+	// one presented (another owner claimed it), or its lease has not run
+	// out yet.
+	ErrStale = errors.New("notify: stale owner_lease or state")
+)
+
+// Extension is the ledger's tables: the notifications with their state
+// and fencing counter, each one's dispatch record (the channel it was
+// routed to, written with it), and the per-address sequence counters.
+var Extension = store.Extension{
+	Name: "notify",
+	Migrations: map[string][]string{
+		store.SQLite:   {schema("INTEGER")},
+		store.Postgres: {schema("BIGINT")},
+	},
+}
+
+func schema(integer string) string {
+	return strings.ReplaceAll(`
+CREATE TABLE notifications (
+    id          TEXT PRIMARY KEY,
+    address_key TEXT NOT NULL,       -- USER:<user> | SESSION:<session>: the scope of seq and dedup_key
+    seq         INT NOT NULL,        -- per address, in emission order
+    address     TEXT NOT NULL,
+    user_id     TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    target      TEXT NOT NULL,
+    handler     TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    payload     TEXT NOT NULL,       -- JSON, '' when none
+    dedup_key   TEXT NOT NULL,
+    directive   TEXT NOT NULL,
+    ttl_seconds INT NOT NULL,
+    urgency     TEXT NOT NULL,
+    channel     TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    owner_lease INT NOT NULL,        -- fencing counter: every claim increments it
+    lease_until INT NOT NULL,        -- Unix nanoseconds; 0 when not locked
+    attempts    INT NOT NULL,
+    created     INT NOT NULL,
+    updated     INT NOT NULL,
+    UNIQUE (address_key, seq)
+);
+-- one live notification per dedup key and address
+CREATE UNIQUE INDEX notifications_dedup ON notifications (address_key, dedup_key)
+    WHERE dedup_key <> '' AND state <> 'DELIVERED' AND state <> 'FAILED';
+CREATE INDEX notifications_by_user ON notifications (user_id, channel, seq);
+CREATE INDEX notifications_by_state ON notifications (state, lease_until);
+CREATE TABLE notification_dispatch (
+    id          TEXT PRIMARY KEY,    -- the notification
+    channel     TEXT NOT NULL,       -- where it was routed at emission
+    address_key TEXT NOT NULL,
+    seq         INT NOT NULL,
+    created     INT NOT NULL
+);
+CREATE TABLE notification_seqs (
+    address_key TEXT PRIMARY KEY,
+    seq         INT NOT NULL
+);`, "INT ", integer+" ")
+}
+
+// Options configure a Ledger. nil means defaults.
+type Options struct {
+	Now   func() time.Time // nil means time.Now
+	NewID func() string    // nil means 16 random bytes in hex
+}
+
+// Ledger keeps notifications in a SQL store opened with Extension.
+type Ledger struct {
+	st    store.Store
+	q     store.Querier
+	now   func() time.Time
+	newID func() string
+}
+
+// NewLedger returns the ledger over a SQL store (SQLite or PostgreSQL)
+// opened with Extension.
+func NewLedger(st store.Store, opts *Options) (*Ledger, error) {
+	q, ok := st.(store.Querier)
+	if !ok {
+		return nil, errors.New("notify: the ledger needs a SQL store (SQLite or PostgreSQL), not an in-memory one")
+	}
+	l := &Ledger{st: st, q: q, now: time.Now, newID: randomID}
+	if opts != nil {
+		if opts.Now != nil {
+			l.now = opts.Now
+		}
+		if opts.NewID != nil {
+			l.newID = opts.NewID
+		}
+	}
+	return l, nil
+}
+
+func randomID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+const columns = `id, address, user_id, session_id, target, handler, title, body, payload, dedup_key, directive, ttl_seconds, urgency,
+	seq, channel, state, owner_lease, lease_until, attempts, created, updated`
+
+func scanRow(scan func(...any) error) (Notification, error) {
+	var n Notification
+	var payload string
+	var leaseUntil, created, updated int64
+	err := scan(&n.ID, &n.Address, &n.UserID, &n.SessionID, &n.Target, &n.Handler, &n.Title, &n.Body, &payload, &n.DedupKey, &n.Directive,
+		&n.TTLSeconds, &n.Urgency, &n.Seq, &n.Channel, &n.State, &n.OwnerLease, &leaseUntil, &n.Attempts, &created, &updated)
+	if payload != "" {
+		n.Payload = []byte(payload)
+	}
+	if leaseUntil != 0 {
+		n.LeaseUntil = time.Unix(0, leaseUntil).UTC()
+	}
+	n.CreatedAt, n.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+	return n, err
+}
+
+// Get returns a notification.
+func (l *Ledger) Get(ctx context.Context, id string) (Notification, error) {
+	return getOne(ctx, l.q, id)
+}
+
+// querier is a Querier or a Tx.
+type querier interface {
+	Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error
+}
+
+func getOne(ctx context.Context, q querier, id string) (Notification, error) {
+	var n Notification
+	found := false
+	err := q.Query(ctx, `SELECT `+columns+` FROM notifications WHERE id = ?`, []any{id}, func(scan func(...any) error) error {
+		var err error
+		n, err = scanRow(scan)
+		found = true
+		return err
+	})
+	if err != nil {
+		return Notification{}, err
+	}
+	if !found {
+		return Notification{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return n, nil
+}
+
+// Emitted is what Emit did: the notification as stored, and whether it
+// overwrote a live one with the same dedup key.
+type Emitted struct {
+	Notification
+	Deduplicated bool
+}
+
+// Emit validates a notification, routes it to its one channel and stores
+// it PENDING with its dispatch record, in one transaction. A dedup key
+// that matches a live notification of the same address (§5.3)
+// overwrites that one's content instead: when it is PENDING or
+// DISPATCHED, always; when LOCKED or ESCALATED, only if lease is its
+// current owner_lease (else ErrStale). After a terminal state, a new
+// notification is created.
+func (l *Ledger) Emit(ctx context.Context, n Notification, lease int64) (Emitted, error) {
+	if err := n.Validate(); err != nil {
+		return Emitted{}, err
+	}
+	ch, _ := Route(n.Address, n.Target, n.Handler)
+	if n.Urgency == "" {
+		n.Urgency = UrgencyNormal
+	}
+	for attempt := 0; ; attempt++ {
+		out, err := l.emitOnce(ctx, n, ch, lease)
+		if err != nil && attempt < 3 && uniqueViolation(err) {
+			continue // a concurrent emit took the sequence number or the dedup key first
+		}
+		return out, err
+	}
+}
+
+func (l *Ledger) emitOnce(ctx context.Context, n Notification, ch Channel, lease int64) (Emitted, error) {
+	now := l.now().UnixNano()
+	key := n.addressKey()
+	var out Emitted
+	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+		if n.DedupKey != "" {
+			var live *Notification
+			err := tx.Query(ctx, `SELECT `+columns+` FROM notifications WHERE address_key = ? AND dedup_key = ? AND state <> 'DELIVERED' AND state <> 'FAILED'`,
+				[]any{key, n.DedupKey}, func(scan func(...any) error) error {
+					m, err := scanRow(scan)
+					live = &m
+					return err
+				})
+			if err != nil {
+				return err
+			}
+			if live != nil {
+				return l.overwrite(ctx, tx, live, &n, lease, now, &out)
+			}
+		}
+		var seq int64
+		err := tx.Query(ctx, `INSERT INTO notification_seqs (address_key, seq) VALUES (?, 1)
+			ON CONFLICT (address_key) DO UPDATE SET seq = notification_seqs.seq + 1 RETURNING seq`, []any{key}, func(scan func(...any) error) error {
+			return scan(&seq)
+		})
+		if err != nil {
+			return err
+		}
+		id := l.newID()
+		if _, err := tx.Exec(ctx, `INSERT INTO notifications (`+columns+`, address_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?)`,
+			id, n.Address, n.UserID, n.SessionID, n.Target, n.Handler, n.Title, n.Body, string(n.Payload), n.DedupKey, n.Directive, n.TTLSeconds, n.Urgency,
+			seq, ch, StatePending, now, now, key); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO notification_dispatch (id, channel, address_key, seq, created) VALUES (?, ?, ?, ?, ?)`, id, ch, key, seq, now); err != nil {
+			return err
+		}
+		out.Notification, err = getOne(ctx, tx, id)
+		return err
+	})
+	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
+		return Emitted{}, err
+	}
+	return out, nil
+}
+
+// overwrite is a dedup emit's update of the live notification with the
+// same key, fenced by its state and owner_lease.
+func (l *Ledger) overwrite(ctx context.Context, tx store.Tx, live, n *Notification, lease, now int64, out *Emitted) error {
+	if (live.State == StateLocked || live.State == StateEscalated) && lease != live.OwnerLease {
+		return fmt.Errorf("%w: %s is %s with owner_lease %d; a dedup update must present it (got %d)", ErrStale, live.ID, live.State, live.OwnerLease, lease)
+	}
+	rows, err := tx.Exec(ctx, `UPDATE notifications SET title = ?, body = ?, payload = ?, directive = ?, ttl_seconds = ?, urgency = ?, updated = ?
+		WHERE id = ? AND state = ? AND owner_lease = ?`,
+		n.Title, n.Body, string(n.Payload), n.Directive, n.TTLSeconds, n.Urgency, now, live.ID, live.State, live.OwnerLease)
+	if err != nil {
+		return err
+	}
+	if rows != 1 {
+		return fmt.Errorf("%w: %s changed during the dedup update", ErrStale, live.ID)
+	}
+	out.Deduplicated = true
+	out.Notification, err = getOne(ctx, tx, live.ID)
+	return err
+}
+
+// uniqueViolation reports a unique-constraint error of either driver.
+func uniqueViolation(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505") || strings.Contains(s, "duplicate key value")
+}
+
+// move is one compare-and-swap transition: from one of the states given,
+// with the owner_lease presented, to a state, setting more columns. When
+// no row matches, the current row says why: not found, illegal, stale.
+type move struct {
+	id        string
+	from      []State
+	lease     int64
+	expired   bool // LOCKED → LOCKED only once the lease ran out
+	to        State
+	set       string // more "col = ?" assignments
+	args      []any
+	userID    string // not "": only this user's notification
+	nextLease bool   // increment owner_lease (a claim)
+}
+
+// apply runs the move in tx; now is the transition's time.
+func (m move) apply(ctx context.Context, tx store.Tx, now int64) error {
+	q := `UPDATE notifications SET state = ?, updated = ?`
+	args := []any{m.to, now}
+	if m.nextLease {
+		q += `, owner_lease = owner_lease + 1, attempts = attempts + 1`
+	}
+	if m.set != "" {
+		q += ", " + m.set
+		args = append(args, m.args...)
+	}
+	q += ` WHERE id = ? AND owner_lease = ? AND state IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(m.from)), ", ") + `)`
+	args = append(args, m.id, m.lease)
+	for _, s := range m.from {
+		args = append(args, s)
+	}
+	if m.expired {
+		q += ` AND (state <> 'LOCKED' OR lease_until <= ?)`
+		args = append(args, now)
+	}
+	if m.userID != "" {
+		q += ` AND user_id = ?`
+		args = append(args, m.userID)
+	}
+	rows, err := tx.Exec(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	if rows == 1 {
+		return nil
+	}
+	cur, err := getOne(ctx, tx, m.id)
+	switch {
+	case err != nil:
+		return err
+	case m.userID != "" && cur.UserID != m.userID:
+		return fmt.Errorf("%w: %q", ErrNotFound, m.id)
+	case !Allowed(cur.State, m.to):
+		return fmt.Errorf("%w: %s is %s; it cannot become %s", ErrIllegal, m.id, cur.State, m.to)
+	case cur.OwnerLease != m.lease:
+		return fmt.Errorf("%w: %s has owner_lease %d, not %d", ErrStale, m.id, cur.OwnerLease, m.lease)
+	case m.expired && cur.State == StateLocked:
+		return fmt.Errorf("%w: %s is locked until %s", ErrStale, m.id, cur.LeaseUntil.Format(time.RFC3339Nano))
+	}
+	return fmt.Errorf("%w: %s is %s, not %v", ErrStale, m.id, cur.State, m.from)
+}
+
+// run commits the moves as one transaction and returns the notification
+// after them.
+func (l *Ledger) run(ctx context.Context, id string, moves ...move) (Notification, error) {
+	now := l.now().UnixNano()
+	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+		for _, m := range moves {
+			if err := m.apply(ctx, tx, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
+		return Notification{}, err
+	}
+	return l.Get(ctx, id)
+}
+
+// Dispatch records that a notification was sent on its channel (a
+// stream, the agent's prompt): PENDING → DISPATCHED.
+func (l *Ledger) Dispatch(ctx context.Context, id string) (Notification, error) {
+	n, err := l.Get(ctx, id)
+	if err != nil {
+		return Notification{}, err
+	}
+	return l.run(ctx, id, move{id: id, from: []State{StatePending}, lease: n.OwnerLease, to: StateDispatched})
+}
+
+// Claim takes ownership for hold: a DISPATCHED notification with
+// owner_lease lease, or a LOCKED one whose lease ran out (a new owner
+// taking over), becomes LOCKED with owner_lease lease+1 until now+hold.
+// The new owner presents lease+1 afterwards.
+func (l *Ledger) Claim(ctx context.Context, id string, lease int64, hold time.Duration) (Notification, error) {
+	until := l.now().Add(hold).UnixNano()
+	return l.run(ctx, id, move{id: id, from: []State{StateDispatched, StateLocked}, lease: lease, expired: true, to: StateLocked,
+		nextLease: true, set: "lease_until = ?", args: []any{until}})
+}
+
+// Deliver is a delivery its owner confirms: LOCKED or ESCALATED with
+// owner_lease lease → DELIVERED.
+func (l *Ledger) Deliver(ctx context.Context, id string, lease int64) (Notification, error) {
+	return l.run(ctx, id, move{id: id, from: []State{StateLocked, StateEscalated}, lease: lease, to: StateDelivered, set: "lease_until = 0"})
+}
+
+// Escalate reverts a LOCKED notification to the system: ESCALATED,
+// re-routed to the inbox or the floor by its address, its target promoted
+// to the user and its handler the system.
+func (l *Ledger) Escalate(ctx context.Context, id string, lease int64) (Notification, error) {
+	n, err := l.Get(ctx, id)
+	if err != nil {
+		return Notification{}, err
+	}
+	return l.run(ctx, id, move{id: id, from: []State{StateLocked}, lease: lease, to: StateEscalated,
+		set: "channel = ?, target = ?, handler = ?, lease_until = 0", args: []any{Fallback(n.Address), TargetUser, HandlerSystem}})
+}
+
+// Fail ends a LOCKED or ESCALATED notification as a dead letter.
+func (l *Ledger) Fail(ctx context.Context, id string, lease int64) (Notification, error) {
+	return l.run(ctx, id, move{id: id, from: []State{StateLocked, StateEscalated}, lease: lease, to: StateFailed, set: "lease_until = 0"})
+}
+
+// Ack is the user's client acknowledging a notification shown on a
+// system channel: DISPATCHED → LOCKED → DELIVERED, or ESCALATED →
+// DELIVERED, in one transaction. Another user's notification is
+// ErrNotFound.
+func (l *Ledger) Ack(ctx context.Context, id, userID string) (Notification, error) {
+	n, err := l.Get(ctx, id)
+	if err != nil {
+		return Notification{}, err
+	}
+	if n.UserID != userID {
+		return Notification{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if n.Channel == ChannelAgent && n.State != StateEscalated {
+		return Notification{}, fmt.Errorf("%w: %s is on the agent's channel; the agent acknowledges it", ErrIllegal, id)
+	}
+	if n.State == StateEscalated {
+		return l.run(ctx, id, move{id: id, from: []State{StateEscalated}, lease: n.OwnerLease, to: StateDelivered, userID: userID})
+	}
+	return l.run(ctx, id,
+		move{id: id, from: []State{StateDispatched}, lease: n.OwnerLease, to: StateLocked, nextLease: true, userID: userID},
+		move{id: id, from: []State{StateLocked}, lease: n.OwnerLease + 1, to: StateDelivered, userID: userID})
+}
+
+// Query lists notifications.
+type Query struct {
+	UserID  string  // required
+	Channel Channel // "" for every channel
+	States  []State // nil for every state
+	Limit   int     // 0 means 50, at most 500
+}
+
+// List returns a user's notifications, newest first.
+func (l *Ledger) List(ctx context.Context, q Query) ([]Notification, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, 500)
+	sql := `SELECT ` + columns + ` FROM notifications WHERE user_id = ?`
+	args := []any{q.UserID}
+	if q.Channel != "" {
+		sql += ` AND channel = ?`
+		args = append(args, q.Channel)
+	}
+	if len(q.States) > 0 {
+		sql += ` AND state IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(q.States)), ", ") + `)`
+		for _, s := range q.States {
+			args = append(args, s)
+		}
+	}
+	sql += ` ORDER BY created DESC, seq DESC LIMIT ?`
+	args = append(args, limit)
+	var out []Notification
+	err := l.q.Query(ctx, sql, args, func(scan func(...any) error) error {
+		n, err := scanRow(scan)
+		out = append(out, n)
+		return err
+	})
+	return out, err
+}

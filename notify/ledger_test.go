@@ -1,0 +1,265 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/postgres"
+	"github.com/agentplane/agentplane/store/sqlite"
+)
+
+func TestRoute(t *testing.T) {
+	for _, c := range []struct {
+		a    notify.Address
+		t    notify.Target
+		h    notify.Handler
+		want notify.Channel
+	}{
+		{"USER", "USER", "SYSTEM", "A"},
+		{"SESSION", "USER", "SYSTEM", "B"},
+		{"USER", "USER", "AGENT", "C"},
+		{"SESSION", "USER", "AGENT", "C"},
+		{"SESSION", "AGENT", "SYSTEM", "C"},
+		{"USER", "AGENT", "SYSTEM", "C"},
+		{"SESSION", "AGENT", "AGENT", "C"},
+		{"USER", "AGENT", "AGENT", "C"},
+	} {
+		if got, err := notify.Route(c.a, c.t, c.h); err != nil || got != c.want {
+			t.Errorf("%s %s %s: %s %v, want %s", c.a, c.t, c.h, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		a    notify.Address
+		t    notify.Target
+		h    notify.Handler
+		want string
+	}{
+		{"GROUP", "USER", "SYSTEM", `address "GROUP"`},
+		{"user", "USER", "SYSTEM", `address "user"`},
+		{"USER", "BOT", "SYSTEM", `target "BOT"`},
+		{"USER", "USER", "", `handler ""`},
+	} {
+		if _, err := notify.Route(c.a, c.t, c.h); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s %s: %v, want %q", c.a, c.t, c.h, err, c.want)
+		}
+	}
+}
+
+var schemas atomic.Int64
+
+// drivers returns the ledger's stores to test: SQLite always, PostgreSQL
+// when AGENTPLANE_TEST_POSTGRES is set.
+func drivers(t *testing.T) map[string]func(t *testing.T) store.Store {
+	out := map[string]func(t *testing.T) store.Store{
+		"sqlite": func(t *testing.T) store.Store {
+			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "n.db"), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	}
+	url := os.Getenv("AGENTPLANE_TEST_POSTGRES")
+	if url == "" {
+		return out
+	}
+	out["postgres"] = func(t *testing.T) store.Store {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Skipf("PostgreSQL not reachable: %v", err)
+		}
+		name := fmt.Sprintf("notify_%d_%d", os.Getpid(), schemas.Add(1))
+		conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+name+" CASCADE; CREATE SCHEMA "+name)
+		conn.Close(ctx)
+		sep := "?"
+		if strings.Contains(url, "?") {
+			sep = "&"
+		}
+		s, err := postgres.Open(ctx, url+sep+"search_path="+name, &postgres.Options{Extensions: []store.Extension{notify.Extension}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			s.Close()
+			if c, err := pgx.Connect(context.Background(), url); err == nil {
+				c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+name+" CASCADE")
+				c.Close(context.Background())
+			}
+		})
+		return s
+	}
+	return out
+}
+
+// clock is a settable clock.
+type clock struct{ t atomic.Int64 }
+
+func (c *clock) now() time.Time      { return time.Unix(0, c.t.Load()).UTC() }
+func (c *clock) add(d time.Duration) { c.t.Add(int64(d)) }
+func newClock() *clock {
+	c := &clock{}
+	c.t.Store(time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+func inbox(user, title string) notify.Notification {
+	return notify.Notification{Address: notify.AddressUser, UserID: user, Target: notify.TargetUser, Handler: notify.HandlerSystem, Title: title}
+}
+
+func TestLedger(t *testing.T) {
+	for name, open := range drivers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := newClock()
+			l, err := notify.NewLedger(open(t), &notify.Options{Now: clk.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// emit, route, the per-address sequence
+			a, err := l.Emit(ctx, inbox("alice", "one"), 0)
+			if err != nil || a.Channel != notify.ChannelInbox || a.State != notify.StatePending || a.Seq != 1 || a.Deduplicated {
+				t.Fatalf("%+v %v", a, err)
+			}
+			b, _ := l.Emit(ctx, inbox("alice", "two"), 0)
+			other, _ := l.Emit(ctx, inbox("bob", "one"), 0)
+			if b.Seq != 2 || other.Seq != 1 {
+				t.Fatalf("sequences %d %d", b.Seq, other.Seq)
+			}
+			// the system channel: dispatched, then acked by its user only
+			if _, err := l.Ack(ctx, a.ID, "alice"); !errors.Is(err, notify.ErrIllegal) {
+				t.Fatalf("ack before dispatch: %v", err)
+			}
+			if n, err := l.Dispatch(ctx, a.ID); err != nil || n.State != notify.StateDispatched {
+				t.Fatalf("%+v %v", n, err)
+			}
+			if _, err := l.Ack(ctx, a.ID, "bob"); !errors.Is(err, notify.ErrNotFound) {
+				t.Fatalf("bob acked alice's: %v", err)
+			}
+			if n, err := l.Ack(ctx, a.ID, "alice"); err != nil || n.State != notify.StateDelivered || n.OwnerLease != 1 {
+				t.Fatalf("%+v %v", n, err)
+			}
+			// terminal states never change
+			for _, try := range []func() (notify.Notification, error){
+				func() (notify.Notification, error) { return l.Ack(ctx, a.ID, "alice") },
+				func() (notify.Notification, error) { return l.Dispatch(ctx, a.ID) },
+				func() (notify.Notification, error) { return l.Claim(ctx, a.ID, 1, time.Minute) },
+				func() (notify.Notification, error) { return l.Fail(ctx, a.ID, 1) },
+			} {
+				if _, err := try(); !errors.Is(err, notify.ErrIllegal) && !errors.Is(err, notify.ErrStale) {
+					t.Fatalf("a delivered notification moved: %v", err)
+				}
+			}
+			if n, _ := l.Get(ctx, a.ID); n.State != notify.StateDelivered {
+				t.Fatalf("%+v", n)
+			}
+			// the agent's channel: claims fence each other; an expired lease is taken over; escalation re-routes
+			agentN := notify.Notification{Address: notify.AddressSession, UserID: "alice", SessionID: "s1", Target: notify.TargetAgent,
+				Handler: notify.HandlerAgent, Title: "build failed", Directive: "tell the user if it matters", TTLSeconds: 60}
+			c, err := l.Emit(ctx, agentN, 0)
+			if err != nil || c.Channel != notify.ChannelAgent {
+				t.Fatalf("%+v %v", c, err)
+			}
+			l.Dispatch(ctx, c.ID)
+			held, err := l.Claim(ctx, c.ID, 0, 30*time.Second)
+			if err != nil || held.State != notify.StateLocked || held.OwnerLease != 1 || held.Attempts != 1 {
+				t.Fatalf("%+v %v", held, err)
+			}
+			if _, err := l.Claim(ctx, c.ID, 1, 30*time.Second); !errors.Is(err, notify.ErrStale) {
+				t.Fatalf("a claim of a live lease: %v", err)
+			}
+			clk.add(31 * time.Second)
+			taken, err := l.Claim(ctx, c.ID, 1, 30*time.Second) // the watchdog
+			if err != nil || taken.OwnerLease != 2 {
+				t.Fatalf("%+v %v", taken, err)
+			}
+			if _, err := l.Deliver(ctx, c.ID, 1); !errors.Is(err, notify.ErrStale) {
+				t.Fatalf("the first owner delivered after losing its lease: %v", err)
+			}
+			esc, err := l.Escalate(ctx, c.ID, 2)
+			if err != nil || esc.State != notify.StateEscalated || esc.Channel != notify.ChannelFloor || esc.Target != notify.TargetUser || esc.Handler != notify.HandlerSystem {
+				t.Fatalf("%+v %v", esc, err)
+			}
+			if n, err := l.Ack(ctx, c.ID, "alice"); err != nil || n.State != notify.StateDelivered {
+				t.Fatalf("%+v %v", n, err)
+			}
+		})
+	}
+}
+
+func TestDedup(t *testing.T) {
+	for name, open := range drivers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			l, _ := notify.NewLedger(open(t), nil)
+			n := inbox("alice", "v1")
+			n.DedupKey = "build-42"
+			first, _ := l.Emit(ctx, n, 0)
+			n.Title = "v2"
+			second, err := l.Emit(ctx, n, 0)
+			if err != nil || !second.Deduplicated || second.ID != first.ID || second.Title != "v2" {
+				t.Fatalf("%+v %v", second, err)
+			}
+			// another user's key is theirs
+			m := inbox("bob", "b")
+			m.DedupKey = "build-42"
+			if b, _ := l.Emit(ctx, m, 0); b.Deduplicated {
+				t.Fatal("bob's emit overwrote alice's")
+			}
+			// locked: only the owner's lease overwrites
+			l.Dispatch(ctx, first.ID)
+			l.Claim(ctx, first.ID, 0, time.Minute)
+			n.Title = "v3"
+			if _, err := l.Emit(ctx, n, 0); !errors.Is(err, notify.ErrStale) {
+				t.Fatalf("a dedup update without the lease: %v", err)
+			}
+			if got, err := l.Emit(ctx, n, 1); err != nil || got.Title != "v3" || got.State != notify.StateLocked {
+				t.Fatalf("%+v %v", got, err)
+			}
+			// after a terminal state: a new notification
+			l.Deliver(ctx, first.ID, 1)
+			n.Title = "v4"
+			fresh, err := l.Emit(ctx, n, 0)
+			if err != nil || fresh.Deduplicated || fresh.ID == first.ID || fresh.State != notify.StatePending {
+				t.Fatalf("%+v %v", fresh, err)
+			}
+		})
+	}
+}
+
+func TestBadNotifications(t *testing.T) {
+	l, _ := notify.NewLedger(drivers(t)["sqlite"](t), nil)
+	for _, c := range []struct {
+		edit func(*notify.Notification)
+		want string
+	}{
+		{func(n *notify.Notification) { n.Address = "GROUP" }, `address "GROUP"`},
+		{func(n *notify.Notification) { n.Address = notify.AddressSession }, "session_id: missing"},
+		{func(n *notify.Notification) { n.Payload = []byte(`"` + strings.Repeat("x", 70<<10) + `"`) }, "payload: 71682 bytes; at most 65536"},
+		{func(n *notify.Notification) { n.Payload = []byte(`{`) }, "payload: not JSON"},
+		{func(n *notify.Notification) { n.TTLSeconds = -1 }, "ttl_seconds: -1"},
+		{func(n *notify.Notification) { n.DedupKey = strings.Repeat("k", 257) }, "deduplication_key: 257 bytes; at most 256"},
+		{func(n *notify.Notification) { n.UserID = "" }, "user_id: missing"},
+		{func(n *notify.Notification) { n.Urgency = "PANIC" }, `urgency "PANIC"`},
+	} {
+		n := inbox("alice", "t")
+		c.edit(&n)
+		if _, err := l.Emit(context.Background(), n, 0); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v, want %q", err, c.want)
+		}
+	}
+	if list, _ := l.List(context.Background(), notify.Query{UserID: "alice"}); len(list) != 0 {
+		t.Fatalf("refused emits were stored: %d", len(list))
+	}
+}
