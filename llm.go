@@ -1,5 +1,7 @@
 package agentplane
 
+import "encoding/json"
+
 // LLMMessage is one chat message as it is sent to the LLM, in the
 // OpenAI chat-completions roles.
 type LLMMessage struct {
@@ -42,4 +44,14 @@ type LLMExchange struct {
 	Response *LLMResponse `json:"response,omitempty"`
 	Error    string       `json:"error,omitempty"` // after every attempt failed
 	Attempts int          `json:"attempts"`
+}
+
+// Notice is a notification shown on the conversation floor (channel B of
+// the notification protocol): a system pill in the session's history.
+type Notice struct {
+	ID      string          `json:"id"` // the notification's
+	Title   string          `json:"title"`
+	Body    string          `json:"body,omitempty"`
+	Urgency string          `json:"urgency,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
 }

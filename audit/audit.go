@@ -38,6 +38,7 @@ const (
 	KindResume    = "resume"    // a stored session was fitted to a changed configuration; State is the result
 	KindLLM       = "llm"       // one exchange with the LLM (LLM): messages sent, tools offered, the response
 	KindProposal  = "proposal"  // a tool call the LLM proposed that needs the human's confirmation: now pending, with a token for the human
+	KindNotice    = "notice"    // a notification shown on the conversation floor (Notice), in causal order with the turns
 )
 
 // Version is the record format this package writes. Records without a
@@ -77,6 +78,8 @@ type Record struct {
 	Notes []string `json:"notes,omitempty"`
 	// LLM is the exchange an llm record holds.
 	LLM *agentplane.LLMExchange `json:"llm,omitempty"`
+	// Notice is the notification a notice record shows on the floor.
+	Notice *agentplane.Notice `json:"notice,omitempty"`
 
 	Prev string `json:"prev"` // hash of the session's previous record, "" for the first
 	Hash string `json:"hash"` // SHA-256 of the record's canonical JSON without the hash

@@ -45,12 +45,13 @@ type Event struct {
 	Snapshot  *agentplane.StateSnapshot   `json:"snapshot,omitempty"`
 	Notes     []string                    `json:"notes,omitempty"`
 	LLM       *agentplane.LLMExchange     `json:"llm,omitempty"`
+	Notice    *agentplane.Notice          `json:"notice,omitempty"`
 }
 
 // FromRecord is the event of an audit record.
 func FromRecord(r *audit.Record) Event {
 	e := Event{Seq: r.Seq, Kind: r.Kind, Time: r.Time, Principal: r.Principal, Input: r.Input, Decision: r.Decision,
-		Intent: r.Intent, Result: r.Result, Notes: r.Notes, LLM: r.LLM}
+		Intent: r.Intent, Result: r.Result, Notes: r.Notes, LLM: r.LLM, Notice: r.Notice}
 	if r.State != nil {
 		s := r.State.Snapshot(r.Time)
 		e.Snapshot = &s
@@ -274,25 +275,29 @@ func (h *Hub) drop(s *Sub, reason string) {
 	h.subs--
 }
 
-// Publish sends a transient frame to the session's subscribers now: no
-// id, not stored, not resumable (a model's streamed text, which its
-// recorded exchange makes whole). A subscriber whose queue is full is
-// closed, as for events.
-func (h *Hub) Publish(session, kind string, data []byte) {
+// Publish sends a transient frame to a topic's subscribers now (a
+// session's, or any other topic's: a user's inbox): no id, not stored, not
+// resumable (a model's streamed text, which its recorded exchange makes
+// whole). A subscriber whose queue is full is closed, as for events. It
+// returns how many subscribers got it.
+func (h *Hub) Publish(session, kind string, data []byte) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[session]
 	if t == nil {
-		return
+		return 0
 	}
 	f := Frame{Kind: kind, Data: data}
+	sent := 0
 	for s := range t.subs {
 		select {
 		case s.c <- f:
+			sent++
 		default:
 			h.drop(s, fmt.Sprintf("too slow: %d events were waiting; resume after event %d", h.queue, s.cursor))
 		}
 	}
+	return sent
 }
 
 // Subscribers returns how many subscriptions are open.

@@ -245,3 +245,15 @@ func (g *Gate) RecordExchange(ctx context.Context, sessionID, principal string, 
 	}
 	return c.Record.Seq, nil
 }
+
+// RecordNotice puts a notification on the session's conversation floor:
+// a record in its chain, so it reaches the session's streams and history
+// in order with the turns (before the agent's next turn). It changes no
+// state.
+func (g *Gate) RecordNotice(ctx context.Context, sessionID string, n *agentplane.Notice) (int64, error) {
+	c := &store.Commit{SessionID: sessionID, Record: &audit.Record{Session: sessionID, Time: g.now().UTC(), Kind: audit.KindNotice, Notice: n}}
+	if err := g.store.Commit(ctx, c); err != nil {
+		return 0, fmt.Errorf("gate: record notice on session %s: %w", sessionID, err)
+	}
+	return c.Record.Seq, nil
+}

@@ -7,9 +7,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +33,9 @@ import (
 	"github.com/agentplane/agentplane/internal/llmtest"
 	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/mcpserver"
+	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -66,14 +71,25 @@ func newEnv(t testing.TB, o *envOptions) *env {
 		return c.Records(ctx, session, after)
 	}
 	hub = events.NewHub(read, hubOpts)
-	c = demotest.Core(t, &core.Options{Tools: []tool.Tool{out.Tool()}, Observer: metrics.Observer(hub.Committed),
+	// SQLite, with the notification ledger's tables
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "e2e.db"), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = demotest.Core(t, &core.Options{Store: st, Tools: []tool.Tool{out.Tool()}, Observer: metrics.Observer(hub.Committed),
 		NewID: newIDs()})
+	ledger, err := notify.NewLedger(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := notify.NewBus(ledger, c, hub)
 	var cfg config.Auth
 	for key, user := range o.keys {
 		d := sha256.Sum256([]byte(key))
 		cfg.Keys = append(cfg.Keys, config.APIKey{UserID: user, Roles: o.roles[user], KeySHA256: hex.EncodeToString(d[:])})
 	}
-	keys, err := auth.New(cfg, func(string) string { return "" })
+	var keys *auth.Keys
+	keys, err = auth.New(cfg, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +97,10 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	if o.llm != nil {
 		s := llm.Settings{LLM: config.LLM{BaseURL: o.llm.URL, Model: "test-model", Timeout: 5 * time.Second, MaxToolRounds: 4, MaxHistoryTurns: 10}}
 		agent = llm.New(c, llm.NewOpenAI(s, nil), s.LLM)
+		agent.Awareness = bus.Awareness
 	}
 	api := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Heartbeat: 50 * time.Millisecond,
-		MCP: mcpserver.New(c, nil).Handler(), Agent: agent})
+		MCP: mcpserver.New(c, nil).Handler(), Agent: agent, Bus: bus})
 	srv := httptest.NewUnstartedServer(api.Handler())
 	srv.Config.MaxHeaderBytes = 64 << 10
 	srv.Config.ReadHeaderTimeout = 5 * time.Second
@@ -823,5 +840,136 @@ func TestLLMTurnThroughTheAPI(t *testing.T) {
 	var snap agentplane.StateSnapshot
 	if e.call("GET", "/v1/sessions/"+s.SessionID, "", nil, &snap); snap.PendingConfirmation != nil {
 		t.Fatal("the pending confirmation outlived the confirmed call")
+	}
+}
+
+// Notifications through the API: routed to one channel; the inbox (A)
+// live and acked; the floor (B) a notice in the session's stream, acked
+// over the WebSocket; the agent's (C) in the LLM's prompt; bad input
+// refused naming the field, nothing stored.
+func TestNotifications(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Reply{Text: "Build 42 failed on main; want me to look?"})
+	alice, producer := "alice-key-0123456789", "ci-key-0123456789abc"
+	e := newEnv(t, &envOptions{llm: srv, keys: map[string]string{alice: "alice", producer: "ci"}, roles: map[string][]string{"ci": {httpapi.ProducerRole}}})
+	s := e.create(alice, nil)
+	inboxResp, cancel := func() (*http.Response, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/v1/inbox/events", nil)
+		req.Header.Set("Authorization", "Bearer "+alice)
+		resp, err := e.client.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%v %v", resp, err)
+		}
+		return resp, cancel
+	}()
+	defer cancel()
+	for e.api.Hub().Subscribers() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	emit := func(key string, body map[string]any, want int) httpapi.NotificationCreated {
+		t.Helper()
+		var out httpapi.NotificationCreated
+		if st := e.call("POST", "/v1/notifications", key, body, &out); st != want {
+			t.Fatalf("emit %v: %d", body, st)
+		}
+		return out
+	}
+	// A: the inbox, live; DISPATCHED once sent on the stream
+	a := emit(producer, map[string]any{"address": "USER", "user_id": "alice", "target": "USER", "handler": "SYSTEM", "title": "Invoice ready"}, 201)
+	if a.Channel != notify.ChannelInbox || a.State != notify.StateDispatched {
+		t.Fatalf("%+v", a)
+	}
+	sc := bufio.NewScanner(inboxResp.Body)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			if !strings.Contains(sc.Text(), a.ID) {
+				t.Fatalf("the inbox stream showed %s", sc.Text())
+			}
+			break
+		}
+	}
+	var inbox httpapi.Inbox
+	if e.call("GET", "/v1/inbox", alice, nil, &inbox); inbox.Unread != 1 || inbox.Notifications[0].ID != a.ID {
+		t.Fatalf("%+v", inbox)
+	}
+	var acked notify.Notification
+	if st := e.call("POST", "/v1/notifications/"+a.ID+"/ack", alice, nil, &acked); st != 200 || acked.State != notify.StateDelivered {
+		t.Fatalf("%d %+v", st, acked)
+	}
+	if e.call("GET", "/v1/inbox", alice, nil, &inbox); inbox.Unread != 0 {
+		t.Fatalf("%+v", inbox)
+	}
+	var eb httpapi.ErrorBody
+	st := e.call("POST", "/v1/notifications/"+a.ID+"/ack", alice, nil, &eb)
+	errCode(t, st, eb, 409, agentplane.CodeInvalidState)
+	// B: a notice in the session's chain, acked as an event over the WebSocket
+	b := emit(alice, map[string]any{"address": "SESSION", "session_id": s.SessionID, "target": "USER", "handler": "SYSTEM", "title": "Deploy finished"}, 201)
+	if b.Channel != notify.ChannelFloor || b.State != notify.StateDispatched {
+		t.Fatalf("%+v", b)
+	}
+	ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	conn, _, err := websocket.Dial(ctx, strings.Replace(e.srv.URL, "http", "ws", 1)+"/v1/sessions/"+s.SessionID+"/ws?after=1",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + alice}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	_, data, err := conn.Read(ctx)
+	var ev struct {
+		ID    int64
+		Event events.Event
+	}
+	if json.Unmarshal(data, &ev); err != nil || ev.Event.Kind != "notice" || ev.Event.Notice.ID != b.ID {
+		t.Fatalf("%s %v", data, err)
+	}
+	conn.Write(ctx, websocket.MessageText, []byte(fmt.Sprintf(`{"type":"ack","id":%d}`, ev.ID)))
+	if _, data, _ = conn.Read(ctx); !strings.Contains(string(data), `"acked"`) {
+		t.Fatalf("%s", data)
+	}
+	var got notify.Notification
+	if e.call("GET", "/v1/notifications/"+b.ID, alice, nil, &got); got.State != notify.StateDelivered {
+		t.Fatalf("%+v", got)
+	}
+	// C: the agent's, in the LLM's next prompt, with the floor's notice as seen
+	c := emit(alice, map[string]any{"address": "SESSION", "session_id": s.SessionID, "target": "AGENT", "handler": "AGENT", "title": "Build 42 failed",
+		"agent_instructions": map[string]string{"directive": "tell the user only if they work on it"}}, 201)
+	if c.Channel != notify.ChannelAgent || c.State != notify.StatePending {
+		t.Fatalf("%+v", c)
+	}
+	e.turn(alice, s.SessionID, httpapi.TurnBody{Text: "hello there"})
+	system := srv.Requests()[0]["messages"].([]any)[0].(map[string]any)["content"].(string)
+	for _, want := range []string{"[NOTIFICATION " + c.ID + "] Build 42 failed (instructions: tell the user only if they work on it)", "[SEEN] Deploy finished"} {
+		if !strings.Contains(system, want) {
+			t.Errorf("the prompt lacks %q:\n%s", want, system)
+		}
+	}
+	if e.call("GET", "/v1/notifications/"+c.ID, alice, nil, &got); got.State != notify.StateDispatched {
+		t.Fatalf("%+v", got)
+	}
+	// bad input, and other users' notifications
+	for _, bad := range []struct {
+		key    string
+		body   map[string]any
+		status int
+		want   string
+	}{
+		{alice, map[string]any{"address": "GROUP", "target": "USER", "handler": "SYSTEM", "title": "x"}, 400, `address "GROUP"`},
+		{alice, map[string]any{"address": "SESSION", "target": "USER", "handler": "SYSTEM", "title": "x"}, 400, "session_id: missing"},
+		{alice, map[string]any{"address": "SESSION", "session_id": "nope", "target": "USER", "handler": "SYSTEM", "title": "x"}, 400, `session_id: no session "nope"`},
+		{alice, map[string]any{"address": "USER", "target": "USER", "handler": "SYSTEM", "title": "x", "payload": strings.Repeat("x", 70<<10)}, 400, "payload"},
+		{alice, map[string]any{"address": "USER", "target": "USER", "handler": "SYSTEM", "title": "x", "ttl_seconds": -5}, 400, "ttl_seconds: -5"},
+		{alice, map[string]any{"address": "USER", "target": "USER", "handler": "SYSTEM", "title": "x", "deduplication_key": strings.Repeat("k", 300)}, 400, "deduplication_key: 300 bytes"},
+		{alice, map[string]any{"address": "USER", "user_id": "bob", "target": "USER", "handler": "SYSTEM", "title": "x"}, 403, "producer role"},
+	} {
+		st := e.call("POST", "/v1/notifications", bad.key, bad.body, &eb)
+		if st != bad.status || !strings.Contains(eb.Error.Message, bad.want) {
+			t.Errorf("%v: %d %+v, want %d %q", bad.body, st, eb, bad.status, bad.want)
+		}
+	}
+	st = e.call("GET", "/v1/notifications/"+a.ID, producer, nil, &eb)
+	errCode(t, st, eb, 404, agentplane.CodeNotFound)
+	if e.call("GET", "/v1/inbox", alice, nil, &inbox); len(inbox.Notifications) != 1 {
+		t.Fatalf("refused emits were stored: %+v", inbox)
 	}
 }

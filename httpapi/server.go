@@ -27,6 +27,7 @@ import (
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/notify"
 )
 
 // Options configure a Server. nil means defaults.
@@ -44,6 +45,9 @@ type Options struct {
 	MCP http.Handler
 	// Agent, when set, answers the turns the router hands to the LLM.
 	Agent *llm.Agent
+	// Bus, when set, serves the notifications: /v1/notifications, the
+	// inbox, and acks of notices on the WebSocket.
+	Bus *notify.Bus
 	// Logger gets access logs and errors; nil discards.
 	Logger *slog.Logger
 	// Heartbeat is how often an idle event stream gets a keep-alive; 0
@@ -61,6 +65,7 @@ type Server struct {
 	metrics   *Metrics
 	mcp       http.Handler
 	agent     *llm.Agent
+	bus       *notify.Bus
 	log       *slog.Logger
 	heartbeat time.Duration
 	ready     func(context.Context) error
@@ -76,7 +81,7 @@ func New(c *core.Core, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{core: c, keys: opts.Keys, hub: opts.Hub, metrics: opts.Metrics, mcp: opts.MCP, agent: opts.Agent, log: opts.Logger,
+	s := &Server{core: c, keys: opts.Keys, hub: opts.Hub, metrics: opts.Metrics, mcp: opts.MCP, agent: opts.Agent, bus: opts.Bus, log: opts.Logger,
 		heartbeat: opts.Heartbeat, ready: opts.Ready}
 	if s.keys == nil {
 		s.keys = &auth.Keys{}
@@ -132,6 +137,13 @@ func (s *Server) routes() http.Handler {
 	api("GET /v1/sessions/{id}/ws", s.getWebSocket)
 	api("GET /v1/modes", s.getModes)
 	api("GET /v1/tools", s.getTools)
+	if s.bus != nil {
+		api("POST /v1/notifications", s.postNotification)
+		api("GET /v1/notifications/{id}", s.getNotification)
+		api("POST /v1/notifications/{id}/ack", s.ackNotification)
+		api("GET /v1/inbox", s.getInbox)
+		api("GET /v1/inbox/events", s.getInboxEvents)
+	}
 	handle("GET /v1/openapi.json", http.HandlerFunc(serveOpenAPI))
 	handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/notify"
 )
 
 // writeTimeout bounds one write to a stream: a client that stops reading
@@ -309,10 +310,35 @@ func (s *Server) wsRead(ctx context.Context, cancel context.CancelFunc, conn *we
 				write(wsServer{Type: "error", Error: &ErrorDetail{Code: agentplane.CodeInvalidInput, Message: "an ack needs the id of an event (a positive integer)"}})
 				continue
 			}
+			if err := s.ackEvent(ctx, sess.ID, p, m.ID); err != nil {
+				write(wsServer{Type: "error", Error: &ErrorDetail{Code: agentplane.ErrorCode(err), Message: agentplane.ErrorMessage(err)}})
+				continue
+			}
 			write(wsServer{Type: "acked", ID: m.ID})
 		default:
 			write(wsServer{Type: "error", RequestID: m.RequestID, Error: &ErrorDetail{Code: agentplane.CodeInvalidInput,
 				Message: "message type " + strconv.Quote(truncate(m.Type, 40)) + ": want turn or ack"}})
 		}
 	}
+}
+
+// ackEvent acknowledges an event the client has shown: a notice (a
+// notification on the floor) becomes DELIVERED; other events need no ack.
+func (s *Server) ackEvent(ctx context.Context, session string, p auth.Principal, seq int64) error {
+	if s.bus == nil {
+		return nil
+	}
+	recs, err := s.core.Records(ctx, session, seq-1)
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 || recs[0].Seq != seq {
+		return agentplane.Errorf(agentplane.CodeNotFound, "no event %d in this session", seq)
+	}
+	if n := recs[0].Notice; n != nil {
+		if _, err := s.bus.Ledger().Ack(ctx, n.ID, p.ID); err != nil {
+			return notify.Describe(err)
+		}
+	}
+	return nil
 }

@@ -274,6 +274,11 @@ func History(recs []audit.Record, maxTurns int) []agentplane.LLMMessage {
 			if d := r.Decision; d != nil && d.Action != agentplane.ActionContinueLLM {
 				msgs = append(msgs, agentplane.LLMMessage{Role: "assistant", Content: handled(d, r.Result)})
 			}
+		case audit.KindNotice:
+			settle()
+			if n := r.Notice; n != nil {
+				msgs = append(msgs, agentplane.LLMMessage{Role: "user", Content: fmt.Sprintf("[notification shown to the user] %s %s", n.Title, n.Body)})
+			}
 		case audit.KindLLM:
 			settle()
 			if r.LLM == nil || r.LLM.Response == nil {

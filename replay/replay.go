@@ -257,6 +257,13 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 			if _, err := rc.Gate().RecordExchange(ctx, r.Session, r.Principal, r.Roles, r.LLM); err != nil {
 				return p.count, err
 			}
+		case audit.KindNotice:
+			if r.Notice == nil {
+				return p.count, fmt.Errorf("record %d: a notice without its notification", r.Seq)
+			}
+			if _, err := rc.Gate().RecordNotice(ctx, r.Session, r.Notice); err != nil {
+				return p.count, err
+			}
 		case audit.KindProposal:
 			if r.Intent == nil || r.Decision == nil {
 				return p.count, fmt.Errorf("record %d: a proposal without its call or question", r.Seq)

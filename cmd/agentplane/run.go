@@ -16,6 +16,7 @@ import (
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/store/postgres"
@@ -201,13 +202,14 @@ func shownDB(db string) string {
 func (m *Main) openStore(ctx context.Context, db string, readOnly bool) (store.Store, bool) {
 	var st store.Store
 	var err error
+	exts := []store.Extension{notify.Extension} // the subsystems' tables
 	switch {
 	case isPostgres(db):
-		st, err = postgres.Open(ctx, db, nil)
+		st, err = postgres.Open(ctx, db, &postgres.Options{Extensions: exts})
 	case readOnly:
 		st, err = sqlite.Open(ctx, db, &sqlite.Options{ReadOnly: true})
 	default:
-		st, err = sqlite.Open(ctx, db, nil)
+		st, err = sqlite.Open(ctx, db, &sqlite.Options{Extensions: exts})
 	}
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)

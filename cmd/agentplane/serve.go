@@ -18,6 +18,7 @@ import (
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/mcpserver"
+	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
 )
@@ -49,7 +50,7 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 
 	var st store.Store
 	if isPostgres(*db) {
-		pg, err := postgres.Open(ctx, *db, &postgres.Options{Notify: *pgEvents == "notify"})
+		pg, err := postgres.Open(ctx, *db, &postgres.Options{Notify: *pgEvents == "notify", Extensions: []store.Extension{notify.Extension}})
 		if err != nil {
 			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 			return 1
@@ -98,12 +99,21 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
 	}
+	ledger, err := notify.NewLedger(st, nil)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+		return 1
+	}
+	bus := notify.NewBus(ledger, c, hub)
 	agent, ok := m.agent(ctx, c)
 	if !ok {
 		return 1
 	}
+	if agent != nil {
+		agent.Awareness = bus.Awareness
+	}
 	mcpSrv.Store(mcpserver.New(c, &mcpserver.Options{Logger: log}))
-	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Logger: log, MCP: mcpSrv.Load().Handler(), Agent: agent})
+	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Logger: log, MCP: mcpSrv.Load().Handler(), Agent: agent, Bus: bus})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: listen on %s: %v\n", *addr, err)

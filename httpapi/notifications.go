@@ -1,0 +1,193 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/notify"
+)
+
+// ProducerRole is the role that may emit notifications for any user;
+// others emit only for themselves.
+const ProducerRole = "producer"
+
+// NotificationBody is the body of POST /v1/notifications: the seed's
+// fields, its upper-case axes.
+type NotificationBody struct {
+	Address           notify.Address  `json:"address"`
+	UserID            string          `json:"user_id,omitempty"` // the caller when absent
+	SessionID         string          `json:"session_id,omitempty"`
+	Target            notify.Target   `json:"target"`
+	Handler           notify.Handler  `json:"handler"`
+	Title             string          `json:"title"`
+	Body              string          `json:"body,omitempty"`
+	Payload           json.RawMessage `json:"payload,omitempty"`
+	DedupKey          string          `json:"deduplication_key,omitempty"`
+	AgentInstructions *struct {
+		Directive string `json:"directive"`
+	} `json:"agent_instructions,omitempty"`
+	TTLSeconds int            `json:"ttl_seconds,omitempty"`
+	Urgency    notify.Urgency `json:"urgency,omitempty"`
+	// OwnerLease is presented by a dedup update of a notification that is
+	// LOCKED or ESCALATED (its current owner_lease).
+	OwnerLease int64 `json:"owner_lease,omitempty"`
+}
+
+// NotificationCreated answers POST /v1/notifications.
+type NotificationCreated struct {
+	ID           string         `json:"id"`
+	Channel      notify.Channel `json:"channel"`
+	State        notify.State   `json:"state"`
+	Seq          int64          `json:"seq"`
+	Deduplicated bool           `json:"deduplicated,omitempty"`
+}
+
+// Inbox answers GET /v1/inbox.
+type Inbox struct {
+	Notifications []notify.Notification `json:"notifications"`
+	Unread        int                   `json:"unread"`
+}
+
+func (s *Server) postNotification(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	var body NotificationBody
+	if err := decode(w, r, &body, false); err != nil {
+		return err
+	}
+	if body.UserID == "" {
+		body.UserID = p.ID
+	}
+	if body.UserID != p.ID && !slices.Contains(p.Roles, ProducerRole) {
+		return withStatus(http.StatusForbidden, agentplane.CodeInactiveAction, "user_id %q: only a principal with the %s role emits for another user", truncate(body.UserID, 60), ProducerRole)
+	}
+	n := notify.Notification{Address: body.Address, UserID: body.UserID, SessionID: body.SessionID, Target: body.Target, Handler: body.Handler,
+		Title: body.Title, Body: body.Body, Payload: body.Payload, DedupKey: body.DedupKey, TTLSeconds: body.TTLSeconds, Urgency: body.Urgency}
+	if body.AgentInstructions != nil {
+		n.Directive = body.AgentInstructions.Directive
+	}
+	e, err := s.bus.Emit(r.Context(), n, body.OwnerLease)
+	if err != nil {
+		return notify.Describe(err)
+	}
+	status := http.StatusCreated
+	if e.Deduplicated {
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", "/v1/notifications/"+e.ID)
+	writeJSON(w, status, NotificationCreated{ID: e.ID, Channel: e.Channel, State: e.State, Seq: e.Seq, Deduplicated: e.Deduplicated})
+	return nil
+}
+
+// mine returns the principal's notification named in the path.
+func (s *Server) mine(r *http.Request, p auth.Principal) (notify.Notification, error) {
+	n, err := s.bus.Ledger().Get(r.Context(), r.PathValue("id"))
+	if err == nil && n.UserID != p.ID {
+		err = fmt.Errorf("%w: %q", notify.ErrNotFound, r.PathValue("id"))
+	}
+	return n, notify.Describe(err)
+}
+
+func (s *Server) getNotification(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	n, err := s.mine(r, p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, n)
+	return nil
+}
+
+func (s *Server) ackNotification(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	n, err := s.bus.Ledger().Ack(r.Context(), r.PathValue("id"), p.ID)
+	if err != nil {
+		return notify.Describe(err)
+	}
+	writeJSON(w, http.StatusOK, n)
+	return nil
+}
+
+func (s *Server) getInbox(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	limit := 50
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			return invalid("query parameter limit=%q: want a number from 1 to 500", truncate(v, 20))
+		}
+		limit = n
+	}
+	list, unread, err := s.bus.Inbox(r.Context(), p.ID, limit, false)
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []notify.Notification{}
+	}
+	writeJSON(w, http.StatusOK, Inbox{Notifications: list, Unread: unread})
+	return nil
+}
+
+// getInboxEvents serves the principal's inbox live as Server-Sent Events:
+// first the notifications not yet delivered (event "notification"; the
+// PENDING ones become DISPATCHED), then each new one as it is emitted.
+// The client acknowledges with POST /v1/notifications/{id}/ack.
+func (s *Server) getInboxEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sub := s.hub.Subscribe(notify.UserTopic(p.ID), 0) // before the backlog: nothing emitted meanwhile is missed
+	defer sub.Close()
+	list, _, err := s.bus.Inbox(r.Context(), p.ID, 500, true)
+	if err != nil {
+		return err
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	write := func(data []byte) error {
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := fmt.Fprintf(w, "event: notification\ndata: %s\n\n", data); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	shown := map[string]bool{}
+	for i := len(list) - 1; i >= 0; i-- { // oldest first
+		if n := list[i]; !n.State.Terminal() {
+			data, _ := json.Marshal(n)
+			shown[n.ID] = true
+			if write(data) != nil {
+				return nil
+			}
+		}
+	}
+	rc.Flush()
+	tick := time.NewTicker(s.heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case f := <-sub.Events():
+			var n struct{ ID string }
+			json.Unmarshal(f.Data, &n)
+			if shown[n.ID] {
+				continue // in the backlog already
+			}
+			if write(f.Data) != nil {
+				return nil
+			}
+		case <-sub.Done():
+			data, _ := json.Marshal(Closing{Reason: sub.Reason()})
+			fmt.Fprintf(w, "event: closed\ndata: %s\n\n", data)
+			rc.Flush()
+			return nil
+		case <-tick.C:
+			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return nil
+			}
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/events"
+)
+
+// Bus emits notifications and delivers each on its one channel: the
+// inbox (A) live to the user's inbox streams, the floor (B) as a notice
+// in the session's chain — so in its event streams and history, in order
+// with the turns — and the agent's context (C) in the LLM's next prompt.
+// A notification is DISPATCHED once sent on its channel.
+type Bus struct {
+	ledger *Ledger
+	core   *core.Core
+	hub    *events.Hub
+}
+
+// NewBus returns the bus over a ledger, the core (sessions, the gate) and
+// the event hub (streams).
+func NewBus(l *Ledger, c *core.Core, hub *events.Hub) *Bus { return &Bus{ledger: l, core: c, hub: hub} }
+
+// Ledger returns the bus's ledger.
+func (b *Bus) Ledger() *Ledger { return b.ledger }
+
+// UserTopic is the hub topic of a user's inbox streams.
+func UserTopic(user string) string { return "user:" + user }
+
+// ErrUnknownSession is Emit's error for a SESSION notification whose
+// session is not the user's.
+var ErrUnknownSession = errors.New("notify: unknown session")
+
+// Emit stores a notification and delivers it on its channel when it is
+// new. A SESSION notification's session must exist and be the user's.
+func (b *Bus) Emit(ctx context.Context, n Notification, lease int64) (Emitted, error) {
+	if n.Address == AddressSession && n.SessionID != "" && n.UserID != "" {
+		if _, err := b.core.Owned(ctx, n.SessionID, n.UserID); err != nil {
+			if agentplane.ErrorCode(err) == agentplane.CodeNotFound {
+				return Emitted{}, fmt.Errorf("%w: session_id: no session %q of user %q", ErrUnknownSession, n.SessionID, n.UserID)
+			}
+			return Emitted{}, err
+		}
+	}
+	e, err := b.ledger.Emit(ctx, n, lease)
+	if err != nil || e.Deduplicated {
+		return e, err
+	}
+	if d, err := b.deliver(ctx, e.Notification); err == nil {
+		e.Notification = d
+	} else {
+		return e, err
+	}
+	return e, nil
+}
+
+// deliver sends a PENDING notification on its channel and marks it
+// DISPATCHED once sent; an inbox notification with no stream open stays
+// PENDING until one opens (Inbox dispatches it then).
+func (b *Bus) deliver(ctx context.Context, n Notification) (Notification, error) {
+	switch n.Channel {
+	case ChannelInbox:
+		data, _ := json.Marshal(n)
+		if b.hub.Publish(UserTopic(n.UserID), "notification", data) == 0 {
+			return n, nil
+		}
+	case ChannelFloor:
+		if _, err := b.core.Gate().RecordNotice(ctx, n.SessionID, &agentplane.Notice{ID: n.ID, Title: n.Title, Body: n.Body,
+			Urgency: string(n.Urgency), Payload: n.Payload}); err != nil {
+			return n, err
+		}
+	default:
+		return n, nil // the agent's context: dispatched into its next prompt
+	}
+	return b.ledger.Dispatch(ctx, n.ID)
+}
+
+// Inbox returns a user's inbox (channel A), newest first, with how many
+// are not delivered yet; with dispatch, the PENDING ones are marked
+// DISPATCHED (an inbox stream just opened and shows them).
+func (b *Bus) Inbox(ctx context.Context, user string, limit int, dispatch bool) ([]Notification, int, error) {
+	list, err := b.ledger.List(ctx, Query{UserID: user, Channel: ChannelInbox, Limit: limit})
+	if err != nil {
+		return nil, 0, err
+	}
+	unread := 0
+	for i, n := range list {
+		if n.State == StatePending && dispatch {
+			if d, err := b.ledger.Dispatch(ctx, n.ID); err == nil {
+				list[i] = d
+			}
+		}
+		if !list[i].State.Terminal() {
+			unread++
+		}
+	}
+	return list, unread, nil
+}
+
+// maxAware bounds the awareness lines of a prompt.
+const maxAware = 8
+
+// Awareness is the LLM's awareness of notifications for a session's next
+// prompt (llm.Agent.Awareness): the agent's own (channel C, for the
+// session or its user) to act on, dispatched by being put there; [SEEN]
+// lines for what the system showed on the floor (read-only: never to be
+// announced again); and a one-sentence digest of the inbox.
+func (b *Bus) Awareness(ctx context.Context, sess *agentplane.Session) []string {
+	if sess.Owner == "" {
+		return nil
+	}
+	var lines []string
+	mine, err := b.ledger.List(ctx, Query{UserID: sess.Owner, Channel: ChannelAgent, States: []State{StatePending, StateDispatched}, Limit: maxAware})
+	if err == nil {
+		for _, n := range mine {
+			if n.Address == AddressSession && n.SessionID != sess.ID {
+				continue
+			}
+			line := fmt.Sprintf("[NOTIFICATION %s] %s", n.ID, n.Title)
+			if n.Body != "" {
+				line += ": " + n.Body
+			}
+			if n.Directive != "" {
+				line += " (instructions: " + n.Directive + ")"
+			}
+			lines = append(lines, line)
+			if n.State == StatePending {
+				b.ledger.Dispatch(ctx, n.ID)
+			}
+		}
+	}
+	seen, err := b.ledger.List(ctx, Query{UserID: sess.Owner, Channel: ChannelFloor, States: []State{StateDispatched, StateDelivered}, Limit: maxAware})
+	if err == nil {
+		for _, n := range seen {
+			if n.SessionID == sess.ID && len(lines) < 2*maxAware {
+				lines = append(lines, "[SEEN] "+n.Title+" (the user has seen this; do not announce it again)")
+			}
+		}
+	}
+	if _, unread, err := b.Inbox(ctx, sess.Owner, 500, false); err == nil && unread > 0 {
+		lines = append(lines, fmt.Sprintf("The user has %d unread notification%s in their inbox.", unread, map[bool]string{true: "", false: "s"}[unread == 1]))
+	}
+	return lines
+}
+
+// Describe maps the ledger's errors to the protocol's error codes, for
+// front ends.
+func Describe(err error) error {
+	var inv *InvalidError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &inv):
+		return agentplane.Errorf(agentplane.CodeInvalidInput, "%s", strings.TrimPrefix(err.Error(), "notification: "))
+	case errors.Is(err, ErrUnknownSession):
+		return agentplane.Errorf(agentplane.CodeInvalidInput, "%s", strings.TrimPrefix(err.Error(), ErrUnknownSession.Error()+": "))
+	case errors.Is(err, ErrNotFound):
+		return agentplane.Errorf(agentplane.CodeNotFound, "%s", err.Error())
+	case errors.Is(err, ErrIllegal):
+		return agentplane.Errorf(agentplane.CodeInvalidState, "%s", err.Error())
+	case errors.Is(err, ErrStale):
+		return agentplane.Errorf(agentplane.CodeVersionConflict, "%s", err.Error())
+	}
+	return err
+}
