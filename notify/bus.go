@@ -21,6 +21,10 @@ type Bus struct {
 	ledger *Ledger
 	core   *core.Core
 	hub    *events.Hub
+	// AgentDown, when set and true, sends what would go to the agent's
+	// channel straight to the user's (escalated at once): no LLM is
+	// configured, or it is failing.
+	AgentDown func() bool
 }
 
 // NewBus returns the bus over a ledger, the core (sessions, the gate) and
@@ -66,19 +70,32 @@ func (b *Bus) Emit(ctx context.Context, n Notification, lease int64) (Emitted, e
 func (b *Bus) deliver(ctx context.Context, n Notification) (Notification, error) {
 	switch n.Channel {
 	case ChannelInbox:
-		data, _ := json.Marshal(n)
+		data, _ := marshal(n)
 		if b.hub.Publish(UserTopic(n.UserID), "notification", data) == 0 {
 			return n, nil
 		}
 	case ChannelFloor:
-		if _, err := b.core.Gate().RecordNotice(ctx, n.SessionID, &agentplane.Notice{ID: n.ID, Title: n.Title, Body: n.Body,
-			Urgency: string(n.Urgency), Payload: n.Payload}); err != nil {
+		if _, err := b.core.Gate().RecordNotice(ctx, n.SessionID, notice(n)); err != nil {
 			return n, err
 		}
 	default:
+		if b.AgentDown != nil && b.AgentDown() {
+			// no agent to hand it to: a notification never depends on the model
+			if err := b.Escalate(ctx, n); err != nil {
+				return n, err
+			}
+			return b.ledger.Get(ctx, n.ID)
+		}
 		return n, nil // the agent's context: dispatched into its next prompt
 	}
 	return b.ledger.Dispatch(ctx, n.ID)
+}
+
+func marshal(n Notification) ([]byte, error) { return json.Marshal(n) }
+
+// notice is a notification as the floor shows it.
+func notice(n Notification) *agentplane.Notice {
+	return &agentplane.Notice{ID: n.ID, Title: n.Title, Body: n.Body, Urgency: string(n.Urgency), Payload: n.Payload}
 }
 
 // Inbox returns a user's inbox (channel A), newest first, with how many

@@ -111,7 +111,12 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	}
 	if agent != nil {
 		agent.Awareness = bus.Awareness
+	} else {
+		bus.AgentDown = func() bool { return true } // no LLM: the agent's notifications go to the user at once
 	}
+	watch, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWatch()
+	go (&notify.Watchdog{Bus: bus, Logger: log}).Run(watch)
 	mcpSrv.Store(mcpserver.New(c, &mcpserver.Options{Logger: log}))
 	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Logger: log, MCP: mcpSrv.Load().Handler(), Agent: agent, Bus: bus})
 	ln, err := net.Listen("tcp", *addr)
@@ -150,6 +155,7 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 	}
+	stopWatch()
 	if err := c.Close(); err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: close the store: %v\n", err)
 		return 1

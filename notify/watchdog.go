@@ -1,0 +1,156 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// DefaultTTL is how long the agent may hold a notification of its channel
+// when the notification gives no ttl_seconds.
+const DefaultTTL = 5 * time.Minute
+
+// Due lists, across users, what the watchdog must act on at now: agent
+// channel notifications not delivered within their TTL, locks whose lease
+// ran out, and escalated notifications older than deadAfter.
+func (l *Ledger) Due(ctx context.Context, now time.Time, deadAfter time.Duration, limit int) ([]Notification, error) {
+	n := now.UnixNano()
+	var out []Notification
+	err := l.q.Query(ctx, `SELECT `+columns+` FROM notifications WHERE
+		(channel = 'C' AND state IN ('PENDING', 'DISPATCHED') AND created + (CASE WHEN ttl_seconds > 0 THEN ttl_seconds ELSE ? END) * 1000000000 <= ?)
+		OR (state = 'LOCKED' AND lease_until <= ?)
+		OR (state = 'ESCALATED' AND updated <= ?)
+		ORDER BY created LIMIT ?`,
+		[]any{int64(DefaultTTL / time.Second), n, n, n - int64(deadAfter), limit}, func(scan func(...any) error) error {
+			m, err := scanRow(scan)
+			out = append(out, m)
+			return err
+		})
+	return out, err
+}
+
+// Dead lists the notifications that ended FAILED (dead letters), newest
+// first.
+func (l *Ledger) Dead(ctx context.Context, limit int) ([]Notification, error) {
+	var out []Notification
+	err := l.q.Query(ctx, `SELECT `+columns+` FROM notifications WHERE state = 'FAILED' ORDER BY updated DESC LIMIT ?`, []any{max(1, min(limit, 500))},
+		func(scan func(...any) error) error {
+			m, err := scanRow(scan)
+			out = append(out, m)
+			return err
+		})
+	return out, err
+}
+
+// Watchdog makes sure a notification never depends on the agent: what the
+// agent did not deliver in time (its TTL, or its lock's lease, ran out) is
+// claimed — a compare-and-swap, so it cannot overwrite a delivery that
+// just happened — escalated to the user's inbox or the session's floor by
+// its address, and delivered there; what is still not acknowledged after
+// DeadAfter ends FAILED, a dead letter. Several watchdogs (instances) may
+// run at once: each notification is escalated by one.
+type Watchdog struct {
+	Bus       *Bus
+	Every     time.Duration // how often Run sweeps; 0 means 1s
+	DeadAfter time.Duration // how long an escalation waits for its ack; 0 means 24h
+	Logger    *slog.Logger
+}
+
+// Swept says what one sweep did.
+type Swept struct {
+	Escalated, Failed, Lost int // Lost: another owner moved it first
+}
+
+// Run sweeps until ctx ends.
+func (w *Watchdog) Run(ctx context.Context) {
+	every := w.Every
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := w.Sweep(ctx); err != nil && w.Logger != nil {
+			w.Logger.Error("notification watchdog", "err", err)
+		}
+	}
+}
+
+// Sweep acts once on everything due.
+func (w *Watchdog) Sweep(ctx context.Context) (Swept, error) {
+	dead := w.DeadAfter
+	if dead <= 0 {
+		dead = 24 * time.Hour
+	}
+	var s Swept
+	l := w.Bus.ledger
+	due, err := l.Due(ctx, l.now(), dead, 500)
+	if err != nil {
+		return s, err
+	}
+	for _, n := range due {
+		var err error
+		if n.State == StateEscalated {
+			_, err = l.Fail(ctx, n.ID, n.OwnerLease)
+			if err == nil {
+				s.Failed++
+			}
+		} else {
+			err = w.Bus.Escalate(ctx, n)
+			if err == nil {
+				s.Escalated++
+			}
+		}
+		switch {
+		case errors.Is(err, ErrStale) || errors.Is(err, ErrIllegal):
+			s.Lost++ // delivered, claimed or escalated meanwhile: its owner has it
+		case err != nil:
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// Escalate takes a notification from the agent and gives it to the
+// system: claimed (PENDING is dispatched first), ESCALATED with its target
+// promoted to the user, and delivered on the inbox or the floor by its
+// address. It fails with ErrStale when another owner moved it first.
+func (b *Bus) Escalate(ctx context.Context, n Notification) error {
+	l := b.ledger
+	var err error
+	if n.State == StatePending {
+		if n, err = l.Dispatch(ctx, n.ID); err != nil {
+			return err
+		}
+	}
+	if n, err = l.Claim(ctx, n.ID, n.OwnerLease, time.Minute); err != nil {
+		return err
+	}
+	if n, err = l.Escalate(ctx, n.ID, n.OwnerLease); err != nil {
+		return err
+	}
+	return b.show(ctx, n)
+}
+
+// show puts a notification on its (system) channel: the inbox streams or
+// the session's floor.
+func (b *Bus) show(ctx context.Context, n Notification) error {
+	switch n.Channel {
+	case ChannelInbox:
+		if data, err := marshal(n); err == nil {
+			b.hub.Publish(UserTopic(n.UserID), "notification", data)
+		}
+		return nil
+	case ChannelFloor:
+		_, err := b.core.Gate().RecordNotice(ctx, n.SessionID, notice(n))
+		return err
+	}
+	return fmt.Errorf("notify: %s is not on a system channel", n.ID)
+}

@@ -1,0 +1,137 @@
+package notify_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/sqlite"
+)
+
+type busEnv struct {
+	core *core.Core
+	bus  *notify.Bus
+	clk  *clock
+	sess string
+}
+
+func newBus(t *testing.T) *busEnv {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := newClock()
+	c := demotest.Core(t, &core.Options{Store: st, Now: clk.now})
+	l, _ := notify.NewLedger(st, &notify.Options{Now: clk.now})
+	s, err := c.Start(context.Background(), core.Start{Principal: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &busEnv{core: c, bus: notify.NewBus(l, c, events.NewHub(st.Records, nil)), clk: clk, sess: s.ID}
+}
+
+func agentNote(address notify.Address, session string, ttl int) notify.Notification {
+	return notify.Notification{Address: address, UserID: "alice", SessionID: session, Target: notify.TargetAgent, Handler: notify.HandlerAgent,
+		Title: "build failed", TTLSeconds: ttl}
+}
+
+// What the agent did not deliver within its TTL, or whose lock ran out,
+// goes to the user by its address; an escalation never acknowledged ends
+// a dead letter.
+func TestWatchdog(t *testing.T) {
+	ctx := context.Background()
+	e := newBus(t)
+	w := &notify.Watchdog{Bus: e.bus, DeadAfter: 24 * time.Hour}
+	l := e.bus.Ledger()
+	byTTL, _ := e.bus.Emit(ctx, agentNote(notify.AddressUser, "", 10), 0)
+	byLease, _ := e.bus.Emit(ctx, agentNote(notify.AddressSession, e.sess, 600), 0)
+	l.Dispatch(ctx, byLease.ID)
+	l.Claim(ctx, byLease.ID, 0, 30*time.Second) // the agent holds it
+	if s, err := w.Sweep(ctx); err != nil || s != (notify.Swept{}) {
+		t.Fatalf("nothing is due yet: %+v %v", s, err)
+	}
+	e.clk.add(31 * time.Second)
+	if s, err := w.Sweep(ctx); err != nil || s.Escalated != 2 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	a, _ := l.Get(ctx, byTTL.ID)
+	b, _ := l.Get(ctx, byLease.ID)
+	if a.State != notify.StateEscalated || a.Channel != notify.ChannelInbox || a.Target != notify.TargetUser ||
+		b.State != notify.StateEscalated || b.Channel != notify.ChannelFloor || b.OwnerLease != 2 {
+		t.Fatalf("%+v\n%+v", a, b)
+	}
+	// the floor's escalation is a notice in the session's chain
+	recs, _ := e.core.Records(ctx, e.sess, 0)
+	if last := recs[len(recs)-1]; last.Kind != audit.KindNotice || last.Notice.ID != b.ID {
+		t.Fatalf("%+v", last)
+	}
+	// the user acks one; the other is never acked: a dead letter
+	if n, err := l.Ack(ctx, a.ID, "alice"); err != nil || n.State != notify.StateDelivered {
+		t.Fatalf("%+v %v", n, err)
+	}
+	e.clk.add(25 * time.Hour)
+	if s, err := w.Sweep(ctx); err != nil || s.Failed != 1 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	dead, _ := l.Dead(ctx, 10)
+	if len(dead) != 1 || dead[0].ID != b.ID {
+		t.Fatalf("%+v", dead)
+	}
+}
+
+// Several watchdogs at once escalate each notification once.
+func TestWatchdogsRace(t *testing.T) {
+	ctx := context.Background()
+	e := newBus(t)
+	const n = 60
+	for range n {
+		e.bus.Emit(ctx, agentNote(notify.AddressUser, "", 1), 0)
+	}
+	e.clk.add(2 * time.Second)
+	var mu sync.Mutex
+	var total notify.Swept
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			s, err := (&notify.Watchdog{Bus: e.bus}).Sweep(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			total.Escalated += s.Escalated
+			total.Lost += s.Lost
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if total.Escalated != n {
+		t.Fatalf("%d escalations of %d notifications (%d lost races)", total.Escalated, n, total.Lost)
+	}
+	list, _ := e.bus.Ledger().List(ctx, notify.Query{UserID: "alice", Limit: 500})
+	for _, m := range list {
+		if m.State != notify.StateEscalated || m.OwnerLease != 1 {
+			t.Fatalf("%+v", m)
+		}
+	}
+}
+
+// With no agent to hand it to, an agent-channel notification goes to the
+// user at once.
+func TestAgentDown(t *testing.T) {
+	ctx := context.Background()
+	e := newBus(t)
+	e.bus.AgentDown = func() bool { return true }
+	got, err := e.bus.Emit(ctx, agentNote(notify.AddressUser, "", 0), 0)
+	if err != nil || got.State != notify.StateEscalated || got.Channel != notify.ChannelInbox {
+		t.Fatalf("%+v %v", got, err)
+	}
+}
