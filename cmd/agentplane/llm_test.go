@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,6 +92,39 @@ func TestValidateChecksTheLLM(t *testing.T) {
 	}
 	out, code = run(map[string]string{"AGENTPLANE_LLM_BASE_URL": srv.URL})
 	if code != 1 || !strings.Contains(out, "set both AGENTPLANE_LLM_BASE_URL and AGENTPLANE_LLM_MODEL") {
+		t.Fatalf("%d %s", code, out)
+	}
+}
+
+// agentplane notify sends, lists, shows, acknowledges and lists dead
+// letters in the database's ledger; bad input is named.
+func TestNotifyCommand(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "n.db")
+	run := func(args ...string) (string, string, int) {
+		var out, errOut bytes.Buffer
+		m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return map[string]string{"AGENTPLANE_DB": db}[k] }}
+		code := m.Run(context.Background(), append([]string{"notify"}, args...))
+		return out.String(), errOut.String(), code
+	}
+	out, errOut, code := run("send", "--user", "alice", "--title", "Invoice ready")
+	if code != 0 || !strings.Contains(out, `"channel": "A"`) || !strings.Contains(out, `"state": "PENDING"`) {
+		t.Fatalf("%d %s %s", code, out, errOut)
+	}
+	var sent struct{ ID string }
+	json.Unmarshal([]byte(out), &sent)
+	if out, _, code := run("list", "--user", "alice"); code != 0 || !strings.Contains(out, sent.ID) {
+		t.Fatalf("%d %s", code, out)
+	}
+	if _, errOut, code := run("ack", sent.ID, "--user", "alice"); code != 1 || !strings.Contains(errOut, "PENDING") {
+		t.Fatalf("acking a notification never shown: %d %s", code, errOut)
+	}
+	if _, errOut, code := run("send", "--user", "alice", "--title", "x", "--address", "SESSION"); code != 1 || !strings.Contains(errOut, "session_id: missing") {
+		t.Fatalf("%d %s", code, errOut)
+	}
+	if _, errOut, code := run("show", "nope"); code != 1 || !strings.Contains(errOut, "no such notification") {
+		t.Fatalf("%d %s", code, errOut)
+	}
+	if out, _, code := run("dead"); code != 0 || strings.TrimSpace(out) != "null" {
 		t.Fatalf("%d %s", code, out)
 	}
 }

@@ -41,6 +41,7 @@ Usage:
                                                                 the HTTP API, event streams and metrics
                                                                 (default 127.0.0.1:8080)
   agentplane mcp      [--config FILE] [--db DB]                 an MCP server over stdio (one session, the local user)
+  agentplane notify   send|list|show|ack|dead [flags]           the notification ledger (agentplane notify for help)
   agentplane chat     [--config FILE] [--db DB] [--session ID] [--mode KEY] [--trace] [--audit-file FILE]
                                                                 terminal chat; --session resumes a stored one
   agentplane route    [--config FILE]                           JSON lines in, decisions out
@@ -83,6 +84,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.serve(ctx, args[1:])
 	case "mcp":
 		return m.mcp(ctx, args[1:])
+	case "notify":
+		return m.notifyCmd(ctx, args[1:])
 	case "chat":
 		return m.chat(ctx, args[1:])
 	case "route":
