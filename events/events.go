@@ -307,6 +307,15 @@ func (h *Hub) Subscribers() int {
 	return h.subs
 }
 
+// Following reports whether a topic (a session, a user's inbox) has
+// subscribers now.
+func (h *Hub) Following(topic string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[topic]
+	return t != nil && len(t.subs) > 0
+}
+
 // Close drops every subscription with the reason (a server shutting
 // down) and refuses new ones.
 func (h *Hub) Close(reason string) {

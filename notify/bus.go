@@ -52,9 +52,16 @@ func (b *Bus) Emit(ctx context.Context, n Notification, lease int64) (Emitted, e
 			return Emitted{}, err
 		}
 	}
-	e, err := b.ledger.Emit(ctx, n, lease)
+	ch, _ := Route(n.Address, n.Target, n.Handler)
+	live := ch == ChannelInbox && b.hub.Following(UserTopic(n.UserID))
+	e, err := b.ledger.emit(ctx, n, lease, live)
 	if err != nil || e.Deduplicated {
 		return e, err
+	}
+	if live { // stored DISPATCHED: send it now
+		data, _ := marshal(e.Notification)
+		b.hub.Publish(UserTopic(n.UserID), "notification", data)
+		return e, nil
 	}
 	if d, err := b.deliver(ctx, e.Notification); err == nil {
 		e.Notification = d

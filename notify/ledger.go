@@ -182,6 +182,14 @@ type Emitted struct {
 // current owner_lease (else ErrStale). After a terminal state, a new
 // notification is created.
 func (l *Ledger) Emit(ctx context.Context, n Notification, lease int64) (Emitted, error) {
+	return l.emit(ctx, n, lease, false)
+}
+
+// emit is Emit; with dispatched, a new notification is stored DISPATCHED
+// at once (PENDING → DISPATCHED in the same transaction): its sender has
+// a live stream to send it on right after the commit (and a stream that
+// opens later shows every notification not yet delivered).
+func (l *Ledger) emit(ctx context.Context, n Notification, lease int64, dispatched bool) (Emitted, error) {
 	if err := n.Validate(); err != nil {
 		return Emitted{}, err
 	}
@@ -190,7 +198,7 @@ func (l *Ledger) Emit(ctx context.Context, n Notification, lease int64) (Emitted
 		n.Urgency = UrgencyNormal
 	}
 	for attempt := 0; ; attempt++ {
-		out, err := l.emitOnce(ctx, n, ch, lease)
+		out, err := l.emitOnce(ctx, n, ch, lease, dispatched)
 		if err != nil && attempt < 3 && uniqueViolation(err) {
 			continue // a concurrent emit took the sequence number or the dedup key first
 		}
@@ -198,7 +206,7 @@ func (l *Ledger) Emit(ctx context.Context, n Notification, lease int64) (Emitted
 	}
 }
 
-func (l *Ledger) emitOnce(ctx context.Context, n Notification, ch Channel, lease int64) (Emitted, error) {
+func (l *Ledger) emitOnce(ctx context.Context, n Notification, ch Channel, lease int64, dispatched bool) (Emitted, error) {
 	now := l.now().UnixNano()
 	key := n.addressKey()
 	var out Emitted
@@ -227,16 +235,22 @@ func (l *Ledger) emitOnce(ctx context.Context, n Notification, ch Channel, lease
 			return err
 		}
 		id := l.newID()
+		state := StatePending
+		if dispatched {
+			state = StateDispatched // PENDING → DISPATCHED inside the transaction: never seen PENDING
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO notifications (`+columns+`, address_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?)`,
 			id, n.Address, n.UserID, n.SessionID, n.Target, n.Handler, n.Title, n.Body, string(n.Payload), n.DedupKey, n.Directive, n.TTLSeconds, n.Urgency,
-			seq, ch, StatePending, now, now, key); err != nil {
+			seq, ch, state, now, now, key); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO notification_dispatch (id, channel, address_key, seq, created) VALUES (?, ?, ?, ?, ?)`, id, ch, key, seq, now); err != nil {
 			return err
 		}
-		out.Notification, err = getOne(ctx, tx, id)
-		return err
+		at := time.Unix(0, now).UTC()
+		out.Notification = n // as stored: no need to read it back
+		out.ID, out.Seq, out.Channel, out.State, out.CreatedAt, out.UpdatedAt = id, seq, ch, state, at, at
+		return nil
 	})
 	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
 		return Emitted{}, err

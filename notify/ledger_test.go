@@ -60,9 +60,9 @@ var schemas atomic.Int64
 
 // drivers returns the ledger's stores to test: SQLite always, PostgreSQL
 // when AGENTPLANE_TEST_POSTGRES is set.
-func drivers(t *testing.T) map[string]func(t *testing.T) store.Store {
-	out := map[string]func(t *testing.T) store.Store{
-		"sqlite": func(t *testing.T) store.Store {
+func drivers(t testing.TB) map[string]func(t testing.TB) store.Store {
+	out := map[string]func(t testing.TB) store.Store{
+		"sqlite": func(t testing.TB) store.Store {
 			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "n.db"), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
 			if err != nil {
 				t.Fatal(err)
@@ -75,7 +75,7 @@ func drivers(t *testing.T) map[string]func(t *testing.T) store.Store {
 	if url == "" {
 		return out
 	}
-	out["postgres"] = func(t *testing.T) store.Store {
+	out["postgres"] = func(t testing.TB) store.Store {
 		ctx := context.Background()
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
