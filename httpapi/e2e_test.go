@@ -97,7 +97,7 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	if o.llm != nil {
 		s := llm.Settings{LLM: config.LLM{BaseURL: o.llm.URL, Model: "test-model", Timeout: 5 * time.Second, MaxToolRounds: 4, MaxHistoryTurns: 10}}
 		agent = llm.New(c, llm.NewOpenAI(s, nil), s.LLM)
-		agent.Awareness = bus.Awareness
+		agent.Awareness, agent.Acknowledged = bus.Awareness, bus.AgentAck
 	}
 	api := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Heartbeat: 50 * time.Millisecond,
 		MCP: mcpserver.New(c, nil).Handler(), Agent: agent, Bus: bus})
@@ -944,8 +944,17 @@ func TestNotifications(t *testing.T) {
 			t.Errorf("the prompt lacks %q:\n%s", want, system)
 		}
 	}
-	if e.call("GET", "/v1/notifications/"+c.ID, alice, nil, &got); got.State != notify.StateDispatched {
-		t.Fatalf("%+v", got)
+	if e.call("GET", "/v1/notifications/"+c.ID, alice, nil, &got); got.State != notify.StateLocked || got.OwnerLease != 1 {
+		t.Fatalf("the agent runtime does not hold it: %+v", got)
+	}
+	// the model acknowledges it in its reply: delivered; the mark is not shown
+	srv.Add(llmtest.Reply{Text: "[ack:" + c.ID + "] About that build: it failed on main."})
+	ans := e.turn(alice, s.SessionID, httpapi.TurnBody{Text: "anything new?"})
+	if ans.LLM == nil || ans.LLM.Text != "About that build: it failed on main." {
+		t.Fatalf("%+v", ans.LLM)
+	}
+	if e.call("GET", "/v1/notifications/"+c.ID, alice, nil, &got); got.State != notify.StateDelivered {
+		t.Fatalf("the agent's ack did not deliver it: %+v", got)
 	}
 	// bad input, and other users' notifications
 	for _, bad := range []struct {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -37,7 +38,14 @@ type Agent struct {
 	// Awareness, when set, returns lines for the prompt about what the
 	// user has seen and what waits for them (the notifications' seam).
 	Awareness func(ctx context.Context, sess *agentplane.Session) []string
+	// Acknowledged, when set, is told the notification ids the model
+	// acknowledged in its text ("[ack:ID]", taken out of the text the user
+	// sees): the agent channel's delivery.
+	Acknowledged func(ctx context.Context, sessionID string, ids []string)
 }
+
+// ackPattern is how the model acknowledges a notification in its text.
+var ackPattern = regexp.MustCompile(`\[ack:([0-9a-f]{1,64})\]`)
 
 // New returns the agent of a core and a model with the configured limits.
 func New(c *core.Core, m Model, cfg config.LLM) *Agent {
@@ -112,7 +120,11 @@ func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 			reply.Failure = "The LLM did not answer: " + err.Error()
 			return reply, nil
 		}
-		reply.Text += resp.Text
+		text, acked := acknowledgements(resp.Text)
+		reply.Text += text
+		if len(acked) > 0 && a.Acknowledged != nil {
+			a.Acknowledged(ctx, r.SessionID, acked)
+		}
 		if len(resp.ToolCalls) == 0 {
 			return reply, nil
 		}
@@ -164,6 +176,19 @@ func (a *Agent) propose(ctx context.Context, r TurnRequest, call agentplane.LLMT
 		return gate.Decided{}, err
 	}
 	return a.core.Gate().Propose(ctx, sess, r.Principal, call.Name, args, res.Message)
+}
+
+// acknowledgements takes the "[ack:ID]" marks out of a text and returns
+// the text without them and the ids.
+func acknowledgements(text string) (string, []string) {
+	var ids []string
+	for _, m := range ackPattern.FindAllStringSubmatch(text, -1) {
+		ids = append(ids, m[1])
+	}
+	if ids == nil {
+		return text, nil
+	}
+	return strings.TrimSpace(ackPattern.ReplaceAllString(text, "")), ids
 }
 
 // callID is the request id of the i-th tool call of the exchange recorded

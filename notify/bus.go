@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
@@ -25,11 +27,16 @@ type Bus struct {
 	// channel straight to the user's (escalated at once): no LLM is
 	// configured, or it is failing.
 	AgentDown func() bool
+
+	mu     sync.Mutex
+	leases map[string]int64 // agent-channel notifications the runtime holds: their owner_lease
 }
 
 // NewBus returns the bus over a ledger, the core (sessions, the gate) and
 // the event hub (streams).
-func NewBus(l *Ledger, c *core.Core, hub *events.Hub) *Bus { return &Bus{ledger: l, core: c, hub: hub} }
+func NewBus(l *Ledger, c *core.Core, hub *events.Hub) *Bus {
+	return &Bus{ledger: l, core: c, hub: hub, leases: map[string]int64{}}
+}
 
 // Ledger returns the bus's ledger.
 func (b *Bus) Ledger() *Ledger { return b.ledger }
@@ -140,11 +147,16 @@ func (b *Bus) Awareness(ctx context.Context, sess *agentplane.Session) []string 
 		return nil
 	}
 	var lines []string
-	mine, err := b.ledger.List(ctx, Query{UserID: sess.Owner, Channel: ChannelAgent, States: []State{StatePending, StateDispatched}, Limit: maxAware})
+	mine, err := b.ledger.List(ctx, Query{UserID: sess.Owner, Channel: ChannelAgent, States: []State{StatePending, StateDispatched, StateLocked}, Limit: maxAware})
 	if err == nil {
 		for _, n := range mine {
 			if n.Address == AddressSession && n.SessionID != sess.ID {
 				continue
+			}
+			if held, err := b.hold(ctx, n); err == nil {
+				n = held
+			} else {
+				continue // the watchdog took it meanwhile
 			}
 			line := fmt.Sprintf("[NOTIFICATION %s] %s", n.ID, n.Title)
 			if n.Body != "" {
@@ -154,9 +166,9 @@ func (b *Bus) Awareness(ctx context.Context, sess *agentplane.Session) []string 
 				line += " (instructions: " + n.Directive + ")"
 			}
 			lines = append(lines, line)
-			if n.State == StatePending {
-				b.ledger.Dispatch(ctx, n.ID)
-			}
+		}
+		if len(lines) > 0 {
+			lines = append(lines, "When you have handled a notification, write [ack:ID] with its id in your reply (the user does not see it).")
 		}
 	}
 	seen, err := b.ledger.List(ctx, Query{UserID: sess.Owner, Channel: ChannelFloor, States: []State{StateDispatched, StateDelivered}, Limit: maxAware})
@@ -171,6 +183,54 @@ func (b *Bus) Awareness(ctx context.Context, sess *agentplane.Session) []string 
 		lines = append(lines, fmt.Sprintf("The user has %d unread notification%s in their inbox.", unread, map[bool]string{true: "", false: "s"}[unread == 1]))
 	}
 	return lines
+}
+
+// hold makes the agent runtime the owner of an agent-channel notification
+// it puts in a prompt: dispatched, then LOCKED with a lease for its TTL,
+// remembered so the agent's acknowledgement presents it. One the runtime
+// holds already is kept as it is.
+func (b *Bus) hold(ctx context.Context, n Notification) (Notification, error) {
+	b.mu.Lock()
+	lease, mine := b.leases[n.ID]
+	b.mu.Unlock()
+	if n.State == StateLocked {
+		if mine && lease == n.OwnerLease {
+			return n, nil
+		}
+		return n, ErrStale // another owner's
+	}
+	var err error
+	if n.State == StatePending {
+		if n, err = b.ledger.Dispatch(ctx, n.ID); err != nil {
+			return n, err
+		}
+	}
+	ttl := DefaultTTL
+	if n.TTLSeconds > 0 {
+		ttl = time.Duration(n.TTLSeconds) * time.Second
+	}
+	if n, err = b.ledger.Claim(ctx, n.ID, n.OwnerLease, ttl); err != nil {
+		return n, err
+	}
+	b.mu.Lock()
+	b.leases[n.ID] = n.OwnerLease
+	b.mu.Unlock()
+	return n, nil
+}
+
+// AgentAck delivers the agent-channel notifications the model
+// acknowledged (llm.Agent.Acknowledged), with the lease the runtime holds:
+// one the watchdog took over meanwhile stays the watchdog's.
+func (b *Bus) AgentAck(ctx context.Context, _ string, ids []string) {
+	for _, id := range ids {
+		b.mu.Lock()
+		lease, mine := b.leases[id]
+		delete(b.leases, id)
+		b.mu.Unlock()
+		if mine {
+			b.ledger.Deliver(ctx, id, lease)
+		}
+	}
 }
 
 // Describe maps the ledger's errors to the protocol's error codes, for

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -133,5 +134,32 @@ func TestAgentDown(t *testing.T) {
 	got, err := e.bus.Emit(ctx, agentNote(notify.AddressUser, "", 0), 0)
 	if err != nil || got.State != notify.StateEscalated || got.Channel != notify.ChannelInbox {
 		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+// The agent runtime holds what it puts in a prompt; the model's ack
+// delivers it — unless the watchdog took it over first: the late ack,
+// with the old lease, changes nothing.
+func TestAgentAckIsFenced(t *testing.T) {
+	ctx := context.Background()
+	e := newBus(t)
+	l := e.bus.Ledger()
+	sess, _ := e.core.Session(ctx, e.sess)
+	first, _ := e.bus.Emit(ctx, agentNote(notify.AddressUser, "", 60), 0)
+	second, _ := e.bus.Emit(ctx, agentNote(notify.AddressUser, "", 60), 0)
+	if lines := e.bus.Awareness(ctx, sess); len(lines) < 3 || !strings.Contains(strings.Join(lines, "\n"), "[NOTIFICATION "+first.ID+"]") {
+		t.Fatalf("%q", lines)
+	}
+	e.bus.AgentAck(ctx, e.sess, []string{first.ID})
+	if n, _ := l.Get(ctx, first.ID); n.State != notify.StateDelivered {
+		t.Fatalf("%+v", n)
+	}
+	e.clk.add(61 * time.Second)
+	if s, _ := (&notify.Watchdog{Bus: e.bus}).Sweep(ctx); s.Escalated != 1 {
+		t.Fatalf("%+v", s)
+	}
+	e.bus.AgentAck(ctx, e.sess, []string{second.ID}) // too late
+	if n, _ := l.Get(ctx, second.ID); n.State != notify.StateEscalated || n.OwnerLease != 2 {
+		t.Fatalf("a late ack moved the watchdog's notification: %+v", n)
 	}
 }

@@ -110,7 +110,7 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 		return 1
 	}
 	if agent != nil {
-		agent.Awareness = bus.Awareness
+		agent.Awareness, agent.Acknowledged = bus.Awareness, bus.AgentAck
 	} else {
 		bus.AgentDown = func() bool { return true } // no LLM: the agent's notifications go to the user at once
 	}
