@@ -44,6 +44,9 @@ type LLMExchange struct {
 	Response *LLMResponse `json:"response,omitempty"`
 	Error    string       `json:"error,omitempty"` // after every attempt failed
 	Attempts int          `json:"attempts"`
+	// Internal marks an internal turn's exchange (a notification the
+	// agent handles on its own): not part of the conversation's history.
+	Internal bool `json:"internal,omitempty"`
 }
 
 // Notice is a notification shown on the conversation floor (channel B of

@@ -66,6 +66,13 @@ type TurnRequest struct {
 	Roles     []string
 	// OnText gets the model's text as it streams; nil ignores it.
 	OnText func(delta string)
+	// Task, when set, makes this an internal turn: the agent handles a
+	// notification on its own — Task is what it is told (the last
+	// message), nothing is shown to the user, its calls run with origin
+	// agent_internal (read and internal tools run; one that changes the
+	// world needs the human: Reply.Question), and its exchanges are not
+	// part of the conversation's history.
+	Task string
 }
 
 // Reply is what an LLM turn produced.
@@ -89,6 +96,7 @@ type Reply struct {
 func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 	var reply Reply
 	var recs []audit.Record // the chain so far: each round reads only what is new
+	var internal []agentplane.LLMMessage // an internal turn's own conversation: the task, the answers, the results
 	for reply.Rounds < a.cfg.MaxToolRounds {
 		reply.Rounds++
 		sess, err := a.core.Session(ctx, r.SessionID)
@@ -105,8 +113,18 @@ func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 		}
 		recs = append(recs, newer...)
 		req, names := a.request(ctx, sess, recs, r.Roles)
-		resp, attempts, err := a.model.Complete(ctx, req, r.OnText)
-		ex := &agentplane.LLMExchange{Model: a.model.Name(), Messages: req.Messages, Tools: names, Attempts: attempts}
+		if r.Task != "" { // the conversation so far, then the internal turn's own
+			if len(internal) == 0 {
+				internal = []agentplane.LLMMessage{{Role: "user", Content: r.Task}}
+			}
+			req.Messages = append(req.Messages, internal...)
+		}
+		onText := r.OnText
+		if r.Task != "" {
+			onText = nil // nothing of an internal turn is shown
+		}
+		resp, attempts, err := a.model.Complete(ctx, req, onText)
+		ex := &agentplane.LLMExchange{Model: a.model.Name(), Messages: req.Messages, Tools: names, Attempts: attempts, Internal: r.Task != ""}
 		if err != nil {
 			ex.Error = err.Error()
 		} else {
@@ -128,10 +146,16 @@ func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 		if len(resp.ToolCalls) == 0 {
 			return reply, nil
 		}
+		if r.Task != "" {
+			internal = append(internal, agentplane.LLMMessage{Role: "assistant", Content: resp.Text, ToolCalls: resp.ToolCalls})
+		}
 		for i, call := range resp.ToolCalls {
 			res, err := a.call(ctx, r, seq, i, call)
 			if err != nil {
 				return reply, err
+			}
+			if r.Task != "" {
+				internal = append(internal, agentplane.LLMMessage{Role: "tool", ToolCallID: call.ID, Content: ToolResult(&res)})
 			}
 			if res.Status == agentplane.StatusConfirmationRequired && reply.Question == "" {
 				d, err := a.propose(ctx, r, call, res)
@@ -160,8 +184,12 @@ func (a *Agent) call(ctx context.Context, r TurnRequest, seq int64, i int, call 
 		// the gate's refusal quotes it and the record (and replay) keeps it
 		args, _ = json.Marshal(call.Arguments)
 	}
+	origin := gate.OriginLLM
+	if r.Task != "" {
+		origin = gate.OriginAgentInternal
+	}
 	return a.core.Execute(ctx, gate.Invocation{SessionID: r.SessionID, Tool: call.Name, Args: args,
-		Origin: gate.OriginLLM, Principal: r.Principal, Roles: r.Roles, RequestID: callID(seq, i)})
+		Origin: origin, Principal: r.Principal, Roles: r.Roles, RequestID: callID(seq, i)})
 }
 
 // propose makes a call that needs confirmation the session's pending
@@ -306,8 +334,8 @@ func History(recs []audit.Record, maxTurns int) []agentplane.LLMMessage {
 			}
 		case audit.KindLLM:
 			settle()
-			if r.LLM == nil || r.LLM.Response == nil {
-				continue
+			if r.LLM == nil || r.LLM.Response == nil || r.LLM.Internal {
+				continue // no answer, or an internal turn's (not the conversation's)
 			}
 			resp := r.LLM.Response
 			msgs = append(msgs, agentplane.LLMMessage{Role: "assistant", Content: resp.Text, ToolCalls: resp.ToolCalls})

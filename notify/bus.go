@@ -28,6 +28,10 @@ type Bus struct {
 	// configured, or it is failing.
 	AgentDown func() bool
 
+	// InternalTurn, when set, is started (in the background) for each new
+	// AGENT/AGENT notification: serve runs Internal with its LLM.
+	InternalTurn func(ctx context.Context, n Notification)
+
 	mu     sync.Mutex
 	leases map[string]int64 // agent-channel notifications the runtime holds: their owner_lease
 }
@@ -99,6 +103,9 @@ func (b *Bus) deliver(ctx context.Context, n Notification) (Notification, error)
 				return n, err
 			}
 			return b.ledger.Get(ctx, n.ID)
+		}
+		if n.Target == TargetAgent && n.Handler == HandlerAgent && b.InternalTurn != nil {
+			go b.InternalTurn(context.WithoutCancel(ctx), n) // the agent handles it now, on its own
 		}
 		return n, nil // the agent's context: dispatched into its next prompt
 	}

@@ -253,7 +253,11 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 				return p.count, err
 			}
 			p.compare("llm tools offered", r.LLM.Tools, offered)
-			p.compare("llm messages", r.LLM.Messages, req.Messages)
+			recorded := r.LLM.Messages
+			if r.LLM.Internal && len(recorded) >= len(req.Messages) {
+				recorded = recorded[:len(req.Messages)] // the conversation; the internal turn's own follows
+			}
+			p.compare("llm messages", recorded, req.Messages)
 			if _, err := rc.Gate().RecordExchange(ctx, r.Session, r.Principal, r.Roles, r.LLM); err != nil {
 				return p.count, err
 			}

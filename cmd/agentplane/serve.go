@@ -111,6 +111,11 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	}
 	if agent != nil {
 		agent.Awareness, agent.Acknowledged = bus.Awareness, bus.AgentAck
+		bus.InternalTurn = func(ctx context.Context, n notify.Notification) {
+			if err := bus.Internal(ctx, agent, n); err != nil {
+				log.Warn("internal turn", "notification", n.ID, "err", err)
+			}
+		}
 	} else {
 		bus.AgentDown = func() bool { return true } // no LLM: the agent's notifications go to the user at once
 	}
