@@ -95,7 +95,7 @@ type Reply struct {
 // error is for a store that failed; the model's failures are in Reply.
 func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 	var reply Reply
-	var recs []audit.Record // the chain so far: each round reads only what is new
+	var recs []audit.Record              // the chain so far: each round reads only what is new
 	var internal []agentplane.LLMMessage // an internal turn's own conversation: the task, the answers, the results
 	for reply.Rounds < a.cfg.MaxToolRounds {
 		reply.Rounds++
