@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -55,6 +56,9 @@ type envOptions struct {
 	roles map[string][]string
 	queue int
 	llm   *llmtest.Server // the LLM endpoint; nil: no LLM
+	// smallBuffers gives the server's connections a 4 KiB send buffer: a
+	// client that stops reading blocks the server's writes at once
+	smallBuffers bool
 }
 
 func newEnv(t testing.TB, o *envOptions) *env {
@@ -102,6 +106,9 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	api := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Heartbeat: 50 * time.Millisecond,
 		MCP: mcpserver.New(c, nil).Handler(), Agent: agent, Bus: bus})
 	srv := httptest.NewUnstartedServer(api.Handler())
+	if o.smallBuffers {
+		srv.Listener = smallBufferListener{srv.Listener}
+	}
 	srv.Config.MaxHeaderBytes = 64 << 10
 	srv.Config.ReadHeaderTimeout = 5 * time.Second
 	srv.Start()
@@ -748,16 +755,30 @@ func TestMetrics(t *testing.T) {
 // queue is full, and the client resumes from its last id with nothing
 // lost: the server's memory for it stays bounded.
 func TestSlowStreamIsClosedAndResumes(t *testing.T) {
-	e := newEnv(t, &envOptions{queue: 8})
+	e := newEnv(t, &envOptions{queue: 8, smallBuffers: true})
 	s := e.create("", nil)
-	resp, cancel := e.stream(t, s.SessionID, 0)
+	// a client whose socket takes 4 KiB and then nothing while it does not read
+	slow := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetReadBuffer(4096)
+		}
+		return c, err
+	}}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/v1/sessions/"+s.SessionID+"/events", nil)
+	resp, err := slow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
 	for e.api.Hub().Subscribers() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	// enough events to fill the socket buffers while nobody reads
+	// enough events to fill the socket buffers, and the queue, while nobody reads
 	long := strings.Repeat("hello there ", 300)
-	const turns = 3000
+	const turns = 200
 	for i := range turns {
 		e.turn("", s.SessionID, httpapi.TurnBody{Text: long[:len(long)-i%7]})
 	}
@@ -981,4 +1002,15 @@ func TestNotifications(t *testing.T) {
 	if e.call("GET", "/v1/inbox", alice, nil, &inbox); len(inbox.Notifications) != 1 {
 		t.Fatalf("refused emits were stored: %+v", inbox)
 	}
+}
+
+// smallBufferListener gives each accepted connection a 4 KiB send buffer.
+type smallBufferListener struct{ net.Listener }
+
+func (l smallBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4096)
+	}
+	return c, err
 }
