@@ -17,6 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
 )
 
@@ -160,5 +162,59 @@ func TestStreamsAcrossInstances(t *testing.T) {
 				t.Fatal("the turn taken through A never reached B's stream")
 			}
 		})
+	}
+}
+
+// TestWatchdogsOfThreeInstances emits agent-channel notifications that
+// nobody handles, then runs three serve processes on one PostgreSQL: their
+// watchdogs race for every one, and each is escalated exactly once (one
+// claim: owner_lease 1, one attempt) — fencing across processes.
+func TestWatchdogsOfThreeInstances(t *testing.T) {
+	db := postgresSchema(t, "watchdogs")
+	bin := buildBinary(t)
+	const n = 40
+	for i := range n {
+		out, err := exec.Command(bin, "notify", "send", "--db", db, "--user", fmt.Sprintf("user-%d", i%4), "--title", "alert",
+			"--target", "AGENT", "--handler", "AGENT", "--ttl", "1").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond) // every TTL runs out
+	for range 3 {
+		startServe(t, bin, "--db", db)
+	}
+	s, err := postgres.Open(context.Background(), db, &postgres.Options{Extensions: []store.Extension{notify.Extension}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, _ := notify.NewLedger(s, nil)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		escalated := 0
+		var all []notify.Notification
+		for u := range 4 {
+			list, err := l.List(context.Background(), notify.Query{UserID: fmt.Sprintf("user-%d", u), Limit: 500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, list...)
+		}
+		for _, m := range all {
+			if m.State == notify.StateEscalated {
+				escalated++
+				if m.OwnerLease != 1 || m.Attempts != 1 || m.Channel != notify.ChannelInbox {
+					t.Fatalf("escalated by more than one watchdog: %+v", m)
+				}
+			}
+		}
+		if escalated == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d escalated", escalated, n)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
