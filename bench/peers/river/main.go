@@ -1,0 +1,223 @@
+// Command river runs, side by side on the same database, River
+// (riverqueue/river) inserting and working jobs and agentplane's
+// notification bus emitting and delivering notifications: N of each, from
+// P producers, on SQLite (FULL) and on PostgreSQL. A River job is inserted
+// and worked (completed) by a no-op worker; an agentplane notification is
+// emitted to a user with an inbox stream open (accepted, routed,
+// dispatched) and acknowledged by the client (DELIVERED). It prints one
+// line per run: items/s end to end.
+//
+//	go run . -n 20000 -producers 32 -postgres postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+	_ "modernc.org/sqlite"
+
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/postgres"
+	"github.com/agentplane/agentplane/store/sqlite"
+)
+
+// NoopArgs is the job River works: nothing.
+type NoopArgs struct{ N int }
+
+// Kind names the job.
+func (NoopArgs) Kind() string { return "noop" }
+
+// NoopWorker completes every job.
+type NoopWorker struct {
+	river.WorkerDefaults[NoopArgs]
+	done *atomic.Int64
+}
+
+// Work completes the job.
+func (w *NoopWorker) Work(ctx context.Context, job *river.Job[NoopArgs]) error {
+	w.done.Add(1)
+	return nil
+}
+
+func main() {
+	n := flag.Int("n", 10000, "items per run")
+	producers := flag.Int("producers", 32, "concurrent producers")
+	pg := flag.String("postgres", os.Getenv("AGENTPLANE_TEST_POSTGRES"), "PostgreSQL URL; empty skips PostgreSQL")
+	flag.Parse()
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "river-peer")
+	defer os.RemoveAll(dir)
+
+	for _, p := range []int{1, *producers} {
+		// SQLite: River
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, fmt.Sprintf("river-%d.db", p))+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
+		must(err)
+		db.SetMaxOpenConns(1)
+		rate, err := runRiver(ctx, riversqlite.New(db), *n, p)
+		must(err)
+		fmt.Printf("sqlite     producers=%-3d river         %8.0f jobs/s (inserted and worked)\n", p, rate)
+		db.Close()
+		// SQLite: agentplane
+		st, err := sqlite.Open(ctx, filepath.Join(dir, fmt.Sprintf("agentplane-%d.db", p)), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
+		must(err)
+		rate, err = runBus(ctx, st, *n, p)
+		must(err)
+		fmt.Printf("sqlite     producers=%-3d agentplane    %8.0f notifications/s (emitted, dispatched and delivered)\n", p, rate)
+		st.Close()
+		if *pg == "" {
+			continue
+		}
+		// PostgreSQL: River, then agentplane, on the same database
+		pool, err := pgxpool.New(ctx, *pg)
+		must(err)
+		pool.Exec(ctx, `DROP SCHEMA IF EXISTS river_peer CASCADE; CREATE SCHEMA river_peer`)
+		pool.Close()
+		cfg, _ := pgxpool.ParseConfig(*pg)
+		cfg.ConnConfig.RuntimeParams["search_path"] = "river_peer"
+		pool, err = pgxpool.NewWithConfig(ctx, cfg)
+		must(err)
+		rate, err = runRiver(ctx, riverpgxv5.New(pool), *n, p)
+		must(err)
+		fmt.Printf("postgres   producers=%-3d river         %8.0f jobs/s (inserted and worked)\n", p, rate)
+		pool.Exec(ctx, `DROP SCHEMA river_peer CASCADE`)
+		pool.Close()
+		pst, err := postgres.Open(ctx, withSearchPath(*pg, "agentplane_peer"), &postgres.Options{Extensions: []store.Extension{notify.Extension}})
+		must(err)
+		rate, err = runBus(ctx, pst, *n, p)
+		must(err)
+		fmt.Printf("postgres   producers=%-3d agentplane    %8.0f notifications/s (emitted, dispatched and delivered)\n", p, rate)
+		pst.Close()
+	}
+}
+
+// withSearchPath returns the URL of a fresh schema.
+func withSearchPath(url, schema string) string {
+	pool, err := pgxpool.New(context.Background(), url)
+	must(err)
+	pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE; CREATE SCHEMA `+schema)
+	pool.Close()
+	sep := "?"
+	for _, c := range url {
+		if c == '?' {
+			sep = "&"
+		}
+	}
+	return url + sep + "search_path=" + schema
+}
+
+// runRiver migrates River's tables, inserts n jobs from p producers and
+// works them, and returns jobs per second from the first insert to the
+// last completion.
+func runRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], n, p int) (float64, error) {
+	m, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return 0, err
+	}
+	var done atomic.Int64
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &NoopWorker{done: &done})
+	client, err := river.NewClient(driver, &river.Config{Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100}},
+		Workers: workers, FetchCooldown: time.Millisecond, FetchPollInterval: 5 * time.Millisecond})
+	if err != nil {
+		return 0, err
+	}
+	if err := client.Start(ctx); err != nil {
+		return 0, err
+	}
+	defer client.Stop(ctx)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var insertErr atomic.Value
+	for w := range p {
+		wg.Go(func() {
+			for i := w; i < n; i += p {
+				if _, err := client.Insert(ctx, NoopArgs{N: i}, nil); err != nil {
+					insertErr.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := insertErr.Load().(error); err != nil {
+		return 0, err
+	}
+	for done.Load() < int64(n) {
+		time.Sleep(time.Millisecond)
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// runBus emits n inbox notifications from p producers to users with
+// inbox streams open, acknowledges each, and returns notifications per
+// second from the first emit to the last delivery.
+func runBus(ctx context.Context, st store.Store, n, p int) (float64, error) {
+	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Tools: demo.Tools(nil)})
+	if err != nil {
+		return 0, err
+	}
+	l, err := notify.NewLedger(st, nil)
+	if err != nil {
+		return 0, err
+	}
+	hub := events.NewHub(st.Records, nil)
+	bus := notify.NewBus(l, c, hub)
+	for w := range p {
+		sub := hub.Subscribe(notify.UserTopic(fmt.Sprintf("user-%d", w)), 0)
+		go func() {
+			for range sub.Events() {
+			}
+		}()
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for w := range p {
+		wg.Go(func() {
+			user := fmt.Sprintf("user-%d", w)
+			for i := w; i < n; i += p {
+				e, err := bus.Emit(ctx, notify.Notification{Address: notify.AddressUser, UserID: user, Target: notify.TargetUser,
+					Handler: notify.HandlerSystem, Title: "job"}, 0)
+				if err == nil {
+					_, err = l.Ack(ctx, e.ID, user)
+				}
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+func must(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
