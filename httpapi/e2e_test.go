@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -952,6 +953,18 @@ func TestNotifications(t *testing.T) {
 	if e.call("GET", "/v1/notifications/"+b.ID, alice, nil, &got); got.State != notify.StateDelivered {
 		t.Fatalf("%+v", got)
 	}
+	// the inbox rides along on the WebSocket, and is acked there
+	a2 := emit(producer, map[string]any{"address": "USER", "user_id": "alice", "target": "USER", "handler": "SYSTEM", "title": "Second invoice"}, 201)
+	if _, data, err = conn.Read(ctx); err != nil || !strings.Contains(string(data), `"type":"notification"`) || !strings.Contains(string(data), a2.ID) {
+		t.Fatalf("%s %v", data, err)
+	}
+	conn.Write(ctx, websocket.MessageText, []byte(`{"type":"ack","notification_id":"`+a2.ID+`"}`))
+	if _, data, _ = conn.Read(ctx); !strings.Contains(string(data), `"acked"`) || !strings.Contains(string(data), a2.ID) {
+		t.Fatalf("%s", data)
+	}
+	if e.call("GET", "/v1/notifications/"+a2.ID, alice, nil, &got); got.State != notify.StateDelivered {
+		t.Fatalf("%+v", got)
+	}
 	// C: the agent's, in the LLM's next prompt, with the floor's notice as seen
 	c := emit(alice, map[string]any{"address": "SESSION", "session_id": s.SessionID, "target": "AGENT", "handler": "AGENT", "title": "Build 42 failed",
 		"agent_instructions": map[string]string{"directive": "tell the user only if they work on it"}}, 201)
@@ -964,6 +977,20 @@ func TestNotifications(t *testing.T) {
 		if !strings.Contains(system, want) {
 			t.Errorf("the prompt lacks %q:\n%s", want, system)
 		}
+	}
+	// zero redundancy: what the system showed reaches the agent only as
+	// seen, never to act on; what the agent handles the system never shows
+	if strings.Contains(system, "[NOTIFICATION "+b.ID) || strings.Contains(system, "[NOTIFICATION "+a.ID) {
+		t.Fatalf("a notification the system showed is also the agent's to narrate:\n%s", system)
+	}
+	recs, _ := e.core.Records(context.Background(), s.SessionID, 0)
+	for _, r := range recs {
+		if r.Notice != nil && r.Notice.ID == c.ID {
+			t.Fatal("the agent's notification was also shown on the floor")
+		}
+	}
+	if e.call("GET", "/v1/inbox", alice, nil, &inbox); slices.ContainsFunc(inbox.Notifications, func(n notify.Notification) bool { return n.ID == c.ID }) {
+		t.Fatal("the agent's notification is also in the inbox")
 	}
 	if e.call("GET", "/v1/notifications/"+c.ID, alice, nil, &got); got.State != notify.StateLocked || got.OwnerLease != 1 {
 		t.Fatalf("the agent runtime does not hold it: %+v", got)
@@ -999,7 +1026,7 @@ func TestNotifications(t *testing.T) {
 	}
 	st = e.call("GET", "/v1/notifications/"+a.ID, producer, nil, &eb)
 	errCode(t, st, eb, 404, agentplane.CodeNotFound)
-	if e.call("GET", "/v1/inbox", alice, nil, &inbox); len(inbox.Notifications) != 1 {
+	if e.call("GET", "/v1/inbox", alice, nil, &inbox); len(inbox.Notifications) != 2 {
 		t.Fatalf("refused emits were stored: %+v", inbox)
 	}
 }

@@ -156,14 +156,16 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, p auth.Princi
 //
 //	{"type": "event", "id": SEQ, "event": EVENT}            every event, as on the SSE stream
 //	{"type": "turn", "request_id": ID, "answer": TURN}       the answer to a client's turn
-//	{"type": "acked", "id": SEQ}                             an ack was recorded
+//	{"type": "acked", "id": SEQ}                             an ack was recorded (or "notification_id")
+//	{"type": "notification", "event": NOTIFICATION}          the principal's inbox: undelivered first, then new ones
 //	{"type": "error", "request_id": ID, "error": {code, message}}
 //	{"type": "closed", "reason": ..., "last_event_id": SEQ}  the server ends the stream
 //
 // Client to server:
 //
 //	{"type": "turn", "request_id"?: ID, "text"?: ..., "selection"?: {...}, "ui"?: bool}
-//	{"type": "ack", "id": SEQ}                               the client has shown event SEQ
+//	{"type": "ack", "id": SEQ}                               the client has shown event SEQ (a notice: delivered)
+//	{"type": "ack", "notification_id": ID}                   the client has shown an inbox notification
 type wsClient struct {
 	Type      string                `json:"type"`
 	RequestID string                `json:"request_id,omitempty"`
@@ -171,17 +173,20 @@ type wsClient struct {
 	Selection *agentplane.Selection `json:"selection,omitempty"`
 	UI        *bool                 `json:"ui,omitempty"`
 	ID        int64                 `json:"id,omitempty"`
+	// NotificationID acks an inbox notification (instead of an event id)
+	NotificationID string `json:"notification_id,omitempty"`
 }
 
 type wsServer struct {
-	Type        string          `json:"type"`
-	ID          int64           `json:"id,omitempty"`
-	RequestID   string          `json:"request_id,omitempty"`
-	Event       json.RawMessage `json:"event,omitempty"`
-	Answer      *TurnAnswer     `json:"answer,omitempty"`
-	Error       *ErrorDetail    `json:"error,omitempty"`
-	Reason      string          `json:"reason,omitempty"`
-	LastEventID *int64          `json:"last_event_id,omitempty"`
+	Type           string          `json:"type"`
+	ID             int64           `json:"id,omitempty"`
+	RequestID      string          `json:"request_id,omitempty"`
+	Event          json.RawMessage `json:"event,omitempty"`
+	Answer         *TurnAnswer     `json:"answer,omitempty"`
+	Error          *ErrorDetail    `json:"error,omitempty"`
+	Reason         string          `json:"reason,omitempty"`
+	LastEventID    *int64          `json:"last_event_id,omitempty"`
+	NotificationID string          `json:"notification_id,omitempty"`
 }
 
 // wsReadLimit bounds one client message.
@@ -238,10 +243,32 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 	}
 	sub := s.hub.Subscribe(sess.ID, last)
 	defer sub.Close()
+	// the principal's inbox (channel A) rides along: what is not delivered
+	// yet, then each new one
+	inbox := make(<-chan events.Frame)
+	if s.bus != nil {
+		isub := s.hub.Subscribe(notify.UserTopic(p.ID), 0)
+		defer isub.Close()
+		inbox = isub.Events()
+		if list, _, err := s.bus.Inbox(ctx, p.ID, 500, true); err == nil {
+			for i := len(list) - 1; i >= 0; i-- {
+				if n := list[i]; !n.State.Terminal() {
+					data, _ := json.Marshal(n)
+					if write(wsServer{Type: "notification", Event: data}) != nil {
+						return nil
+					}
+				}
+			}
+		}
+	}
 
 	go s.wsRead(ctx, cancel, conn, sess, p, write)
 	for {
 		select {
+		case f := <-inbox:
+			if write(wsServer{Type: "notification", Event: f.Data}) != nil {
+				return nil
+			}
 		case f := <-sub.Events():
 			if send(f) != nil {
 				return nil
@@ -306,6 +333,15 @@ func (s *Server) wsRead(ctx context.Context, cancel context.CancelFunc, conn *we
 			}
 			write(wsServer{Type: "turn", RequestID: m.RequestID, Answer: &t})
 		case "ack":
+			if m.NotificationID != "" && s.bus != nil { // an inbox notification
+				if _, err := s.bus.Ledger().Ack(ctx, m.NotificationID, p.ID); err != nil {
+					err = notify.Describe(err)
+					write(wsServer{Type: "error", Error: &ErrorDetail{Code: agentplane.ErrorCode(err), Message: agentplane.ErrorMessage(err)}})
+					continue
+				}
+				write(wsServer{Type: "acked", NotificationID: m.NotificationID})
+				continue
+			}
 			if m.ID <= 0 {
 				write(wsServer{Type: "error", Error: &ErrorDetail{Code: agentplane.CodeInvalidInput, Message: "an ack needs the id of an event (a positive integer)"}})
 				continue
