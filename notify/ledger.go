@@ -27,12 +27,13 @@ var (
 
 // Extension is the ledger's tables: the notifications with their state
 // and fencing counter, each one's dispatch record (the channel it was
-// routed to, written with it), and the per-address sequence counters.
+// routed to, written with it), and the per-address sequence counters;
+// then (migration 2) how often an escalated notification was shown.
 var Extension = store.Extension{
 	Name: "notify",
 	Migrations: map[string][]string{
-		store.SQLite:   {schema("INTEGER")},
-		store.Postgres: {schema("BIGINT")},
+		store.SQLite:   {schema("INTEGER"), `ALTER TABLE notifications ADD COLUMN shows INTEGER NOT NULL DEFAULT 0`},
+		store.Postgres: {schema("BIGINT"), `ALTER TABLE notifications ADD COLUMN shows BIGINT NOT NULL DEFAULT 0`},
 	},
 }
 
@@ -121,14 +122,14 @@ func randomID() string {
 }
 
 const columns = `id, address, user_id, session_id, target, handler, title, body, payload, dedup_key, directive, ttl_seconds, urgency,
-	seq, channel, state, owner_lease, lease_until, attempts, created, updated`
+	seq, channel, state, owner_lease, lease_until, attempts, created, updated, shows`
 
 func scanRow(scan func(...any) error) (Notification, error) {
 	var n Notification
 	var payload string
 	var leaseUntil, created, updated int64
 	err := scan(&n.ID, &n.Address, &n.UserID, &n.SessionID, &n.Target, &n.Handler, &n.Title, &n.Body, &payload, &n.DedupKey, &n.Directive,
-		&n.TTLSeconds, &n.Urgency, &n.Seq, &n.Channel, &n.State, &n.OwnerLease, &leaseUntil, &n.Attempts, &created, &updated)
+		&n.TTLSeconds, &n.Urgency, &n.Seq, &n.Channel, &n.State, &n.OwnerLease, &leaseUntil, &n.Attempts, &created, &updated, &n.Shows)
 	if payload != "" {
 		n.Payload = []byte(payload)
 	}
@@ -239,7 +240,7 @@ func (l *Ledger) emitOnce(ctx context.Context, n Notification, ch Channel, lease
 		if dispatched {
 			state = StateDispatched // PENDING → DISPATCHED inside the transaction: never seen PENDING
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO notifications (`+columns+`, address_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?)`,
+		if _, err := tx.Exec(ctx, `INSERT INTO notifications (`+columns+`, address_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, 0, ?)`,
 			id, n.Address, n.UserID, n.SessionID, n.Target, n.Handler, n.Title, n.Body, string(n.Payload), n.DedupKey, n.Directive, n.TTLSeconds, n.Urgency,
 			seq, ch, state, now, now, key); err != nil {
 			return err

@@ -150,6 +150,7 @@ type Notification struct {
 	OwnerLease int64     `json:"owner_lease"` // the fencing counter: every claim increments it
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	Attempts   int       `json:"attempts"` // claims made
+	Shows      int       `json:"shows"`    // times an escalated notification was shown again, unacknowledged
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 }

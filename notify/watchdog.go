@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/agentplane/agentplane/store"
 )
 
 // DefaultTTL is how long the agent may hold a notification of its channel
@@ -14,8 +16,8 @@ const DefaultTTL = 5 * time.Minute
 
 // Due lists, across users, what the watchdog must act on at now: agent
 // channel notifications not delivered within their TTL, locks whose lease
-// ran out, and escalated notifications older than deadAfter.
-func (l *Ledger) Due(ctx context.Context, now time.Time, deadAfter time.Duration, limit int) ([]Notification, error) {
+// ran out, and escalated notifications not acknowledged for retryAfter.
+func (l *Ledger) Due(ctx context.Context, now time.Time, retryAfter time.Duration, limit int) ([]Notification, error) {
 	n := now.UnixNano()
 	var out []Notification
 	err := l.q.Query(ctx, `SELECT `+columns+` FROM notifications WHERE
@@ -23,7 +25,7 @@ func (l *Ledger) Due(ctx context.Context, now time.Time, deadAfter time.Duration
 		OR (state = 'LOCKED' AND lease_until <= ?)
 		OR (state = 'ESCALATED' AND updated <= ?)
 		ORDER BY created LIMIT ?`,
-		[]any{int64(DefaultTTL / time.Second), n, n, n - int64(deadAfter), limit}, func(scan func(...any) error) error {
+		[]any{int64(DefaultTTL / time.Second), n, n, n - int64(retryAfter), limit}, func(scan func(...any) error) error {
 			m, err := scanRow(scan)
 			out = append(out, m)
 			return err
@@ -48,19 +50,21 @@ func (l *Ledger) Dead(ctx context.Context, limit int) ([]Notification, error) {
 // agent did not deliver in time (its TTL, or its lock's lease, ran out) is
 // claimed — a compare-and-swap, so it cannot overwrite a delivery that
 // just happened — escalated to the user's inbox or the session's floor by
-// its address, and delivered there; what is still not acknowledged after
-// DeadAfter ends FAILED, a dead letter. Several watchdogs (instances) may
-// run at once: each notification is escalated by one.
+// its address, and shown there; one still not acknowledged is shown again
+// every RetryAfter, and after MaxShows it ends FAILED, a dead letter.
+// Several watchdogs (instances) may run at once: each notification is
+// escalated, and shown again, by one.
 type Watchdog struct {
-	Bus       *Bus
-	Every     time.Duration // how often Run sweeps; 0 means 1s
-	DeadAfter time.Duration // how long an escalation waits for its ack; 0 means 24h
-	Logger    *slog.Logger
+	Bus        *Bus
+	Every      time.Duration // how often Run sweeps; 0 means 1s
+	RetryAfter time.Duration // an escalation not acknowledged is shown again after this; 0 means 1 minute
+	MaxShows   int           // ... at most this many times, then it is FAILED; 0 means 5
+	Logger     *slog.Logger
 }
 
 // Swept says what one sweep did.
 type Swept struct {
-	Escalated, Failed, Lost int // Lost: another owner moved it first
+	Escalated, Reshown, Failed, Lost int // Lost: another owner moved it first
 }
 
 // Run sweeps until ctx ends.
@@ -85,24 +89,33 @@ func (w *Watchdog) Run(ctx context.Context) {
 
 // Sweep acts once on everything due.
 func (w *Watchdog) Sweep(ctx context.Context) (Swept, error) {
-	dead := w.DeadAfter
-	if dead <= 0 {
-		dead = 24 * time.Hour
+	retry, maxShows := w.RetryAfter, w.MaxShows
+	if retry <= 0 {
+		retry = time.Minute
+	}
+	if maxShows <= 0 {
+		maxShows = 5
 	}
 	var s Swept
 	l := w.Bus.ledger
-	due, err := l.Due(ctx, l.now(), dead, 500)
+	due, err := l.Due(ctx, l.now(), retry, 500)
 	if err != nil {
 		return s, err
 	}
 	for _, n := range due {
 		var err error
-		if n.State == StateEscalated {
-			_, err = l.Fail(ctx, n.ID, n.OwnerLease)
+		switch {
+		case n.State == StateEscalated && n.Shows >= maxShows:
+			_, err = l.Fail(ctx, n.ID, n.OwnerLease) // a dead letter
 			if err == nil {
 				s.Failed++
 			}
-		} else {
+		case n.State == StateEscalated:
+			if n, err = l.reshow(ctx, n); err == nil {
+				err = w.Bus.show(ctx, n)
+				s.Reshown++
+			}
+		default:
 			err = w.Bus.Escalate(ctx, n)
 			if err == nil {
 				s.Escalated++
@@ -153,4 +166,23 @@ func (b *Bus) show(ctx context.Context, n Notification) error {
 		return err
 	}
 	return fmt.Errorf("notify: %s is not on a system channel", n.ID)
+}
+
+// reshow counts one more showing of an escalated notification that is
+// still not acknowledged: a compare-and-swap on (state, owner_lease,
+// shows), so two watchdogs show it once.
+func (l *Ledger) reshow(ctx context.Context, n Notification) (Notification, error) {
+	now := l.now().UnixNano()
+	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+		rows, err := tx.Exec(ctx, `UPDATE notifications SET shows = shows + 1, updated = ? WHERE id = ? AND state = 'ESCALATED' AND owner_lease = ? AND shows = ?`,
+			now, n.ID, n.OwnerLease, n.Shows)
+		if err == nil && rows != 1 {
+			err = fmt.Errorf("%w: %s was acknowledged or shown meanwhile", ErrStale, n.ID)
+		}
+		return err
+	})
+	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
+		return Notification{}, err
+	}
+	return l.Get(ctx, n.ID)
 }

@@ -51,7 +51,7 @@ func agentNote(address notify.Address, session string, ttl int) notify.Notificat
 func TestWatchdog(t *testing.T) {
 	ctx := context.Background()
 	e := newBus(t)
-	w := &notify.Watchdog{Bus: e.bus, DeadAfter: 24 * time.Hour}
+	w := &notify.Watchdog{Bus: e.bus, RetryAfter: time.Minute, MaxShows: 3}
 	l := e.bus.Ledger()
 	byTTL, _ := e.bus.Emit(ctx, agentNote(notify.AddressUser, "", 10), 0)
 	byLease, _ := e.bus.Emit(ctx, agentNote(notify.AddressSession, e.sess, 600), 0)
@@ -79,7 +79,27 @@ func TestWatchdog(t *testing.T) {
 	if n, err := l.Ack(ctx, a.ID, "alice"); err != nil || n.State != notify.StateDelivered {
 		t.Fatalf("%+v %v", n, err)
 	}
-	e.clk.add(25 * time.Hour)
+	// shown again each minute, three times, then a dead letter
+	for i := 1; i <= 3; i++ {
+		e.clk.add(61 * time.Second)
+		if s, err := w.Sweep(ctx); err != nil || s.Reshown != 1 || s.Failed != 0 {
+			t.Fatalf("minute %d: %+v %v", i, s, err)
+		}
+	}
+	if n, _ := l.Get(ctx, b.ID); n.Shows != 3 || n.State != notify.StateEscalated {
+		t.Fatalf("%+v", n)
+	}
+	recs, _ = e.core.Records(ctx, e.sess, 0)
+	notices := 0
+	for _, r := range recs {
+		if r.Notice != nil && r.Notice.ID == b.ID {
+			notices++
+		}
+	}
+	if notices != 4 { // escalated once, shown again three times
+		t.Fatalf("%d notices", notices)
+	}
+	e.clk.add(61 * time.Second)
 	if s, err := w.Sweep(ctx); err != nil || s.Failed != 1 {
 		t.Fatalf("%+v %v", s, err)
 	}
