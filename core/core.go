@@ -78,6 +78,10 @@ type Options struct {
 	// Observer, when set, is told what the runtime does: event streams
 	// and metrics hang on it.
 	Observer *Observer
+	// Notifier, when set, is what the built-in agent_notify_user emits
+	// through (serve's notification bus); nil: the tool answers that
+	// notifications are not served here.
+	Notifier tool.Notifier
 }
 
 // Observer receives what the runtime does. Every field may be nil; none
@@ -228,7 +232,7 @@ func (c *Core) mountTools(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range append(append(tool.Builtins(c.cfg, c.reg, c.log), opts.Tools...), declared...) {
+	for _, t := range append(append(tool.Builtins(c.cfg, c.reg, c.log, opts.Notifier), opts.Tools...), declared...) {
 		if err := c.tools.Register(t); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/tool"
 )
 
 // Bus emits notifications and delivers each on its one channel: the
@@ -259,4 +260,27 @@ func Describe(err error) error {
 		return agentplane.Errorf(agentplane.CodeVersionConflict, "%s", err.Error())
 	}
 	return err
+}
+
+// Notifier is what the built-in agent_notify_user emits through: a
+// notification for the calling session's user, from the system, on the
+// inbox (USER) or the session's floor (SESSION). bus returns the bus (it
+// is made after the core the tool is built into); nil: not served here.
+func Notifier(bus func() *Bus) tool.Notifier {
+	return func(ctx context.Context, r tool.NotifyRequest) (json.RawMessage, error) {
+		b := bus()
+		if b == nil {
+			return nil, tool.Errorf("unavailable", "notifications are served by agentplane serve, not here")
+		}
+		n := Notification{Address: Address(r.Address), UserID: r.UserID, Target: TargetUser, Handler: HandlerSystem,
+			Title: r.Title, Body: r.Body, Urgency: Urgency(r.Urgency)}
+		if n.Address == AddressSession {
+			n.SessionID = r.SessionID
+		}
+		e, err := b.Emit(ctx, n, 0)
+		if err != nil {
+			return nil, tool.Errorf("invalid", "%s", agentplane.ErrorMessage(Describe(err)))
+		}
+		return json.Marshal(map[string]any{"id": e.ID, "channel": e.Channel, "state": e.State})
+	}
 }

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/demotest"
 	"github.com/agentplane/agentplane/internal/llmtest"
 	"github.com/agentplane/agentplane/llm"
@@ -101,5 +103,46 @@ func TestInternalTurn(t *testing.T) {
 	}
 	if n, err := replay.Run(ctx, c, &log, &diff); err != nil || n != 0 {
 		t.Fatalf("%d divergences, %v:\n%s", n, err, diff.String())
+	}
+}
+
+// The built-in agent_notify_user, where a toolbox offers it, emits through
+// the bus: the LLM (or an MCP client) notifies the session's user, through
+// the gate; without a bus it says notifications are not served there.
+func TestNotifyUserTool(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "t.db"), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bus *notify.Bus
+	yaml := []byte(strings.Replace(string(demo.YAML), "tools: [agent_list_modes, agent_get_context, agent_set_mode]",
+		"tools: [agent_list_modes, agent_get_context, agent_set_mode, agent_notify_user]", 1))
+	c := demotest.WithYAML(t, yaml, &core.Options{Store: st, Notifier: notify.Notifier(func() *notify.Bus { return bus })})
+	l, _ := notify.NewLedger(st, nil)
+	call := func(args string) agentplane.ExecutionResult {
+		sess, _ := c.Start(ctx, core.Start{Principal: "alice"})
+		res, err := c.Execute(ctx, gate.Invocation{SessionID: sess.ID, Tool: "agent_notify_user", Args: json.RawMessage(args), Origin: gate.OriginLLM, Principal: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := call(`{"title":"Reminder"}`); res.Status != agentplane.StatusFailed || !strings.Contains(res.Message, "not here") {
+		t.Fatalf("%+v", res)
+	}
+	bus = notify.NewBus(l, c, events.NewHub(st.Records, nil))
+	res := call(`{"title":"Reminder","body":"renewals are due","address":"SESSION"}`)
+	if res.Status != agentplane.StatusSuccess || !strings.Contains(string(res.Output), `"channel":"B"`) {
+		t.Fatalf("%+v %s", res, res.Output)
+	}
+	var out struct{ ID string }
+	json.Unmarshal(res.Output, &out)
+	n, err := l.Get(ctx, out.ID)
+	if err != nil || n.UserID != "alice" || n.State != notify.StateDispatched || n.Handler != notify.HandlerSystem {
+		t.Fatalf("%+v %v", n, err)
+	}
+	if res := call(`{"title":""}`); res.Status != agentplane.StatusRejected || res.Error.Code != agentplane.CodeInvalidArgs {
+		t.Fatalf("%+v", res)
 	}
 }

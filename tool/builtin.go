@@ -14,6 +14,7 @@ import (
 const (
 	GetContextName        = agentplane.ToolGetContext
 	CatalogSearchName     = agentplane.ToolCatalogSearch
+	NotifyUserName        = agentplane.ToolNotifyUser
 	SetModeName           = agentplane.ToolSetMode
 	SetActiveEntityName   = agentplane.ToolSetActiveEntity
 	ClearActiveEntityName = agentplane.ToolClearActiveEntity
@@ -26,8 +27,57 @@ const MaxQuery = 256
 // configuration: agent_list_modes over its modes, agent_get_context,
 // catalog_search over its active catalogs, and the session-changing
 // tools. log receives what the tools log; nil discards it.
-func Builtins(cfg *config.Config, catalogs Catalogs, log *slog.Logger) []Tool {
-	return append([]Tool{ListModes(ConfigModes(cfg), log), GetContext(), CatalogSearch(catalogs)}, effectTools()...)
+func Builtins(cfg *config.Config, catalogs Catalogs, log *slog.Logger, notifier Notifier) []Tool {
+	return append([]Tool{ListModes(ConfigModes(cfg), log), GetContext(), CatalogSearch(catalogs), NotifyUser(notifier)}, effectTools()...)
+}
+
+// NotifyRequest is a notification agent_notify_user asks for: for the
+// calling session's user, on the inbox (address USER) or the session's
+// floor (address SESSION).
+type NotifyRequest struct {
+	SessionID, UserID, Address, Title, Body, Urgency string
+}
+
+// Notifier emits a notification (the notification bus of agentplane
+// serve) and returns what to answer the caller: its id, channel, state.
+type Notifier func(ctx context.Context, r NotifyRequest) (json.RawMessage, error)
+
+// NotifyUser returns agent_notify_user over a notifier; with none, each
+// call fails saying notifications are not served here.
+func NotifyUser(notify Notifier) Tool {
+	return &Func{
+		S: Spec{
+			Name: NotifyUserName,
+			Usage: "Sends the user a notification: to their inbox (address USER, the default) or as a note in this conversation (address SESSION). " +
+				"Use it for something the user should see later or that must not be lost in the chat; not for ordinary replies.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string","minLength":1,"maxLength":1024},` +
+				`"body":{"type":"string","maxLength":16384},"urgency":{"enum":["LOW","NORMAL","HIGH","CRITICAL"]},"address":{"enum":["USER","SESSION"]}},` +
+				`"required":["title"],"additionalProperties":false}`),
+			Impact: ImpactInternal,
+			Risk:   RiskLow,
+		},
+		Fn: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+			ci, _ := CallInfoFrom(ctx)
+			if ci.Session == nil {
+				return nil, Errorf("no_session", "the call carries no session")
+			}
+			if notify == nil {
+				return nil, Errorf("unavailable", "notifications are served by agentplane serve, not here")
+			}
+			var in struct{ Title, Body, Urgency, Address string }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, Errorf("bad_args", "%v", err)
+			}
+			if in.Address == "" {
+				in.Address = "USER"
+			}
+			user := ci.Session.Owner
+			if user == "" {
+				user = agentplane.LocalPrincipal
+			}
+			return notify(ctx, NotifyRequest{SessionID: ci.SessionID, UserID: user, Address: in.Address, Title: in.Title, Body: in.Body, Urgency: in.Urgency})
+		},
+	}
 }
 
 // GetContext returns agent_get_context: the session's mode and active work

@@ -77,6 +77,8 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	opts.Logger = log
 	opts.Observer = metrics.Observer(hub.Committed)
 	var mcpSrv atomic.Pointer[mcpserver.Server] // set once the core is built
+	var busRef atomic.Pointer[notify.Bus]       // likewise: agent_notify_user emits through it
+	opts.Notifier = notify.Notifier(busRef.Load)
 	opts.Observer.ToolsChanged = func() {
 		if s := mcpSrv.Load(); s != nil {
 			s.ToolsChanged()
@@ -105,6 +107,7 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 		return 1
 	}
 	bus := notify.NewBus(ledger, c, hub)
+	busRef.Store(bus)
 	agent, ok := m.agent(ctx, c)
 	if !ok {
 		return 1
