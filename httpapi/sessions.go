@@ -216,6 +216,9 @@ func (s *Server) llmTurn(ctx context.Context, session string, p auth.Principal) 
 	if err != nil {
 		return nil, err
 	}
+	if r.Failure != "" && s.bus != nil {
+		s.bus.AgentFailed(ctx, sess) // the agent's alerts go to the user now
+	}
 	out := &LLMAnswer{Text: r.Text, Calls: r.Calls, Question: r.Question, ConfirmationToken: r.ConfirmationToken, Failure: r.Failure,
 		Snapshot: sess.Snapshot(s.core.Now())}
 	if out.Calls == nil {

@@ -284,3 +284,25 @@ func Notifier(bus func() *Bus) tool.Notifier {
 		return json.Marshal(map[string]any{"id": e.ID, "channel": e.Channel, "state": e.State})
 	}
 }
+
+// AgentFailed gives the user at once every agent-channel notification the
+// runtime holds for the session's user: the LLM failed to answer, and an
+// alert must not wait for it (the watchdog would only at its TTL).
+func (b *Bus) AgentFailed(ctx context.Context, sess *agentplane.Session) {
+	b.mu.Lock()
+	held := make(map[string]int64, len(b.leases))
+	for id, lease := range b.leases {
+		held[id] = lease
+	}
+	b.mu.Unlock()
+	for id, lease := range held {
+		n, err := b.ledger.Get(ctx, id)
+		if err != nil || n.UserID != sess.Owner || n.OwnerLease != lease || n.State != StateLocked {
+			continue
+		}
+		if n.Address == AddressSession && n.SessionID != sess.ID {
+			continue
+		}
+		b.promote(ctx, n, "")
+	}
+}

@@ -183,3 +183,20 @@ func TestAgentAckIsFenced(t *testing.T) {
 		t.Fatalf("a late ack moved the watchdog's notification: %+v", n)
 	}
 }
+
+// When the LLM fails, what the runtime holds for the user goes to the
+// user at once.
+func TestAgentFailed(t *testing.T) {
+	ctx := context.Background()
+	e := newBus(t)
+	sess, _ := e.core.Session(ctx, e.sess)
+	n, _ := e.bus.Emit(ctx, agentNote(notify.AddressUser, "", 600), 0)
+	e.bus.Awareness(ctx, sess) // into a prompt: held
+	if got, _ := e.bus.Ledger().Get(ctx, n.ID); got.State != notify.StateLocked {
+		t.Fatalf("%+v", got)
+	}
+	e.bus.AgentFailed(ctx, sess)
+	if got, _ := e.bus.Ledger().Get(ctx, n.ID); got.State != notify.StateEscalated || got.Channel != notify.ChannelInbox {
+		t.Fatalf("%+v", got)
+	}
+}
