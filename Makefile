@@ -31,6 +31,7 @@ fuzz: ## fuzz every parser and decoder for 30s each
 	go test -run='^$$' -fuzz='^FuzzVerifyJSONL$$' -fuzztime=30s ./audit
 	go test -run='^$$' -fuzz='^FuzzAppend$$' -fuzztime=30s ./internal/canonjson
 	go test -run='^$$' -fuzz='^FuzzRequests$$' -fuzztime=30s ./httpapi
+	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./workflow
 
 bench: ## the README's benchmarks: routing, indexing, examples, the gate, durable stores
 	go test -run='^$$' -bench='BenchmarkRoute' -cpu 1 -count 3 ./router

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,6 +126,20 @@ func TestNotifyCommand(t *testing.T) {
 		t.Fatalf("%d %s", code, errOut)
 	}
 	if out, _, code := run("dead"); code != 0 || strings.TrimSpace(out) != "null" {
+		t.Fatalf("%d %s", code, out)
+	}
+}
+
+// agentplane workflow validate: valid, or every problem with its line.
+func TestWorkflowValidate(t *testing.T) {
+	out, _, code := run(t, "", "workflow", "validate", "../../examples/workflows/outreach.yaml")
+	if code != 0 || !strings.Contains(out, "valid (3 tasks in 2 layers)") {
+		t.Fatalf("%d %s", code, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("tasks:\n  - {id: a, tool: nope, depends_on: [b]}\n  - {id: b, tool: catalog_search, depends_on: [a]}\n"), 0o644)
+	out, _, code = run(t, "", "workflow", "validate", bad)
+	if code != 1 || !strings.Contains(out, `bad.yaml:2: tasks[0].tool: unknown tool "nope"`) || !strings.Contains(out, "a cycle: a → b → a") {
 		t.Fatalf("%d %s", code, out)
 	}
 }

@@ -42,6 +42,7 @@ Usage:
                                                                 (default 127.0.0.1:8080)
   agentplane mcp      [--config FILE] [--db DB]                 an MCP server over stdio (one session, the local user)
   agentplane notify   send|list|show|ack|dead [flags]           the notification ledger (agentplane notify for help)
+  agentplane workflow validate [--config FILE] FILE             every problem of a workflow definition, with its line
   agentplane chat     [--config FILE] [--db DB] [--session ID] [--mode KEY] [--trace] [--audit-file FILE]
                                                                 terminal chat; --session resumes a stored one
   agentplane route    [--config FILE]                           JSON lines in, decisions out
@@ -86,6 +87,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.mcp(ctx, args[1:])
 	case "notify":
 		return m.notifyCmd(ctx, args[1:])
+	case "workflow":
+		return m.workflowCmd(ctx, args[1:])
 	case "chat":
 		return m.chat(ctx, args[1:])
 	case "route":
