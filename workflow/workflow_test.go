@@ -8,7 +8,9 @@ import (
 	"github.com/agentplane/agentplane/workflow"
 )
 
-func known(t string) bool { return t == "catalog_search" || t == "send_template" || t == "agent_get_context" }
+func known(t string) bool {
+	return t == "catalog_search" || t == "send_template" || t == "agent_get_context"
+}
 
 func TestValid(t *testing.T) {
 	def, err := workflow.Parse([]byte(`name: outreach
