@@ -3,7 +3,6 @@ package notify_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 
+	"github.com/agentplane/agentplane/internal/pgtest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
@@ -71,34 +70,15 @@ func drivers(t testing.TB) map[string]func(t testing.TB) store.Store {
 			return s
 		},
 	}
-	url := os.Getenv("AGENTPLANE_TEST_POSTGRES")
-	if url == "" {
+	if os.Getenv("AGENTPLANE_TEST_POSTGRES") == "" {
 		return out
 	}
 	out["postgres"] = func(t testing.TB) store.Store {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Skipf("PostgreSQL not reachable: %v", err)
-		}
-		name := fmt.Sprintf("notify_%d_%d", os.Getpid(), schemas.Add(1))
-		conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+name+" CASCADE; CREATE SCHEMA "+name)
-		conn.Close(ctx)
-		sep := "?"
-		if strings.Contains(url, "?") {
-			sep = "&"
-		}
-		s, err := postgres.Open(ctx, url+sep+"search_path="+name, &postgres.Options{Extensions: []store.Extension{notify.Extension}})
+		s, err := postgres.Open(context.Background(), pgtest.Schema(t), &postgres.Options{Extensions: []store.Extension{notify.Extension}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			s.Close()
-			if c, err := pgx.Connect(context.Background(), url); err == nil {
-				c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+name+" CASCADE")
-				c.Close(context.Background())
-			}
-		})
+		t.Cleanup(func() { s.Close() })
 		return s
 	}
 	return out

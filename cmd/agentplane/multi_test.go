@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -15,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 
+	"github.com/agentplane/agentplane/internal/pgtest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
@@ -27,7 +26,7 @@ import (
 // the audit chain verifies and every state the chain records follows the one
 // before it by exactly one version: no update was lost or applied twice.
 func TestTwoInstancesOnePostgres(t *testing.T) {
-	db := postgresSchema(t, "multi")
+	db := pgtest.Schema(t)
 	bin := buildBinary(t)
 	out, err := exec.Command(bin, "chat", "--db", db, "--mode", "sales").Output()
 	m := regexp.MustCompile(`session ([0-9a-f]+),`).FindSubmatch(out)
@@ -82,34 +81,6 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 	t.Logf("%d records, %d state changes, %d turns lost a race and changed nothing", len(recs), changes, conflicts)
 }
 
-// postgresSchema returns the URL of a new schema in the test database,
-// dropped when the test ends; it skips the test without PostgreSQL.
-func postgresSchema(t *testing.T, prefix string) string {
-	t.Helper()
-	url := os.Getenv("AGENTPLANE_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("AGENTPLANE_TEST_POSTGRES is not set: no PostgreSQL to test against (.ci/run sets it)")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Skipf("PostgreSQL not reachable: %v", err)
-	}
-	schema := fmt.Sprintf("%s_%d", prefix, os.Getpid())
-	conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE; CREATE SCHEMA "+schema)
-	conn.Close(ctx)
-	t.Cleanup(func() {
-		if c, err := pgx.Connect(context.Background(), url); err == nil {
-			c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-			c.Close(context.Background())
-		}
-	})
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	return url + sep + "search_path=" + schema
-}
 
 // TestStreamsAcrossInstances runs two serve processes on one PostgreSQL:
 // a turn taken through A appears on a stream opened on B, with each way
@@ -117,7 +88,7 @@ func postgresSchema(t *testing.T, prefix string) string {
 func TestStreamsAcrossInstances(t *testing.T) {
 	for _, mode := range []string{"poll", "notify"} {
 		t.Run(mode, func(t *testing.T) {
-			db := postgresSchema(t, "streams_"+mode)
+			db := pgtest.Schema(t)
 			bin := buildBinary(t)
 			a, _, _ := startServe(t, bin, "--db", db, "--pg-events", mode)
 			b, _, _ := startServe(t, bin, "--db", db, "--pg-events", mode)
@@ -170,7 +141,7 @@ func TestStreamsAcrossInstances(t *testing.T) {
 // watchdogs race for every one, and each is escalated exactly once (one
 // claim: owner_lease 1, one attempt) — fencing across processes.
 func TestWatchdogsOfThreeInstances(t *testing.T) {
-	db := postgresSchema(t, "watchdogs")
+	db := pgtest.Schema(t)
 	bin := buildBinary(t)
 	const n = 40
 	for i := range n {

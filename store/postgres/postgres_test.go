@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,48 +15,17 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/internal/pgtest"
 	"github.com/agentplane/agentplane/store/postgres"
 	"github.com/agentplane/agentplane/store/storetest"
 )
 
 // testURL is the server the tests use: $AGENTPLANE_TEST_POSTGRES (set by
 // .ci/run). Without it the tests skip and say why.
-func testURL(t testing.TB) string {
-	url := os.Getenv("AGENTPLANE_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("AGENTPLANE_TEST_POSTGRES is not set: no PostgreSQL to test against (.ci/run sets it)")
-	}
-	return url
-}
-
-var schemas atomic.Int64
+func testURL(t testing.TB) string { return pgtest.URL(t) }
 
 // freshDB creates an empty schema for one test and returns a URL using it.
-func freshDB(t testing.TB) string {
-	url := testURL(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Skipf("PostgreSQL at AGENTPLANE_TEST_POSTGRES is not reachable: %v", err)
-	}
-	defer conn.Close(ctx)
-	name := fmt.Sprintf("t_%d_%d", os.Getpid(), schemas.Add(1))
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+name+" CASCADE; CREATE SCHEMA "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), url)
-		if err == nil {
-			c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+name+" CASCADE")
-			c.Close(context.Background())
-		}
-	})
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	return url + sep + "search_path=" + name
-}
+func freshDB(t testing.TB) string { return pgtest.Schema(t) }
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
