@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/agentplane/agentplane/internal/pgtest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
@@ -54,8 +53,6 @@ func TestRoute(t *testing.T) {
 		}
 	}
 }
-
-var schemas atomic.Int64
 
 // drivers returns the ledger's stores to test: SQLite always, PostgreSQL
 // when AGENTPLANE_TEST_POSTGRES is set.

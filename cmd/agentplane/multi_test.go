@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/agentplane/agentplane/internal/pgtest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
@@ -80,7 +79,6 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 	conflicts := strings.Count(string(outs[0])+string(outs[1]), "version_conflict") + strings.Count(string(outs[0])+string(outs[1]), "changed while")
 	t.Logf("%d records, %d state changes, %d turns lost a race and changed nothing", len(recs), changes, conflicts)
 }
-
 
 // TestStreamsAcrossInstances runs two serve processes on one PostgreSQL:
 // a turn taken through A appears on a stream opened on B, with each way
