@@ -71,7 +71,7 @@ func (b *Bus) Emit(ctx context.Context, n Notification, lease int64) (Emitted, e
 		return e, err
 	}
 	if live { // stored DISPATCHED: send it now
-		data, _ := marshal(e.Notification)
+		data, _ := json.Marshal(e.Notification)
 		b.hub.Publish(UserTopic(n.UserID), "notification", data)
 		return e, nil
 	}
@@ -89,7 +89,7 @@ func (b *Bus) Emit(ctx context.Context, n Notification, lease int64) (Emitted, e
 func (b *Bus) deliver(ctx context.Context, n Notification) (Notification, error) {
 	switch n.Channel {
 	case ChannelInbox:
-		data, _ := marshal(n)
+		data, _ := json.Marshal(n)
 		if b.hub.Publish(UserTopic(n.UserID), "notification", data) == 0 {
 			return n, nil
 		}
@@ -112,8 +112,6 @@ func (b *Bus) deliver(ctx context.Context, n Notification) (Notification, error)
 	}
 	return b.ledger.Dispatch(ctx, n.ID)
 }
-
-func marshal(n Notification) ([]byte, error) { return json.Marshal(n) }
 
 // notice is a notification as the floor shows it.
 func notice(n Notification) *agentplane.Notice {

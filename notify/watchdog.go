@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -157,7 +158,7 @@ func (b *Bus) Escalate(ctx context.Context, n Notification) error {
 func (b *Bus) show(ctx context.Context, n Notification) error {
 	switch n.Channel {
 	case ChannelInbox:
-		if data, err := marshal(n); err == nil {
+		if data, err := json.Marshal(n); err == nil {
 			b.hub.Publish(UserTopic(n.UserID), "notification", data)
 		}
 		return nil

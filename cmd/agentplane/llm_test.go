@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,23 +11,9 @@ import (
 )
 
 // chatWithLLM runs the chat with an LLM endpoint from the environment.
-func chatWithLLM(t *testing.T, srv *llmtest.Server, stdin string, env map[string]string) (string, string, int) {
+func chatWithLLM(t *testing.T, srv *llmtest.Server, stdin string) (string, string, int) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	db := filepath.Join(t.TempDir(), "agentplane.db")
-	m := &Main{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errOut, Getenv: func(k string) string {
-		switch k {
-		case "AGENTPLANE_DB":
-			return db
-		case "AGENTPLANE_LLM_BASE_URL":
-			return srv.URL
-		case "AGENTPLANE_LLM_MODEL":
-			return "test-model"
-		}
-		return env[k]
-	}}
-	code := m.Run(context.Background(), []string{"chat", "--mode", "sales"})
-	return out.String(), errOut.String(), code
+	return runEnv(t, map[string]string{"AGENTPLANE_LLM_BASE_URL": srv.URL, "AGENTPLANE_LLM_MODEL": "test-model"}, stdin, "chat", "--mode", "sales")
 }
 
 // The chat streams the model's text, shows what its calls did, and asks
@@ -40,7 +24,7 @@ func TestChatWithLLM(t *testing.T) {
 		llmtest.Reply{Text: "Here is a sharper draft for the CFO."},
 		llmtest.Reply{Text: "Sending it now.", ToolCalls: []llmtest.Call{{Name: "send_template", Arguments: `{"list_id":"LIST-9"}`}}},
 	)
-	out, errOut, code := chatWithLLM(t, srv, "open the q1 cfo outreach template\nrewrite this template for the CFO persona\nplease mail it to the pilot group\nyes\n", nil)
+	out, errOut, code := chatWithLLM(t, srv, "open the q1 cfo outreach template\nrewrite this template for the CFO persona\nplease mail it to the pilot group\nyes\n")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -63,7 +47,7 @@ func TestChatWithLLM(t *testing.T) {
 func TestChatLLMProblemsAtStart(t *testing.T) {
 	srv := llmtest.New(t)
 	srv.Models = []string{"other-model"}
-	_, errOut, code := chatWithLLM(t, srv, "", nil)
+	_, errOut, code := chatWithLLM(t, srv, "")
 	if code != 0 || !strings.Contains(errOut, `does not serve model "test-model" (it serves other-model)`) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -74,10 +58,8 @@ func TestChatLLMProblemsAtStart(t *testing.T) {
 func TestValidateChecksTheLLM(t *testing.T) {
 	srv := llmtest.New(t)
 	run := func(env map[string]string) (string, int) {
-		var out bytes.Buffer
-		m := &Main{Stdout: &out, Stderr: &out, Getenv: func(k string) string { return env[k] }}
-		code := m.Run(context.Background(), []string{"validate"})
-		return out.String(), code
+		out, _, code := runEnv(t, env, "", "validate")
+		return out, code
 	}
 	out, code := run(map[string]string{"AGENTPLANE_LLM_BASE_URL": srv.URL, "AGENTPLANE_LLM_MODEL": "test-model"})
 	if code != 0 || !strings.Contains(out, "serves test-model") {
@@ -102,10 +84,7 @@ func TestValidateChecksTheLLM(t *testing.T) {
 func TestNotifyCommand(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "n.db")
 	run := func(args ...string) (string, string, int) {
-		var out, errOut bytes.Buffer
-		m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return map[string]string{"AGENTPLANE_DB": db}[k] }}
-		code := m.Run(context.Background(), append([]string{"notify"}, args...))
-		return out.String(), errOut.String(), code
+		return runEnv(t, map[string]string{"AGENTPLANE_DB": db}, "", append([]string{"notify"}, args...)...)
 	}
 	out, errOut, code := run("send", "--user", "alice", "--title", "Invoice ready")
 	if code != 0 || !strings.Contains(out, `"channel": "A"`) || !strings.Contains(out, `"state": "PENDING"`) {

@@ -21,11 +21,21 @@ import (
 
 func run(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
+	return runEnv(t, nil, stdin, args...)
+}
+
+// runEnv runs the program in-process with the environment env; its
+// database is a file of the test's own unless env names AGENTPLANE_DB.
+func runEnv(t *testing.T, env map[string]string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	db := filepath.Join(t.TempDir(), "agentplane.db") // never the working directory's
 	m := &Main{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errOut,
 		Now: func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) },
 		Getenv: func(k string) string {
+			if v, ok := env[k]; ok {
+				return v
+			}
 			if k == "AGENTPLANE_DB" {
 				return db
 			}

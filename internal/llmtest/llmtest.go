@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // Reply is one scripted answer: text and/or tool calls; or a failure:
@@ -186,7 +187,7 @@ func split(s string, n int) []string {
 	var out []string
 	for len(s) > 0 {
 		k := min(n, len(s))
-		for k < len(s) && !utf8Start(s[k]) {
+		for k < len(s) && !utf8.RuneStart(s[k]) {
 			k++
 		}
 		out = append(out, s[:k])
@@ -194,5 +195,3 @@ func split(s string, n int) []string {
 	}
 	return out
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
