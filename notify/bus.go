@@ -118,26 +118,23 @@ func notice(n Notification) *agentplane.Notice {
 	return &agentplane.Notice{ID: n.ID, Title: n.Title, Body: n.Body, Urgency: string(n.Urgency), Payload: n.Payload}
 }
 
-// Inbox returns a user's inbox (channel A), newest first, with how many
-// are not delivered yet; with dispatch, the PENDING ones are marked
-// DISPATCHED (an inbox stream just opened and shows them).
+// Inbox returns a page of a user's inbox (channel A), newest first, with
+// how many of all are not delivered yet; with dispatch, the PENDING ones
+// are marked DISPATCHED (an inbox stream just opened and shows them).
 func (b *Bus) Inbox(ctx context.Context, user string, limit int, dispatch bool) ([]Notification, int, error) {
 	list, err := b.ledger.List(ctx, Query{UserID: user, Channel: ChannelInbox, Limit: limit})
 	if err != nil {
 		return nil, 0, err
 	}
-	unread := 0
 	for i, n := range list {
 		if n.State == StatePending && dispatch {
 			if d, err := b.ledger.Dispatch(ctx, n.ID); err == nil {
 				list[i] = d
 			}
 		}
-		if !list[i].State.Terminal() {
-			unread++
-		}
 	}
-	return list, unread, nil
+	unread, err := b.ledger.Unread(ctx, user)
+	return list, unread, err
 }
 
 // maxAware bounds the awareness lines of a prompt.
@@ -185,7 +182,7 @@ func (b *Bus) Awareness(ctx context.Context, sess *agentplane.Session) []string 
 			}
 		}
 	}
-	if _, unread, err := b.Inbox(ctx, sess.Owner, 500, false); err == nil && unread > 0 {
+	if unread, err := b.ledger.Unread(ctx, sess.Owner); err == nil && unread > 0 {
 		lines = append(lines, fmt.Sprintf("The user has %d unread notification%s in their inbox.", unread, map[bool]string{true: "", false: "s"}[unread == 1]))
 	}
 	return lines

@@ -431,6 +431,15 @@ func (l *Ledger) Ack(ctx context.Context, id, userID string) (Notification, erro
 		move{id: id, from: []State{StateLocked}, lease: n.OwnerLease + 1, to: StateDelivered, userID: userID})
 }
 
+// Unread returns how many of a user's inbox notifications are not
+// delivered yet (one count, not a listing).
+func (l *Ledger) Unread(ctx context.Context, userID string) (int, error) {
+	n := 0
+	err := l.q.Query(ctx, `SELECT COUNT(*) FROM notifications WHERE user_id = ? AND channel = 'A' AND state <> 'DELIVERED' AND state <> 'FAILED'`,
+		[]any{userID}, func(scan func(...any) error) error { return scan(&n) })
+	return n, err
+}
+
 // Query lists notifications.
 type Query struct {
 	UserID  string  // required

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -238,5 +239,31 @@ func TestBadNotifications(t *testing.T) {
 	}
 	if list, _ := l.List(context.Background(), notify.Query{UserID: "alice"}); len(list) != 0 {
 		t.Fatalf("refused emits were stored: %d", len(list))
+	}
+}
+
+// Unread counts every undelivered inbox notification, not a page of them.
+func TestUnread(t *testing.T) {
+	for name, open := range drivers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			l, _ := notify.NewLedger(open(t), nil)
+			var first notify.Emitted
+			for i := range 60 {
+				e, err := l.Emit(ctx, inbox("alice", fmt.Sprint("n", i)), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					first = e
+				}
+			}
+			l.Emit(ctx, inbox("bob", "other"), 0)
+			l.Dispatch(ctx, first.ID)
+			l.Ack(ctx, first.ID, "alice")
+			if n, err := l.Unread(ctx, "alice"); err != nil || n != 59 {
+				t.Fatalf("%d %v", n, err)
+			}
+		})
 	}
 }
