@@ -138,9 +138,13 @@ func TestToolsThroughTheGate(t *testing.T) {
 	if n := len(e.outbox.Sends()); n != 0 {
 		t.Fatalf("%d sends without confirmation", n)
 	}
-	// a tool that is not active is not callable
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "open_ddrs", Arguments: json.RawMessage(`{}`)}); err == nil {
-		t.Fatal("an unlisted tool answered")
+	// a tool that exists but is not active (no toolbox of the demo lists
+	// agent_notify_user) is neither listed nor callable
+	if _, ok := e.core.Tools().Get("agent_notify_user"); !ok || slices.Contains(names(t, cs), "agent_notify_user") {
+		t.Fatal("agent_notify_user is not registered, or it is listed")
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "agent_notify_user", Arguments: json.RawMessage(`{"title":"x"}`)}); err == nil {
+		t.Fatal("an inactive tool answered")
 	}
 }
 

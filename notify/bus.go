@@ -75,12 +75,8 @@ func (b *Bus) Emit(ctx context.Context, n Notification, lease int64) (Emitted, e
 		b.hub.Publish(UserTopic(n.UserID), "notification", data)
 		return e, nil
 	}
-	if d, err := b.deliver(ctx, e.Notification); err == nil {
-		e.Notification = d
-	} else {
-		return e, err
-	}
-	return e, nil
+	e.Notification, err = b.deliver(ctx, e.Notification)
+	return e, err
 }
 
 // deliver sends a PENDING notification on its channel and marks it
