@@ -20,10 +20,6 @@ import (
 	"github.com/agentplane/agentplane/store/storetest"
 )
 
-// testURL is the server the tests use: $AGENTPLANE_TEST_POSTGRES (set by
-// .ci/run). Without it the tests skip and say why.
-func testURL(t testing.TB) string { return pgtest.URL(t) }
-
 // freshDB creates an empty schema for one test and returns a URL using it.
 func freshDB(t testing.TB) string { return pgtest.Schema(t) }
 
