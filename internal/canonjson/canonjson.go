@@ -316,7 +316,7 @@ func (p *parser) str() (int32, error) {
 			p.i++
 			return p.add(n), nil
 		case c == '\\':
-			return p.escaped(start)
+			return p.escaped(start, ascii)
 		case c < 0x20:
 			return 0, p.fail("control character %#02x in a string", c)
 		case c >= 0x80:
@@ -337,11 +337,10 @@ var plainByte = func() (t [256]bool) {
 }()
 
 // escaped finishes a string that has escapes, from its start, decoding it
-// into p.text.
-func (p *parser) escaped(start int) (int32, error) {
+// into p.text; ascii says whether the bytes before the first escape were.
+func (p *parser) escaped(start int, ascii bool) (int32, error) {
 	from := len(p.text)
 	p.text = append(p.text, p.in[start:p.i]...)
-	ascii := true
 	for p.i < len(p.in) {
 		c := p.in[p.i]
 		switch {

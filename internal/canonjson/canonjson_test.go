@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
 	"pgregory.net/rapid"
@@ -174,8 +175,8 @@ func FuzzAppend(f *testing.F) {
 		if err != nil || !bytes.Equal(again, got) {
 			t.Fatalf("not idempotent: %s -> %s (%v)", got, again, err)
 		}
-		if !json.Valid(got) {
-			t.Fatalf("output is not JSON: %s", got)
+		if !json.Valid(got) || !utf8.Valid(got) {
+			t.Fatalf("output is not JSON in UTF-8: %q", got)
 		}
 	})
 }
