@@ -74,6 +74,9 @@ type Record struct {
 	// issued, Presented of one it presented. Tokens are never recorded.
 	Issued    string `json:"issued,omitempty"`
 	Presented string `json:"presented,omitempty"`
+	// Approval is the id of the human's approval a workflow's call ran
+	// under (in place of a confirmation).
+	Approval string `json:"approval,omitempty"`
 	// Notes say what a resume record changed and why.
 	Notes []string `json:"notes,omitempty"`
 	// LLM is the exchange an llm record holds.

@@ -93,6 +93,9 @@ func (x *execution) record(res *agentplane.ExecutionResult) *audit.Record {
 	}
 	r := &audit.Record{Session: x.sess.ID, Time: x.now.UTC(), Kind: audit.KindExecution, Principal: inv.Principal, Base: x.sess.Version,
 		Intent: intent, Result: &logged, State: res.Session, Presented: x.presented}
+	if inv.Origin == OriginWorkflow {
+		r.Approval = inv.Approval
+	}
 	if x.issue != nil {
 		r.Issued = x.issue.Digest
 	}

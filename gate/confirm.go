@@ -82,6 +82,8 @@ func (x *execution) confirm() {
 	}
 	inv := x.inv
 	switch {
+	case inv.Origin == OriginWorkflow && inv.Approval != "":
+		// the human approved the workflow's layer holding this call
 	case inv.ConfirmationToken != "":
 		x.checkToken()
 	case inv.Confirmed:

@@ -99,6 +99,15 @@ type Invocation struct {
 	// snapshot). The gate executes against it, and a session that changed
 	// since is a version_conflict. nil: the gate loads the session.
 	Base *agentplane.Session
+	// Approval, on a workflow's tool call (origin workflow), is the id of
+	// the human's approval of the layer the call belongs to (package
+	// workflow asks for it before the layer runs): it stands for the
+	// confirmation the call would need, and the audit record keeps it.
+	Approval string
+	// IdempotencyKey is the key the tool passes downstream (an HTTP tool's
+	// Idempotency-Key header); "" means RequestID. A workflow retries a
+	// task under a new request id with the task's one key.
+	IdempotencyKey string
 }
 
 // Turn is the user turn an invocation or a decision belongs to.

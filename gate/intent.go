@@ -51,6 +51,9 @@ type IntentRequest struct {
 	Principal string
 	Roles     []string
 	Intent    agentplane.Intent
+	// Approval is a workflow call's approval (Invocation.Approval): set by
+	// replay from the record, never from a client's intent.
+	Approval string
 }
 
 // Intent carries out a chat control protocol intent. An action_call names
@@ -63,7 +66,7 @@ type IntentRequest struct {
 func (g *Gate) Intent(ctx context.Context, r IntentRequest) (agentplane.ExecutionResult, error) {
 	in := r.Intent
 	inv := Invocation{SessionID: r.SessionID, CommandID: in.Action, RequestID: in.RequestID, Origin: Origin(in.Origin),
-		Principal: r.Principal, Roles: r.Roles, ConfirmationToken: in.ConfirmationToken, Mode: in.Mode}
+		Principal: r.Principal, Roles: r.Roles, ConfirmationToken: in.ConfirmationToken, Mode: in.Mode, Approval: r.Approval}
 	if inv.Origin == "" {
 		inv.Origin = OriginAPI
 	}

@@ -38,7 +38,7 @@ func (x *execution) run() {
 		return
 	}
 	timeout := x.g.toolTimeout
-	ci := tool.CallInfo{SessionID: x.sess.ID, RequestID: x.inv.RequestID, Session: x.sess.Clone(), Roles: x.inv.Roles}
+	ci := tool.CallInfo{SessionID: x.sess.ID, RequestID: x.inv.RequestID, IdempotencyKey: x.inv.IdempotencyKey, Session: x.sess.Clone(), Roles: x.inv.Roles}
 	ctx, cancel := context.WithTimeout(tool.WithCallInfo(x.ctx, ci), timeout)
 	defer cancel() // the tool must stop acting once its context is done (see tool.Tool)
 	type answer struct {

@@ -231,7 +231,7 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 					in.ConfirmationToken = "replay-unknown-token" // issued outside this log: unknown here too
 				}
 			}
-			if _, err := rc.Intent(ctx, gate.IntentRequest{SessionID: r.Session, Principal: r.Principal, Roles: r.Roles, Intent: in}); err != nil {
+			if _, err := rc.Intent(ctx, gate.IntentRequest{SessionID: r.Session, Principal: r.Principal, Roles: r.Roles, Intent: in, Approval: r.Approval}); err != nil {
 				return p.count, err
 			}
 		case audit.KindResume:

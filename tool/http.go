@@ -17,8 +17,8 @@ const MaxHTTPBody = 1 << 20
 
 // HTTP is a tool that POSTs its arguments to a URL. The request body is
 // {"args": ARGS, "session_id": ..., "request_id": ...}; the Idempotency-Key
-// header carries the request id, so a retried request is recognisable
-// downstream. A 2xx JSON body is the result; a timeout, another status, a
+// header carries the call's key (CallInfo.Key: the request id unless the
+// caller set another), so a retried request is recognisable downstream. A 2xx JSON body is the result; a timeout, another status, a
 // body that is not JSON or is larger than MaxHTTPBody is an *Error naming
 // the status and quoting the start of the body.
 type HTTP struct {
@@ -34,6 +34,14 @@ type HTTP struct {
 
 // Spec returns the spec.
 func (h *HTTP) Spec() Spec { return h.S }
+
+// ByKey reports whether a tool is idempotent by key: a call repeated with
+// the same CallInfo.Key acts once downstream. HTTP tools send the key as
+// Idempotency-Key, and the services they call are expected to honour it.
+func ByKey(t Tool) bool {
+	_, ok := t.(*HTTP)
+	return ok
+}
 
 // Call posts the arguments.
 func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
@@ -58,8 +66,8 @@ func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	if ci.RequestID != "" {
-		req.Header.Set("Idempotency-Key", ci.RequestID)
+	if k := ci.Key(); k != "" {
+		req.Header.Set("Idempotency-Key", k)
 	}
 	for k, v := range h.Headers {
 		req.Header.Set(k, v)

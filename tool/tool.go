@@ -273,8 +273,20 @@ func (f *Func) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 type CallInfo struct {
 	SessionID string
 	RequestID string
-	Session   *agentplane.Session // the session as it was when the call began; read only
+	// IdempotencyKey is what a downstream service dedups the call by;
+	// "" means RequestID (see Key).
+	IdempotencyKey string
+	Session        *agentplane.Session // the session as it was when the call began; read only
 	Roles     []string            // the principal's roles
+}
+
+// Key is the call's idempotency key downstream: IdempotencyKey, or the
+// request id.
+func (ci CallInfo) Key() string {
+	if ci.IdempotencyKey != "" {
+		return ci.IdempotencyKey
+	}
+	return ci.RequestID
 }
 
 type callInfoKey struct{}

@@ -104,6 +104,17 @@ func Parse(data []byte, file string, known func(tool string) bool) (*Definition,
 	return &def, nil
 }
 
+// Check checks a definition built in code or decoded from a request by
+// Parse's rules; its problems name their paths (there are no lines).
+func Check(def *Definition, file string, known func(tool string) bool) error {
+	v := &checker{file: file, lines: map[string]int{}}
+	v.check(def, known)
+	if len(v.probs) > 0 {
+		return v.probs
+	}
+	return nil
+}
+
 type checker struct {
 	file  string
 	lines map[string]int // path -> line

@@ -1,0 +1,671 @@
+package workflow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/tool"
+)
+
+// Options configure an Engine. nil means defaults.
+type Options struct {
+	// Owner names this engine in the leases it holds; "" means a random
+	// name. Two engines must not share one.
+	Owner string
+	// Lease is how long a claim on a workflow holds without renewal (it is
+	// renewed every third of it); another engine takes a workflow over
+	// when it runs out. 0 means 10s.
+	Lease time.Duration
+	// Poll is how often Run looks for workflows to take over, and a paused
+	// workflow's runner for commands queued through another instance.
+	// 0 means 1s.
+	Poll time.Duration
+	// Concurrency is how many tasks of a layer run at once; 0 means 8.
+	Concurrency int
+	// Backoff is the wait before a task's second attempt, doubled for each
+	// further one, at most 5s; 0 means 100ms.
+	Backoff time.Duration
+	// Suggester answers replan_dag; nil means the deterministic one: the
+	// requirement matched against the active tools' usage texts, weighed
+	// by PageRank over the co-usage graph of past workflows.
+	Suggester Suggester
+	Logger    *slog.Logger // nil discards
+}
+
+// Engine runs workflows: it creates them, claims the ones nobody holds,
+// runs each it holds layer by layer through the gate, and processes their
+// command queues. Several engines (processes) may share one database:
+// exactly one holds a workflow at a time, and every write it makes checks
+// its lease.
+type Engine struct {
+	core        *core.Core
+	j           *journal
+	owner       string
+	lease       time.Duration
+	poll        time.Duration
+	concurrency int
+	backoff     time.Duration
+	suggest     Suggester
+	log         *slog.Logger
+
+	ctx  context.Context // cancelled by Kill: tasks stop where they are
+	kill context.CancelFunc
+	stop chan struct{} // closed by Close: runners stop at the next layer boundary
+
+	mu      sync.Mutex
+	runners map[string]*runner
+	changed map[string]chan struct{} // closed when a workflow wrote something
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// New returns an engine over the core's store, which must be a SQL store
+// (SQLite or PostgreSQL) opened with Extension.
+func New(c *core.Core, opts *Options) (*Engine, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	q, ok := c.Store().(store.Querier)
+	if !ok {
+		return nil, errors.New("workflow: the engine needs a SQL store (SQLite or PostgreSQL), not an in-memory one")
+	}
+	e := &Engine{core: c, j: &journal{st: c.Store(), q: q}, owner: opts.Owner, lease: opts.Lease, poll: opts.Poll,
+		concurrency: opts.Concurrency, backoff: opts.Backoff, suggest: opts.Suggester, log: opts.Logger,
+		stop: make(chan struct{}), runners: map[string]*runner{}, changed: map[string]chan struct{}{}}
+	if e.owner == "" {
+		e.owner = "engine-" + randomHex(6)
+	}
+	if e.lease <= 0 {
+		e.lease = 10 * time.Second
+	}
+	if e.poll <= 0 {
+		e.poll = time.Second
+	}
+	if e.concurrency <= 0 {
+		e.concurrency = 8
+	}
+	if e.backoff <= 0 {
+		e.backoff = 100 * time.Millisecond
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.suggest == nil {
+		e.suggest = &rankSuggester{core: c, j: e.j}
+	}
+	e.ctx, e.kill = context.WithCancel(context.Background())
+	return e, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Owner returns the name this engine holds leases under.
+func (e *Engine) Owner() string { return e.owner }
+
+// Start is a workflow to begin: its definition, and the session and
+// principal its tasks run as.
+type Start struct {
+	SessionID  string
+	Principal  string
+	Roles      []string
+	Definition *Definition
+	// ResumePolicy: ResumeManual ("" too) or ResumeAutomatic.
+	ResumePolicy string
+	// MaxAttempts is how often a task is tried; 0 means 3, at most 10.
+	MaxAttempts int
+}
+
+// Limits of a start.
+const (
+	DefaultAttempts = 3
+	MaxAttempts     = 10
+)
+
+// Start checks the definition against the tools, creates the workflow
+// (its first event and checkpoint with it) and runs it to its first pause
+// in the background; Wait waits for that.
+func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
+	if s.Definition == nil {
+		return nil, agentplane.Errorf(agentplane.CodeInvalidInput, "a workflow needs a definition")
+	}
+	if err := Check(s.Definition, "workflow", e.known); err != nil {
+		return nil, agentplane.Errorf(agentplane.CodeInvalidInput, "%v", err)
+	}
+	switch s.ResumePolicy {
+	case "":
+		s.ResumePolicy = ResumeManual
+	case ResumeManual, ResumeAutomatic:
+	default:
+		return nil, agentplane.Errorf(agentplane.CodeInvalidInput, "resume_policy %q: want manual or automatic", s.ResumePolicy)
+	}
+	switch {
+	case s.MaxAttempts == 0:
+		s.MaxAttempts = DefaultAttempts
+	case s.MaxAttempts < 0 || s.MaxAttempts > MaxAttempts:
+		return nil, agentplane.Errorf(agentplane.CodeInvalidInput, "max_attempts %d: want 1 to %d", s.MaxAttempts, MaxAttempts)
+	}
+	if _, err := e.core.Owned(ctx, s.SessionID, s.Principal); err != nil {
+		return nil, err
+	}
+	now := e.core.Now().UTC()
+	w := &Workflow{ID: "wf_" + randomHex(8), Name: s.Definition.Name, SessionID: s.SessionID, Principal: s.Principal, Roles: slices.Clone(s.Roles),
+		Status: StatusRunning, PerLayerValidation: s.Definition.PerLayerValidation, ResumePolicy: s.ResumePolicy, MaxAttempts: s.MaxAttempts,
+		Created: now, Updated: now}
+	for _, t := range s.Definition.Tasks {
+		w.Tasks = append(w.Tasks, TaskRun{Task: t, Status: TaskPending, Key: w.ID + "-" + t.ID})
+	}
+	r := &runner{e: e, w: w, lease: 1, wake: make(chan struct{}, 1)}
+	cp := r.checkpoint(w)
+	evs := []Event{r.event(w, EventStarted), r.event(w, EventCheckpointSaved)}
+	evs[1].CheckpointID, evs[1].Layer = cp.ID, 0
+	if err := e.j.save(ctx, &saved{w: w, lease: 1, events: evs, cp: cp, insert: true, owner: e.owner, until: now.Add(e.lease).UnixNano()}); err != nil {
+		return nil, fmt.Errorf("workflow: create: %w", err)
+	}
+	if !e.adopt(r) {
+		return nil, errors.New("workflow: the engine is closed")
+	}
+	return w.clone(), nil
+}
+
+// known reports whether a tool is registered.
+func (e *Engine) known(name string) bool {
+	_, ok := e.core.Tools().Get(name)
+	return ok
+}
+
+// adopt starts the runner of a workflow this engine now holds.
+func (e *Engine) adopt(r *runner) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.runners[r.w.ID] = r
+	e.wg.Add(1)
+	go r.loop()
+	return true
+}
+
+// Run takes over, every Poll, the workflows nobody holds: those whose
+// lease ran out (their engine died: a workflow that was running is
+// interrupted) or was released. It returns when ctx is done or the engine
+// is closed.
+func (e *Engine) Run(ctx context.Context) error {
+	t := time.NewTicker(e.poll)
+	defer t.Stop()
+	for {
+		if err := e.ClaimDue(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn("workflow: claim", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.stop:
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// ClaimDue takes over the workflows nobody holds now (what Run does every
+// Poll).
+func (e *Engine) ClaimDue(ctx context.Context) error {
+	now := e.core.Now()
+	rows, err := e.j.claimable(ctx, now, 100)
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		e.mu.Lock()
+		_, held := e.runners[row.w.ID]
+		e.mu.Unlock()
+		if held {
+			continue
+		}
+		ok, err := e.j.claim(ctx, row.w.ID, e.owner, row.lease, now.Add(e.lease))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue // another engine was first
+		}
+		r := &runner{e: e, w: row.w, lease: row.lease + 1, wake: make(chan struct{}, 1)}
+		if row.leaseUntil != 0 && row.w.Status == StatusRunning {
+			// its engine died while it ran
+			if err := r.interrupted(ctx); err != nil {
+				e.log.Warn("workflow: interrupt", "workflow", row.w.ID, "err", err)
+				continue
+			}
+		}
+		e.log.Info("workflow: took over", "workflow", row.w.ID, "status", r.w.Status, "lease", r.lease)
+		e.fire(row.w.ID)
+		if !e.adopt(r) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Close stops the engine: runners finish the layer they run, release
+// their workflows (another engine may take them at once) and stop; after
+// timeout, tasks still running are cancelled and their workflows are left
+// to be taken over as interrupted.
+func (e *Engine) Close(timeout time.Duration) {
+	e.mu.Lock()
+	if !e.closed {
+		e.closed = true
+		close(e.stop)
+	}
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		e.kill()
+		<-done
+	}
+	e.kill()
+}
+
+// Command queues a command for a workflow of the principal's and waits
+// until it is processed: applied, or rejected with the reason (an error
+// with code invalid_state, nothing changed). A malformed command, or one
+// for a workflow that does not exist or is finished, is refused at once.
+func (e *Engine) Command(ctx context.Context, id, principal string, cmd Command) (seq int64, err error) {
+	if err := cmd.Check(); err != nil {
+		return 0, err
+	}
+	seq, err = e.j.enqueue(ctx, id, principal, cmd, e.core.Now())
+	if err != nil {
+		return 0, err
+	}
+	e.mu.Lock()
+	if r := e.runners[id]; r != nil {
+		r.poke()
+	}
+	e.mu.Unlock()
+	for {
+		ch := e.changes(id)
+		o, err := e.j.outcome(ctx, id, seq)
+		switch {
+		case err != nil:
+			return seq, err
+		case o.Status == CommandRejected:
+			return seq, agentplane.Errorf(agentplane.CodeInvalidState, "%s", o.Reason)
+		case o.Status == CommandApplied:
+			return seq, nil
+		}
+		if err := e.await(ctx, ch); err != nil {
+			return seq, err
+		}
+	}
+}
+
+// await waits for a change signal, or Poll (another instance's write),
+// or ctx.
+func (e *Engine) await(ctx context.Context, ch <-chan struct{}) error {
+	t := time.NewTimer(e.poll)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// Get returns a workflow of the principal's.
+func (e *Engine) Get(ctx context.Context, id, principal string) (*Workflow, error) {
+	row, err := e.j.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if row.w.Principal != principal {
+		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
+	}
+	return row.w, nil
+}
+
+// List returns the principal's workflows, newest first, at most limit
+// (0 means 50, at most 500).
+func (e *Engine) List(ctx context.Context, principal string, limit int) ([]*Workflow, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	return e.j.list(ctx, principal, min(limit, 500))
+}
+
+// Checkpoints returns a workflow's kept checkpoints, oldest first.
+func (e *Engine) Checkpoints(ctx context.Context, id string) ([]Checkpoint, error) {
+	return e.j.checkpoints(ctx, id, false)
+}
+
+// Wait waits until the workflow of the principal's is paused or finished
+// and has an event after after, and returns it.
+func (e *Engine) Wait(ctx context.Context, id, principal string, after int64) (*Workflow, error) {
+	for {
+		ch := e.changes(id)
+		w, err := e.Get(ctx, id, principal)
+		if err != nil {
+			return nil, err
+		}
+		if (Paused(w.Status) || Terminal(w.Status)) && w.Seq > after {
+			return w, nil
+		}
+		if err := e.await(ctx, ch); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Events returns a workflow's stored events after a sequence number, at
+// most limit, as stored (JSON), with their sequence numbers.
+func (e *Engine) Events(ctx context.Context, id string, after int64, limit int) ([]json.RawMessage, []int64, error) {
+	return e.j.events(ctx, id, after, limit)
+}
+
+// Changes returns a channel closed when the workflow next writes
+// something in this process; writes elsewhere are seen by polling.
+func (e *Engine) Changes(id string) <-chan struct{} { return e.changes(id) }
+
+func (e *Engine) changes(id string) chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ch, ok := e.changed[id]
+	if !ok {
+		ch = make(chan struct{})
+		e.changed[id] = ch
+	}
+	return ch
+}
+
+func (e *Engine) fire(id string) {
+	e.mu.Lock()
+	if ch, ok := e.changed[id]; ok {
+		close(ch)
+		delete(e.changed, id)
+	}
+	e.mu.Unlock()
+}
+
+// Poll returns how often waiters look at the database for other
+// instances' writes.
+func (e *Engine) Poll() time.Duration { return e.poll }
+
+// runner runs one workflow the engine holds.
+type runner struct {
+	e     *Engine
+	mu    sync.Mutex // guards w while a layer's tasks finish
+	w     *Workflow
+	lease int64
+	wake  chan struct{}
+	lost  bool
+}
+
+func (r *runner) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop runs the workflow until it ends, the engine stops, or the lease is
+// lost: commands first, one at a time, then the next layer.
+func (r *runner) loop() {
+	e := r.e
+	defer e.wg.Done()
+	defer func() {
+		e.mu.Lock()
+		delete(e.runners, r.w.ID)
+		e.mu.Unlock()
+	}()
+	renewed := make(chan struct{})
+	go r.renew(renewed)
+	defer close(renewed)
+	ctx := e.ctx
+	for !r.isLost() && ctx.Err() == nil {
+		select {
+		case <-e.stop:
+			if err := e.j.release(ctx, r.w.ID, r.lease); err != nil {
+				e.log.Warn("workflow: release", "workflow", r.w.ID, "err", err)
+			}
+			return
+		default:
+		}
+		did, err := r.command(ctx)
+		if err != nil {
+			r.fail(err)
+			return
+		}
+		if did {
+			continue
+		}
+		switch {
+		case Terminal(r.w.Status):
+			return
+		case r.w.Status == StatusRunning:
+			if err := r.step(ctx); err != nil {
+				r.fail(err)
+				return
+			}
+		default:
+			t := time.NewTimer(e.poll)
+			select {
+			case <-r.wake:
+			case <-t.C:
+			case <-e.stop:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
+	}
+}
+
+// fail stops the runner after a write failed: the stored workflow is what
+// counts, and whoever claims it next (this engine, when the lease runs
+// out) resumes from it.
+func (r *runner) fail(err error) {
+	if errors.Is(err, errStale) {
+		r.e.log.Info("workflow: lease lost", "workflow", r.w.ID)
+	} else if r.e.ctx.Err() == nil {
+		r.e.log.Error("workflow: runner stopped", "workflow", r.w.ID, "err", err)
+	}
+	r.mu.Lock()
+	r.lost = true
+	r.mu.Unlock()
+}
+
+func (r *runner) isLost() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lost
+}
+
+// renew extends the lease every third of it until done.
+func (r *runner) renew(done <-chan struct{}) {
+	e := r.e
+	t := time.NewTicker(e.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		ok, err := e.j.renew(e.ctx, r.w.ID, r.lease, e.core.Now().Add(e.lease))
+		if err == nil && !ok {
+			r.fail(errStale)
+			return
+		}
+	}
+}
+
+// event appends an event to the workflow (numbered; the status is set
+// when it is saved).
+func (r *runner) event(w *Workflow, typ string) Event {
+	w.Seq++
+	return Event{Seq: w.Seq, Type: typ, WorkflowID: w.ID, Time: r.e.core.Now().UTC()}
+}
+
+// checkpoint issues the checkpoint of the workflow as it is.
+func (r *runner) checkpoint(w *Workflow) *Checkpoint {
+	id := w.nextID("c")
+	return &Checkpoint{ID: id, Layer: w.Layer, Created: r.e.core.Now().UTC(), n: w.Counter}
+}
+
+// save writes the workflow with events (and a checkpoint, and a
+// command's outcome), then wakes whoever waits on it.
+func (r *runner) save(ctx context.Context, evs []Event, cp *Checkpoint, cmd *outcome) error {
+	w := r.w
+	w.Updated = r.e.core.Now().UTC()
+	for i := range evs {
+		evs[i].Status = w.Status
+	}
+	err := r.e.j.save(ctx, &saved{w: w, lease: r.lease, events: evs, cp: cp, cmd: cmd})
+	if err == nil {
+		r.e.fire(w.ID)
+	}
+	return err
+}
+
+// interrupted handles a workflow taken over from an engine that died
+// while it ran: with the automatic policy it resumes at once; otherwise
+// it waits for checkpoint_response.
+func (r *runner) interrupted(ctx context.Context) error {
+	w := r.w
+	cps, err := r.e.j.checkpoints(ctx, w.ID, false)
+	if err != nil {
+		return err
+	}
+	var inFlight []string
+	for _, t := range w.running() {
+		inFlight = append(inFlight, t.ID)
+	}
+	ev := r.event(w, EventInterrupted)
+	if len(cps) > 0 {
+		ev.CheckpointID = cps[len(cps)-1].ID
+	}
+	evs := []Event{ev}
+	if w.ResumePolicy == ResumeAutomatic {
+		rec, err := r.recover(ctx)
+		if err != nil {
+			return err
+		}
+		evs = append(evs, rec...)
+		res := r.event(w, EventResumed)
+		res.CheckpointID, res.Reason = ev.CheckpointID, "resume policy automatic"
+		evs = append(evs, res)
+	} else {
+		ids := make([]string, len(cps))
+		for i, c := range cps {
+			ids[i] = c.ID
+		}
+		w.Status = StatusInterrupted
+		w.Interruption = &Interruption{CheckpointID: ev.CheckpointID, Checkpoints: ids, InFlight: inFlight}
+	}
+	return r.save(ctx, evs, nil, nil)
+}
+
+// recover settles the tasks that were in flight when the workflow's last
+// engine died. One whose request finished in the gate takes that result
+// (it is not run again); one that never reached the gate runs again; one
+// that may have been running runs again only when its tool is read-only,
+// internal or idempotent by key (an HTTP tool: the same Idempotency-Key),
+// and fails otherwise.
+func (r *runner) recover(ctx context.Context) ([]Event, error) {
+	w := r.w
+	var evs []Event
+	for _, t := range w.running() {
+		req, ok, err := r.e.core.Store().Request(ctx, store.RequestKey{SessionID: w.SessionID, Principal: w.Principal, RequestID: t.RequestID})
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case ok && req.State == store.RequestDone && req.Result != nil:
+			evs = append(evs, r.finish(w, t, *req.Result))
+		case !ok || r.e.rerunnable(t.Tool):
+			t.Status = TaskPending
+		default:
+			t.Status = TaskFailed
+			t.Error = &agentplane.ResultError{Code: "interrupted", Detail: fmt.Sprintf("%s was in flight when its engine died and may have run; %s is neither read-only nor idempotent by key, so it is not run again", t.ID, t.Tool)}
+			ev := r.event(w, EventTaskFailed)
+			ev.Task, ev.Tool, ev.Error, ev.Attempts = t.ID, t.Tool, t.Error, t.Attempts
+			evs = append(evs, ev)
+		}
+	}
+	return evs, nil
+}
+
+// spec returns a tool's spec; ok false when it is not registered now.
+func (e *Engine) spec(name string) (tool.Spec, tool.Tool, bool) {
+	t, ok := e.core.Tools().Get(name)
+	if !ok {
+		return tool.Spec{}, nil, false
+	}
+	return t.Spec(), t, true
+}
+
+// safeToFail reports whether a tool's failure leaves the world as it was:
+// read-only or internal impact. An unknown tool is not.
+func (e *Engine) safeToFail(name string) bool {
+	s, _, ok := e.spec(name)
+	return ok && (s.Impact == tool.ImpactRead || s.Impact == tool.ImpactInternal)
+}
+
+// rerunnable reports whether a call that may have run can run again:
+// safe to fail, or idempotent by key downstream.
+func (e *Engine) rerunnable(name string) bool {
+	_, t, ok := e.spec(name)
+	return ok && (e.safeToFail(name) || tool.ByKey(t))
+}
+
+// needsApproval reports whether a task needs the human's approval before
+// its layer runs: the gate would ask a workflow to confirm it.
+func (e *Engine) needsApproval(name string) bool {
+	s, _, ok := e.spec(name)
+	return !ok || gate.NeedsConfirmation(nil, &s, gate.OriginWorkflow)
+}
+
+// finish records a task's result: completed on success, failed
+// otherwise; it returns the event.
+func (r *runner) finish(w *Workflow, t *TaskRun, res agentplane.ExecutionResult) Event {
+	var ev Event
+	if res.Status == agentplane.StatusSuccess {
+		t.Status, t.Output, t.Error = TaskCompleted, res.Output, nil
+		ev = r.event(w, EventTaskCompleted)
+		ev.Output = res.Output
+	} else {
+		t.Status, t.Error = TaskFailed, res.Error
+		if t.Error == nil {
+			t.Error = &agentplane.ResultError{Code: string(res.Status), Detail: res.Message}
+		}
+		ev = r.event(w, EventTaskFailed)
+		ev.Error = t.Error
+	}
+	ev.Task, ev.Tool, ev.Layer, ev.Attempts = t.ID, t.Tool, t.Layer, t.Attempts
+	return ev
+}
+
+// requestID is the gate's request id of a task's attempt.
+func requestID(w *Workflow, t *TaskRun) string {
+	return w.ID + "-" + t.ID + "-" + strconv.Itoa(t.Attempts)
+}

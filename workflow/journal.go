@@ -1,0 +1,400 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/store"
+)
+
+// Extension is the workflows' tables: each workflow's document with its
+// owner's lease (a fencing token every claim increments and every write
+// checks), its events, its last KeepCheckpoints checkpoints and its
+// command queue.
+var Extension = store.Extension{
+	Name: "workflow",
+	Migrations: map[string][]string{
+		store.SQLite:   {schema("INTEGER")},
+		store.Postgres: {schema("BIGINT")},
+	},
+}
+
+func schema(integer string) string {
+	return strings.ReplaceAll(`
+CREATE TABLE workflows (
+    id          TEXT PRIMARY KEY,
+    session_id  TEXT NOT NULL,
+    principal   TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    state       TEXT NOT NULL,    -- the Workflow document, JSON
+    seq         INT NOT NULL,     -- its last event
+    commands    INT NOT NULL,     -- commands queued so far
+    owner       TEXT NOT NULL,    -- the runner holding it
+    lease       INT NOT NULL,     -- fencing token: every claim increments it, every write checks it
+    lease_until INT NOT NULL,     -- Unix nanoseconds; 0: released by its owner
+    created     INT NOT NULL,
+    updated     INT NOT NULL
+);
+CREATE INDEX workflows_claimable ON workflows (status, lease_until);
+CREATE INDEX workflows_by_principal ON workflows (principal, created);
+CREATE TABLE workflow_events (
+    workflow_id TEXT NOT NULL,
+    seq         INT NOT NULL,
+    type        TEXT NOT NULL,
+    data        TEXT NOT NULL,    -- the Event, JSON
+    PRIMARY KEY (workflow_id, seq)
+);
+CREATE TABLE workflow_checkpoints (
+    workflow_id TEXT NOT NULL,
+    n           INT NOT NULL,     -- order within the workflow
+    id          TEXT NOT NULL,
+    layer       INT NOT NULL,
+    state       TEXT NOT NULL,    -- the Workflow document when it was saved
+    created     INT NOT NULL,
+    PRIMARY KEY (workflow_id, n),
+    UNIQUE (id)
+);
+CREATE TABLE workflow_commands (
+    workflow_id TEXT NOT NULL,
+    seq         INT NOT NULL,
+    body        TEXT NOT NULL,    -- the Command, JSON
+    status      TEXT NOT NULL,    -- queued | applied | rejected
+    reason      TEXT NOT NULL,
+    created     INT NOT NULL,
+    done        INT NOT NULL,
+    PRIMARY KEY (workflow_id, seq)
+);`, "INT ", integer+" ")
+}
+
+// Command outcomes.
+const (
+	CommandQueued   = "queued"
+	CommandApplied  = "applied"
+	CommandRejected = "rejected"
+)
+
+// errStale: the workflow's lease moved on (another runner claimed it);
+// the write changed nothing.
+var errStale = errors.New("workflow: lease lost to another runner")
+
+// journal keeps workflows in a SQL store opened with Extension.
+type journal struct {
+	st store.Store
+	q  store.Querier
+}
+
+// row is a workflow's stored document with its lease.
+type row struct {
+	w          *Workflow
+	owner      string
+	lease      int64
+	leaseUntil int64
+	commands   int64
+}
+
+// saved is one write of a workflow by its owner: the new document, its
+// events, a checkpoint, and the command it answers.
+type saved struct {
+	w      *Workflow
+	lease  int64
+	events []Event
+	cp     *Checkpoint
+	cmd    *outcome
+	insert bool // the workflow is new
+	owner  string
+	until  int64
+}
+
+// outcome is what became of a queued command.
+type outcome struct {
+	Seq    int64  `json:"seq"`
+	Status string `json:"status"` // applied | rejected (queued while waiting)
+	Reason string `json:"reason,omitempty"`
+}
+
+// save writes s in one transaction: the document (checked against the
+// lease), the events, the checkpoint with the pruning of older ones, the
+// command's outcome.
+func (j *journal) save(ctx context.Context, s *saved) error {
+	doc, err := json.Marshal(s.w)
+	if err != nil {
+		return err
+	}
+	now := s.w.Updated.UnixNano()
+	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+		if s.insert {
+			if _, err := tx.Exec(ctx, `INSERT INTO workflows (id, session_id, principal, status, state, seq, commands, owner, lease, lease_until, created, updated)
+				VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`, s.w.ID, s.w.SessionID, s.w.Principal, s.w.Status, string(doc), s.w.Seq,
+				s.owner, s.lease, s.until, s.w.Created.UnixNano(), now); err != nil {
+				return err
+			}
+		} else {
+			n, err := tx.Exec(ctx, `UPDATE workflows SET status = ?, state = ?, seq = ?, updated = ? WHERE id = ? AND lease = ?`,
+				s.w.Status, string(doc), s.w.Seq, now, s.w.ID, s.lease)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return errStale
+			}
+		}
+		for _, ev := range s.events {
+			data, err := json.Marshal(ev)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO workflow_events (workflow_id, seq, type, data) VALUES (?, ?, ?, ?)`, s.w.ID, ev.Seq, ev.Type, string(data)); err != nil {
+				return err
+			}
+		}
+		if s.cp != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES (?, ?, ?, ?, ?, ?)`,
+				s.w.ID, s.cp.n, s.cp.ID, s.cp.Layer, string(doc), s.cp.Created.UnixNano()); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM workflow_checkpoints WHERE workflow_id = ?
+				AND n NOT IN (SELECT n FROM workflow_checkpoints WHERE workflow_id = ? ORDER BY n DESC LIMIT ?)`,
+				s.w.ID, s.w.ID, KeepCheckpoints); err != nil {
+				return err
+			}
+		}
+		if s.cmd != nil {
+			n, err := tx.Exec(ctx, `UPDATE workflow_commands SET status = ?, reason = ?, done = ? WHERE workflow_id = ? AND seq = ? AND status = ?`,
+				s.cmd.Status, s.cmd.Reason, now, s.w.ID, s.cmd.Seq, CommandQueued)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("workflow: command %d of %s was processed already", s.cmd.Seq, s.w.ID)
+			}
+		}
+		return nil
+	})
+	return j.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}})
+}
+
+// reject records a command's rejection; the workflow is unchanged.
+func (j *journal) reject(ctx context.Context, id string, lease int64, o outcome, now time.Time) error {
+	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+		n, err := tx.Exec(ctx, `UPDATE workflow_commands SET status = ?, reason = ?, done = ? WHERE workflow_id = ? AND seq = ? AND status = ?
+			AND EXISTS (SELECT 1 FROM workflows WHERE id = ? AND lease = ?)`, CommandRejected, o.Reason, now.UnixNano(), id, o.Seq, CommandQueued, id, lease)
+		if err == nil && n == 0 {
+			err = errStale
+		}
+		return err
+	})
+	return j.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}})
+}
+
+const rowColumns = `state, owner, lease, lease_until, commands`
+
+func scanRow(scan func(...any) error) (row, error) {
+	var r row
+	var doc string
+	if err := scan(&doc, &r.owner, &r.lease, &r.leaseUntil, &r.commands); err != nil {
+		return r, err
+	}
+	w, err := unmarshalWorkflow([]byte(doc))
+	r.w = w
+	return r, err
+}
+
+// load reads a workflow with its lease; a workflow that does not exist is
+// not_found.
+func (j *journal) load(ctx context.Context, id string) (row, error) {
+	var r row
+	found := false
+	err := j.q.Query(ctx, `SELECT `+rowColumns+` FROM workflows WHERE id = ?`, []any{id}, func(scan func(...any) error) error {
+		var err error
+		r, err = scanRow(scan)
+		found = true
+		return err
+	})
+	if err == nil && !found {
+		err = agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
+	}
+	return r, err
+}
+
+// claim takes the workflow over from the lease it had: the fencing token
+// goes up by one. It reports false when another runner moved it first.
+func (j *journal) claim(ctx context.Context, id, owner string, lease int64, until time.Time) (bool, error) {
+	return j.cas(ctx, `UPDATE workflows SET owner = ?, lease = lease + 1, lease_until = ? WHERE id = ? AND lease = ?`,
+		owner, until.UnixNano(), id, lease)
+}
+
+// renew extends the owner's lease.
+func (j *journal) renew(ctx context.Context, id string, lease int64, until time.Time) (bool, error) {
+	return j.cas(ctx, `UPDATE workflows SET lease_until = ? WHERE id = ? AND lease = ?`, until.UnixNano(), id, lease)
+}
+
+// release gives the workflow up at once: another runner may claim it
+// without waiting for the lease to run out, and knows nothing was in
+// flight.
+func (j *journal) release(ctx context.Context, id string, lease int64) error {
+	_, err := j.cas(ctx, `UPDATE workflows SET lease_until = 0 WHERE id = ? AND lease = ?`, id, lease)
+	return err
+}
+
+func (j *journal) cas(ctx context.Context, query string, args ...any) (bool, error) {
+	var n int64
+	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+		var err error
+		n, err = tx.Exec(ctx, query, args...)
+		return err
+	})
+	if err := j.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
+		return false, err
+	}
+	return n == 1, nil
+}
+
+// claimable lists workflows that are not finished and whose lease ran out
+// or was released.
+func (j *journal) claimable(ctx context.Context, now time.Time, limit int) ([]row, error) {
+	var out []row
+	err := j.q.Query(ctx, `SELECT `+rowColumns+` FROM workflows
+		WHERE status NOT IN ('completed', 'aborted', 'failed') AND lease_until < ? ORDER BY lease_until LIMIT ?`,
+		[]any{now.UnixNano(), limit}, func(scan func(...any) error) error {
+			r, err := scanRow(scan)
+			if err == nil {
+				out = append(out, r)
+			}
+			return err
+		})
+	return out, err
+}
+
+// enqueue appends a command to the workflow's queue and returns its
+// sequence number. A workflow that is not the principal's is not_found; a
+// finished one refuses commands.
+func (j *journal) enqueue(ctx context.Context, id, principal string, cmd Command, now time.Time) (int64, error) {
+	body, err := json.Marshal(cmd)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	var status string
+	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+		found := false
+		err := tx.Query(ctx, `UPDATE workflows SET commands = commands + 1 WHERE id = ? AND principal = ? RETURNING commands, status`,
+			[]any{id, principal}, func(scan func(...any) error) error {
+				found = true
+				return scan(&seq, &status)
+			})
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			return agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
+		case Terminal(status):
+			return agentplane.Errorf(agentplane.CodeInvalidState, "workflow %s is %s: it takes no more commands", id, status)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO workflow_commands (workflow_id, seq, body, status, reason, created, done) VALUES (?, ?, ?, ?, '', ?, 0)`,
+			id, seq, string(body), CommandQueued, now.UnixNano())
+		return err
+	})
+	if err := j.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// nextCommand returns the workflow's oldest queued command.
+func (j *journal) nextCommand(ctx context.Context, id string) (int64, Command, bool, error) {
+	var seq int64
+	var body string
+	found := false
+	err := j.q.Query(ctx, `SELECT seq, body FROM workflow_commands WHERE workflow_id = ? AND status = ? ORDER BY seq LIMIT 1`,
+		[]any{id, CommandQueued}, func(scan func(...any) error) error {
+			found = true
+			return scan(&seq, &body)
+		})
+	if err != nil || !found {
+		return 0, Command{}, false, err
+	}
+	var c Command
+	if err := json.Unmarshal([]byte(body), &c); err != nil {
+		return seq, c, true, fmt.Errorf("workflow: command %d of %s is corrupt: %w", seq, id, err)
+	}
+	return seq, c, true, nil
+}
+
+// outcome reads what became of a command.
+func (j *journal) outcome(ctx context.Context, id string, seq int64) (outcome, error) {
+	o := outcome{Seq: seq}
+	found := false
+	err := j.q.Query(ctx, `SELECT status, reason FROM workflow_commands WHERE workflow_id = ? AND seq = ?`, []any{id, seq},
+		func(scan func(...any) error) error {
+			found = true
+			return scan(&o.Status, &o.Reason)
+		})
+	if err == nil && !found {
+		err = agentplane.Errorf(agentplane.CodeNotFound, "workflow %s has no command %d", id, seq)
+	}
+	return o, err
+}
+
+// events returns the workflow's events after a sequence number, at most
+// limit, as stored.
+func (j *journal) events(ctx context.Context, id string, after int64, limit int) ([]json.RawMessage, []int64, error) {
+	var out []json.RawMessage
+	var seqs []int64
+	err := j.q.Query(ctx, `SELECT seq, data FROM workflow_events WHERE workflow_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		[]any{id, after, limit}, func(scan func(...any) error) error {
+			var seq int64
+			var data string
+			if err := scan(&seq, &data); err != nil {
+				return err
+			}
+			out, seqs = append(out, json.RawMessage(data)), append(seqs, seq)
+			return nil
+		})
+	return out, seqs, err
+}
+
+// checkpoints lists the workflow's checkpoints, oldest first; with state
+// when asked.
+func (j *journal) checkpoints(ctx context.Context, id string, withState bool) ([]Checkpoint, error) {
+	var out []Checkpoint
+	cols := "id, layer, created, ''"
+	if withState {
+		cols = "id, layer, created, state"
+	}
+	err := j.q.Query(ctx, `SELECT `+cols+` FROM workflow_checkpoints WHERE workflow_id = ? ORDER BY n`, []any{id},
+		func(scan func(...any) error) error {
+			var c Checkpoint
+			var created int64
+			var state string
+			if err := scan(&c.ID, &c.Layer, &created, &state); err != nil {
+				return err
+			}
+			c.Created, c.State = time.Unix(0, created).UTC(), []byte(state)
+			out = append(out, c)
+			return nil
+		})
+	return out, err
+}
+
+// list returns a principal's workflows, newest first.
+func (j *journal) list(ctx context.Context, principal string, limit int) ([]*Workflow, error) {
+	var out []*Workflow
+	err := j.q.Query(ctx, `SELECT state FROM workflows WHERE principal = ? ORDER BY created DESC, id DESC LIMIT ?`, []any{principal, limit},
+		func(scan func(...any) error) error {
+			var doc string
+			if err := scan(&doc); err != nil {
+				return err
+			}
+			w, err := unmarshalWorkflow([]byte(doc))
+			if err == nil {
+				out = append(out, w)
+			}
+			return err
+		})
+	return out, err
+}

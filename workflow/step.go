@@ -1,0 +1,529 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/gate"
+)
+
+// step runs the workflow's next layer: the pending tasks whose
+// dependencies completed. Tasks blocked by a failed or skipped dependency
+// are skipped first; with nothing left to run, the workflow completes. A
+// layer holding a task that needs approval pauses for it first. After the
+// layer: a failed task that is not safe to fail fails the workflow;
+// otherwise a checkpoint is saved and, with per-layer validation, the
+// workflow pauses for a decision.
+func (r *runner) step(ctx context.Context) error {
+	r.mu.Lock()
+	w := r.w
+	var evs []Event
+	for _, t := range w.skipBlocked() {
+		ev := r.event(w, EventTaskSkipped)
+		ev.Task, ev.Tool, ev.Error = t.ID, t.Tool, t.Error
+		evs = append(evs, ev)
+	}
+	layer := w.ready()
+	if len(layer) == 0 {
+		w.Status = StatusCompleted
+		evs = append(evs, r.event(w, EventCompleted))
+		err := r.save(ctx, evs, nil, nil)
+		r.mu.Unlock()
+		return err
+	}
+	calls := make([]TaskCall, 0, len(layer))
+	approve := false
+	for _, t := range layer {
+		args, err := resolveArgs(t.Task.Args, w)
+		if err != nil {
+			args = nil
+			t.Error = &agentplane.ResultError{Code: agentplane.CodeInvalidArgs, Detail: err.Error()}
+		}
+		t.Resolved = args
+		s, _, _ := r.e.spec(t.Tool)
+		calls = append(calls, TaskCall{ID: t.ID, Tool: t.Tool, Args: args, Impact: string(s.Impact)})
+		if t.Approval == "" && r.e.needsApproval(t.Tool) {
+			approve = true
+		}
+	}
+	if approve {
+		w.Status = StatusAwaitingApproval
+		w.Approval = &Approval{CheckpointID: w.nextID("a"), Layer: w.Layer + 1, Tasks: calls}
+		ev := r.event(w, EventApprovalRequired)
+		ev.CheckpointID, ev.Layer, ev.Tasks = w.Approval.CheckpointID, w.Approval.Layer, calls
+		evs = append(evs, ev)
+		err := r.save(ctx, evs, nil, nil)
+		r.mu.Unlock()
+		return err
+	}
+	w.Layer++
+	ev := r.event(w, EventLayerStarted)
+	ev.Layer, ev.Tasks = w.Layer, calls
+	evs = append(evs, ev)
+	ids := make([]string, 0, len(layer))
+	for _, t := range layer {
+		t.Layer = w.Layer
+		if t.Error != nil { // its arguments did not resolve: it fails without running
+			t.Attempts++
+			evs = append(evs, r.finish(w, t, agentplane.ExecutionResult{Status: agentplane.StatusRejected, Error: t.Error}))
+			continue
+		}
+		t.Status, t.Attempts = TaskRunning, t.Attempts+1
+		t.RequestID = requestID(w, t)
+		ids = append(ids, t.ID)
+	}
+	if err := r.save(ctx, evs, nil, nil); err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	r.mu.Unlock()
+
+	errs := make(chan error, len(ids))
+	sem := make(chan struct{}, r.e.concurrency)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs <- r.runTask(ctx, id)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return r.endLayer(ctx, layer)
+}
+
+// endLayer decides what follows a layer.
+func (r *runner) endLayer(ctx context.Context, layer []*TaskRun) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.w
+	var evs []Event
+	for _, t := range layer {
+		if t.Status == TaskFailed && !r.e.safeToFail(t.Tool) {
+			w.Status = StatusFailed
+			w.Reason = fmt.Sprintf("task %s (%s) failed and is not safe to fail: %s", t.ID, t.Tool, t.Error.Detail)
+			ev := r.event(w, EventFailed)
+			ev.Task, ev.Reason = t.ID, w.Reason
+			return r.save(ctx, append(evs, ev), nil, nil)
+		}
+	}
+	ev := r.event(w, EventLayerComplete)
+	ev.Layer = w.Layer
+	for _, t := range layer {
+		ev.Results = append(ev.Results, TaskResult{ID: t.ID, Tool: t.Tool, Status: t.Status, Output: t.Output, Error: t.Error})
+	}
+	cp := r.checkpoint(w)
+	saved := r.event(w, EventCheckpointSaved)
+	saved.Layer, saved.CheckpointID = w.Layer, cp.ID
+	evs = append(evs, ev, saved)
+	if w.PerLayerValidation {
+		w.Status = StatusAwaitingDecision
+		w.Decision = &DecisionRequest{Layer: w.Layer, Options: []string{CommandContinue, CommandAbort, CommandReplan}}
+		d := r.event(w, EventDecisionRequired)
+		d.Layer, d.Options, d.Results = w.Layer, w.Decision.Options, ev.Results
+		evs = append(evs, d)
+	}
+	return r.save(ctx, evs, cp, nil)
+}
+
+// runTask runs a task's attempts through the gate: a failure worth
+// retrying (a tool that failed, timed out or was unavailable, a session
+// changed underneath) is tried again after a backoff under a new request
+// id with the task's one idempotency key, up to the workflow's attempts.
+func (r *runner) runTask(ctx context.Context, id string) error {
+	for {
+		r.mu.Lock()
+		w := r.w
+		t := w.task(id)
+		inv := gate.Invocation{SessionID: w.SessionID, Tool: t.Tool, Args: t.Resolved, RequestID: t.RequestID, IdempotencyKey: t.Key,
+			Origin: gate.OriginWorkflow, Principal: w.Principal, Roles: w.Roles, Approval: t.Approval}
+		r.mu.Unlock()
+		res, err := r.e.core.Execute(ctx, inv)
+		if ctx.Err() != nil {
+			return ctx.Err() // stopped hard: the task stays in flight, for whoever resumes it
+		}
+		if err != nil {
+			res = agentplane.ExecutionResult{Status: agentplane.StatusFailed, Error: &agentplane.ResultError{Code: agentplane.CodeInternal, Detail: err.Error()}}
+		}
+		r.mu.Lock()
+		w, t = r.w, r.w.task(id)
+		retry := retryable(res) && t.Attempts < w.MaxAttempts
+		var evs []Event
+		if retry {
+			t.Attempts++
+			t.RequestID = requestID(w, t)
+		} else {
+			evs = append(evs, r.finish(w, t, res))
+		}
+		err = r.save(ctx, evs, nil, nil)
+		attempts := t.Attempts
+		r.mu.Unlock()
+		if err != nil || !retry {
+			return err
+		}
+		wait := r.e.backoff << min(attempts-2, 6)
+		t2 := time.NewTimer(min(wait, 5*time.Second))
+		select {
+		case <-t2.C:
+		case <-ctx.Done():
+			t2.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// retryable reports whether a result is worth another attempt.
+func retryable(res agentplane.ExecutionResult) bool {
+	if res.Status == agentplane.StatusSuccess || res.Error == nil {
+		return false
+	}
+	switch res.Error.Code {
+	case agentplane.CodeToolFailed, agentplane.CodeToolUnavailable, agentplane.CodeTimeout, agentplane.CodeVersionConflict,
+		agentplane.CodeRequestInProgress, agentplane.CodeInternal, agentplane.CodeSourceUnavailable:
+		return true
+	}
+	return false
+}
+
+// TaskResult is a task's outcome in a layer_complete or decision_required
+// event.
+type TaskResult struct {
+	ID     string                  `json:"id"`
+	Tool   string                  `json:"tool"`
+	Status string                  `json:"status"`
+	Output json.RawMessage         `json:"output,omitempty"`
+	Error  *agentplane.ResultError `json:"error,omitempty"`
+}
+
+// resolveArgs replaces ${task.output.path} references with the outputs of
+// completed tasks: a string that is one reference becomes the value
+// itself, any JSON; a reference inside a longer string is replaced by the
+// value's text.
+func resolveArgs(args map[string]any, w *Workflow) (json.RawMessage, error) {
+	if len(args) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	v, err := resolveValue(args, w)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+func resolveValue(v any, w *Workflow) (any, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			r, err := resolveValue(e, w)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := resolveValue(e, w)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	case string:
+		ms := refPattern.FindAllStringSubmatchIndex(x, -1)
+		if len(ms) == 0 {
+			return x, nil
+		}
+		if len(ms) == 1 && ms[0][0] == 0 && ms[0][1] == len(x) {
+			return lookup(x[ms[0][2]:ms[0][3]], w)
+		}
+		var b strings.Builder
+		last := 0
+		for _, m := range ms {
+			b.WriteString(x[last:m[0]])
+			val, err := lookup(x[m[2]:m[3]], w)
+			if err != nil {
+				return nil, err
+			}
+			if s, ok := val.(string); ok {
+				b.WriteString(s)
+			} else {
+				j, _ := json.Marshal(val)
+				b.Write(j)
+			}
+			last = m[1]
+		}
+		b.WriteString(x[last:])
+		return b.String(), nil
+	}
+	return v, nil
+}
+
+// lookup finds task.output.a.0.b in a completed task's output.
+func lookup(ref string, w *Workflow) (any, error) {
+	m := refForm.FindStringSubmatch(ref)
+	if m == nil {
+		return nil, fmt.Errorf("${%s}: not a reference", ref)
+	}
+	t := w.task(m[1])
+	if t == nil || t.Status != TaskCompleted {
+		return nil, fmt.Errorf("${%s}: task %s has not completed", ref, m[1])
+	}
+	var v any
+	if len(t.Output) > 0 {
+		if err := json.Unmarshal(t.Output, &v); err != nil {
+			return nil, fmt.Errorf("${%s}: the output of %s is not JSON", ref, m[1])
+		}
+	}
+	path := strings.TrimPrefix(m[2], ".")
+	if path == "" {
+		return v, nil
+	}
+	for _, k := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			e, ok := x[k]
+			if !ok {
+				return nil, fmt.Errorf("${%s}: the output of %s has no %q", ref, m[1], k)
+			}
+			v = e
+		case []any:
+			i := -1
+			fmt.Sscan(k, &i)
+			if i < 0 || i >= len(x) || fmt.Sprint(i) != k {
+				return nil, fmt.Errorf("${%s}: the output of %s has no element %s (%d elements)", ref, m[1], k, len(x))
+			}
+			v = x[i]
+		default:
+			return nil, fmt.Errorf("${%s}: the output of %s has no %q", ref, m[1], k)
+		}
+	}
+	return v, nil
+}
+
+// command processes the workflow's oldest queued command, if any: applied
+// (the workflow changed, events written, all in one transaction with the
+// command's outcome) or rejected with the reason (nothing changed).
+func (r *runner) command(ctx context.Context) (bool, error) {
+	seq, cmd, ok, err := r.e.j.nextCommand(ctx, r.w.ID)
+	if err != nil || !ok {
+		return false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	evs, reason := r.apply(ctx, cmd)
+	if reason != "" {
+		err := r.e.j.reject(ctx, r.w.ID, r.lease, outcome{Seq: seq, Reason: reason}, r.e.core.Now())
+		if err == nil {
+			r.e.fire(r.w.ID)
+		}
+		return true, err
+	}
+	return true, r.save(ctx, evs, nil, &outcome{Seq: seq, Status: CommandApplied})
+}
+
+// apply carries a command out on the workflow, or returns why it does not
+// fit the workflow's state (then nothing changed).
+func (r *runner) apply(ctx context.Context, c Command) ([]Event, string) {
+	w := r.w
+	switch c.Type {
+	case CommandContinue:
+		if w.Status != StatusAwaitingDecision {
+			return nil, fmt.Sprintf("continue answers decision_required; workflow %s is %s", w.ID, w.Status)
+		}
+		w.Status, w.Decision = StatusRunning, nil
+		return nil, ""
+	case CommandAbort:
+		if Terminal(w.Status) {
+			return nil, fmt.Sprintf("workflow %s is %s already", w.ID, w.Status)
+		}
+		w.Status, w.Reason, w.Approval, w.Decision, w.Interruption = StatusAborted, c.Reason, nil, nil, nil
+		ev := r.event(w, EventAborted)
+		ev.Reason = c.Reason
+		return []Event{ev}, ""
+	case CommandApprovalResponse:
+		if w.Status != StatusAwaitingApproval || w.Approval == nil {
+			return nil, fmt.Sprintf("no approval is pending: workflow %s is %s", w.ID, w.Status)
+		}
+		if c.CheckpointID != w.Approval.CheckpointID {
+			return nil, fmt.Sprintf("checkpoint %q is not the pending approval of workflow %s (%s)", c.CheckpointID, w.ID, w.Approval.CheckpointID)
+		}
+		if !*c.Approved {
+			w.Status, w.Approval = StatusAborted, nil
+			w.Reason = "approval " + c.CheckpointID + " rejected"
+			if c.Feedback != "" {
+				w.Reason += ": " + c.Feedback
+			}
+			ev := r.event(w, EventAborted)
+			ev.CheckpointID, ev.Reason = c.CheckpointID, w.Reason
+			return []Event{ev}, ""
+		}
+		for _, call := range w.Approval.Tasks {
+			if t := w.task(call.ID); t != nil {
+				t.Approval = c.CheckpointID
+			}
+		}
+		w.Status, w.Approval = StatusRunning, nil
+		return nil, ""
+	case CommandReplan:
+		if w.Status != StatusAwaitingDecision {
+			return nil, fmt.Sprintf("replan_dag answers decision_required; workflow %s is %s", w.ID, w.Status)
+		}
+		plan, err := r.e.suggest.Suggest(ctx, Replan{Workflow: w.clone(), Requirement: c.NewRequirement, Context: c.AvailableContext})
+		if err != nil {
+			return nil, "replan_dag: " + err.Error()
+		}
+		if reason := r.addTasks(w, plan.Tasks); reason != "" {
+			return nil, "replan_dag: " + reason
+		}
+		ev := r.event(w, EventReplanned)
+		ev.Reason = plan.Why
+		for _, t := range plan.Tasks {
+			s, _, _ := r.e.spec(t.Tool)
+			args, _ := json.Marshal(t.Args)
+			ev.Tasks = append(ev.Tasks, TaskCall{ID: t.ID, Tool: t.Tool, Args: args, Impact: string(s.Impact)})
+		}
+		w.Status, w.Decision = StatusRunning, nil
+		return []Event{ev}, ""
+	case CommandCheckpointResponse:
+		return r.resume(ctx, c)
+	}
+	return nil, fmt.Sprintf("unknown command %q", c.Type)
+}
+
+// addTasks adds replanned tasks after checking them as a definition with
+// the workflow's tasks.
+func (r *runner) addTasks(w *Workflow, tasks []Task) string {
+	if len(tasks) == 0 {
+		return "no tasks to add"
+	}
+	def := &Definition{}
+	for _, t := range w.Tasks {
+		def.Tasks = append(def.Tasks, t.Task)
+	}
+	def.Tasks = append(def.Tasks, tasks...)
+	if err := Check(def, "replan", r.e.known); err != nil {
+		return err.Error()
+	}
+	for _, t := range tasks {
+		w.Tasks = append(w.Tasks, TaskRun{Task: t, Status: TaskPending, Key: w.ID + "-" + t.ID, Added: "replan_dag"})
+	}
+	return ""
+}
+
+// resume answers checkpoint_response: continue from where the workflow
+// was, roll back to a kept checkpoint, or modify tasks that have not run,
+// then settle what was in flight and run on.
+func (r *runner) resume(ctx context.Context, c Command) ([]Event, string) {
+	w := r.w
+	if w.Status != StatusInterrupted || w.Interruption == nil {
+		return nil, fmt.Sprintf("checkpoint_response answers an interruption; workflow %s is %s", w.ID, w.Status)
+	}
+	if !slices.Contains(w.Interruption.Checkpoints, c.CheckpointID) {
+		return nil, fmt.Sprintf("workflow %s has no checkpoint %q; it keeps %s", w.ID, c.CheckpointID, strings.Join(w.Interruption.Checkpoints, ", "))
+	}
+	switch c.Decision {
+	case ResumeRollback:
+		cps, err := r.e.j.checkpoints(ctx, w.ID, true)
+		if err != nil {
+			return nil, "rollback: " + err.Error()
+		}
+		i := slices.IndexFunc(cps, func(cp Checkpoint) bool { return cp.ID == c.CheckpointID })
+		if i < 0 {
+			return nil, fmt.Sprintf("checkpoint %q is no longer kept", c.CheckpointID)
+		}
+		old, err := unmarshalWorkflow(cps[i].State)
+		if err != nil {
+			return nil, err.Error()
+		}
+		r.rollback(w, old)
+	case ResumeModify:
+		if reason := r.modify(w, c.Modifications); reason != "" {
+			return nil, reason
+		}
+	}
+	rec, err := r.recover(ctx)
+	if err != nil {
+		return nil, "resume: " + err.Error()
+	}
+	w.Status, w.Interruption = StatusRunning, nil
+	ev := r.event(w, EventResumed)
+	cmd := c
+	ev.CheckpointID, ev.Reason, ev.Command = c.CheckpointID, c.Decision, &cmd
+	return append(rec, ev), ""
+}
+
+// rollback returns the workflow's tasks to a checkpoint's: a task that
+// completed since and may have changed the world keeps its result (it is
+// never run twice); others return to what the checkpoint had, and tasks
+// added since are dropped unless they completed that way.
+func (r *runner) rollback(w, old *Workflow) {
+	var tasks []TaskRun
+	for _, t := range w.Tasks {
+		keep := (t.Status == TaskCompleted || t.Status == TaskRunning) && !r.e.safeToFail(t.Tool)
+		o := old.task(t.ID)
+		switch {
+		case keep:
+			tasks = append(tasks, t)
+		case o != nil:
+			back := *o
+			back.Attempts = max(back.Attempts, t.Attempts) // request ids stay unique
+			tasks = append(tasks, back)
+		}
+	}
+	w.Tasks = tasks
+}
+
+// modify applies a checkpoint_response's modifications to tasks that have
+// not run, or says why it cannot.
+func (r *runner) modify(w *Workflow, m *Modifications) string {
+	for id := range m.Args {
+		t := w.task(id)
+		if t == nil {
+			return fmt.Sprintf("modifications.args: no task %q", id)
+		}
+		if t.Status != TaskPending {
+			return fmt.Sprintf("modifications.args.%s: the task is %s; only pending tasks can change", id, t.Status)
+		}
+	}
+	for i, id := range m.Skip {
+		if t := w.task(id); t == nil || t.Status != TaskPending {
+			return fmt.Sprintf("modifications.skip[%d]: %q is not a pending task", i, id)
+		}
+	}
+	def := &Definition{}
+	for _, t := range w.Tasks {
+		if a, ok := m.Args[t.ID]; ok {
+			t.Task.Args = a
+		}
+		def.Tasks = append(def.Tasks, t.Task)
+	}
+	if err := Check(def, "modifications", r.e.known); err != nil {
+		return err.Error()
+	}
+	for id, a := range m.Args {
+		w.task(id).Task.Args = a
+	}
+	for _, id := range m.Skip {
+		t := w.task(id)
+		t.Status = TaskSkipped
+		t.Error = &agentplane.ResultError{Code: "skipped", Detail: "skipped by checkpoint_response"}
+	}
+	return ""
+}
