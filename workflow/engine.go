@@ -601,6 +601,10 @@ func (r *runner) recover(ctx context.Context) ([]Event, error) {
 		}
 		switch {
 		case ok && req.State == store.RequestDone && req.Result != nil:
+			if retryable(*req.Result, r.e.rerunnable(t.Tool)) && t.Attempts < w.MaxAttempts {
+				t.Status = TaskPending // the recorded attempt failed as runTask would have retried
+				continue
+			}
 			evs = append(evs, r.finish(w, t, *req.Result))
 		case !ok || r.e.rerunnable(t.Tool):
 			t.Status = TaskPending

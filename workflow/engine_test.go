@@ -30,6 +30,10 @@ type downstream struct {
 	acted   map[string]int // key -> times it acted (must stay 1)
 	noKey   int
 	failing atomic.Int32 // answer 503 to this many requests first
+	// stall, when set, holds the first request until it is closed (after
+	// the client gave up on it, the service still acts on it then).
+	stall   chan struct{}
+	stalled int
 }
 
 func newDownstream(t *testing.T) (*downstream, *httptest.Server) {
@@ -37,11 +41,19 @@ func newDownstream(t *testing.T) (*downstream, *httptest.Server) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
 		d.mu.Lock()
-		defer d.mu.Unlock()
 		if key == "" {
 			d.noKey++
 		}
 		d.seen[key]++
+		first := d.stall != nil && d.stalled == 0
+		d.stalled++
+		stall := d.stall
+		d.mu.Unlock()
+		if first {
+			<-stall
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
 		if d.failing.Load() > 0 {
 			d.failing.Add(-1)
 			http.Error(w, "overloaded", http.StatusServiceUnavailable)
@@ -79,10 +91,16 @@ type env struct {
 	eng     *workflow.Engine
 	session string
 	down    *downstream
-	deletes atomic.Int32 // calls of the external Go tool delete_files
-	flaky   atomic.Int32 // failures flaky has left
+	deletes atomic.Int32  // calls of the external Go tool delete_files
+	flaky   atomic.Int32  // failures flaky has left
+	holds   atomic.Int32  // calls of the external Go tool hold
+	release chan struct{} // hold returns when it is closed
+	once    sync.Once
 	dbPath  string
 }
+
+// unhold lets every hold call return.
+func (e *env) unhold() { e.once.Do(func() { close(e.release) }) }
 
 func jsonTool(name, usage string, impact tool.Impact, schema string, fn func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)) tool.Tool {
 	if schema == "" {
@@ -93,7 +111,7 @@ func jsonTool(name, usage string, impact tool.Impact, schema string, fn func(ctx
 
 func newEnv(t *testing.T, opts *workflow.Options) *env {
 	t.Helper()
-	e := &env{dbPath: filepath.Join(t.TempDir(), "w.db")}
+	e := &env{dbPath: filepath.Join(t.TempDir(), "w.db"), release: make(chan struct{})}
 	var srv *httptest.Server
 	e.down, srv = newDownstream(t)
 	ctx := context.Background()
@@ -133,10 +151,15 @@ func newEnv(t *testing.T, opts *workflow.Options) *env {
 			e.deletes.Add(1)
 			return json.RawMessage(`{"deleted":true}`), nil
 		}),
+		jsonTool("hold", "Sends a letter; holds until released.", tool.ImpactExternal, "", func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			e.holds.Add(1)
+			<-e.release // a hung call: it ignores its context, as a stuck client library may
+			return json.RawMessage(`{"sent":true}`), nil
+		}),
 	}
 	yaml := fmt.Sprintf(`version: 1
 modes: [{key: m, default: true, toolboxes: [t]}]
-toolboxes: [{id: t, catalogs: [modes], tools: [noop, list_files, parse_xml, count_words, flaky, broken, delete_files, publish]}]
+toolboxes: [{id: t, catalogs: [modes], tools: [noop, list_files, parse_xml, count_words, flaky, broken, delete_files, hold, publish]}]
 tools:
   - {name: publish, description: "Publish a report to the team's feed.", impact: external, http: {url: %q}, input_schema: {type: object}}
 `, srv.URL+"/publish")
@@ -150,6 +173,14 @@ tools:
 		t.Fatal(err)
 	}
 	e.core, e.session = c, s.ID
+	e.eng = e.engine(t, opts)
+	t.Cleanup(e.unhold) // before the engines close
+	return e
+}
+
+// engine returns another engine over the env's core: another instance.
+func (e *env) engine(t *testing.T, opts *workflow.Options) *workflow.Engine {
+	t.Helper()
 	if opts == nil {
 		opts = &workflow.Options{}
 	}
@@ -159,12 +190,12 @@ tools:
 	if opts.Backoff == 0 {
 		opts.Backoff = time.Millisecond
 	}
-	e.eng, err = workflow.New(c, opts)
+	eng, err := workflow.New(e.core, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.eng.Close(5 * time.Second) })
-	return e
+	t.Cleanup(func() { eng.Close(5 * time.Second) })
+	return eng
 }
 
 func def(t *testing.T, src string) *workflow.Definition {

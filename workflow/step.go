@@ -23,6 +23,11 @@ import (
 func (r *runner) step(ctx context.Context) error {
 	r.mu.Lock()
 	w := r.w
+	if ev, ok := r.failed(w); ok { // settled so after a crash
+		err := r.save(ctx, []Event{ev}, nil, nil)
+		r.mu.Unlock()
+		return err
+	}
 	var evs []Event
 	for _, t := range w.skipBlocked() {
 		ev := r.event(w, EventTaskSkipped)
@@ -111,14 +116,8 @@ func (r *runner) endLayer(ctx context.Context, layer []*TaskRun) error {
 	defer r.mu.Unlock()
 	w := r.w
 	var evs []Event
-	for _, t := range layer {
-		if t.Status == TaskFailed && !r.e.safeToFail(t.Tool) {
-			w.Status = StatusFailed
-			w.Reason = fmt.Sprintf("task %s (%s) failed and is not safe to fail: %s", t.ID, t.Tool, t.Error.Detail)
-			ev := r.event(w, EventFailed)
-			ev.Task, ev.Reason = t.ID, w.Reason
-			return r.save(ctx, append(evs, ev), nil, nil)
-		}
+	if ev, ok := r.failed(w); ok {
+		return r.save(ctx, append(evs, ev), nil, nil)
 	}
 	ev := r.event(w, EventLayerComplete)
 	ev.Layer = w.Layer
@@ -160,7 +159,7 @@ func (r *runner) runTask(ctx context.Context, id string) error {
 		}
 		r.mu.Lock()
 		w, t = r.w, r.w.task(id)
-		retry := retryable(res) && t.Attempts < w.MaxAttempts
+		retry := retryable(res, r.e.rerunnable(t.Tool)) && t.Attempts < w.MaxAttempts
 		var evs []Event
 		if retry {
 			t.Attempts++
@@ -185,17 +184,38 @@ func (r *runner) runTask(ctx context.Context, id string) error {
 	}
 }
 
-// retryable reports whether a result is worth another attempt.
-func retryable(res agentplane.ExecutionResult) bool {
+// retryable reports whether a result is worth another attempt: a failure
+// where nothing ran (the tool was not connected, the session changed
+// underneath, the request was still held), or — when the tool may run
+// again (rerunnable: read-only, internal, or idempotent by key) — one
+// where it may have (it failed, timed out, or the gate could not record).
+// An external tool without a key that may have acted is not tried again.
+func retryable(res agentplane.ExecutionResult, rerunnable bool) bool {
 	if res.Status == agentplane.StatusSuccess || res.Error == nil {
 		return false
 	}
 	switch res.Error.Code {
-	case agentplane.CodeToolFailed, agentplane.CodeToolUnavailable, agentplane.CodeTimeout, agentplane.CodeVersionConflict,
-		agentplane.CodeRequestInProgress, agentplane.CodeInternal, agentplane.CodeSourceUnavailable:
+	case agentplane.CodeToolUnavailable, agentplane.CodeVersionConflict, agentplane.CodeRequestInProgress:
 		return true
+	case agentplane.CodeToolFailed, agentplane.CodeTimeout, agentplane.CodeInternal, agentplane.CodeSourceUnavailable:
+		return rerunnable
 	}
 	return false
+}
+
+// failed fails the workflow when one of its tasks failed that is not safe
+// to fail; it returns the event.
+func (r *runner) failed(w *Workflow) (Event, bool) {
+	for _, t := range w.Tasks {
+		if t.Status == TaskFailed && !r.e.safeToFail(t.Tool) {
+			w.Status = StatusFailed
+			w.Reason = fmt.Sprintf("task %s (%s) failed and is not safe to fail: %s", t.ID, t.Tool, t.Error.Detail)
+			ev := r.event(w, EventFailed)
+			ev.Task, ev.Reason = t.ID, w.Reason
+			return ev, true
+		}
+	}
+	return Event{}, false
 }
 
 // TaskResult is a task's outcome in a layer_complete or decision_required

@@ -1,0 +1,226 @@
+package workflow_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/workflow"
+)
+
+// crash leaves the workflow's engine hung on a call (as a process that
+// stopped answering, or died, does): its lease is no longer renewed, and
+// another engine takes the workflow over once the lease ran out. It
+// returns that engine and the workflow as it took it over; done is closed
+// when the hung engine has stopped (after unhold).
+func crash(t *testing.T, e *env, id string, policy string) (*workflow.Engine, *workflow.Workflow, chan struct{}) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { e.eng.Close(time.Millisecond); close(done) }()
+	other := e.engine(t, &workflow.Options{Lease: 300 * time.Millisecond})
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := other.ClaimDue(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		w, err := other.Get(context.Background(), id, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Status == workflow.StatusInterrupted || policy == workflow.ResumeAutomatic && hasEvent(e, t, id, workflow.EventResumed) {
+			return other, w, done
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the workflow was not taken over")
+	return nil, nil, nil
+}
+
+func hasEvent(e *env, t *testing.T, id, typ string) bool {
+	for _, ev := range e.events(t, id) {
+		if ev.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// startHeld starts a workflow whose approved layer hangs in flight.
+func startHeld(t *testing.T, e *env, src, policy string, inFlight func() bool) *workflow.Workflow {
+	t.Helper()
+	w := e.start(t, src, policy)
+	for w.Status == workflow.StatusAwaitingApproval {
+		if _, err := e.eng.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: yes()}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for next := w; !inFlight() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if next, _ = e.eng.Get(context.Background(), w.ID, "alice"); next.Status == workflow.StatusAwaitingApproval && next.Seq > w.Seq {
+				w = next // the next layer asks too
+				break
+			}
+		}
+		if inFlight() {
+			break
+		}
+	}
+	if !inFlight() {
+		t.Fatal("nothing in flight")
+	}
+	return w
+}
+
+// A task in flight when its engine stopped whose tool may have acted and
+// is not idempotent by key is not run again: it fails, and being
+// external, fails the workflow. The stopped engine's late writes change
+// nothing. (Here the gate records the cancelled call as timed out; a
+// process killed outright leaves the request claimed and unfinished,
+// which resumes the same way: the SIGKILL test in cmd/agentplane.)
+func TestInFlightExternalIsNotRunAgain(t *testing.T) {
+	e := newEnv(t, &workflow.Options{Lease: 300 * time.Millisecond})
+	w := startHeld(t, e, "tasks: [{id: letter, tool: hold}, {id: after, tool: noop, depends_on: [letter]}]", "", func() bool { return e.holds.Load() == 1 })
+	other, w, done := crash(t, e, w.ID, "")
+	if w.Interruption == nil || len(w.Interruption.InFlight) != 1 || w.Interruption.InFlight[0] != "letter" {
+		t.Fatalf("interruption %+v", w.Interruption)
+	}
+	if _, err := other.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "checkpoint_response", CheckpointID: "nope", Decision: "continue"}); err == nil {
+		t.Fatal("an unknown checkpoint was accepted")
+	}
+	if _, err := other.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "checkpoint_response", CheckpointID: w.Interruption.CheckpointID, Decision: "continue"}); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = other.Wait(context.Background(), w.ID, "alice", w.Seq)
+	if w.Status != workflow.StatusFailed || !strings.Contains(w.Reason, "task letter (hold) failed") || e.holds.Load() != 1 {
+		t.Fatalf("%+v; %d calls", w, e.holds.Load())
+	}
+	seq := w.Seq
+	e.unhold()
+	<-done
+	if after, _ := other.Get(context.Background(), w.ID, "alice"); after.Seq != seq || after.Status != workflow.StatusFailed {
+		t.Fatalf("the hung engine wrote after losing its lease: %+v", after)
+	}
+	e.events(t, w.ID) // numbered without a gap
+}
+
+// A task in flight whose tool is idempotent by key (HTTP) runs again
+// under a new request id with the same Idempotency-Key; the service acts
+// once. With the automatic policy nobody has to answer.
+func TestInFlightByKeyResumesAutomatically(t *testing.T) {
+	for _, policy := range []string{workflow.ResumeManual, workflow.ResumeAutomatic} {
+		t.Run(policy, func(t *testing.T) {
+			e := newEnv(t, &workflow.Options{Lease: 300 * time.Millisecond})
+			e.down.stall = make(chan struct{})
+			inFlight := func() bool { e.down.mu.Lock(); defer e.down.mu.Unlock(); return e.down.stalled == 1 }
+			w := startHeld(t, e, "tasks: [{id: pub, tool: publish}, {id: after, tool: noop, depends_on: [pub]}]", policy, inFlight)
+			other, w, done := crash(t, e, w.ID, policy)
+			if policy == workflow.ResumeManual {
+				if _, err := other.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "checkpoint_response", CheckpointID: w.Interruption.CheckpointID, Decision: "continue"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w, _ = other.Wait(context.Background(), w.ID, "alice", w.Seq)
+			for w.Status != workflow.StatusCompleted && !workflow.Terminal(w.Status) {
+				w, _ = other.Wait(context.Background(), w.ID, "alice", w.Seq)
+			}
+			close(e.down.stall)
+			e.unhold()
+			<-done
+			if w.Status != workflow.StatusCompleted || w.Tasks[0].Attempts != 2 {
+				t.Fatalf("%+v", w)
+			}
+			keys, requests, _ := e.down.counts()
+			e.down.mu.Lock()
+			seen := e.down.seen[w.ID+"-pub"]
+			e.down.mu.Unlock()
+			if keys != 1 || requests != 2 || seen != 2 {
+				t.Fatalf("downstream: %d keys, %d requests (%d with the task's key)", keys, requests, seen)
+			}
+			if !hasEvent(e, t, w.ID, workflow.EventInterrupted) || !hasEvent(e, t, w.ID, workflow.EventResumed) {
+				t.Fatal("no interrupted and resumed events")
+			}
+		})
+	}
+}
+
+// rollback returns read tasks to a checkpoint (they run again, under new
+// request ids) while what changed the world keeps its result.
+func TestRollbackKeepsExternalResults(t *testing.T) {
+	e := newEnv(t, &workflow.Options{Lease: 300 * time.Millisecond})
+	e.down.stall = make(chan struct{})
+	inFlight := func() bool { e.down.mu.Lock(); defer e.down.mu.Unlock(); return e.down.stalled == 1 }
+	w := startHeld(t, e, `tasks:
+  - {id: files, tool: list_files}
+  - {id: del, tool: delete_files, depends_on: [files]}
+  - {id: n, tool: noop, depends_on: [files]}
+  - {id: pub, tool: publish, depends_on: [del, n]}
+`, "", inFlight)
+	other, w, done := crash(t, e, w.ID, "")
+	cps := w.Interruption.Checkpoints
+	if len(cps) != 3 { // start, after layer 1, after layer 2
+		t.Fatalf("checkpoints %v", cps)
+	}
+	if _, err := other.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "checkpoint_response", CheckpointID: cps[1], Decision: "rollback"}); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = other.Wait(context.Background(), w.ID, "alice", w.Seq)
+	close(e.down.stall)
+	e.unhold()
+	<-done
+	byID := map[string]workflow.TaskRun{}
+	for _, t := range w.Tasks {
+		byID[t.ID] = t
+	}
+	if w.Status != workflow.StatusCompleted || e.deletes.Load() != 1 || byID["n"].Attempts != 2 || byID["del"].Attempts != 1 || byID["files"].Attempts != 1 {
+		t.Fatalf("%+v; %d deletes", w, e.deletes.Load())
+	}
+}
+
+func TestModifyBeforeResuming(t *testing.T) {
+	e := newEnv(t, &workflow.Options{Lease: 300 * time.Millisecond})
+	e.down.stall = make(chan struct{})
+	inFlight := func() bool { e.down.mu.Lock(); defer e.down.mu.Unlock(); return e.down.stalled == 1 }
+	w := startHeld(t, e, `tasks:
+  - {id: pub, tool: publish}
+  - {id: words, tool: count_words, args: {text: "one"}, depends_on: [pub]}
+  - {id: other, tool: noop, depends_on: [pub]}
+`, "", inFlight)
+	other, w, done := crash(t, e, w.ID, "")
+	bad := []workflow.Modifications{
+		{Args: map[string]map[string]any{"pub": {"x": 1}}},                   // pub is in flight, not pending
+		{Skip: []string{"ghost"}},                                            // no such task
+		{Args: map[string]map[string]any{"words": {"text": "${pub.outpt}"}}}, // a malformed reference
+	}
+	for _, m := range bad {
+		if _, err := other.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "checkpoint_response", CheckpointID: w.Interruption.CheckpointID, Decision: "modify", Modifications: &m}); err == nil {
+			t.Fatalf("modifications %+v accepted", m)
+		}
+	}
+	m := workflow.Modifications{Args: map[string]map[string]any{"words": {"text": "one two three"}}, Skip: []string{"other"}}
+	if _, err := other.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "checkpoint_response", CheckpointID: w.Interruption.CheckpointID, Decision: "modify", Modifications: &m}); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = other.Wait(context.Background(), w.ID, "alice", w.Seq)
+	close(e.down.stall)
+	e.unhold()
+	<-done
+	if w.Status != workflow.StatusCompleted || string(w.Tasks[1].Output) != `{"words":3}` || w.Tasks[2].Status != workflow.TaskSkipped {
+		t.Fatalf("%+v", w)
+	}
+}
+
+func TestAtMostFiveCheckpoints(t *testing.T) {
+	e := newEnv(t, nil)
+	src := "tasks:\n  - {id: t0, tool: noop}\n"
+	for i := 1; i < 8; i++ {
+		src += "  - {id: t" + string(rune('0'+i)) + ", tool: noop, depends_on: [t" + string(rune('0'+i-1)) + "]}\n"
+	}
+	w := e.start(t, src, "")
+	if w.Status != workflow.StatusCompleted || w.Layer != 8 {
+		t.Fatalf("%+v", w)
+	}
+	cps, err := e.eng.Checkpoints(context.Background(), w.ID)
+	if err != nil || len(cps) != workflow.KeepCheckpoints || cps[len(cps)-1].Layer != 8 || cps[0].Layer != 4 {
+		t.Fatalf("%+v %v", cps, err)
+	}
+}
