@@ -39,6 +39,7 @@ import (
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/tool"
+	"github.com/agentplane/agentplane/workflow"
 )
 
 // env is a server on loopback over the demo configuration, with a
@@ -50,6 +51,7 @@ type env struct {
 	core   *core.Core
 	outbox *demo.Outbox
 	client *http.Client
+	wf     *workflow.Engine
 }
 
 type envOptions struct {
@@ -77,7 +79,7 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	}
 	hub = events.NewHub(read, hubOpts)
 	// SQLite, with the notification ledger's tables
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "e2e.db"), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "e2e.db"), &sqlite.Options{Extensions: []store.Extension{notify.Extension, workflow.Extension}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +90,11 @@ func newEnv(t testing.TB, o *envOptions) *env {
 		t.Fatal(err)
 	}
 	bus := notify.NewBus(ledger, c, hub)
+	wf, err := workflow.New(c, &workflow.Options{Poll: 20 * time.Millisecond, Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wf.Close(5 * time.Second) })
 	var cfg config.Auth
 	for key, user := range o.keys {
 		d := sha256.Sum256([]byte(key))
@@ -105,7 +112,7 @@ func newEnv(t testing.TB, o *envOptions) *env {
 		agent.Awareness, agent.Acknowledged = bus.Awareness, bus.AgentAck
 	}
 	api := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Heartbeat: 50 * time.Millisecond,
-		MCP: mcpserver.New(c, nil).Handler(), Agent: agent, Bus: bus})
+		MCP: mcpserver.New(c, nil).Handler(), Agent: agent, Bus: bus, Workflows: wf})
 	srv := httptest.NewUnstartedServer(api.Handler())
 	if o.smallBuffers {
 		srv.Listener = smallBufferListener{srv.Listener}
@@ -114,7 +121,7 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	srv.Config.ReadHeaderTimeout = 5 * time.Second
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, api: api, core: c, outbox: out, client: validatingClient(t, srv.Client())}
+	return &env{t: t, srv: srv, api: api, core: c, outbox: out, client: validatingClient(t, srv.Client()), wf: wf}
 }
 
 // newIDs makes unique random-looking ids (the demo's are sequential,

@@ -84,10 +84,11 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 }
 
 var (
-	specOnce sync.Once
-	specV    validator.Validator
-	eventSch *jsonschema.Schema
-	specErr  error
+	specOnce         sync.Once
+	specV            validator.Validator
+	eventSch         *jsonschema.Schema
+	workflowEventSch *jsonschema.Schema
+	specErr          error
 )
 
 // spec returns the validator of the committed document, and the compiled
@@ -111,7 +112,10 @@ func spec(t testing.TB) (validator.Validator, *jsonschema.Schema) {
 		if specErr = c.AddResource("https://agentplane.dev/openapi.json", raw); specErr != nil {
 			return
 		}
-		eventSch, specErr = c.Compile("https://agentplane.dev/openapi.json#/components/schemas/Event")
+		if eventSch, specErr = c.Compile("https://agentplane.dev/openapi.json#/components/schemas/Event"); specErr != nil {
+			return
+		}
+		workflowEventSch, specErr = c.Compile("https://agentplane.dev/openapi.json#/components/schemas/WorkflowEvent")
 	})
 	if specErr != nil {
 		t.Fatal(specErr)
@@ -119,10 +123,15 @@ func spec(t testing.TB) (validator.Validator, *jsonschema.Schema) {
 	return specV, eventSch
 }
 
-// checkEvent validates an SSE event's data against the Event schema.
+// checkEvent validates an SSE event's data against the Event schema, or
+// a workflow's (which has a workflow_id) against WorkflowEvent.
 func checkEvent(t *testing.T, data string) {
 	t.Helper()
 	_, sch := spec(t)
+	var probe map[string]json.RawMessage
+	if json.Unmarshal([]byte(data), &probe) == nil && probe["workflow_id"] != nil {
+		sch = workflowEventSch
+	}
 	v, err := jsonschema.UnmarshalJSON(strings.NewReader(data))
 	if err == nil {
 		err = sch.Validate(v)

@@ -19,6 +19,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/workflow"
 )
 
 // Options configure a Server. nil means defaults.
@@ -48,6 +50,9 @@ type Options struct {
 	// Bus, when set, serves the notifications: /v1/notifications, the
 	// inbox, and acks of notices on the WebSocket.
 	Bus *notify.Bus
+	// Workflows, when set, serves /v1/workflows: starting workflows, their
+	// commands, state and event streams.
+	Workflows *workflow.Engine
 	// Logger gets access logs and errors; nil discards.
 	Logger *slog.Logger
 	// Heartbeat is how often an idle event stream gets a keep-alive; 0
@@ -66,10 +71,13 @@ type Server struct {
 	mcp       http.Handler
 	agent     *llm.Agent
 	bus       *notify.Bus
+	workflows *workflow.Engine
 	log       *slog.Logger
 	heartbeat time.Duration
 	ready     func(context.Context) error
 	draining  atomic.Bool
+	drained   chan struct{} // closed by Drain
+	drainOnce sync.Once
 	handler   http.Handler
 	patterns  []string // what routes serves, for the OpenAPI test
 	idPrefix  string   // of request ids: random per server
@@ -81,8 +89,8 @@ func New(c *core.Core, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{core: c, keys: opts.Keys, hub: opts.Hub, metrics: opts.Metrics, mcp: opts.MCP, agent: opts.Agent, bus: opts.Bus, log: opts.Logger,
-		heartbeat: opts.Heartbeat, ready: opts.Ready}
+	s := &Server{core: c, keys: opts.Keys, hub: opts.Hub, metrics: opts.Metrics, mcp: opts.MCP, agent: opts.Agent, bus: opts.Bus, workflows: opts.Workflows,
+		log: opts.Logger, heartbeat: opts.Heartbeat, ready: opts.Ready, drained: make(chan struct{})}
 	if s.keys == nil {
 		s.keys = &auth.Keys{}
 	}
@@ -113,6 +121,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // http.Server's Shutdown waits for them).
 func (s *Server) Drain(reason string) {
 	s.draining.Store(true)
+	s.drainOnce.Do(func() { close(s.drained) })
 	s.hub.Close(reason)
 }
 
@@ -143,6 +152,13 @@ func (s *Server) routes() http.Handler {
 		api("POST /v1/notifications/{id}/ack", s.ackNotification)
 		api("GET /v1/inbox", s.getInbox)
 		api("GET /v1/inbox/events", s.getInboxEvents)
+	}
+	if s.workflows != nil {
+		api("POST /v1/workflows", s.createWorkflow)
+		api("GET /v1/workflows", s.listWorkflows)
+		api("GET /v1/workflows/{id}", s.getWorkflow)
+		api("POST /v1/workflows/{id}/commands", s.postCommand)
+		api("GET /v1/workflows/{id}/events", s.getWorkflowEvents)
 	}
 	handle("GET /v1/openapi.json", http.HandlerFunc(serveOpenAPI))
 	handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,242 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/workflow"
+)
+
+// WorkflowBody starts a workflow: POST /v1/workflows.
+type WorkflowBody struct {
+	SessionID          string          `json:"session_id"`
+	Name               string          `json:"name,omitempty"`
+	Tasks              []workflow.Task `json:"tasks"`
+	PerLayerValidation bool            `json:"per_layer_validation,omitempty"`
+	ResumePolicy       string          `json:"resume_policy,omitempty"`
+	MaxAttempts        int             `json:"max_attempts,omitempty"`
+	// Wait answers when the workflow first pauses or ends, instead of at
+	// once.
+	Wait bool `json:"wait,omitempty"`
+}
+
+// WorkflowCreated answers POST /v1/workflows.
+type WorkflowCreated struct {
+	WorkflowID string             `json:"workflow_id"`
+	Status     string             `json:"status"`
+	Workflow   *workflow.Workflow `json:"workflow"`
+}
+
+// WorkflowView is a workflow with the checkpoints it keeps.
+type WorkflowView struct {
+	*workflow.Workflow
+	Checkpoints []workflow.Checkpoint `json:"checkpoints"`
+}
+
+// CommandAnswer answers POST /v1/workflows/{id}/commands: the command's
+// place in the queue, that it was applied, and the workflow after it (or,
+// with ?wait=true, at its next pause or end).
+type CommandAnswer struct {
+	Seq      int64              `json:"seq"`
+	Status   string             `json:"status"`
+	Workflow *workflow.Workflow `json:"workflow"`
+}
+
+// maxWait bounds how long a request waits for a workflow to pause.
+const maxWait = 5 * time.Minute
+
+func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	var body WorkflowBody
+	if err := decode(w, r, &body, false); err != nil {
+		return err
+	}
+	if body.SessionID == "" {
+		return invalid("field \"session_id\" is required: the session the workflow's tasks run in")
+	}
+	def := &workflow.Definition{Name: body.Name, PerLayerValidation: body.PerLayerValidation, Tasks: body.Tasks}
+	wf, err := s.workflows.Start(r.Context(), workflow.Start{SessionID: body.SessionID, Principal: p.ID, Roles: p.Roles, Definition: def,
+		ResumePolicy: body.ResumePolicy, MaxAttempts: body.MaxAttempts})
+	if err != nil {
+		return err
+	}
+	if body.Wait {
+		ctx, cancel := context.WithTimeout(r.Context(), maxWait)
+		defer cancel()
+		if wf, err = s.workflows.Wait(ctx, wf.ID, p.ID, 0); err != nil {
+			return err
+		}
+	}
+	w.Header().Set("Location", "/v1/workflows/"+wf.ID)
+	writeJSON(w, http.StatusCreated, WorkflowCreated{WorkflowID: wf.ID, Status: wf.Status, Workflow: wf})
+	return nil
+}
+
+func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	limit := 0
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 500 {
+			return invalid("query parameter limit=%q: want a number from 1 to 500", truncate(l, 20))
+		}
+		limit = n
+	}
+	list, err := s.workflows.List(r.Context(), p.ID, limit)
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []*workflow.Workflow{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workflows": list})
+	return nil
+}
+
+// workflow returns the principal's workflow named in the path.
+func (s *Server) workflow(r *http.Request, p auth.Principal) (*workflow.Workflow, error) {
+	id := r.PathValue("id")
+	if len(id) > 128 {
+		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", truncate(id, 40))
+	}
+	return s.workflows.Get(r.Context(), id, p.ID)
+}
+
+func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	wf, err := s.workflow(r, p)
+	if err != nil {
+		return err
+	}
+	cps, err := s.workflows.Checkpoints(r.Context(), wf.ID)
+	if err != nil {
+		return err
+	}
+	if cps == nil {
+		cps = []workflow.Checkpoint{}
+	}
+	writeJSON(w, http.StatusOK, WorkflowView{Workflow: wf, Checkpoints: cps})
+	return nil
+}
+
+// postCommand queues a command and answers once it is processed: 200
+// when applied, 409 invalid_state with the reason when the workflow's
+// state refused it (nothing changed).
+func (s *Server) postCommand(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	wf, err := s.workflow(r, p)
+	if err != nil {
+		return err
+	}
+	var cmd workflow.Command
+	if err := decode(w, r, &cmd, false); err != nil {
+		return err
+	}
+	wait := false
+	switch v := r.URL.Query().Get("wait"); v {
+	case "", "false":
+	case "true":
+		wait = true
+	default:
+		return invalid("query parameter wait=%q: want true or false", truncate(v, 20))
+	}
+	seq, err := s.workflows.Command(r.Context(), wf.ID, p.ID, cmd)
+	if err != nil {
+		return err
+	}
+	if wait {
+		ctx, cancel := context.WithTimeout(r.Context(), maxWait)
+		defer cancel()
+		wf, err = s.workflows.Wait(ctx, wf.ID, p.ID, wf.Seq)
+	} else {
+		wf, err = s.workflows.Get(r.Context(), wf.ID, p.ID)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, CommandAnswer{Seq: seq, Status: workflow.CommandApplied, Workflow: wf})
+	return nil
+}
+
+// getWorkflowEvents serves the workflow's events as Server-Sent Events:
+// id is the event's seq, event its type, data its JSON. It starts after
+// Last-Event-ID (or ?after=), follows new events, and ends with a
+// "closed" event once the workflow has ended and everything was sent, or
+// when the server drains.
+func (s *Server) getWorkflowEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	wf, err := s.workflow(r, p)
+	if err != nil {
+		return err
+	}
+	last, err := resumePoint(r)
+	if err != nil {
+		return err
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	fmt.Fprint(w, "retry: 1000\n\n")
+	rc.Flush()
+	closing := func(reason string) {
+		data, _ := json.Marshal(Closing{Reason: reason, LastEventID: last})
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		fmt.Fprintf(w, "event: closed\ndata: %s\n\n", data)
+		rc.Flush()
+	}
+	poll := time.NewTicker(s.workflows.Poll())
+	defer poll.Stop()
+	beat := time.NewTicker(s.heartbeat)
+	defer beat.Stop()
+	for {
+		changed := s.workflows.Changes(wf.ID)
+		raws, seqs, err := s.workflows.Events(r.Context(), wf.ID, last, 256)
+		if err != nil {
+			return nil // the stream is open: the client reconnects
+		}
+		ended := false
+		for i, raw := range raws {
+			var ev struct{ Type string }
+			json.Unmarshal(raw, &ev)
+			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", seqs[i], ev.Type, raw); err != nil {
+				return nil
+			}
+			last = seqs[i]
+			ended = ended || ev.Type == workflow.EventCompleted || ev.Type == workflow.EventAborted || ev.Type == workflow.EventFailed
+		}
+		if len(raws) > 0 {
+			if rc.Flush() != nil {
+				return nil
+			}
+			if ended && len(raws) < 256 {
+				closing("the workflow has ended")
+				return nil
+			}
+			continue
+		}
+		if now, err := s.workflows.Get(r.Context(), wf.ID, p.ID); err == nil && workflow.Terminal(now.Status) && now.Seq <= last {
+			closing("the workflow has ended")
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-poll.C:
+		case <-beat.C:
+			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return nil
+			}
+		case <-s.drained:
+			closing("the server is shutting down")
+			return nil
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+}
