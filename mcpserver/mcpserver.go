@@ -32,6 +32,7 @@ import (
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/workflow"
 )
 
 // Options configure a Server. nil means defaults.
@@ -44,6 +45,9 @@ type Options struct {
 	// SessionTimeout closes an idle streamable-HTTP session; 0 means 30
 	// minutes.
 	SessionTimeout time.Duration
+	// Workflows, when set, adds the workflow meta-tools (workflow_execute,
+	// workflow_continue, …) to every session's tools.
+	Workflows *workflow.Engine
 }
 
 // Server makes MCP servers bound to agentplane sessions. It is safe for
@@ -54,6 +58,7 @@ type Server struct {
 	impl    *mcp.Implementation
 	extra   func(*mcp.Server)
 	timeout time.Duration
+	flows   *workflow.Engine
 
 	mu       sync.Mutex
 	bindings map[*binding]struct{}
@@ -65,7 +70,7 @@ func New(c *core.Core, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{core: c, log: opts.Logger, impl: &mcp.Implementation{Name: "agentplane", Title: "agentplane", Version: opts.Version},
-		extra: opts.Extra, timeout: opts.SessionTimeout, bindings: map[*binding]struct{}{}}
+		extra: opts.Extra, timeout: opts.SessionTimeout, flows: opts.Workflows, bindings: map[*binding]struct{}{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -141,6 +146,9 @@ func (s *Server) server(p auth.Principal) *mcp.Server {
 		},
 	})
 	b.sync()
+	if s.flows != nil {
+		b.addWorkflowTools(s.flows)
+	}
 	if s.extra != nil {
 		s.extra(b.srv)
 	}

@@ -211,7 +211,7 @@ func (r *runner) failed(w *Workflow) (Event, bool) {
 			w.Status = StatusFailed
 			w.Reason = fmt.Sprintf("task %s (%s) failed and is not safe to fail: %s", t.ID, t.Tool, t.Error.Detail)
 			ev := r.event(w, EventFailed)
-			ev.Task, ev.Reason = t.ID, w.Reason
+			ev.Task, ev.Tool, ev.Reason = t.ID, t.Tool, w.Reason
 			return ev, true
 		}
 	}

@@ -112,7 +112,7 @@ func TestNotifyCommand(t *testing.T) {
 // agentplane workflow validate: valid, or every problem with its line.
 func TestWorkflowValidate(t *testing.T) {
 	out, _, code := run(t, "", "workflow", "validate", "../../examples/workflows/outreach.yaml")
-	if code != 0 || !strings.Contains(out, "valid (3 tasks in 2 layers)") {
+	if code != 0 || !strings.Contains(out, "valid (4 tasks in 3 layers)") {
 		t.Fatalf("%d %s", code, out)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")

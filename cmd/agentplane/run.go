@@ -21,6 +21,7 @@ import (
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/store/postgres"
 	"github.com/agentplane/agentplane/store/sqlite"
+	"github.com/agentplane/agentplane/workflow"
 )
 
 // Main is the agentplane program, with its standard streams and clock
@@ -208,7 +209,7 @@ func shownDB(db string) string {
 func (m *Main) openStore(ctx context.Context, db string, readOnly bool) (store.Store, bool) {
 	var st store.Store
 	var err error
-	exts := []store.Extension{notify.Extension} // the subsystems' tables
+	exts := extensions // the subsystems' tables
 	switch {
 	case isPostgres(db):
 		st, err = postgres.Open(ctx, db, &postgres.Options{Extensions: exts})
@@ -223,6 +224,9 @@ func (m *Main) openStore(ctx context.Context, db string, readOnly bool) (store.S
 	}
 	return st, true
 }
+
+// extensions are the subsystems' tables every store is opened with.
+var extensions = []store.Extension{notify.Extension, workflow.Extension}
 
 // memory is the store of commands that keep nothing.
 func memory() store.Store { return memstore.New() }

@@ -21,6 +21,7 @@ import (
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
+	"github.com/agentplane/agentplane/workflow"
 )
 
 // serve runs the HTTP API until ctx ends (SIGINT, SIGTERM), then drains:
@@ -50,7 +51,7 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 
 	var st store.Store
 	if isPostgres(*db) {
-		pg, err := postgres.Open(ctx, *db, &postgres.Options{Notify: *pgEvents == "notify", Extensions: []store.Extension{notify.Extension}})
+		pg, err := postgres.Open(ctx, *db, &postgres.Options{Notify: *pgEvents == "notify", Extensions: extensions})
 		if err != nil {
 			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 			return 1
@@ -125,8 +126,15 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	watch, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatch()
 	go (&notify.Watchdog{Bus: bus, Logger: log}).Run(watch)
-	mcpSrv.Store(mcpserver.New(c, &mcpserver.Options{Logger: log}))
-	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Logger: log, MCP: mcpSrv.Load().Handler(), Agent: agent, Bus: bus})
+	flows, err := workflow.New(c, &workflow.Options{Logger: log})
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+		return 1
+	}
+	go flows.Run(watch) // takes over the workflows nobody holds (after a crash, another instance's)
+	mcpSrv.Store(mcpserver.New(c, &mcpserver.Options{Logger: log, Workflows: flows}))
+	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Logger: log, MCP: mcpSrv.Load().Handler(), Agent: agent, Bus: bus,
+		Workflows: flows})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: listen on %s: %v\n", *addr, err)
@@ -163,6 +171,7 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 	}
+	flows.Close(*drain) // running layers finish; the workflows are released for the next instance
 	stopWatch()
 	if err := c.Close(); err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: close the store: %v\n", err)
