@@ -277,7 +277,7 @@ type CallInfo struct {
 	// "" means RequestID (see Key).
 	IdempotencyKey string
 	Session        *agentplane.Session // the session as it was when the call began; read only
-	Roles     []string            // the principal's roles
+	Roles          []string            // the principal's roles
 }
 
 // Key is the call's idempotency key downstream: IdempotencyKey, or the
