@@ -178,10 +178,11 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 	if err := e.j.save(ctx, &saved{w: w, lease: 1, events: evs, cp: cp, insert: true, owner: e.owner, until: now.Add(e.lease).UnixNano()}); err != nil {
 		return nil, fmt.Errorf("workflow: create: %w", err)
 	}
+	started := w.clone() // before its runner changes it
 	if !e.adopt(r) {
 		return nil, errors.New("workflow: the engine is closed")
 	}
-	return w.clone(), nil
+	return started, nil
 }
 
 // known reports whether a tool is registered.
@@ -405,6 +406,18 @@ func (e *Engine) fire(id string) {
 		delete(e.changed, id)
 	}
 	e.mu.Unlock()
+}
+
+// Holding returns the ids of the workflows this engine runs now.
+func (e *Engine) Holding() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]string, 0, len(e.runners))
+	for id := range e.runners {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Poll returns how often waiters look at the database for other

@@ -16,7 +16,9 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/internal/pgtest"
 	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/postgres"
 	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/tool"
 	"github.com/agentplane/agentplane/workflow"
@@ -109,13 +111,31 @@ func jsonTool(name, usage string, impact tool.Impact, schema string, fn func(ctx
 	return &tool.Func{S: tool.Spec{Name: name, Usage: usage, Impact: impact, Risk: tool.RiskLow, InputSchema: json.RawMessage(schema)}, Fn: fn}
 }
 
-func newEnv(t *testing.T, opts *workflow.Options) *env {
+func newEnv(t *testing.T, opts *workflow.Options) *env { return newEnvOn(t, "sqlite", opts) }
+
+// eachStore runs a test on SQLite and on PostgreSQL (skipped where
+// $AGENTPLANE_TEST_POSTGRES names no server).
+func eachStore(t *testing.T, test func(t *testing.T, kind string)) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) { test(t, kind) })
+	}
+}
+
+// newEnvOn is an env over SQLite or a PostgreSQL schema of the test's own.
+func newEnvOn(t *testing.T, kind string, opts *workflow.Options) *env {
 	t.Helper()
 	e := &env{dbPath: filepath.Join(t.TempDir(), "w.db"), release: make(chan struct{})}
 	var srv *httptest.Server
 	e.down, srv = newDownstream(t)
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, e.dbPath, &sqlite.Options{Extensions: []store.Extension{workflow.Extension}})
+	exts := []store.Extension{workflow.Extension}
+	var st store.Store
+	var err error
+	if kind == "postgres" {
+		st, err = postgres.Open(ctx, pgtest.Schema(t), &postgres.Options{Extensions: exts})
+	} else {
+		st, err = sqlite.Open(ctx, e.dbPath, &sqlite.Options{Extensions: exts})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,60 +305,62 @@ tasks:
 `
 
 func TestLayersApprovalAndReferences(t *testing.T) {
-	e := newEnv(t, nil)
-	w := e.start(t, threeLayers, "")
-	if w.Status != workflow.StatusAwaitingApproval || w.Approval == nil || w.Approval.Layer != 3 {
-		t.Fatalf("want an approval before layer 3: %+v", w)
-	}
-	call := w.Approval.Tasks[0]
-	if call.ID != "publish" || call.Impact != "external" || string(call.Args) != `{"count":4,"first":"a.txt"}` {
-		t.Fatalf("approval shows %+v (%s)", call, call.Args)
-	}
-	if got := string(w.Tasks[2].Resolved); got != `{"text":"dir /srv has config.xml"}` {
-		t.Fatalf("words ran with %s", got)
-	}
-	// an answer naming another checkpoint is refused and changes nothing
-	_, err := e.eng.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "approval_response", CheckpointID: "wf_other-a1", Approved: yes()})
-	if agentplane.ErrorCode(err) != agentplane.CodeInvalidState || !strings.Contains(err.Error(), "not the pending approval") {
-		t.Fatalf("wrong checkpoint: %v", err)
-	}
-	if again, _ := e.eng.Get(context.Background(), w.ID, "alice"); again.Seq != w.Seq || again.Status != w.Status {
-		t.Fatalf("a refused command changed the workflow: %+v", again)
-	}
-	w = e.command(t, w, workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: yes(), Feedback: "ok"})
-	if w.Status != workflow.StatusCompleted {
-		t.Fatalf("after approval: %+v", w)
-	}
-	keys, requests, doubled := e.down.counts()
-	if keys != 1 || requests != 1 || len(doubled) != 0 {
-		t.Fatalf("downstream: %d keys, %d requests, doubled %v", keys, requests, doubled)
-	}
-	want := "workflow_started checkpoint_saved layer_started task_completed:files task_completed:other layer_complete checkpoint_saved " +
-		"layer_started task_completed:words layer_complete checkpoint_saved approval_required layer_started task_completed:publish " +
-		"layer_complete checkpoint_saved completed"
-	if got := types(e.events(t, w.ID)); got != want {
-		t.Fatalf("events\n got  %s\n want %s", got, want)
-	}
-	// answering the same approval twice is refused
-	_, err = e.eng.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "approval_response", CheckpointID: "x", Approved: yes()})
-	if agentplane.ErrorCode(err) != agentplane.CodeInvalidState {
-		t.Fatalf("a command for a finished workflow: %v", err)
-	}
-	// the audit log has the publish call under the approval, origin workflow
-	recs, _ := e.core.Records(context.Background(), e.session, 0)
-	found := false
-	for _, r := range recs {
-		if r.Intent != nil && r.Intent.Action == "publish" {
-			found = r.Intent.Origin == "workflow" && r.Approval != "" && r.Result.Status == agentplane.StatusSuccess
+	eachStore(t, func(t *testing.T, kind string) {
+		e := newEnvOn(t, kind, nil)
+		w := e.start(t, threeLayers, "")
+		if w.Status != workflow.StatusAwaitingApproval || w.Approval == nil || w.Approval.Layer != 3 {
+			t.Fatalf("want an approval before layer 3: %+v", w)
 		}
-	}
-	if !found {
-		t.Fatal("no approved workflow call of publish in the audit log")
-	}
-	cps, _ := e.eng.Checkpoints(context.Background(), w.ID)
-	if len(cps) != 4 {
-		t.Fatalf("%d checkpoints", len(cps))
-	}
+		call := w.Approval.Tasks[0]
+		if call.ID != "publish" || call.Impact != "external" || string(call.Args) != `{"count":4,"first":"a.txt"}` {
+			t.Fatalf("approval shows %+v (%s)", call, call.Args)
+		}
+		if got := string(w.Tasks[2].Resolved); got != `{"text":"dir /srv has config.xml"}` {
+			t.Fatalf("words ran with %s", got)
+		}
+		// an answer naming another checkpoint is refused and changes nothing
+		_, err := e.eng.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "approval_response", CheckpointID: "wf_other-a1", Approved: yes()})
+		if agentplane.ErrorCode(err) != agentplane.CodeInvalidState || !strings.Contains(err.Error(), "not the pending approval") {
+			t.Fatalf("wrong checkpoint: %v", err)
+		}
+		if again, _ := e.eng.Get(context.Background(), w.ID, "alice"); again.Seq != w.Seq || again.Status != w.Status {
+			t.Fatalf("a refused command changed the workflow: %+v", again)
+		}
+		w = e.command(t, w, workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: yes(), Feedback: "ok"})
+		if w.Status != workflow.StatusCompleted {
+			t.Fatalf("after approval: %+v", w)
+		}
+		keys, requests, doubled := e.down.counts()
+		if keys != 1 || requests != 1 || len(doubled) != 0 {
+			t.Fatalf("downstream: %d keys, %d requests, doubled %v", keys, requests, doubled)
+		}
+		want := "workflow_started checkpoint_saved layer_started task_completed:files task_completed:other layer_complete checkpoint_saved " +
+			"layer_started task_completed:words layer_complete checkpoint_saved approval_required layer_started task_completed:publish " +
+			"layer_complete checkpoint_saved completed"
+		if got := types(e.events(t, w.ID)); got != want {
+			t.Fatalf("events\n got  %s\n want %s", got, want)
+		}
+		// answering the same approval twice is refused
+		_, err = e.eng.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "approval_response", CheckpointID: "x", Approved: yes()})
+		if agentplane.ErrorCode(err) != agentplane.CodeInvalidState {
+			t.Fatalf("a command for a finished workflow: %v", err)
+		}
+		// the audit log has the publish call under the approval, origin workflow
+		recs, _ := e.core.Records(context.Background(), e.session, 0)
+		found := false
+		for _, r := range recs {
+			if r.Intent != nil && r.Intent.Action == "publish" {
+				found = r.Intent.Origin == "workflow" && r.Approval != "" && r.Result.Status == agentplane.StatusSuccess
+			}
+		}
+		if !found {
+			t.Fatal("no approved workflow call of publish in the audit log")
+		}
+		cps, _ := e.eng.Checkpoints(context.Background(), w.ID)
+		if len(cps) != 4 {
+			t.Fatalf("%d checkpoints", len(cps))
+		}
+	})
 }
 
 func TestRejectedApprovalAborts(t *testing.T) {
@@ -397,87 +419,91 @@ func TestExternalFailureStops(t *testing.T) {
 }
 
 func TestPerLayerDecisions(t *testing.T) {
-	e := newEnv(t, nil)
-	w := e.start(t, `per_layer_validation: true
+	eachStore(t, func(t *testing.T, kind string) {
+		e := newEnvOn(t, kind, nil)
+		w := e.start(t, `per_layer_validation: true
 tasks:
   - {id: files, tool: list_files}
   - {id: n, tool: noop, depends_on: [files]}
 `, "")
-	if w.Status != workflow.StatusAwaitingDecision || w.Decision == nil || w.Decision.Layer != 1 {
-		t.Fatalf("%+v", w)
-	}
-	// replan: the XML parser, with the files found, after layer 1
-	w = e.command(t, w, workflow.Command{Type: "replan_dag", NewRequirement: "parse the XML files we found",
-		AvailableContext: json.RawMessage(`{"xml_files":["config.xml"]}`)})
-	if w.Status != workflow.StatusAwaitingDecision || len(w.Tasks) != 3 {
-		t.Fatalf("after replan: %+v", w)
-	}
-	added := w.Tasks[2]
-	if added.Tool != "parse_xml" || added.Status != workflow.TaskCompleted || string(added.Output) != `{"parsed":{"xml_files":["config.xml"]}}` {
-		t.Fatalf("added %+v", added)
-	}
-	evs := e.events(t, w.ID)
-	var replanned *workflow.Event
-	for i := range evs {
-		if evs[i].Type == workflow.EventReplanned {
-			replanned = &evs[i]
+		if w.Status != workflow.StatusAwaitingDecision || w.Decision == nil || w.Decision.Layer != 1 {
+			t.Fatalf("%+v", w)
 		}
-	}
-	if replanned == nil || !strings.Contains(replanned.Reason, "parse_xml") || len(replanned.Tasks) != 1 {
-		t.Fatalf("replanned event %+v", replanned)
-	}
-	// a requirement nothing matches is refused and changes nothing
-	if _, err := e.eng.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "replan_dag", NewRequirement: "zzqx vvbn"}); err == nil {
-		t.Fatal("a replan nothing matches was accepted")
-	}
-	w = e.command(t, w, workflow.Command{Type: "continue"})
-	if w.Status != workflow.StatusCompleted {
-		t.Fatalf("%+v", w)
-	}
-	if _, err := e.eng.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "abort", Reason: "late"}); agentplane.ErrorCode(err) != agentplane.CodeInvalidState {
-		t.Fatalf("abort of a completed workflow: %v", err)
-	}
-	w = e.start(t, "per_layer_validation: true\ntasks: [{id: a, tool: noop}, {id: b, tool: noop, depends_on: [a]}]", "")
-	w = e.command(t, w, workflow.Command{Type: "abort", Reason: "enough"})
-	if w.Status != workflow.StatusAborted || w.Reason != "enough" || w.Tasks[1].Status != workflow.TaskPending {
-		t.Fatalf("%+v", w)
-	}
+		// replan: the XML parser, with the files found, after layer 1
+		w = e.command(t, w, workflow.Command{Type: "replan_dag", NewRequirement: "parse the XML files we found",
+			AvailableContext: json.RawMessage(`{"xml_files":["config.xml"]}`)})
+		if w.Status != workflow.StatusAwaitingDecision || len(w.Tasks) != 3 {
+			t.Fatalf("after replan: %+v", w)
+		}
+		added := w.Tasks[2]
+		if added.Tool != "parse_xml" || added.Status != workflow.TaskCompleted || string(added.Output) != `{"parsed":{"xml_files":["config.xml"]}}` {
+			t.Fatalf("added %+v", added)
+		}
+		evs := e.events(t, w.ID)
+		var replanned *workflow.Event
+		for i := range evs {
+			if evs[i].Type == workflow.EventReplanned {
+				replanned = &evs[i]
+			}
+		}
+		if replanned == nil || !strings.Contains(replanned.Reason, "parse_xml") || len(replanned.Tasks) != 1 {
+			t.Fatalf("replanned event %+v", replanned)
+		}
+		// a requirement nothing matches is refused and changes nothing
+		if _, err := e.eng.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "replan_dag", NewRequirement: "zzqx vvbn"}); err == nil {
+			t.Fatal("a replan nothing matches was accepted")
+		}
+		w = e.command(t, w, workflow.Command{Type: "continue"})
+		if w.Status != workflow.StatusCompleted {
+			t.Fatalf("%+v", w)
+		}
+		if _, err := e.eng.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "abort", Reason: "late"}); agentplane.ErrorCode(err) != agentplane.CodeInvalidState {
+			t.Fatalf("abort of a completed workflow: %v", err)
+		}
+		w = e.start(t, "per_layer_validation: true\ntasks: [{id: a, tool: noop}, {id: b, tool: noop, depends_on: [a]}]", "")
+		w = e.command(t, w, workflow.Command{Type: "abort", Reason: "enough"})
+		if w.Status != workflow.StatusAborted || w.Reason != "enough" || w.Tasks[1].Status != workflow.TaskPending {
+			t.Fatalf("%+v", w)
+		}
+	})
 }
 
 // The seed's BUG-001: commands enqueued concurrently are all processed,
 // exactly once, in order.
 func TestCommandQueueConcurrent(t *testing.T) {
-	e := newEnv(t, nil)
-	w := e.start(t, `per_layer_validation: true
+	eachStore(t, func(t *testing.T, kind string) {
+		e := newEnvOn(t, kind, nil)
+		w := e.start(t, `per_layer_validation: true
 tasks:
   - {id: a, tool: noop}
   - {id: b, tool: noop, depends_on: [a]}
 `, "")
-	var wg sync.WaitGroup
-	seqs := make([]int64, 10)
-	errs := make([]error, 10)
-	for i := range 10 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			seqs[i], errs[i] = e.eng.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "continue", Reason: fmt.Sprint(i)})
-		}()
-	}
-	wg.Wait()
-	applied := 0
-	seen := map[int64]bool{}
-	for i := range 10 {
-		if seen[seqs[i]] || seqs[i] < 1 || seqs[i] > 10 {
-			t.Fatalf("seq %d twice or out of range: %v", seqs[i], seqs)
+		var wg sync.WaitGroup
+		seqs := make([]int64, 10)
+		errs := make([]error, 10)
+		for i := range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				seqs[i], errs[i] = e.eng.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "continue", Reason: fmt.Sprint(i)})
+			}()
 		}
-		seen[seqs[i]] = true
-		if errs[i] == nil {
-			applied++
+		wg.Wait()
+		applied := 0
+		seen := map[int64]bool{}
+		for i := range 10 {
+			if seen[seqs[i]] || seqs[i] < 1 || seqs[i] > 10 {
+				t.Fatalf("seq %d twice or out of range: %v", seqs[i], seqs)
+			}
+			seen[seqs[i]] = true
+			if errs[i] == nil {
+				applied++
+			}
 		}
-	}
-	// the first continue runs layer 2 and pauses again, so a later one may
-	// apply too; each was processed once, none lost
-	if applied < 1 || applied > 2 {
-		t.Fatalf("%d applied: %v", applied, errs)
-	}
+		// the first continue runs layer 2 and pauses again, so a later one may
+		// apply too; each was processed once, none lost
+		if applied < 1 || applied > 2 {
+			t.Fatalf("%d applied: %v", applied, errs)
+		}
+	})
 }

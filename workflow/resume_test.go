@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,40 +108,42 @@ func TestInFlightExternalIsNotRunAgain(t *testing.T) {
 // under a new request id with the same Idempotency-Key; the service acts
 // once. With the automatic policy nobody has to answer.
 func TestInFlightByKeyResumesAutomatically(t *testing.T) {
-	for _, policy := range []string{workflow.ResumeManual, workflow.ResumeAutomatic} {
-		t.Run(policy, func(t *testing.T) {
-			e := newEnv(t, &workflow.Options{Lease: 300 * time.Millisecond})
-			e.down.stall = make(chan struct{})
-			inFlight := func() bool { e.down.mu.Lock(); defer e.down.mu.Unlock(); return e.down.stalled == 1 }
-			w := startHeld(t, e, "tasks: [{id: pub, tool: publish}, {id: after, tool: noop, depends_on: [pub]}]", policy, inFlight)
-			other, w, done := crash(t, e, w.ID, policy)
-			if policy == workflow.ResumeManual {
-				if _, err := other.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "checkpoint_response", CheckpointID: w.Interruption.CheckpointID, Decision: "continue"}); err != nil {
-					t.Fatal(err)
+	eachStore(t, func(t *testing.T, kind string) {
+		for _, policy := range []string{workflow.ResumeManual, workflow.ResumeAutomatic} {
+			t.Run(policy, func(t *testing.T) {
+				e := newEnvOn(t, kind, &workflow.Options{Lease: 300 * time.Millisecond})
+				e.down.stall = make(chan struct{})
+				inFlight := func() bool { e.down.mu.Lock(); defer e.down.mu.Unlock(); return e.down.stalled == 1 }
+				w := startHeld(t, e, "tasks: [{id: pub, tool: publish}, {id: after, tool: noop, depends_on: [pub]}]", policy, inFlight)
+				other, w, done := crash(t, e, w.ID, policy)
+				if policy == workflow.ResumeManual {
+					if _, err := other.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "checkpoint_response", CheckpointID: w.Interruption.CheckpointID, Decision: "continue"}); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			w, _ = other.Wait(context.Background(), w.ID, "alice", w.Seq)
-			for w.Status != workflow.StatusCompleted && !workflow.Terminal(w.Status) {
 				w, _ = other.Wait(context.Background(), w.ID, "alice", w.Seq)
-			}
-			close(e.down.stall)
-			e.unhold()
-			<-done
-			if w.Status != workflow.StatusCompleted || w.Tasks[0].Attempts != 2 {
-				t.Fatalf("%+v", w)
-			}
-			keys, requests, _ := e.down.counts()
-			e.down.mu.Lock()
-			seen := e.down.seen[w.ID+"-pub"]
-			e.down.mu.Unlock()
-			if keys != 1 || requests != 2 || seen != 2 {
-				t.Fatalf("downstream: %d keys, %d requests (%d with the task's key)", keys, requests, seen)
-			}
-			if !hasEvent(e, t, w.ID, workflow.EventInterrupted) || !hasEvent(e, t, w.ID, workflow.EventResumed) {
-				t.Fatal("no interrupted and resumed events")
-			}
-		})
-	}
+				for w.Status != workflow.StatusCompleted && !workflow.Terminal(w.Status) {
+					w, _ = other.Wait(context.Background(), w.ID, "alice", w.Seq)
+				}
+				close(e.down.stall)
+				e.unhold()
+				<-done
+				if w.Status != workflow.StatusCompleted || w.Tasks[0].Attempts != 2 {
+					t.Fatalf("%+v", w)
+				}
+				keys, requests, _ := e.down.counts()
+				e.down.mu.Lock()
+				seen := e.down.seen[w.ID+"-pub"]
+				e.down.mu.Unlock()
+				if keys != 1 || requests != 2 || seen != 2 {
+					t.Fatalf("downstream: %d keys, %d requests (%d with the task's key)", keys, requests, seen)
+				}
+				if !hasEvent(e, t, w.ID, workflow.EventInterrupted) || !hasEvent(e, t, w.ID, workflow.EventResumed) {
+					t.Fatal("no interrupted and resumed events")
+				}
+			})
+		}
+	})
 }
 
 // rollback returns read tasks to a checkpoint (they run again, under new
@@ -210,17 +213,73 @@ func TestModifyBeforeResuming(t *testing.T) {
 }
 
 func TestAtMostFiveCheckpoints(t *testing.T) {
-	e := newEnv(t, nil)
-	src := "tasks:\n  - {id: t0, tool: noop}\n"
-	for i := 1; i < 8; i++ {
-		src += "  - {id: t" + string(rune('0'+i)) + ", tool: noop, depends_on: [t" + string(rune('0'+i-1)) + "]}\n"
-	}
-	w := e.start(t, src, "")
-	if w.Status != workflow.StatusCompleted || w.Layer != 8 {
-		t.Fatalf("%+v", w)
-	}
-	cps, err := e.eng.Checkpoints(context.Background(), w.ID)
-	if err != nil || len(cps) != workflow.KeepCheckpoints || cps[len(cps)-1].Layer != 8 || cps[0].Layer != 4 {
-		t.Fatalf("%+v %v", cps, err)
-	}
+	eachStore(t, func(t *testing.T, kind string) {
+		e := newEnvOn(t, kind, nil)
+		src := "tasks:\n  - {id: t0, tool: noop}\n"
+		for i := 1; i < 8; i++ {
+			src += "  - {id: t" + string(rune('0'+i)) + ", tool: noop, depends_on: [t" + string(rune('0'+i-1)) + "]}\n"
+		}
+		w := e.start(t, src, "")
+		if w.Status != workflow.StatusCompleted || w.Layer != 8 {
+			t.Fatalf("%+v", w)
+		}
+		cps, err := e.eng.Checkpoints(context.Background(), w.ID)
+		if err != nil || len(cps) != workflow.KeepCheckpoints || cps[len(cps)-1].Layer != 8 || cps[0].Layer != 4 {
+			t.Fatalf("%+v %v", cps, err)
+		}
+	})
+}
+
+// Several engines on one database: each released workflow is taken by
+// exactly one, and a command sent through any engine is processed by
+// the one holding the workflow.
+func TestExactlyOneEngineHoldsAWorkflow(t *testing.T) {
+	eachStore(t, func(t *testing.T, kind string) {
+		e := newEnvOn(t, kind, nil)
+		var ids []string
+		for range 12 {
+			w := e.start(t, "per_layer_validation: true\ntasks: [{id: a, tool: noop}, {id: b, tool: noop, depends_on: [a]}]", "")
+			ids = append(ids, w.ID)
+		}
+		e.eng.Close(5 * time.Second) // releases them all
+		engines := []*workflow.Engine{e.engine(t, nil), e.engine(t, nil), e.engine(t, nil)}
+		var wg sync.WaitGroup
+		for _, eng := range engines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 5 {
+					if err := eng.ClaimDue(context.Background()); err != nil {
+						t.Error(err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		held := map[string]int{}
+		for _, eng := range engines {
+			for _, id := range eng.Holding() {
+				held[id]++
+			}
+		}
+		for _, id := range ids {
+			if held[id] != 1 {
+				t.Fatalf("%s is held by %d engines", id, held[id])
+			}
+		}
+		// a command through each engine, whoever holds the workflow
+		for i, id := range ids {
+			eng := engines[i%3]
+			if _, err := eng.Command(context.Background(), id, "alice", workflow.Command{Type: "continue"}); err != nil {
+				t.Fatal(err)
+			}
+			w, err := eng.Wait(context.Background(), id, "alice", 0)
+			for err == nil && w.Status == workflow.StatusRunning {
+				w, err = eng.Wait(context.Background(), id, "alice", w.Seq)
+			}
+			if err != nil || w.Status != workflow.StatusAwaitingDecision || w.Layer != 2 {
+				t.Fatalf("%+v %v", w, err)
+			}
+		}
+	})
 }
