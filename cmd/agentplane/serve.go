@@ -34,9 +34,14 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on, HOST:PORT (a non-loopback one needs API keys in the configuration)")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "how long in-flight requests may take to finish at shutdown")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	lease := fs.Duration("workflow-lease", 10*time.Second, "how long a workflow's claim holds unrenewed: another instance (or this one, restarted) takes over the workflows of one that died after this long")
 	pgEvents := fs.String("pg-events", "poll", "on PostgreSQL, how this instance learns of other instances' commits: poll (one query every 50 ms for all followed sessions; commits pay nothing) or notify (LISTEN/NOTIFY: about 1 ms, but concurrent commits slow down)")
 	if code, ok := parse(fs, args); !ok {
 		return code
+	}
+	if *lease < 100*time.Millisecond {
+		fmt.Fprintf(m.Stderr, "agentplane: --workflow-lease %s: at least 100ms\n", *lease)
+		return 2
 	}
 	if *pgEvents != "poll" && *pgEvents != "notify" {
 		fmt.Fprintf(m.Stderr, "agentplane: --pg-events %q: want poll or notify\n", *pgEvents)
@@ -126,7 +131,7 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	watch, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatch()
 	go (&notify.Watchdog{Bus: bus, Logger: log}).Run(watch)
-	flows, err := workflow.New(c, &workflow.Options{Logger: log})
+	flows, err := workflow.New(c, &workflow.Options{Logger: log, Lease: *lease, Poll: min(time.Second, *lease/2)})
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 		return 1
