@@ -52,7 +52,7 @@ type Options struct {
 // its lease.
 type Engine struct {
 	core        *core.Core
-	j           *journal
+	j           journal
 	owner       string
 	lease       time.Duration
 	poll        time.Duration
@@ -72,17 +72,19 @@ type Engine struct {
 	wg      sync.WaitGroup
 }
 
-// New returns an engine over the core's store, which must be a SQL store
-// (SQLite or PostgreSQL) opened with Extension.
+// New returns an engine over the core's store: a SQL store (SQLite or
+// PostgreSQL) opened with Extension keeps the workflows with the
+// sessions; with an in-memory store they are kept in memory too, and
+// live as long as the engine.
 func New(c *core.Core, opts *Options) (*Engine, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	q, ok := c.Store().(store.Querier)
-	if !ok {
-		return nil, errors.New("workflow: the engine needs a SQL store (SQLite or PostgreSQL), not an in-memory one")
+	var j journal = newMemJournal()
+	if q, ok := c.Store().(store.Querier); ok {
+		j = &sqlJournal{st: c.Store(), q: q}
 	}
-	e := &Engine{core: c, j: &journal{st: c.Store(), q: q}, owner: opts.Owner, lease: opts.Lease, poll: opts.Poll,
+	e := &Engine{core: c, j: j, owner: opts.Owner, lease: opts.Lease, poll: opts.Poll,
 		concurrency: opts.Concurrency, backoff: opts.Backoff, suggest: opts.Suggester, log: opts.Logger,
 		stop: make(chan struct{}), runners: map[string]*runner{}, changed: map[string]chan struct{}{}}
 	if e.owner == "" {
@@ -178,7 +180,7 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 	if err := e.j.save(ctx, &saved{w: w, lease: 1, events: evs, cp: cp, insert: true, owner: e.owner, until: now.Add(e.lease).UnixNano()}); err != nil {
 		return nil, fmt.Errorf("workflow: create: %w", err)
 	}
-	started := w.clone() // before its runner changes it
+	started := w.copy() // before its runner changes it
 	if !e.adopt(r) {
 		return nil, errors.New("workflow: the engine is closed")
 	}
@@ -365,12 +367,14 @@ func (e *Engine) Checkpoints(ctx context.Context, id string) ([]Checkpoint, erro
 func (e *Engine) Wait(ctx context.Context, id, principal string, after int64) (*Workflow, error) {
 	for {
 		ch := e.changes(id)
-		w, err := e.Get(ctx, id, principal)
-		if err != nil {
+		owner, status, seq, err := e.j.status(ctx, id)
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if (Paused(w.Status) || Terminal(w.Status)) && w.Seq > after {
-			return w, nil
+		case owner != principal:
+			return nil, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
+		case (Paused(status) || Terminal(status)) && seq > after:
+			return e.Get(ctx, id, principal)
 		}
 		if err := e.await(ctx, ch); err != nil {
 			return nil, err
@@ -432,6 +436,7 @@ type runner struct {
 	lease int64
 	wake  chan struct{}
 	lost  bool
+	held  []Event // the layer's last task's events, for endLayer's write
 }
 
 func (r *runner) poke() {

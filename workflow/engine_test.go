@@ -18,6 +18,7 @@ import (
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/internal/pgtest"
 	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/store/postgres"
 	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/tool"
@@ -113,9 +114,17 @@ func jsonTool(name, usage string, impact tool.Impact, schema string, fn func(ctx
 
 func newEnv(t *testing.T, opts *workflow.Options) *env { return newEnvOn(t, "sqlite", opts) }
 
-// eachStore runs a test on SQLite and on PostgreSQL (skipped where
-// $AGENTPLANE_TEST_POSTGRES names no server).
+// eachStore runs a test on SQLite, on PostgreSQL (skipped where
+// $AGENTPLANE_TEST_POSTGRES names no server) and in memory.
 func eachStore(t *testing.T, test func(t *testing.T, kind string)) {
+	for _, kind := range []string{"sqlite", "postgres", "memory"} {
+		t.Run(kind, func(t *testing.T) { test(t, kind) })
+	}
+}
+
+// eachSharedStore runs a test of several engines on one database on
+// SQLite and PostgreSQL (in memory, each engine keeps its own).
+func eachSharedStore(t *testing.T, test func(t *testing.T, kind string)) {
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) { test(t, kind) })
 	}
@@ -131,9 +140,12 @@ func newEnvOn(t *testing.T, kind string, opts *workflow.Options) *env {
 	exts := []store.Extension{workflow.Extension}
 	var st store.Store
 	var err error
-	if kind == "postgres" {
+	switch kind {
+	case "postgres":
 		st, err = postgres.Open(ctx, pgtest.Schema(t), &postgres.Options{Extensions: exts})
-	} else {
+	case "memory":
+		st = memstore.New()
+	default:
 		st, err = sqlite.Open(ctx, e.dbPath, &sqlite.Options{Extensions: exts})
 	}
 	if err != nil {

@@ -82,8 +82,28 @@ const (
 // the write changed nothing.
 var errStale = errors.New("workflow: lease lost to another runner")
 
-// journal keeps workflows in a SQL store opened with Extension.
-type journal struct {
+// journal keeps workflows: sqlJournal in SQLite or PostgreSQL,
+// memJournal in memory (for an in-memory core: tests, benchmarks).
+type journal interface {
+	save(ctx context.Context, s *saved) error
+	reject(ctx context.Context, id string, lease int64, o outcome, now time.Time) error
+	load(ctx context.Context, id string) (row, error)
+	// status reads what a waiter checks, without the document.
+	status(ctx context.Context, id string) (principal, status string, seq int64, err error)
+	claim(ctx context.Context, id, owner string, lease int64, until time.Time) (bool, error)
+	renew(ctx context.Context, id string, lease int64, until time.Time) (bool, error)
+	release(ctx context.Context, id string, lease int64) error
+	claimable(ctx context.Context, now time.Time, limit int) ([]row, error)
+	enqueue(ctx context.Context, id, principal string, cmd Command, now time.Time) (int64, error)
+	nextCommand(ctx context.Context, id string) (int64, Command, bool, error)
+	outcome(ctx context.Context, id string, seq int64) (outcome, error)
+	events(ctx context.Context, id string, after int64, limit int) ([]json.RawMessage, []int64, error)
+	checkpoints(ctx context.Context, id string, withState bool) ([]Checkpoint, error)
+	list(ctx context.Context, principal string, limit int) ([]*Workflow, error)
+}
+
+// sqlJournal keeps workflows in a SQL store opened with Extension.
+type sqlJournal struct {
 	st store.Store
 	q  store.Querier
 }
@@ -120,7 +140,7 @@ type outcome struct {
 // save writes s in one transaction: the document (checked against the
 // lease), the events, the checkpoint with the pruning of older ones, the
 // command's outcome.
-func (j *journal) save(ctx context.Context, s *saved) error {
+func (j *sqlJournal) save(ctx context.Context, s *saved) error {
 	doc, err := json.Marshal(s.w)
 	if err != nil {
 		return err
@@ -179,7 +199,7 @@ func (j *journal) save(ctx context.Context, s *saved) error {
 }
 
 // reject records a command's rejection; the workflow is unchanged.
-func (j *journal) reject(ctx context.Context, id string, lease int64, o outcome, now time.Time) error {
+func (j *sqlJournal) reject(ctx context.Context, id string, lease int64, o outcome, now time.Time) error {
 	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
 		n, err := tx.Exec(ctx, `UPDATE workflow_commands SET status = ?, reason = ?, done = ? WHERE workflow_id = ? AND seq = ? AND status = ?
 			AND EXISTS (SELECT 1 FROM workflows WHERE id = ? AND lease = ?)`, CommandRejected, o.Reason, now.UnixNano(), id, o.Seq, CommandQueued, id, lease)
@@ -206,7 +226,7 @@ func scanRow(scan func(...any) error) (row, error) {
 
 // load reads a workflow with its lease; a workflow that does not exist is
 // not_found.
-func (j *journal) load(ctx context.Context, id string) (row, error) {
+func (j *sqlJournal) load(ctx context.Context, id string) (row, error) {
 	var r row
 	found := false
 	err := j.q.Query(ctx, `SELECT `+rowColumns+` FROM workflows WHERE id = ?`, []any{id}, func(scan func(...any) error) error {
@@ -221,27 +241,39 @@ func (j *journal) load(ctx context.Context, id string) (row, error) {
 	return r, err
 }
 
+func (j *sqlJournal) status(ctx context.Context, id string) (principal, status string, seq int64, err error) {
+	found := false
+	err = j.q.Query(ctx, `SELECT principal, status, seq FROM workflows WHERE id = ?`, []any{id}, func(scan func(...any) error) error {
+		found = true
+		return scan(&principal, &status, &seq)
+	})
+	if err == nil && !found {
+		err = agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
+	}
+	return principal, status, seq, err
+}
+
 // claim takes the workflow over from the lease it had: the fencing token
 // goes up by one. It reports false when another runner moved it first.
-func (j *journal) claim(ctx context.Context, id, owner string, lease int64, until time.Time) (bool, error) {
+func (j *sqlJournal) claim(ctx context.Context, id, owner string, lease int64, until time.Time) (bool, error) {
 	return j.cas(ctx, `UPDATE workflows SET owner = ?, lease = lease + 1, lease_until = ? WHERE id = ? AND lease = ?`,
 		owner, until.UnixNano(), id, lease)
 }
 
 // renew extends the owner's lease.
-func (j *journal) renew(ctx context.Context, id string, lease int64, until time.Time) (bool, error) {
+func (j *sqlJournal) renew(ctx context.Context, id string, lease int64, until time.Time) (bool, error) {
 	return j.cas(ctx, `UPDATE workflows SET lease_until = ? WHERE id = ? AND lease = ?`, until.UnixNano(), id, lease)
 }
 
 // release gives the workflow up at once: another runner may claim it
 // without waiting for the lease to run out, and knows nothing was in
 // flight.
-func (j *journal) release(ctx context.Context, id string, lease int64) error {
+func (j *sqlJournal) release(ctx context.Context, id string, lease int64) error {
 	_, err := j.cas(ctx, `UPDATE workflows SET lease_until = 0 WHERE id = ? AND lease = ?`, id, lease)
 	return err
 }
 
-func (j *journal) cas(ctx context.Context, query string, args ...any) (bool, error) {
+func (j *sqlJournal) cas(ctx context.Context, query string, args ...any) (bool, error) {
 	var n int64
 	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
 		var err error
@@ -256,7 +288,7 @@ func (j *journal) cas(ctx context.Context, query string, args ...any) (bool, err
 
 // claimable lists workflows that are not finished and whose lease ran out
 // or was released.
-func (j *journal) claimable(ctx context.Context, now time.Time, limit int) ([]row, error) {
+func (j *sqlJournal) claimable(ctx context.Context, now time.Time, limit int) ([]row, error) {
 	var out []row
 	err := j.q.Query(ctx, `SELECT `+rowColumns+` FROM workflows
 		WHERE status NOT IN ('completed', 'aborted', 'failed') AND lease_until < ? ORDER BY lease_until LIMIT ?`,
@@ -273,7 +305,7 @@ func (j *journal) claimable(ctx context.Context, now time.Time, limit int) ([]ro
 // enqueue appends a command to the workflow's queue and returns its
 // sequence number. A workflow that is not the principal's is not_found; a
 // finished one refuses commands.
-func (j *journal) enqueue(ctx context.Context, id, principal string, cmd Command, now time.Time) (int64, error) {
+func (j *sqlJournal) enqueue(ctx context.Context, id, principal string, cmd Command, now time.Time) (int64, error) {
 	body, err := json.Marshal(cmd)
 	if err != nil {
 		return 0, err
@@ -306,7 +338,7 @@ func (j *journal) enqueue(ctx context.Context, id, principal string, cmd Command
 }
 
 // nextCommand returns the workflow's oldest queued command.
-func (j *journal) nextCommand(ctx context.Context, id string) (int64, Command, bool, error) {
+func (j *sqlJournal) nextCommand(ctx context.Context, id string) (int64, Command, bool, error) {
 	var seq int64
 	var body string
 	found := false
@@ -326,7 +358,7 @@ func (j *journal) nextCommand(ctx context.Context, id string) (int64, Command, b
 }
 
 // outcome reads what became of a command.
-func (j *journal) outcome(ctx context.Context, id string, seq int64) (outcome, error) {
+func (j *sqlJournal) outcome(ctx context.Context, id string, seq int64) (outcome, error) {
 	o := outcome{Seq: seq}
 	found := false
 	err := j.q.Query(ctx, `SELECT status, reason FROM workflow_commands WHERE workflow_id = ? AND seq = ?`, []any{id, seq},
@@ -342,7 +374,7 @@ func (j *journal) outcome(ctx context.Context, id string, seq int64) (outcome, e
 
 // events returns the workflow's events after a sequence number, at most
 // limit, as stored.
-func (j *journal) events(ctx context.Context, id string, after int64, limit int) ([]json.RawMessage, []int64, error) {
+func (j *sqlJournal) events(ctx context.Context, id string, after int64, limit int) ([]json.RawMessage, []int64, error) {
 	var out []json.RawMessage
 	var seqs []int64
 	err := j.q.Query(ctx, `SELECT seq, data FROM workflow_events WHERE workflow_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
@@ -360,7 +392,7 @@ func (j *journal) events(ctx context.Context, id string, after int64, limit int)
 
 // checkpoints lists the workflow's checkpoints, oldest first; with state
 // when asked.
-func (j *journal) checkpoints(ctx context.Context, id string, withState bool) ([]Checkpoint, error) {
+func (j *sqlJournal) checkpoints(ctx context.Context, id string, withState bool) ([]Checkpoint, error) {
 	var out []Checkpoint
 	cols := "id, layer, created, ''"
 	if withState {
@@ -382,7 +414,7 @@ func (j *journal) checkpoints(ctx context.Context, id string, withState bool) ([
 }
 
 // list returns a principal's workflows, newest first.
-func (j *journal) list(ctx context.Context, principal string, limit int) ([]*Workflow, error) {
+func (j *sqlJournal) list(ctx context.Context, principal string, limit int) ([]*Workflow, error) {
 	var out []*Workflow
 	err := j.q.Query(ctx, `SELECT state FROM workflows WHERE principal = ? ORDER BY created DESC, id DESC LIMIT ?`, []any{principal, limit},
 		func(scan func(...any) error) error {

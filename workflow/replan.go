@@ -52,7 +52,7 @@ func (f SuggesterFunc) Suggest(ctx context.Context, r Replan) (Plan, error) { re
 // supplies, after the tasks of the layer that just ran.
 type rankSuggester struct {
 	core *core.Core
-	j    *journal
+	j    journal
 }
 
 // candidate is a tool the requirement may ask for.

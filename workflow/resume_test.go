@@ -108,7 +108,7 @@ func TestInFlightExternalIsNotRunAgain(t *testing.T) {
 // under a new request id with the same Idempotency-Key; the service acts
 // once. With the automatic policy nobody has to answer.
 func TestInFlightByKeyResumesAutomatically(t *testing.T) {
-	eachStore(t, func(t *testing.T, kind string) {
+	eachSharedStore(t, func(t *testing.T, kind string) {
 		for _, policy := range []string{workflow.ResumeManual, workflow.ResumeAutomatic} {
 			t.Run(policy, func(t *testing.T) {
 				e := newEnvOn(t, kind, &workflow.Options{Lease: 300 * time.Millisecond})
@@ -234,7 +234,7 @@ func TestAtMostFiveCheckpoints(t *testing.T) {
 // exactly one, and a command sent through any engine is processed by
 // the one holding the workflow.
 func TestExactlyOneEngineHoldsAWorkflow(t *testing.T) {
-	eachStore(t, func(t *testing.T, kind string) {
+	eachSharedStore(t, func(t *testing.T, kind string) {
 		e := newEnvOn(t, kind, nil)
 		var ids []string
 		for range 12 {

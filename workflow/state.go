@@ -313,11 +313,13 @@ func (w *Workflow) nextID(kind string) string {
 	return w.ID + "-" + kind + strconv.Itoa(w.Counter)
 }
 
-// clone returns a deep copy through the stored form.
-func (w *Workflow) clone() *Workflow {
-	b, _ := json.Marshal(w)
-	c, _ := unmarshalWorkflow(b)
-	return c
+// copy returns a copy that later changes of w do not reach: the runner
+// changes a workflow's and its tasks' fields by replacing them, never
+// what they point to.
+func (w *Workflow) copy() *Workflow {
+	c := *w
+	c.Tasks = slices.Clone(w.Tasks)
+	return &c
 }
 
 func unmarshalWorkflow(b []byte) (*Workflow, error) {

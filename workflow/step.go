@@ -28,16 +28,8 @@ func (r *runner) step(ctx context.Context) error {
 		r.mu.Unlock()
 		return err
 	}
-	var evs []Event
-	for _, t := range w.skipBlocked() {
-		ev := r.event(w, EventTaskSkipped)
-		ev.Task, ev.Tool, ev.Error = t.ID, t.Tool, t.Error
-		evs = append(evs, ev)
-	}
-	layer := w.ready()
-	if len(layer) == 0 {
-		w.Status = StatusCompleted
-		evs = append(evs, r.event(w, EventCompleted))
+	evs, layer := r.settle(w)
+	if w.Status == StatusCompleted {
 		err := r.save(ctx, evs, nil, nil)
 		r.mu.Unlock()
 		return err
@@ -89,6 +81,12 @@ func (r *runner) step(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 
+	if len(ids) == 1 { // nothing to run beside it
+		if err := r.runTask(ctx, ids[0]); err != nil {
+			return err
+		}
+		return r.endLayer(ctx, layer)
+	}
 	errs := make(chan error, len(ids))
 	sem := make(chan struct{}, r.e.concurrency)
 	var wg sync.WaitGroup
@@ -110,12 +108,35 @@ func (r *runner) step(ctx context.Context) error {
 	return r.endLayer(ctx, layer)
 }
 
-// endLayer decides what follows a layer.
+// settle skips the tasks blocked by a failed or skipped dependency and
+// returns the next layer; with none, the workflow is completed. It
+// returns the events of both.
+func (r *runner) settle(w *Workflow) ([]Event, []*TaskRun) {
+	var evs []Event
+	for _, t := range w.skipBlocked() {
+		ev := r.event(w, EventTaskSkipped)
+		ev.Task, ev.Tool, ev.Error = t.ID, t.Tool, t.Error
+		evs = append(evs, ev)
+	}
+	layer := w.ready()
+	if len(layer) == 0 {
+		w.Status = StatusCompleted
+		evs = append(evs, r.event(w, EventCompleted))
+	}
+	return evs, layer
+}
+
+// endLayer decides what follows a layer, in one write with the result of
+// the task that finished last: the workflow fails (a task that is not
+// safe to fail failed), or a checkpoint is saved and the workflow pauses
+// for a decision (per-layer validation), completes (nothing is left to
+// run) or runs on.
 func (r *runner) endLayer(ctx context.Context, layer []*TaskRun) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.w
-	var evs []Event
+	evs := r.held
+	r.held = nil
 	if ev, ok := r.failed(w); ok {
 		return r.save(ctx, append(evs, ev), nil, nil)
 	}
@@ -134,6 +155,9 @@ func (r *runner) endLayer(ctx context.Context, layer []*TaskRun) error {
 		d := r.event(w, EventDecisionRequired)
 		d.Layer, d.Options, d.Results = w.Layer, w.Decision.Options, ev.Results
 		evs = append(evs, d)
+	} else {
+		more, _ := r.settle(w)
+		evs = append(evs, more...)
 	}
 	return r.save(ctx, evs, cp, nil)
 }
@@ -167,7 +191,13 @@ func (r *runner) runTask(ctx context.Context, id string) error {
 		} else {
 			evs = append(evs, r.finish(w, t, res))
 		}
-		err = r.save(ctx, evs, nil, nil)
+		if !retry && len(w.running()) == 0 {
+			// the layer's last: endLayer writes it (the gate has its
+			// result already, for a resume)
+			r.held, err = append(r.held, evs...), nil
+		} else {
+			err = r.save(ctx, evs, nil, nil)
+		}
 		attempts := t.Attempts
 		r.mu.Unlock()
 		if err != nil || !retry {
@@ -405,7 +435,7 @@ func (r *runner) apply(ctx context.Context, c Command) ([]Event, string) {
 		if w.Status != StatusAwaitingDecision {
 			return nil, fmt.Sprintf("replan_dag answers decision_required; workflow %s is %s", w.ID, w.Status)
 		}
-		plan, err := r.e.suggest.Suggest(ctx, Replan{Workflow: w.clone(), Requirement: c.NewRequirement, Context: c.AvailableContext})
+		plan, err := r.e.suggest.Suggest(ctx, Replan{Workflow: w.copy(), Requirement: c.NewRequirement, Context: c.AvailableContext})
 		if err != nil {
 			return nil, "replan_dag: " + err.Error()
 		}

@@ -1,0 +1,116 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/store/sqlite"
+	"github.com/agentplane/agentplane/tool"
+	"github.com/agentplane/agentplane/workflow"
+)
+
+// benchCore is a core with one no-op read tool, over memory or SQLite.
+func benchCore(b *testing.B, kind string) (*core.Core, string) {
+	b.Helper()
+	var st store.Store = memstore.New()
+	if kind == "sqlite" {
+		var err error
+		st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "b.db"), &sqlite.Options{Extensions: []store.Extension{workflow.Extension}})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	noop := &tool.Func{S: tool.Spec{Name: "noop", Usage: "Does nothing.", Impact: tool.ImpactRead, Risk: tool.RiskLow, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
+	c, err := core.New(context.Background(), core.Source{YAML: []byte(`version: 1
+modes: [{key: m, default: true, toolboxes: [t]}]
+toolboxes: [{id: t, catalogs: [modes], tools: [noop]}]
+`), Name: "bench.yaml"}, &core.Options{Store: st, Tools: []tool.Tool{noop}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	s, err := c.Start(context.Background(), core.Start{Principal: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, s.ID
+}
+
+// shape is a DAG of no-op tasks: layers of a width, each task depending
+// on every task of the layer before.
+func shape(layers, width int) *workflow.Definition {
+	d := &workflow.Definition{}
+	var prev []string
+	for l := range layers {
+		var cur []string
+		for i := range width {
+			id := fmt.Sprintf("t%d_%d", l, i)
+			d.Tasks = append(d.Tasks, workflow.Task{ID: id, Tool: "noop", DependsOn: prev})
+			cur = append(cur, id)
+		}
+		prev = cur
+	}
+	return d
+}
+
+// BenchmarkWorkflow runs whole workflows of no-op tasks, one after
+// another: µs/task is the cost per task, the gate's call included (see
+// BenchmarkGateCall for that alone); with SQLite every task's start and
+// end and every layer's checkpoint are committed (synchronous FULL).
+func BenchmarkWorkflow(b *testing.B) {
+	for _, kind := range []string{"memory", "sqlite"} {
+		for _, sh := range []struct{ layers, width int }{{3, 1}, {1, 10}, {5, 4}} {
+			b.Run(fmt.Sprintf("%s/%dx%d", kind, sh.layers, sh.width), func(b *testing.B) {
+				c, session := benchCore(b, kind)
+				eng, err := workflow.New(c, &workflow.Options{Poll: time.Second})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer eng.Close(time.Minute)
+				def := shape(sh.layers, sh.width)
+				ctx := context.Background()
+				b.ResetTimer()
+				for range b.N {
+					w, err := eng.Start(ctx, workflow.Start{SessionID: session, Principal: "bench", Definition: def})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if w, err = eng.Wait(ctx, w.ID, "bench", 0); err != nil || w.Status != workflow.StatusCompleted {
+						b.Fatalf("%+v %v", w, err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(def.Tasks)), "µs/task")
+			})
+		}
+	}
+}
+
+// BenchmarkGateCall is one no-op tool call through the gate with origin
+// workflow and a request id, as a task's attempt makes it: subtracted
+// from BenchmarkWorkflow's µs/task, the engine's own cost per task.
+func BenchmarkGateCall(b *testing.B) {
+	for _, kind := range []string{"memory", "sqlite"} {
+		b.Run(kind, func(b *testing.B) {
+			c, session := benchCore(b, kind)
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := range b.N {
+				res, err := c.Execute(ctx, gate.Invocation{SessionID: session, Tool: "noop", Args: json.RawMessage(`{}`), RequestID: fmt.Sprint("r", i),
+					Origin: gate.OriginWorkflow, Principal: "bench"})
+				if err != nil || res.Status != "success" {
+					b.Fatalf("%+v %v", res, err)
+				}
+			}
+		})
+	}
+}
+
