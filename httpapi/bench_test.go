@@ -27,6 +27,7 @@ import (
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/tool"
+	"github.com/agentplane/agentplane/workflow"
 )
 
 // BenchmarkTurns measures turns per second through the HTTP API over
@@ -267,4 +268,93 @@ func BenchmarkLLMDelta(b *testing.B) {
 	}
 	b.ReportMetric(quantile(delays, .5), "p50-ms")
 	b.ReportMetric(quantile(delays, .99), "p99-ms")
+}
+
+// BenchmarkApprovalRoundTrip measures a workflow approval over HTTP on
+// loopback: POST /v1/workflows/{id}/commands with approval_response to
+// the 200 that says it was applied (queued, processed by the workflow's
+// runner, committed with the workflow's new state), on SQLite (FULL) and
+// in memory. Each op is one approval of a chain of external sends; the
+// wait for the next approval is not timed. p50 and p99 in ms.
+func BenchmarkApprovalRoundTrip(b *testing.B) {
+	for _, kind := range []string{"memory", "sqlite"} {
+		b.Run(kind, func(b *testing.B) {
+			var st store.Store = memstore.New()
+			if kind == "sqlite" {
+				var err error
+				if st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), &sqlite.Options{Extensions: []store.Extension{workflow.Extension}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			c, err := core.New(context.Background(), core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			eng, err := workflow.New(c, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer eng.Close(time.Minute)
+			srv := httptest.NewServer(httpapi.New(c, &httpapi.Options{Workflows: eng}).Handler())
+			defer srv.Close()
+			client := srv.Client()
+			sess, _ := c.Start(context.Background(), core.Start{Principal: agentplane.LocalPrincipal, Mode: "sales"})
+			// a chain of sends, each its own layer and approval
+			chain := func() string {
+				tasks := []map[string]any{{"id": "tpl", "tool": "agent_set_active_entity", "args": map[string]any{"catalog_id": "email_templates", "id": "TPL-123"}}}
+				prev := "tpl"
+				for i := range 10 {
+					id := fmt.Sprint("s", i)
+					tasks = append(tasks, map[string]any{"id": id, "tool": "send_template", "args": map[string]any{"list_id": "LIST-9"}, "depends_on": []string{prev}})
+					prev = id
+				}
+				body, _ := json.Marshal(map[string]any{"session_id": sess.ID, "tasks": tasks, "wait": true})
+				resp, err := client.Post(srv.URL+"/v1/workflows", "application/json", bytes.NewReader(body))
+				if err != nil || resp.StatusCode != 201 {
+					b.Fatalf("%v %v", resp, err)
+				}
+				var created httpapi.WorkflowCreated
+				json.NewDecoder(resp.Body).Decode(&created)
+				resp.Body.Close()
+				return created.WorkflowID
+			}
+			id := chain()
+			var after int64
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				w, err := eng.Wait(context.Background(), id, agentplane.LocalPrincipal, after)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if w.Status == workflow.StatusCompleted {
+					id, after = chain(), 0
+					if w, err = eng.Wait(context.Background(), id, agentplane.LocalPrincipal, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if w.Approval == nil {
+					b.Fatalf("%+v", w)
+				}
+				after = w.Seq
+				body := []byte(`{"type":"approval_response","approved":true,"checkpoint_id":"` + w.Approval.CheckpointID + `"}`)
+				b.StartTimer()
+				t0 := time.Now()
+				resp, err := client.Post(srv.URL+"/v1/workflows/"+id+"/commands", "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				lat = append(lat, time.Since(t0))
+				if resp.StatusCode != 200 {
+					b.Fatalf("approval: %d", resp.StatusCode)
+				}
+			}
+			b.ReportMetric(quantile(lat, .5), "p50-ms")
+			b.ReportMetric(quantile(lat, .99), "p99-ms")
+		})
+	}
 }

@@ -113,4 +113,3 @@ func BenchmarkGateCall(b *testing.B) {
 		})
 	}
 }
-

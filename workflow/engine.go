@@ -296,15 +296,24 @@ func (e *Engine) Command(ctx context.Context, id, principal string, cmd Command)
 	if err := cmd.Check(); err != nil {
 		return 0, err
 	}
+	e.mu.Lock()
+	r := e.runners[id]
+	e.mu.Unlock()
+	if r != nil {
+		if seq, o, ok, err := r.direct(ctx, principal, cmd); ok || err != nil {
+			if err == nil && o.Status == CommandRejected {
+				err = agentplane.Errorf(agentplane.CodeInvalidState, "%s", o.Reason)
+			}
+			return seq, err
+		}
+	}
 	seq, err = e.j.enqueue(ctx, id, principal, cmd, e.core.Now())
 	if err != nil {
 		return 0, err
 	}
-	e.mu.Lock()
-	if r := e.runners[id]; r != nil {
+	if r != nil {
 		r.poke()
 	}
-	e.mu.Unlock()
 	for {
 		ch := e.changes(id)
 		o, err := e.j.outcome(ctx, id, seq)
@@ -320,6 +329,41 @@ func (e *Engine) Command(ctx context.Context, id, principal string, cmd Command)
 			return seq, err
 		}
 	}
+}
+
+// direct answers a command at once when this engine runs the workflow,
+// it is paused and nothing is queued before: applied (or rejected) and
+// recorded in the queue, with the workflow's change, in one write — what
+// the runner would do with it, without the queue's round trip. ok false:
+// queue it.
+func (r *runner) direct(ctx context.Context, principal string, cmd Command) (int64, outcome, bool, error) {
+	if !r.mu.TryLock() {
+		return 0, outcome{}, false, nil // busy: the queue keeps the order
+	}
+	defer r.mu.Unlock()
+	w := r.w
+	if r.lost || w.Principal != principal || !Paused(w.Status) {
+		return 0, outcome{}, false, nil
+	}
+	if _, _, queued, err := r.e.j.nextCommand(ctx, w.ID); err != nil || queued {
+		return 0, outcome{}, false, err
+	}
+	before := w.copy()
+	evs, reason := r.apply(ctx, cmd)
+	o := &outcome{Status: CommandApplied, Reason: reason}
+	if reason != "" {
+		o.Status = CommandRejected
+	}
+	c := cmd
+	if err := r.saveAdding(ctx, evs, &c, o); err != nil {
+		*r.w = *before // nothing was written
+		if errors.Is(err, errQueued) {
+			return 0, outcome{}, false, nil
+		}
+		return 0, outcome{}, true, err
+	}
+	r.poke()
+	return o.Seq, *o, true, nil
 }
 
 // await waits for a change signal, or Poll (another instance's write),
@@ -477,10 +521,13 @@ func (r *runner) loop() {
 		if did {
 			continue
 		}
+		r.mu.Lock()
+		status := r.w.Status // a command answered directly may change it
+		r.mu.Unlock()
 		switch {
-		case Terminal(r.w.Status):
+		case Terminal(status):
 			return
-		case r.w.Status == StatusRunning:
+		case status == StatusRunning:
 			if err := r.step(ctx); err != nil {
 				r.fail(err)
 				return
@@ -553,12 +600,23 @@ func (r *runner) checkpoint(w *Workflow) *Checkpoint {
 // save writes the workflow with events (and a checkpoint, and a
 // command's outcome), then wakes whoever waits on it.
 func (r *runner) save(ctx context.Context, evs []Event, cp *Checkpoint, cmd *outcome) error {
+	return r.write(ctx, &saved{events: evs, cp: cp, cmd: cmd})
+}
+
+// saveAdding writes the workflow with a command added to its queue as
+// processed already (o: its outcome; its Seq is set).
+func (r *runner) saveAdding(ctx context.Context, evs []Event, cmd *Command, o *outcome) error {
+	return r.write(ctx, &saved{events: evs, add: cmd, cmd: o})
+}
+
+func (r *runner) write(ctx context.Context, s *saved) error {
 	w := r.w
 	w.Updated = r.e.core.Now().UTC()
-	for i := range evs {
-		evs[i].Status = w.Status
+	for i := range s.events {
+		s.events[i].Status = w.Status
 	}
-	err := r.e.j.save(ctx, &saved{w: w, lease: r.lease, events: evs, cp: cp, cmd: cmd})
+	s.w, s.lease = w, r.lease
+	err := r.e.j.save(ctx, s)
 	if err == nil {
 		r.e.fire(w.ID)
 	}

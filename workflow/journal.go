@@ -82,6 +82,10 @@ const (
 // the write changed nothing.
 var errStale = errors.New("workflow: lease lost to another runner")
 
+// errQueued: a command answered directly finds another queued before it;
+// nothing was written, and it joins the queue.
+var errQueued = errors.New("workflow: a command is queued before this one")
+
 // journal keeps workflows: sqlJournal in SQLite or PostgreSQL,
 // memJournal in memory (for an in-memory core: tests, benchmarks).
 type journal interface {
@@ -125,6 +129,9 @@ type saved struct {
 	events []Event
 	cp     *Checkpoint
 	cmd    *outcome
+	// add, with cmd, appends a command to the queue as processed already
+	// (cmd is its outcome; the write sets cmd.Seq).
+	add    *Command
 	insert bool // the workflow is new
 	owner  string
 	until  int64
@@ -183,7 +190,30 @@ func (j *sqlJournal) save(ctx context.Context, s *saved) error {
 				return err
 			}
 		}
-		if s.cmd != nil {
+		if s.add != nil {
+			body, err := json.Marshal(s.add)
+			if err != nil {
+				return err
+			}
+			if err := tx.Query(ctx, `UPDATE workflows SET commands = commands + 1 WHERE id = ? RETURNING commands`, []any{s.w.ID},
+				func(scan func(...any) error) error { return scan(&s.cmd.Seq) }); err != nil {
+				return err
+			}
+			// after the row lock: a command queued meanwhile goes first
+			queued := 0
+			if err := tx.Query(ctx, `SELECT COUNT(*) FROM workflow_commands WHERE workflow_id = ? AND status = ?`, []any{s.w.ID, CommandQueued},
+				func(scan func(...any) error) error { return scan(&queued) }); err != nil {
+				return err
+			}
+			if queued > 0 {
+				return errQueued
+			}
+			_, err = tx.Exec(ctx, `INSERT INTO workflow_commands (workflow_id, seq, body, status, reason, created, done) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				s.w.ID, s.cmd.Seq, string(body), s.cmd.Status, s.cmd.Reason, now, now)
+			if err != nil {
+				return err
+			}
+		} else if s.cmd != nil {
 			n, err := tx.Exec(ctx, `UPDATE workflow_commands SET status = ?, reason = ?, done = ? WHERE workflow_id = ? AND seq = ? AND status = ?`,
 				s.cmd.Status, s.cmd.Reason, now, s.w.ID, s.cmd.Seq, CommandQueued)
 			if err != nil {

@@ -59,8 +59,11 @@ func (j *memJournal) save(_ context.Context, s *saved) error {
 	case m == nil || m.lease != s.lease:
 		return errStale
 	}
-	if s.cmd != nil && (s.cmd.Seq < 1 || s.cmd.Seq > int64(len(m.commands)) || m.commands[s.cmd.Seq-1].status != CommandQueued) {
+	if s.add == nil && s.cmd != nil && (s.cmd.Seq < 1 || s.cmd.Seq > int64(len(m.commands)) || m.commands[s.cmd.Seq-1].status != CommandQueued) {
 		return agentplane.Errorf(agentplane.CodeInvalidState, "workflow: command %d of %s was processed already", s.cmd.Seq, s.w.ID)
+	}
+	if s.add != nil && slices.ContainsFunc(m.commands, func(c memCommand) bool { return c.status == CommandQueued }) {
+		return errQueued
 	}
 	m.w, m.status = w, w.Status
 	m.events = append(m.events, s.events...)
@@ -70,7 +73,11 @@ func (j *memJournal) save(_ context.Context, s *saved) error {
 			m.cps = slices.Delete(m.cps, 0, len(m.cps)-KeepCheckpoints)
 		}
 	}
-	if s.cmd != nil {
+	switch {
+	case s.add != nil:
+		m.commands = append(m.commands, memCommand{body: *s.add, status: s.cmd.Status, reason: s.cmd.Reason})
+		s.cmd.Seq = int64(len(m.commands))
+	case s.cmd != nil:
 		c := &m.commands[s.cmd.Seq-1]
 		c.status, c.reason = s.cmd.Status, s.cmd.Reason
 	}
