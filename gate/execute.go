@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/tool"
 )
 
 // Execute runs an invocation. Outcomes are results, not errors: a
@@ -152,14 +153,20 @@ func (x *execution) held(prev store.Request) (agentplane.ExecutionResult, bool) 
 
 // claim holds the request key before a tool runs outside the commit, so
 // two executions with one key never both run it. Nothing else needs it:
-// a commit that writes a finished request fails when the key is taken. It
-// returns the result to give when the key is held elsewhere.
+// a commit that writes a finished request fails when the key is taken
+// (the later one answers with the first one's result). A read-only tool
+// is not claimed: running it twice changes nothing, and it saves a write.
+// It returns the result to give when the key is held elsewhere.
 func (x *execution) claim() *agentplane.ExecutionResult {
 	if x.decided() || x.key == nil || agentplane.IsEffectTool(x.tool) {
 		return nil
 	}
-	if _, ok := x.g.tools.Get(x.tool); !ok {
+	t, ok := x.g.tools.Get(x.tool)
+	if !ok {
 		return nil // nothing will run: tool_unavailable is decided in run
+	}
+	if t.Spec().Impact == tool.ImpactRead {
+		return nil
 	}
 	x.claimedAt = x.now
 	stale := x.now.Add(-2*x.g.toolTimeout - time.Minute)

@@ -21,9 +21,13 @@ import (
 func benchCore(b *testing.B, kind string) (*core.Core, string) {
 	b.Helper()
 	var st store.Store = memstore.New()
-	if kind == "sqlite" {
+	if kind != "memory" {
+		sync := "FULL"
+		if kind == "sqlite-normal" {
+			sync = "NORMAL" // commits survive the process, not a power loss: what LangGraph's SqliteSaver commits do here
+		}
 		var err error
-		st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "b.db"), &sqlite.Options{Extensions: []store.Extension{workflow.Extension}})
+		st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "b.db"), &sqlite.Options{Extensions: []store.Extension{workflow.Extension}, Synchronous: sync})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -64,10 +68,13 @@ func shape(layers, width int) *workflow.Definition {
 
 // BenchmarkWorkflow runs whole workflows of no-op tasks, one after
 // another: µs/task is the cost per task, the gate's call included (see
-// BenchmarkGateCall for that alone); with SQLite every task's start and
-// end and every layer's checkpoint are committed (synchronous FULL).
+// BenchmarkGateCall for that alone); with SQLite every task's result, and
+// every layer's start and end with its checkpoint, are committed
+// (synchronous FULL: fsync per commit; NORMAL: the WAL is synced at
+// checkpoints only, so commits survive a crash of the process, not of
+// the machine).
 func BenchmarkWorkflow(b *testing.B) {
-	for _, kind := range []string{"memory", "sqlite"} {
+	for _, kind := range []string{"memory", "sqlite", "sqlite-normal"} {
 		for _, sh := range []struct{ layers, width int }{{3, 1}, {1, 10}, {5, 4}} {
 			b.Run(fmt.Sprintf("%s/%dx%d", kind, sh.layers, sh.width), func(b *testing.B) {
 				c, session := benchCore(b, kind)
@@ -98,7 +105,7 @@ func BenchmarkWorkflow(b *testing.B) {
 // workflow and a request id, as a task's attempt makes it: subtracted
 // from BenchmarkWorkflow's µs/task, the engine's own cost per task.
 func BenchmarkGateCall(b *testing.B) {
-	for _, kind := range []string{"memory", "sqlite"} {
+	for _, kind := range []string{"memory", "sqlite", "sqlite-normal"} {
 		b.Run(kind, func(b *testing.B) {
 			c, session := benchCore(b, kind)
 			ctx := context.Background()

@@ -485,11 +485,11 @@ tasks:
 func TestCommandQueueConcurrent(t *testing.T) {
 	eachStore(t, func(t *testing.T, kind string) {
 		e := newEnvOn(t, kind, nil)
-		w := e.start(t, `per_layer_validation: true
-tasks:
-  - {id: a, tool: noop}
-  - {id: b, tool: noop, depends_on: [a]}
-`, "")
+		src := "per_layer_validation: true\ntasks:\n  - {id: t0, tool: noop}\n"
+		for i := 1; i < 12; i++ { // more layers than commands: it cannot end before every command is queued
+			src += fmt.Sprintf("  - {id: t%d, tool: noop, depends_on: [t%d]}\n", i, i-1)
+		}
+		w := e.start(t, src, "")
 		var wg sync.WaitGroup
 		seqs := make([]int64, 10)
 		errs := make([]error, 10)
@@ -505,17 +505,25 @@ tasks:
 		seen := map[int64]bool{}
 		for i := range 10 {
 			if seen[seqs[i]] || seqs[i] < 1 || seqs[i] > 10 {
-				t.Fatalf("seq %d twice or out of range: %v", seqs[i], seqs)
+				t.Fatalf("seq %d twice or out of range: %v %v", seqs[i], seqs, errs)
 			}
 			seen[seqs[i]] = true
 			if errs[i] == nil {
 				applied++
 			}
 		}
-		// the first continue runs layer 2 and pauses again, so a later one may
-		// apply too; each was processed once, none lost
-		if applied < 1 || applied > 2 {
+		// a continue that comes while the next layer runs is refused (nothing
+		// waits for a decision then); each was processed once, none lost
+		if applied < 1 {
 			t.Fatalf("%d applied: %v", applied, errs)
+		}
+		for _, err := range errs {
+			if err != nil && !strings.Contains(err.Error(), "continue answers decision_required") {
+				t.Fatalf("refused for %v", err)
+			}
+		}
+		if w := e.wait(t, w.ID, 0); w.Layer != applied+1 {
+			t.Fatalf("%d continues applied, %d layers run", applied, w.Layer)
 		}
 	})
 }
