@@ -43,9 +43,10 @@ bench: ## the README's benchmarks: routing, indexing, examples, the gate, durabl
 	go test -run='^$$' -bench='BenchmarkAppend' -cpu 1 -count 3 ./internal/canonjson
 	go test -run='^$$' -bench='BenchmarkDurable/interleaved' -benchtime 20x ./store/sqlite ./store/postgres
 
-peers: ## peers side by side: CLINC150 vs scikit-learn and fastText (apt-get install python3-sklearn fasttext; ~40 min), notifications vs River (not in CI)
+peers: ## peers side by side: CLINC150 vs scikit-learn and fastText (apt-get install python3-sklearn fasttext; ~40 min), notifications vs River, workflows vs LangGraph JS and Temporal (not in CI)
 	/usr/bin/python3 bench/peers/clinc150/peers.py
 	cd bench/peers/river && go run . -n 10000 -producers 32
+	bash bench/peers/workflows.sh
 
 mcp-conformance: ## the official MCP conformance suite and Inspector against serve and the fixture server (MCP_TOOLS=DIR; not in CI)
 	bash scripts/mcp-conformance.sh
