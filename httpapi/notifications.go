@@ -141,10 +141,8 @@ func (s *Server) getInboxEvents(w http.ResponseWriter, r *http.Request, p auth.P
 	if err != nil {
 		return err
 	}
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
+	rc, done := s.openSSE(w)
+	defer done()
 	write := func(data []byte) error {
 		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		if _, err := fmt.Fprintf(w, "event: notification\ndata: %s\n\n", data); err != nil {

@@ -55,6 +55,23 @@ func (s *Server) openStream(r *http.Request, p auth.Principal) (*agentplane.Sess
 	return sess, after, frames, nil
 }
 
+// openSSE starts a Server-Sent Events response, counted among the open
+// streams until done is called.
+func (s *Server) openSSE(w http.ResponseWriter) (rc *http.ResponseController, done func()) {
+	rc = http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if s.metrics == nil {
+		return rc, func() {}
+	}
+	g := s.metrics.streams.WithLabelValues("sse")
+	g.Inc()
+	return rc, g.Dec
+}
+
 // Closing is the last event of a stream the server ends: why, and the
 // last event id sent, to resume after.
 type Closing struct {
@@ -73,17 +90,8 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err != nil {
 		return err
 	}
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if s.metrics != nil {
-		g := s.metrics.streams.WithLabelValues("sse")
-		g.Inc()
-		defer g.Dec()
-	}
+	rc, done := s.openSSE(w)
+	defer done()
 	last := after
 	send := func(f events.Frame) error {
 		rc.SetWriteDeadline(time.Now().Add(writeTimeout))

@@ -174,12 +174,8 @@ func (s *Server) getWorkflowEvents(w http.ResponseWriter, r *http.Request, p aut
 	if err != nil {
 		return err
 	}
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	rc, done := s.openSSE(w)
+	defer done()
 	rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	fmt.Fprint(w, "retry: 1000\n\n")
 	rc.Flush()

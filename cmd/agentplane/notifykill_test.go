@@ -32,14 +32,7 @@ func TestNotificationsSurviveKills(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "kill.db")
 	// a session for the floor's notifications
 	url, cmd, _ := startServe(t, bin, "--db", db)
-	resp, body, err := postJSON(url+"/v1/sessions", map[string]string{})
-	if err != nil || resp.StatusCode != 201 {
-		t.Fatalf("%v %s", err, body)
-	}
-	var created struct {
-		SessionID string `json:"session_id"`
-	}
-	json.Unmarshal(body, &created)
+	session := newSession(t, url)
 	cmd.Process.Kill()
 	cmd.Wait()
 
@@ -55,7 +48,7 @@ func TestNotificationsSurviveKills(t *testing.T) {
 		wg.Go(func() { // emitter
 			bodies := []map[string]any{
 				{"address": "USER", "target": "USER", "handler": "SYSTEM", "title": "inbox"},
-				{"address": "SESSION", "session_id": created.SessionID, "target": "USER", "handler": "SYSTEM", "title": "floor"},
+				{"address": "SESSION", "session_id": session, "target": "USER", "handler": "SYSTEM", "title": "floor"},
 				{"address": "USER", "target": "AGENT", "handler": "AGENT", "title": "agent", "ttl_seconds": 1},
 			}
 			for i := 0; ; i++ {
@@ -135,7 +128,7 @@ func TestNotificationsSurviveKills(t *testing.T) {
 			t.Fatalf("notification %s acknowledged %d times", id, k)
 		}
 	}
-	recs, err := st.Records(context.Background(), created.SessionID, 0)
+	recs, err := st.Records(context.Background(), session, 0)
 	if err != nil || audit.Verify(recs) != nil {
 		t.Fatalf("the session's chain: %v", err)
 	}

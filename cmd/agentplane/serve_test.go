@@ -57,6 +57,20 @@ func buildBinary(t testing.TB) string {
 	return bin
 }
 
+// newSession opens a session on a serve at url and returns its id.
+func newSession(t testing.TB, url string) string {
+	t.Helper()
+	resp, body, err := postJSON(url+"/v1/sessions", map[string]string{})
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("%v %s", err, body)
+	}
+	var created struct {
+		SessionID string `json:"session_id"`
+	}
+	json.Unmarshal(body, &created)
+	return created.SessionID
+}
+
 func postJSON(url string, body any) (*http.Response, []byte, error) {
 	raw, _ := json.Marshal(body)
 	resp, err := http.Post(url, "application/json", bytes.NewReader(raw))

@@ -74,14 +74,7 @@ tools:
 	db := filepath.Join(dir, "kill.db")
 	args := []string{"--config", cfg, "--db", db, "--workflow-lease", "300ms"}
 	url, cmd, _ := startServe(t, bin, args...)
-	resp, body, err := postJSON(url+"/v1/sessions", map[string]string{})
-	if err != nil || resp.StatusCode != 201 {
-		t.Fatalf("%v %s", err, body)
-	}
-	var created struct {
-		SessionID string `json:"session_id"`
-	}
-	json.Unmarshal(body, &created)
+	session := newSession(t, url)
 	cmd.Process.Kill()
 	cmd.Wait()
 
@@ -106,7 +99,7 @@ tools:
 			}
 			if start && i%4 == 0 {
 				policy := []string{"manual", "automatic"}[rand.IntN(2)]
-				resp, body, err := postJSON(url+"/v1/workflows", map[string]any{"session_id": created.SessionID, "tasks": tasks, "resume_policy": policy})
+				resp, body, err := postJSON(url+"/v1/workflows", map[string]any{"session_id": session, "tasks": tasks, "resume_policy": policy})
 				if err != nil {
 					return
 				}
@@ -231,7 +224,7 @@ tools:
 	if most > workflow.KeepCheckpoints {
 		t.Fatalf("a workflow keeps %d checkpoints", most)
 	}
-	recs, err := st.Records(context.Background(), created.SessionID, 0)
+	recs, err := st.Records(context.Background(), session, 0)
 	if err != nil || audit.Verify(recs) != nil {
 		t.Fatalf("the session's chain: %v", err)
 	}
