@@ -3,11 +3,17 @@ package workflow_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/internal/llmtest"
+	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -197,4 +203,51 @@ tasks:
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// The seed's use case 4: an internal agent that asks an LLM directly (an
+// OpenAI-compatible endpoint, through the LLM connection's client) what
+// to do after each layer, and turns its answer into a command.
+type llmAgent struct{ model llm.Model }
+
+func (a llmAgent) Decide(ctx context.Context, ev workflow.Event, w *workflow.Workflow) (workflow.Command, bool) {
+	if ev.Type != workflow.EventDecisionRequired {
+		return workflow.Command{}, false
+	}
+	results, _ := json.Marshal(ev.Results)
+	res, _, err := a.model.Complete(ctx, llm.Request{Messages: []agentplane.LLMMessage{
+		{Role: "system", Content: "Decide what the workflow does next. Answer one line: continue | abort: REASON | replan: REQUIREMENT"},
+		{Role: "user", Content: fmt.Sprintf("Layer %d results: %s", ev.Layer, results)},
+	}}, nil)
+	if err != nil {
+		return workflow.Command{Type: "abort", Reason: "the model did not answer: " + err.Error()}, true
+	}
+	line := strings.TrimSpace(res.Text)
+	switch verb, rest, _ := strings.Cut(line, ":"); strings.TrimSpace(verb) {
+	case "abort":
+		return workflow.Command{Type: "abort", Reason: strings.TrimSpace(rest)}, true
+	case "replan":
+		return workflow.Command{Type: "replan_dag", NewRequirement: strings.TrimSpace(rest), AvailableContext: json.RawMessage(`{"xml_files":["config.xml"]}`)}, true
+	case "continue":
+		return workflow.Command{Type: "continue"}, true
+	}
+	return workflow.Command{Type: "abort", Reason: "the model answered " + strconv.Quote(line)}, true
+}
+
+func TestLLMAgent(t *testing.T) {
+	e := newEnv(t, nil)
+	srv := llmtest.New(t, llmtest.Reply{Text: "replan: parse the XML files found"}, llmtest.Reply{Text: "abort: nothing left to check"})
+	model := llm.NewOpenAI(llm.Settings{LLM: config.LLM{BaseURL: srv.URL, Model: "test-model", Timeout: 5 * time.Second}}, nil)
+	w := e.start(t, "per_layer_validation: true\ntasks: [{id: files, tool: list_files}, {id: n, tool: noop, depends_on: [files]}]", "")
+	end, err := e.eng.Follow(context.Background(), w.ID, llmAgent{model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.Status != workflow.StatusAborted || end.Reason != "nothing left to check" || len(end.Tasks) != 3 || end.Tasks[2].Tool != "parse_xml" {
+		t.Fatalf("%+v", end)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !strings.Contains(fmt.Sprint(reqs[0]), "config.xml") || !strings.Contains(fmt.Sprint(reqs[1]), "parse_xml_r1") {
+		t.Fatalf("the model was asked %d times: %v", len(reqs), reqs)
+	}
 }
