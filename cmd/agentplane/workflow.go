@@ -243,9 +243,10 @@ func (m *Main) workflowCommand(ctx context.Context, eng *workflow.Engine, sub st
 // pauses or ends.
 func (m *Main) follow(ctx context.Context, eng *workflow.Engine, id string, after int64) {
 	done := make(chan struct{})
+	from := after
 	go func() {
 		defer close(done)
-		eng.Wait(ctx, id, agentplane.LocalPrincipal, after)
+		eng.Wait(ctx, id, agentplane.LocalPrincipal, from)
 	}()
 	for {
 		changed := eng.Changes(id)
