@@ -59,9 +59,13 @@ func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request, p auth.P
 	if body.SessionID == "" {
 		return invalid("field \"session_id\" is required: the session the workflow's tasks run in")
 	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
 	def := &workflow.Definition{Name: body.Name, PerLayerValidation: body.PerLayerValidation, Tasks: body.Tasks}
 	wf, err := s.workflows.Start(r.Context(), workflow.Start{SessionID: body.SessionID, Principal: p.ID, Roles: p.Roles, Definition: def,
-		ResumePolicy: body.ResumePolicy, MaxAttempts: body.MaxAttempts})
+		ResumePolicy: body.ResumePolicy, MaxAttempts: body.MaxAttempts, RequestID: key})
 	if err != nil {
 		return err
 	}

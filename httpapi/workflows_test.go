@@ -120,3 +120,26 @@ func TestWorkflowBadInput(t *testing.T) {
 		t.Fatalf("bad input created %+v", list)
 	}
 }
+
+// A start retried with its Idempotency-Key answers with the workflow the
+// first one started; the key for another workflow is a conflict.
+func TestWorkflowStartIsIdempotent(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.create("", nil)
+	body := `{"session_id": "` + s.SessionID + `", "tasks": [{"id": "a", "tool": "catalog_search", "args": {"catalog_id": "email_templates", "query": "pilot"}}]}`
+	var first, again httpapi.WorkflowCreated
+	if st := e.call("POST", "/v1/workflows", "", body, &first, "Idempotency-Key", "start-1"); st != http.StatusCreated {
+		t.Fatalf("%d", st)
+	}
+	if st := e.call("POST", "/v1/workflows", "", body, &again, "Idempotency-Key", "start-1"); st != http.StatusCreated || again.WorkflowID != first.WorkflowID {
+		t.Fatalf("%d: %s then %s", st, first.WorkflowID, again.WorkflowID)
+	}
+	var errBody httpapi.ErrorBody
+	other := strings.Replace(body, `"pilot"`, `"cfo"`, 1)
+	st := e.call("POST", "/v1/workflows", "", other, &errBody, "Idempotency-Key", "start-1")
+	errCode(t, st, errBody, http.StatusConflict, "request_conflict")
+	var list struct{ Workflows []workflow.Workflow }
+	if e.call("GET", "/v1/workflows", "", nil, &list); len(list.Workflows) != 1 {
+		t.Fatalf("%d workflows", len(list.Workflows))
+	}
+}

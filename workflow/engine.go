@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -132,6 +133,10 @@ type Start struct {
 	ResumePolicy string
 	// MaxAttempts is how often a task is tried; 0 means 3, at most 10.
 	MaxAttempts int
+	// RequestID, when set, is the start's idempotency key: a start retried
+	// with it returns the workflow the first one started (the same key for
+	// another start is a request_conflict).
+	RequestID string
 }
 
 // Limits of a start.
@@ -167,7 +172,14 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 		return nil, err
 	}
 	now := e.core.Now().UTC()
-	w := &Workflow{ID: "wf_" + randomHex(8), Name: s.Definition.Name, SessionID: s.SessionID, Principal: s.Principal, Roles: slices.Clone(s.Roles),
+	id, digest := "wf_"+randomHex(8), ""
+	if s.RequestID != "" {
+		id, digest = startKey(s)
+		if w, done, err := e.started(ctx, id, s.Principal, digest); done || err != nil {
+			return w, err
+		}
+	}
+	w := &Workflow{ID: id, RequestDigest: digest, Name: s.Definition.Name, SessionID: s.SessionID, Principal: s.Principal, Roles: slices.Clone(s.Roles),
 		Status: StatusRunning, PerLayerValidation: s.Definition.PerLayerValidation, ResumePolicy: s.ResumePolicy, MaxAttempts: s.MaxAttempts,
 		Created: now, Updated: now}
 	for _, t := range s.Definition.Tasks {
@@ -178,6 +190,11 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 	evs := []Event{r.event(w, EventStarted), r.event(w, EventCheckpointSaved)}
 	evs[1].CheckpointID, evs[1].Layer = cp.ID, 0
 	if err := e.j.save(ctx, &saved{w: w, lease: 1, events: evs, cp: cp, insert: true, owner: e.owner, until: now.Add(e.lease).UnixNano()}); err != nil {
+		if s.RequestID != "" { // a retry that raced the first
+			if w, done, lerr := e.started(ctx, id, s.Principal, digest); done || lerr != nil {
+				return w, lerr
+			}
+		}
 		return nil, fmt.Errorf("workflow: create: %w", err)
 	}
 	started := w.copy() // before its runner changes it
@@ -185,6 +202,35 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 		return nil, errors.New("workflow: the engine is closed")
 	}
 	return started, nil
+}
+
+// startKey derives a keyed start's workflow id from the principal and the
+// key, and the digest of what it asks for.
+func startKey(s Start) (id, digest string) {
+	h := sha256.Sum256([]byte("workflow\x00" + s.Principal + "\x00" + s.RequestID))
+	asked, _ := json.Marshal(struct {
+		Session      string      `json:"session"`
+		Definition   *Definition `json:"definition"`
+		ResumePolicy string      `json:"resume_policy"`
+		MaxAttempts  int         `json:"max_attempts"`
+	}{s.SessionID, s.Definition, s.ResumePolicy, s.MaxAttempts})
+	d := sha256.Sum256(asked)
+	return "wf_" + hex.EncodeToString(h[:8]), hex.EncodeToString(d[:])
+}
+
+// started returns the workflow a keyed start made already (done), or
+// refuses the key when it started something else.
+func (e *Engine) started(ctx context.Context, id, principal, digest string) (*Workflow, bool, error) {
+	row, err := e.j.load(ctx, id)
+	switch {
+	case agentplane.ErrorCode(err) == agentplane.CodeNotFound:
+		return nil, false, nil
+	case err != nil:
+		return nil, true, err
+	case row.w.Principal != principal || row.w.RequestDigest != digest:
+		return nil, true, agentplane.Errorf(agentplane.CodeRequestConflict, "this idempotency key started another workflow; use a new key")
+	}
+	return row.w, true, nil
 }
 
 // known reports whether a tool is registered.

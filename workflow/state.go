@@ -70,10 +70,13 @@ type Workflow struct {
 	// Interruption is what an interrupted workflow offers to resume from.
 	Interruption *Interruption `json:"interruption,omitempty"`
 	Reason       string        `json:"reason,omitempty"` // why it was aborted or failed
-	Seq          int64         `json:"seq"`              // its last event
-	Counter      int           `json:"counter"`          // ids issued: approvals and checkpoints
-	Created      time.Time     `json:"created"`
-	Updated      time.Time     `json:"updated"`
+	// RequestDigest identifies what a start with an idempotency key asked
+	// for: the same key with another definition is refused.
+	RequestDigest string    `json:"request_digest,omitempty"`
+	Seq           int64     `json:"seq"`     // its last event
+	Counter       int       `json:"counter"` // ids issued: approvals and checkpoints
+	Created       time.Time `json:"created"`
+	Updated       time.Time `json:"updated"`
 }
 
 // TaskRun is a task with what became of it.
