@@ -697,9 +697,19 @@ func FuzzRequests(f *testing.F) {
 		f.Add(seed, "turns", "k")
 		f.Add(seed, "intents", "")
 	}
+	for _, seed := range []string{`{"type":"continue"}`, `{"type":"abort"}`, `{"type":"replan_dag","new_requirement":"search the modes","available_context":{"catalog_id":"modes","query":"sales"}}`,
+		`{"type":"approval_response","checkpoint_id":"x","approved":true}`, `{"type":"checkpoint_response","checkpoint_id":"c","decision":"modify","modifications":{"skip":["b"]}}`, `{"type":7}`} {
+		f.Add(seed, "commands", "")
+	}
 	e := newEnv(f, nil)
 	e.client = e.srv.Client() // the fuzzer checks answers itself
 	s := e.create("", nil)
+	// "commands" goes to a workflow of the session's, paused for a decision
+	wf, err := e.wf.Start(context.Background(), workflow.Start{SessionID: s.SessionID, Principal: agentplane.LocalPrincipal,
+		Definition: &workflow.Definition{PerLayerValidation: true, Tasks: []workflow.Task{{ID: "a", Tool: "agent_get_context"}, {ID: "b", Tool: "agent_get_context", DependsOn: []string{"a"}}}}})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, body, endpoint, key string) {
 		e.t = t
 		for _, c := range endpoint {
@@ -708,6 +718,9 @@ func FuzzRequests(f *testing.F) {
 			}
 		}
 		path := "/v1/sessions/" + s.SessionID + "/" + endpoint
+		if endpoint == "commands" {
+			path = "/v1/workflows/" + wf.ID + "/commands"
+		}
 		req, err := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(body))
 		if err != nil {
 			return // not a URL

@@ -193,13 +193,15 @@ func (s *Server) getWorkflowEvents(w http.ResponseWriter, r *http.Request, p aut
 	defer poll.Stop()
 	beat := time.NewTicker(s.heartbeat)
 	defer beat.Stop()
+	// a workflow ends with its last event: one that had ended before the
+	// client's last event is over already
+	ended := workflow.Terminal(wf.Status) && wf.Seq <= last
 	for {
 		changed := s.workflows.Changes(wf.ID)
 		raws, seqs, err := s.workflows.Events(r.Context(), wf.ID, last, 256)
 		if err != nil {
 			return nil // the stream is open: the client reconnects
 		}
-		ended := false
 		for i, raw := range raws {
 			var ev struct{ Type string }
 			json.Unmarshal(raw, &ev)
@@ -214,13 +216,9 @@ func (s *Server) getWorkflowEvents(w http.ResponseWriter, r *http.Request, p aut
 			if rc.Flush() != nil {
 				return nil
 			}
-			if ended && len(raws) < 256 {
-				closing("the workflow has ended")
-				return nil
-			}
 			continue
 		}
-		if now, err := s.workflows.Get(r.Context(), wf.ID, p.ID); err == nil && workflow.Terminal(now.Status) && now.Seq <= last {
+		if ended { // and everything was sent
 			closing("the workflow has ended")
 			return nil
 		}

@@ -58,6 +58,9 @@ func TestWorkflowsThroughTheAPI(t *testing.T) {
 	if len(all) != int(ans.Workflow.Seq)+1 || all[len(all)-1].kind != "closed" {
 		t.Fatalf("%d events for seq %d", len(all), ans.Workflow.Seq)
 	}
+	if after := workflowEvents(t, e, w.ID, strconv.FormatInt(ans.Workflow.Seq, 10)); len(after) != 1 || after[0].kind != "closed" {
+		t.Fatalf("resumed after the last event: %+v", after) // the stream ends at once
+	}
 	rest := workflowEvents(t, e, w.ID, "5")
 	if len(rest) != len(all)-5 || rest[0].id != 6 {
 		t.Fatalf("resumed: %d events from %d", len(rest), rest[0].id)

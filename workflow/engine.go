@@ -119,9 +119,6 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Owner returns the name this engine holds leases under.
-func (e *Engine) Owner() string { return e.owner }
-
 // Start is a workflow to begin: its definition, and the session and
 // principal its tasks run as.
 type Start struct {
@@ -185,7 +182,7 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 	for _, t := range s.Definition.Tasks {
 		w.Tasks = append(w.Tasks, TaskRun{Task: t, Status: TaskPending, Key: w.ID + "-" + t.ID})
 	}
-	r := &runner{e: e, w: w, lease: 1, wake: make(chan struct{}, 1)}
+	r := e.newRunner(w, 1)
 	cp := r.checkpoint(w)
 	evs := []Event{r.event(w, EventStarted), r.event(w, EventCheckpointSaved)}
 	evs[1].CheckpointID, evs[1].Layer = cp.ID, 0
@@ -295,7 +292,7 @@ func (e *Engine) ClaimDue(ctx context.Context) error {
 		if !ok {
 			continue // another engine was first
 		}
-		r := &runner{e: e, w: row.w, lease: row.lease + 1, wake: make(chan struct{}, 1)}
+		r := e.newRunner(row.w, row.lease+1)
 		if row.leaseUntil != 0 && row.w.Status == StatusRunning {
 			// its engine died while it ran
 			if err := r.interrupted(ctx); err != nil {
@@ -527,6 +524,10 @@ type runner struct {
 	wake  chan struct{}
 	lost  bool
 	held  []Event // the layer's last task's events, for endLayer's write
+}
+
+func (e *Engine) newRunner(w *Workflow, lease int64) *runner {
+	return &runner{e: e, w: w, lease: lease, wake: make(chan struct{}, 1)}
 }
 
 func (r *runner) poke() {

@@ -115,10 +115,8 @@ type sqlJournal struct {
 // row is a workflow's stored document with its lease.
 type row struct {
 	w          *Workflow
-	owner      string
 	lease      int64
 	leaseUntil int64
-	commands   int64
 }
 
 // saved is one write of a workflow by its owner: the new document, its
@@ -241,12 +239,12 @@ func (j *sqlJournal) reject(ctx context.Context, id string, lease int64, o outco
 	return j.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}})
 }
 
-const rowColumns = `state, owner, lease, lease_until, commands`
+const rowColumns = `state, lease, lease_until`
 
 func scanRow(scan func(...any) error) (row, error) {
 	var r row
 	var doc string
-	if err := scan(&doc, &r.owner, &r.lease, &r.leaseUntil, &r.commands); err != nil {
+	if err := scan(&doc, &r.lease, &r.leaseUntil); err != nil {
 		return r, err
 	}
 	w, err := unmarshalWorkflow([]byte(doc))

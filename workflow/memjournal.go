@@ -97,7 +97,7 @@ func (j *memJournal) reject(_ context.Context, id string, lease int64, o outcome
 }
 
 func (j *memJournal) row(m *memWorkflow) (row, error) {
-	return row{w: m.w.copy(), owner: m.owner, lease: m.lease, leaseUntil: m.leaseUntil, commands: int64(len(m.commands))}, nil
+	return row{w: m.w.copy(), lease: m.lease, leaseUntil: m.leaseUntil}, nil
 }
 
 func (j *memJournal) load(_ context.Context, id string) (row, error) {

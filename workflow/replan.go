@@ -37,12 +37,6 @@ type Suggester interface {
 	Suggest(ctx context.Context, r Replan) (Plan, error)
 }
 
-// SuggesterFunc adapts a function to Suggester.
-type SuggesterFunc func(ctx context.Context, r Replan) (Plan, error)
-
-// Suggest calls f.
-func (f SuggesterFunc) Suggest(ctx context.Context, r Replan) (Plan, error) { return f(ctx, r) }
-
 // rankSuggester is the deterministic suggester: it matches the
 // requirement against the usage texts of the tools active for the
 // workflow's session (the router's example recognition, package

@@ -229,21 +229,6 @@ const (
 	MaxContextBytes     = 64 << 10
 )
 
-// ParseCommand decodes a command strictly and checks its fields for its
-// type; the error names the field.
-func ParseCommand(data []byte) (Command, error) {
-	var c Command
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return Command{}, agentplane.Errorf(agentplane.CodeInvalidInput, "command: %v", err)
-	}
-	if dec.More() {
-		return Command{}, agentplane.Errorf(agentplane.CodeInvalidInput, "command: data after the JSON object")
-	}
-	return c, c.Check()
-}
-
 // Check reports what is wrong with the command's fields for its type.
 func (c *Command) Check() error {
 	bad := func(format string, args ...any) error {

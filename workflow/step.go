@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -354,9 +355,8 @@ func lookup(ref string, w *Workflow) (any, error) {
 			}
 			v = e
 		case []any:
-			i := -1
-			fmt.Sscan(k, &i)
-			if i < 0 || i >= len(x) || fmt.Sprint(i) != k {
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(x) || strconv.Itoa(i) != k {
 				return nil, fmt.Errorf("${%s}: the output of %s has no element %s (%d elements)", ref, m[1], k, len(x))
 			}
 			v = x[i]

@@ -1,7 +1,6 @@
 package workflow_test
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -98,29 +97,6 @@ func FuzzParse(f *testing.F) {
 			if _, err := def.Layers(); err != nil {
 				t.Fatalf("a valid definition without layers: %v", err)
 			}
-		}
-	})
-}
-
-// FuzzParseCommand: any bytes are a command or an error naming the
-// problem, never a panic; an accepted command survives its own JSON.
-func FuzzParseCommand(f *testing.F) {
-	for _, s := range []string{`{"type":"continue"}`, `{"type":"abort","reason":"x"}`, `{"type":"replan_dag","new_requirement":"parse xml","available_context":{"a":1}}`,
-		`{"type":"approval_response","checkpoint_id":"c","approved":false,"feedback":"no"}`,
-		`{"type":"checkpoint_response","checkpoint_id":"c","decision":"modify","modifications":{"args":{"t":{"x":1}},"skip":["u"]}}`, `{"type":7}`, `[]`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := workflow.ParseCommand(b)
-		if err != nil {
-			if err.Error() == "" {
-				t.Fatal("an error without a message")
-			}
-			return
-		}
-		again, _ := json.Marshal(c)
-		if _, err := workflow.ParseCommand(again); err != nil {
-			t.Fatalf("%s accepted, its JSON %s refused: %v", b, again, err)
 		}
 	})
 }
