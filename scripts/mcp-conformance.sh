@@ -21,6 +21,8 @@ echo "== agentplane serve /mcp: fixture-free scenarios"
   --scenario tools-list --scenario server-sse-multiple-streams --scenario dns-rebinding-protection http://127.0.0.1:18080/mcp | tail -1
 echo "== Inspector: agentplane serve /mcp"
 "$MCP_TOOLS/inspector.sh" --call agent_list_modes http://127.0.0.1:18080/mcp | tail -2
+"$MCP_TOOLS/inspector.sh" --call workflow_execute --args '{"tasks":[{"id":"a","tool":"catalog_search","args":{"catalog_id":"modes","query":"sales"}}]}' \
+  http://127.0.0.1:18080/mcp | tail -1
 echo "== Inspector: agentplane mcp (stdio)"
 "$MCP_TOOLS/inspector.sh" --call catalog_search --args '{"catalog_id":"modes","query":"sales"}' --stdio -- "$tmp/agentplane" mcp --db "$tmp/stdio.db" | tail -2
 echo "== fixture server: the tools profile"

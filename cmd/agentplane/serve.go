@@ -212,7 +212,14 @@ func (m *Main) mcp(ctx context.Context, args []string) int {
 		return 1
 	}
 	defer c.Close()
-	srv.Store(mcpserver.New(c, &mcpserver.Options{Logger: m.Logger}))
+	flows, err := workflow.New(c, &workflow.Options{Logger: m.Logger})
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+		return 1
+	}
+	defer flows.Close(time.Minute) // releases its workflows for the next process
+	go flows.Run(ctx)
+	srv.Store(mcpserver.New(c, &mcpserver.Options{Logger: m.Logger, Workflows: flows}))
 	if err := srv.Load().Run(ctx, auth.Local, &mcpsdk.IOTransport{Reader: io.NopCloser(m.Stdin), Writer: nopWriteCloser{m.Stdout}}); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(m.Stderr, "agentplane: mcp: %v\n", err)
 		return 1

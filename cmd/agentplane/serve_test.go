@@ -237,7 +237,8 @@ func TestServeNeedsItsKeys(t *testing.T) {
 }
 
 // agentplane mcp speaks MCP over stdio: the go-sdk client lists the
-// active tools and calls one through the gate.
+// active tools and calls one through the gate, and runs a workflow
+// through the meta-tools.
 func TestMCPOverStdio(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -263,6 +264,11 @@ func TestMCPOverStdio(t *testing.T) {
 	res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "agent_get_context", Arguments: json.RawMessage(`{}`)})
 	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcpsdk.TextContent).Text, `"mode":"general"`) {
 		t.Fatalf("%+v %v", res, err)
+	}
+	res, err = cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "workflow_execute",
+		Arguments: json.RawMessage(`{"tasks": [{"id": "a", "tool": "catalog_search", "args": {"catalog_id": "modes", "query": "sales"}}]}`)})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcpsdk.TextContent).Text, `"status":"completed"`) {
+		t.Fatalf("workflow_execute: %+v %v", res, err)
 	}
 	cs.Close()
 	inW.Close()
