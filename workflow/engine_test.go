@@ -525,5 +525,24 @@ func TestCommandQueueConcurrent(t *testing.T) {
 		if w := e.wait(t, w.ID, 0); w.Layer != applied+1 {
 			t.Fatalf("%d continues applied, %d layers run", applied, w.Layer)
 		}
+		// in order: each processed no earlier than the one queued before it
+		if q, ok := e.core.Store().(store.Querier); ok {
+			var prev int64
+			err := q.Query(context.Background(), `SELECT seq, done FROM workflow_commands WHERE workflow_id = ? ORDER BY seq`, []any{w.ID},
+				func(scan func(...any) error) error {
+					var seq, done int64
+					if err := scan(&seq, &done); err != nil {
+						return err
+					}
+					if done < prev {
+						return fmt.Errorf("command %d was processed before the one queued before it", seq)
+					}
+					prev = done
+					return nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }
