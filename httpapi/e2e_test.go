@@ -245,12 +245,20 @@ func TestFlowsThroughTheAPI(t *testing.T) {
 		if a.Decision.Action != agentplane.ActionAskQuestion || a.ConfirmationToken == "" || a.Result != nil || len(e.outbox.Sends()) != sent {
 			t.Fatalf("%+v", a)
 		}
-		// the confirm button: the intent with the token
+		// the confirm button: the intent with the token, as the answer gives it
 		intent := agentplane.Intent{Type: agentplane.IntentActionCall, Action: "send_template_to_list", Args: json.RawMessage(`{"list_id":"LIST-9"}`),
-			ConfirmationToken: a.ConfirmationToken}
+			ConfirmationToken: a.ConfirmationToken, Origin: "user"}
+		if c := a.ConfirmIntent; c == nil || c.Type != intent.Type || c.Action != intent.Action || string(c.Args) != string(intent.Args) ||
+			c.ConfirmationToken != intent.ConfirmationToken || c.Origin != intent.Origin || c.Mode != "" {
+			t.Fatalf("confirm_intent %+v, want %+v", a.ConfirmIntent, intent)
+		}
 		var res agentplane.ExecutionResult
-		if st := e.call("POST", "/v1/sessions/"+s.SessionID+"/intents", "", intent, &res); st != 200 || res.Status != agentplane.StatusSuccess {
+		if st := e.call("POST", "/v1/sessions/"+s.SessionID+"/intents", "", a.ConfirmIntent, &res); st != 200 || res.Status != agentplane.StatusSuccess {
 			t.Fatalf("%d %+v", st, res)
+		}
+		var snap agentplane.StateSnapshot
+		if e.call("GET", "/v1/sessions/"+s.SessionID, "", nil, &snap); snap.PendingConfirmation != nil {
+			t.Fatalf("confirmed, and still pending: %+v", snap.PendingConfirmation)
 		}
 		if len(e.outbox.Sends()) != sent+1 {
 			t.Fatal("nothing was sent")
@@ -263,6 +271,57 @@ func TestFlowsThroughTheAPI(t *testing.T) {
 			t.Fatal("sent twice")
 		}
 	})
+}
+
+// A client's controls: the active commands and the catalog search a
+// picker runs as the person types.
+func TestCommandsAndCatalogSearch(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.create("", nil)
+	var cl httpapi.CommandList
+	if st := e.call("GET", "/v1/sessions/"+s.SessionID+"/commands", "", nil, &cl); st != 200 || cl.Mode != "general" {
+		t.Fatalf("%d %+v", st, cl)
+	}
+	byID := map[string]httpapi.CommandItem{}
+	for _, c := range cl.Commands {
+		byID[c.ID] = c
+	}
+	if m := byID["set_mode"]; !m.SetsSessionMode || m.CatalogID != "modes" || m.Parameter != "mode" {
+		t.Fatalf("set_mode: %+v", m)
+	}
+	if c := byID["close_email_template"]; !c.ClearsActiveContext || c.CatalogID != "email_templates" {
+		t.Fatalf("close_email_template: %+v", c)
+	}
+	if _, ok := byID["send_template_to_list"]; ok {
+		t.Fatal("send_template_to_list is active only in sales")
+	}
+	items := "/v1/sessions/" + s.SessionID + "/catalogs/email_templates/items"
+	var m tool.CatalogMatches
+	if st := e.call("GET", items+"?q=outreach", "", nil, &m); st != 200 || len(m.Items) != 2 || m.Items[0].ID != "TPL-123" || m.Exact {
+		t.Fatalf("q=outreach: %d %+v", st, m)
+	}
+	if e.call("GET", items+"?q=renewel", "", nil, &m); len(m.Items) != 1 || m.Items[0].ID != "TPL-200" || m.Match != "fuzzy" {
+		t.Fatalf("a typo: %+v", m)
+	}
+	if e.call("GET", items+"?limit=2", "", nil, &m); len(m.Items) != 2 || m.Match != "all" {
+		t.Fatalf("no query lists the first items: %+v", m)
+	}
+	var eb httpapi.ErrorBody
+	st := e.call("GET", "/v1/sessions/"+s.SessionID+"/catalogs/mailer_lists/items?q=pilot", "", nil, &eb)
+	errCode(t, st, eb, 404, agentplane.CodeNotFound)
+	st = e.call("GET", items+"?limit=0", "", nil, &eb)
+	errCode(t, st, eb, 400, agentplane.CodeInvalidInput)
+	st = e.call("GET", items+"?q="+strings.Repeat("x", 300), "", nil, &eb)
+	errCode(t, st, eb, 400, agentplane.CodeInvalidInput)
+	st = e.call("GET", items+"?q=%ff", "", nil, &eb)
+	errCode(t, st, eb, 400, agentplane.CodeInvalidInput)
+	st = e.call("GET", "/v1/sessions/nope/commands", "", nil, &eb)
+	errCode(t, st, eb, 404, agentplane.CodeNotFound)
+	// in sales the mailer lists are searchable
+	sales := e.create("", map[string]any{"mode": "sales"})
+	if e.call("GET", "/v1/sessions/"+sales.SessionID+"/catalogs/mailer_lists/items?q=q1+pilot", "", nil, &m); len(m.Items) == 0 || m.Items[0].ID != "LIST-9" {
+		t.Fatalf("mailer lists in sales: %+v", m)
+	}
 }
 
 // A request sent again with its Idempotency-Key gets the recorded answer

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/auth"
@@ -57,8 +59,12 @@ type TurnAnswer struct {
 	Result            *agentplane.ExecutionResult `json:"result,omitempty"`
 	Snapshot          agentplane.StateSnapshot    `json:"snapshot"`
 	ConfirmationToken string                      `json:"confirmation_token,omitempty"`
-	Seq               int64                       `json:"seq"`
-	Repeated          bool                        `json:"repeated,omitempty"`
+	// ConfirmIntent, with a confirmation token, is the intent that
+	// confirms exactly the invocation asked about: POST it to
+	// /v1/sessions/{id}/intents when the person confirms.
+	ConfirmIntent *agentplane.Intent `json:"confirm_intent,omitempty"`
+	Seq           int64              `json:"seq"`
+	Repeated      bool               `json:"repeated,omitempty"`
 	// LLM is the LLM's turn, when the router handed the turn to it and an
 	// LLM is configured.
 	LLM *LLMAnswer `json:"llm,omitempty"`
@@ -72,6 +78,7 @@ type LLMAnswer struct {
 	Calls             []agentplane.ExecutionResult `json:"calls"`
 	Question          string                       `json:"question,omitempty"`
 	ConfirmationToken string                       `json:"confirmation_token,omitempty"`
+	ConfirmIntent     *agentplane.Intent           `json:"confirm_intent,omitempty"` // as TurnAnswer's
 	Failure           string                       `json:"failure,omitempty"`
 	Snapshot          agentplane.StateSnapshot     `json:"snapshot"`
 }
@@ -193,7 +200,7 @@ func (s *Server) turn(ctx context.Context, sess *agentplane.Session, p auth.Prin
 		return TurnAnswer{}, err
 	}
 	a := TurnAnswer{Decision: t.Decision, Result: t.Result, Snapshot: t.Session.Snapshot(s.core.Now()),
-		ConfirmationToken: t.ConfirmationToken, Seq: t.Seq, Repeated: t.Repeated}
+		ConfirmationToken: t.ConfirmationToken, ConfirmIntent: s.confirmIntent(t.Session, t.ConfirmationToken), Seq: t.Seq, Repeated: t.Repeated}
 	if s.agent != nil && !t.Repeated && t.Decision.Action == agentplane.ActionContinueLLM && t.Decision.ReasonCode != agentplane.ReasonConfirmationDeclined {
 		if a.LLM, err = s.llmTurn(ctx, sess.ID, p); err != nil {
 			return TurnAnswer{}, err
@@ -219,7 +226,8 @@ func (s *Server) llmTurn(ctx context.Context, session string, p auth.Principal) 
 	if r.Failure != "" && s.bus != nil {
 		s.bus.AgentFailed(ctx, sess) // the agent's alerts go to the user now
 	}
-	out := &LLMAnswer{Text: r.Text, Calls: r.Calls, Question: r.Question, ConfirmationToken: r.ConfirmationToken, Failure: r.Failure,
+	out := &LLMAnswer{Text: r.Text, Calls: r.Calls, Question: r.Question, ConfirmationToken: r.ConfirmationToken,
+		ConfirmIntent: s.confirmIntent(sess, r.ConfirmationToken), Failure: r.Failure,
 		Snapshot: sess.Snapshot(s.core.Now())}
 	if out.Calls == nil {
 		out.Calls = []agentplane.ExecutionResult{}
@@ -346,4 +354,110 @@ func (s *Server) getTools(w http.ResponseWriter, r *http.Request, p auth.Princip
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// CommandList answers GET /v1/sessions/{id}/commands.
+type CommandList struct {
+	Mode     string        `json:"mode"`
+	Commands []CommandItem `json:"commands"`
+}
+
+// CommandItem is a command active in the session, as a client offers it:
+// the web UI's mode switcher is the command that sets the mode, its
+// "clear" button the one that clears the work context.
+type CommandItem struct {
+	ID                   string `json:"id"`
+	DisplayName          string `json:"display_name"`
+	Description          string `json:"description,omitempty"`
+	Kind                 string `json:"kind"`
+	Parameter            string `json:"parameter,omitempty"`
+	CatalogID            string `json:"catalog_id,omitempty"`
+	ProviderID           string `json:"provider_id,omitempty"`
+	TargetCatalog        string `json:"target_catalog,omitempty"`
+	OnSelect             string `json:"on_select,omitempty"`
+	SetsSessionMode      bool   `json:"sets_session_mode,omitempty"`
+	SetsActiveContext    bool   `json:"sets_active_context,omitempty"`
+	ActiveEntityType     string `json:"active_entity_type,omitempty"`
+	ClearsActiveContext  bool   `json:"clears_active_context,omitempty"`
+	RequiresConfirmation bool   `json:"requires_confirmation,omitempty"`
+}
+
+func (s *Server) getCommands(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	reg := s.core.Registry()
+	out := CommandList{Mode: sess.Mode, Commands: []CommandItem{}}
+	for _, id := range reg.ActiveCommands(sess.Mode, p.Roles) {
+		c, _ := reg.Command(id)
+		out.Commands = append(out.Commands, CommandItem{ID: c.ID, DisplayName: c.DisplayName, Description: c.Description, Kind: string(c.Kind),
+			Parameter: c.Parameter, CatalogID: c.Source.CatalogID, ProviderID: c.Source.ProviderID, TargetCatalog: c.TargetCatalog,
+			OnSelect: c.OnSelect, SetsSessionMode: c.SetsSessionMode, SetsActiveContext: c.SetsActiveContext, ActiveEntityType: c.ActiveEntityType,
+			ClearsActiveContext: c.ClearsActiveContext, RequiresConfirmation: c.NeedsConfirmation()})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// getCatalogItems searches a catalog active in the session (?q=, empty
+// lists the first items; ?limit= 1 to 50, default 20): what a picker
+// shows as the person types. It reads only: nothing is recorded.
+func (s *Server) getCatalogItems(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	limit := 20
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 50 {
+			return invalid("query parameter limit=%q: want a number from 1 to 50", truncate(l, 20))
+		}
+		limit = n
+	}
+	query := q.Get("q")
+	if !utf8.ValidString(query) {
+		return invalid("query parameter q is not valid UTF-8")
+	}
+	m, err := tool.SearchCatalog(r.Context(), s.core.Registry(), sess.Mode, p.Roles, r.PathValue("catalog"), query, limit)
+	var te *tool.Error
+	if errors.As(err, &te) {
+		switch te.Code {
+		case "bad_args":
+			return invalid("query parameter q: %s", te.Message)
+		case "inactive_catalog":
+			return agentplane.Errorf(agentplane.CodeNotFound, "%s", te.Message)
+		default:
+			return agentplane.Errorf(agentplane.CodeSourceUnavailable, "%s", te.Message)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+// confirmIntent is the intent that confirms the session's pending
+// confirmation with its token: what the human's client posts when the
+// person presses Confirm (nil without a token or a pending confirmation).
+func (s *Server) confirmIntent(sess *agentplane.Session, token string) *agentplane.Intent {
+	pc := sess.PendingConfirmation
+	if token == "" || pc == nil {
+		return nil
+	}
+	in := &agentplane.Intent{Type: agentplane.IntentActionCall, Origin: string(gate.OriginUser), ConfirmationToken: token, Mode: pc.Mode}
+	if pc.Tool != "" {
+		in.Action, in.Args = pc.Tool, pc.Args
+		return in
+	}
+	cmd, ok := s.core.Registry().Command(pc.CommandID)
+	if !ok {
+		return nil
+	}
+	in.Action = cmd.ID
+	in.Args, _ = json.Marshal(map[string]string{cmd.Parameter: pc.ResolvedID})
+	return in
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
@@ -134,39 +135,69 @@ func CatalogSearch(c Catalogs) Tool {
 			if err := json.Unmarshal(args, &in); err != nil {
 				return nil, Errorf("bad_args", "%v", err)
 			}
-			if in.Limit <= 0 {
-				in.Limit = 5
-			}
-			if len(in.Query) > MaxQuery {
-				return nil, Errorf("bad_args", "query is %d bytes; the limit is %d", len(in.Query), MaxQuery)
-			}
 			ci, _ := CallInfoFrom(ctx)
 			if ci.Session == nil {
 				return nil, Errorf("no_session", "the call carries no session")
 			}
-			src := agentplane.ResolverSource{CatalogID: in.CatalogID}
-			if !c.SourceActive(ci.Session.Mode, ci.Roles, src) {
-				return nil, Errorf("inactive_catalog", "catalog %q is not active in mode %q", in.CatalogID, ci.Session.Mode)
-			}
-			s, _ := c.Source(src)
-			ix, _, err := s.Index(ctx)
+			m, err := SearchCatalog(ctx, c, ci.Session.Mode, ci.Roles, in.CatalogID, in.Query, in.Limit)
 			if err != nil {
-				return nil, Errorf("catalog_unavailable", "%v", err)
+				return nil, err
 			}
-			res := ix.Resolve(in.Query, in.Limit)
-			type item struct {
-				ID          string `json:"id"`
-				DisplayName string `json:"display_name"`
-				Description string `json:"description,omitempty"`
-			}
-			items := []item{}
-			for _, i := range res.Items {
-				it := ix.Item(i)
-				items = append(items, item{it.Header.ID, it.Header.DisplayName, it.Description})
-			}
-			return json.Marshal(map[string]any{"items": items, "match": res.Tier.String(), "exact": res.Strict()})
+			return json.Marshal(m)
 		},
 	}
+}
+
+// CatalogItem is an item found in a catalog.
+type CatalogItem struct {
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	Description string `json:"description,omitempty"`
+}
+
+// CatalogMatches is what a catalog search found: the items, best first,
+// the tier they matched at, and whether the match is strict.
+type CatalogMatches struct {
+	Exact bool          `json:"exact"` // fields in the order catalog_search always wrote them
+	Items []CatalogItem `json:"items"`
+	Match string        `json:"match"`
+}
+
+// SearchCatalog searches a catalog active in the mode for the roles:
+// catalog_search's work, also serving the web UI's pickers. An empty
+// query lists the catalog's first items (match "all"). limit ≤ 0 means
+// 5; at most 50. Errors are *Error: bad_args, inactive_catalog,
+// catalog_unavailable.
+func SearchCatalog(ctx context.Context, c Catalogs, mode string, roles []string, catalogID, query string, limit int) (CatalogMatches, error) {
+	if limit <= 0 {
+		limit = 5
+	}
+	limit = min(limit, 50)
+	if len(query) > MaxQuery {
+		return CatalogMatches{}, Errorf("bad_args", "query is %d bytes; the limit is %d", len(query), MaxQuery)
+	}
+	src := agentplane.ResolverSource{CatalogID: catalogID}
+	if !c.SourceActive(mode, roles, src) {
+		return CatalogMatches{}, Errorf("inactive_catalog", "catalog %q is not active in mode %q", catalogID, mode)
+	}
+	s, _ := c.Source(src)
+	ix, _, err := s.Index(ctx)
+	if err != nil {
+		return CatalogMatches{}, Errorf("catalog_unavailable", "%v", err)
+	}
+	out := CatalogMatches{Items: []CatalogItem{}}
+	var found []int32
+	if strings.TrimSpace(query) == "" {
+		found, out.Match = ix.Items(limit), "all"
+	} else {
+		res := ix.Resolve(query, limit)
+		found, out.Match, out.Exact = res.Items, res.Tier.String(), res.Strict()
+	}
+	for _, i := range found {
+		it := ix.Item(i)
+		out.Items = append(out.Items, CatalogItem{it.Header.ID, it.Header.DisplayName, it.Description})
+	}
+	return out, nil
 }
 
 // effectTools returns the session-changing built-in tools, for offering
