@@ -273,6 +273,43 @@ func TestFlowsThroughTheAPI(t *testing.T) {
 	})
 }
 
+// With ?inbox=true the session's stream also carries the principal's
+// inbox: what was undelivered when it opened, then what comes.
+func TestSessionStreamWithInbox(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.create("", nil)
+	post := func(title string) {
+		var created httpapi.NotificationCreated
+		if st := e.call("POST", "/v1/notifications", "", map[string]any{"address": "USER", "target": "USER", "handler": "SYSTEM", "title": title}, &created); st != 201 {
+			t.Fatalf("post: %d", st)
+		}
+	}
+	post("before")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/v1/sessions/"+s.SessionID+"/events?inbox=true", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	got := readSSE(t, resp.Body, 2) // the session's open event, the undelivered notification
+	if got[0].kind != "open" || got[1].kind != "notification" || got[1].id != 0 || !strings.Contains(got[1].data, `"title":"before"`) {
+		t.Fatalf("%+v", got)
+	}
+	post("after")
+	e.turn("", s.SessionID, httpapi.TurnBody{Text: "switch to DDR mode"})
+	got = readSSE(t, resp.Body, 2)
+	kinds := []string{got[0].kind, got[1].kind}
+	slices.Sort(kinds)
+	if kinds[0] != "notification" || kinds[1] != "turn" {
+		t.Fatalf("%+v", got)
+	}
+	var eb httpapi.ErrorBody
+	st := e.call("GET", "/v1/sessions/"+s.SessionID+"/events?inbox=yes", "", nil, &eb)
+	errCode(t, st, eb, 400, agentplane.CodeInvalidInput)
+}
+
 // A client's controls: the active commands and the catalog search a
 // picker runs as the person types.
 func TestCommandsAndCatalogSearch(t *testing.T) {

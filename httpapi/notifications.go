@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/notify"
 )
 
@@ -130,17 +132,54 @@ func (s *Server) getInbox(w http.ResponseWriter, r *http.Request, p auth.Princip
 	return nil
 }
 
+// inboxFeed is the principal's inbox as a live feed: the notifications
+// not yet delivered (the PENDING ones become DISPATCHED), oldest first,
+// then each new one from sub. fresh drops a new one already in the
+// backlog. The subscription starts before the backlog is read, so nothing
+// emitted meanwhile is missed.
+type inboxFeed struct {
+	sub     *events.Sub
+	backlog [][]byte
+	shown   map[string]bool
+}
+
+func (s *Server) openInbox(ctx context.Context, p auth.Principal) (*inboxFeed, error) {
+	sub := s.hub.Subscribe(notify.UserTopic(p.ID), 0)
+	list, _, err := s.bus.Inbox(ctx, p.ID, 500, true)
+	if err != nil {
+		sub.Close()
+		return nil, err
+	}
+	f := &inboxFeed{sub: sub, shown: map[string]bool{}}
+	for i := len(list) - 1; i >= 0; i-- { // oldest first
+		if n := list[i]; !n.State.Terminal() {
+			data, _ := json.Marshal(n)
+			f.shown[n.ID] = true
+			f.backlog = append(f.backlog, data)
+		}
+	}
+	return f, nil
+}
+
+// fresh reports whether a notification from the subscription was not
+// in the backlog.
+func (f *inboxFeed) fresh(data []byte) bool {
+	var n struct{ ID string }
+	json.Unmarshal(data, &n)
+	return !f.shown[n.ID]
+}
+
 // getInboxEvents serves the principal's inbox live as Server-Sent Events:
 // first the notifications not yet delivered (event "notification"; the
 // PENDING ones become DISPATCHED), then each new one as it is emitted.
 // The client acknowledges with POST /v1/notifications/{id}/ack.
 func (s *Server) getInboxEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	sub := s.hub.Subscribe(notify.UserTopic(p.ID), 0) // before the backlog: nothing emitted meanwhile is missed
-	defer sub.Close()
-	list, _, err := s.bus.Inbox(r.Context(), p.ID, 500, true)
+	feed, err := s.openInbox(r.Context(), p)
 	if err != nil {
 		return err
 	}
+	sub := feed.sub
+	defer sub.Close()
 	rc, done := s.openSSE(w)
 	defer done()
 	write := func(data []byte) error {
@@ -150,14 +189,9 @@ func (s *Server) getInboxEvents(w http.ResponseWriter, r *http.Request, p auth.P
 		}
 		return rc.Flush()
 	}
-	shown := map[string]bool{}
-	for i := len(list) - 1; i >= 0; i-- { // oldest first
-		if n := list[i]; !n.State.Terminal() {
-			data, _ := json.Marshal(n)
-			shown[n.ID] = true
-			if write(data) != nil {
-				return nil
-			}
+	for _, data := range feed.backlog {
+		if write(data) != nil {
+			return nil
 		}
 	}
 	rc.Flush()
@@ -166,9 +200,7 @@ func (s *Server) getInboxEvents(w http.ResponseWriter, r *http.Request, p auth.P
 	for {
 		select {
 		case f := <-sub.Events():
-			var n struct{ ID string }
-			json.Unmarshal(f.Data, &n)
-			if shown[n.ID] {
+			if !feed.fresh(f.Data) {
 				continue // in the backlog already
 			}
 			if write(f.Data) != nil {

@@ -53,6 +53,9 @@ type Options struct {
 	// Workflows, when set, serves /v1/workflows: starting workflows, their
 	// commands, state and event streams.
 	Workflows *workflow.Engine
+	// UI, when set, serves the web page at / and its files under /ui/
+	// (package webui); they need no key: the page asks for one.
+	UI http.Handler
 	// Logger gets access logs and errors; nil discards.
 	Logger *slog.Logger
 	// Heartbeat is how often an idle event stream gets a keep-alive; 0
@@ -69,6 +72,7 @@ type Server struct {
 	hub       *events.Hub
 	metrics   *Metrics
 	mcp       http.Handler
+	ui        http.Handler
 	agent     *llm.Agent
 	bus       *notify.Bus
 	workflows *workflow.Engine
@@ -89,7 +93,7 @@ func New(c *core.Core, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{core: c, keys: opts.Keys, hub: opts.Hub, metrics: opts.Metrics, mcp: opts.MCP, agent: opts.Agent, bus: opts.Bus, workflows: opts.Workflows,
+	s := &Server{core: c, keys: opts.Keys, hub: opts.Hub, metrics: opts.Metrics, mcp: opts.MCP, ui: opts.UI, agent: opts.Agent, bus: opts.Bus, workflows: opts.Workflows,
 		log: opts.Logger, heartbeat: opts.Heartbeat, ready: opts.Ready, drained: make(chan struct{})}
 	if s.keys == nil {
 		s.keys = &auth.Keys{}
@@ -169,6 +173,10 @@ func (s *Server) routes() http.Handler {
 	handle("GET /readyz", http.HandlerFunc(s.getReady))
 	if s.metrics != nil {
 		handle("GET /metrics", s.metrics.Handler())
+	}
+	if s.ui != nil {
+		handle("GET /{$}", s.ui)
+		handle("GET /ui/", s.ui)
 	}
 	if s.mcp != nil {
 		mcp := s.mcp

@@ -84,11 +84,31 @@ type Closing struct {
 // Last-Event-ID (or ?after=), sends the backlog from the store, then
 // follows new events; a keep-alive comment goes out when idle. When the
 // server drains, or the client falls too far behind, a final "closed"
-// event says why and where to resume.
+// event says why and where to resume. With ?inbox=true the principal's
+// inbox comes on the same stream, as on /v1/inbox/events ("notification"
+// events, without ids): one connection per page, where browsers allow
+// six per server.
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	withInbox := false
+	switch v := r.URL.Query().Get("inbox"); v {
+	case "", "false":
+	case "true":
+		withInbox = s.bus != nil
+	default:
+		return invalid("query parameter inbox=%q: want true or false", truncate(v, 20))
+	}
 	sess, after, frames, err := s.openStream(r, p)
 	if err != nil {
 		return err
+	}
+	var feed *inboxFeed
+	var notices <-chan events.Frame // nil (never ready) without the inbox
+	if withInbox {
+		if feed, err = s.openInbox(r.Context(), p); err != nil {
+			return err
+		}
+		defer feed.sub.Close()
+		notices = feed.sub.Events()
 	}
 	rc, done := s.openSSE(w)
 	defer done()
@@ -115,6 +135,13 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, p auth.Princi
 			return nil // the client is gone
 		}
 	}
+	if feed != nil {
+		for _, data := range feed.backlog {
+			if err := send(events.Frame{Kind: "notification", Data: data}); err != nil {
+				return nil
+			}
+		}
+	}
 	if rc.Flush() != nil {
 		return nil
 	}
@@ -127,6 +154,10 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, p auth.Princi
 		select {
 		case f := <-sub.Events():
 			err = send(f)
+		case f := <-notices:
+			if feed.fresh(f.Data) {
+				err = send(f)
+			}
 		case <-sub.Done():
 			for drained := false; !drained && err == nil; { // what was queued before the end
 				select {

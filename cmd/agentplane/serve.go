@@ -21,6 +21,7 @@ import (
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
+	"github.com/agentplane/agentplane/webui"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -138,8 +139,13 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	}
 	go flows.Run(watch) // takes over the workflows nobody holds (after a crash, another instance's)
 	mcpSrv.Store(mcpserver.New(c, &mcpserver.Options{Logger: log, Workflows: flows}))
+	page, err := webui.New()
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+		return 1
+	}
 	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Logger: log, MCP: mcpSrv.Load().Handler(), Agent: agent, Bus: bus,
-		Workflows: flows})
+		Workflows: flows, UI: page})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: listen on %s: %v\n", *addr, err)

@@ -28,6 +28,7 @@ type Reply struct {
 	CutAfter  int           // not 0: end the stream after this many chunks, without [DONE]
 	Delay     time.Duration // before the first byte
 	Chunk     int           // bytes of text per chunk; 0 means 8
+	Pause     time.Duration // between text chunks (a slow model)
 }
 
 // Call is a scripted tool call.
@@ -151,7 +152,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if size <= 0 {
 		size = 8
 	}
-	for _, part := range split(rep.Text, size) {
+	for i, part := range split(rep.Text, size) {
+		if i > 0 && rep.Pause > 0 {
+			select {
+			case <-time.After(rep.Pause):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if !send(chunk(map[string]any{"content": part}, nil)) {
 			return
 		}
