@@ -351,8 +351,8 @@ func TestWebPage(t *testing.T) {
 			t.Fatal("no trace")
 		}
 		p.shot("flow-a")
-		// and back through the mode switcher, which runs the same command
-		p.js(`(s => { s.value = 'general'; s.dispatchEvent(new Event('change')); })(document.getElementById('mode'))`)
+		// and back through the mode switcher (by keyboard), which runs the same command
+		p.run(chromedp.Focus(chromedp.CSS("#mode")), chromedp.KeyEvent(kb.ArrowUp))
 		p.wait(`document.getElementById('mode').value === 'general'`)
 		p.wait(`[...document.querySelectorAll('#log .msg-user')].pop().textContent === 'Switch mode: General'`)
 	})
@@ -422,8 +422,10 @@ func TestWebPage(t *testing.T) {
 
 	t.Run("flow D: confirmation dialog", func(t *testing.T) {
 		p.t = t
-		p.js(`(s => { s.value = 'sales'; s.dispatchEvent(new Event('change')); })(document.getElementById('mode'))`)
-		p.wait(`document.getElementById('mode').value === 'sales'`)
+		p.run(chromedp.Focus(chromedp.CSS("#mode")), chromedp.KeyEvent(kb.ArrowDown)) // general → DDR
+		p.wait(`[...document.querySelectorAll('#log .msg-user')].pop().textContent === 'Switch mode: DDR'`)
+		p.run(chromedp.KeyEvent(kb.ArrowDown)) // DDR → Sales
+		p.wait(`[...document.querySelectorAll('#log .msg-user')].pop().textContent === 'Switch mode: Sales' && ` + lastSys + ` === '✓ Mode: Sales.'`)
 		p.say("send this to the Q1 pilot list")
 		p.wait(`document.getElementById('confirm').open`)
 		if q := p.str(`document.getElementById('confirm-text').textContent`); q != "Confirm send to 'Q1 pilot list'?" {
@@ -620,6 +622,65 @@ func TestWebPage(t *testing.T) {
 		p.run(chromedp.Click(`//li[contains(., 'Q1 CFO Outreach')]/button`))
 		p.wait(`new URLSearchParams(location.hash.slice(1)).get('s') === ` + jsString(session))
 		p.wait(`document.getElementById('awc').textContent.includes('Q1 CFO Outreach') && document.querySelectorAll('#log .msg-llm').length === 1`)
+	})
+
+	t.Run("workflow decisions", func(t *testing.T) {
+		p.t = t
+		var started struct {
+			WorkflowID string `json:"workflow_id"`
+		}
+		srv.api("POST", "/v1/workflows", "", map[string]any{"session_id": session, "name": "Read two records", "wait": true, "per_layer_validation": true, "tasks": []any{
+			map[string]any{"id": "one", "tool": "catalog_search", "args": map[string]any{"catalog_id": "ddrs", "query": "acp"}},
+			map[string]any{"id": "two", "tool": "catalog_search", "args": map[string]any{"catalog_id": "ddrs", "query": "workflow"}, "depends_on": []string{"one"}},
+		}}, &started)
+		p.run(chromedp.Focus(chromedp.CSS("#open-workflows")), chromedp.KeyEvent(kb.Enter))
+		p.wait(`document.getElementById('panel').open && document.getElementById('panel-body').textContent.includes('Read two records')`)
+		p.run(chromedp.Click(`//li[contains(., 'awaiting decision')]/button`))
+		p.wait(`document.getElementById('panel-body').textContent.includes('Layer 1 is done: go on?')`)
+		p.shot("workflow-decision")
+		p.run(chromedp.Click(`//button[text()="Continue"]`))
+		p.wait(`document.getElementById('panel-body').textContent.includes('Layer 2 is done: go on?')`)
+		p.run(chromedp.SendKeys(chromedp.CSS("#wf-feedback"), "seen enough"), chromedp.Click(`//button[text()="Abort"]`))
+		p.wait(`(e => e && e.dataset.status === 'aborted')(document.querySelector('#panel-body [data-status]'))`)
+		var wf struct{ Status, Reason string }
+		srv.api("GET", "/v1/workflows/"+started.WorkflowID, "", nil, &wf)
+		if wf.Status != "aborted" || wf.Reason != "seen enough" {
+			t.Fatalf("after Continue and Abort: %+v", wf)
+		}
+		p.run(chromedp.KeyEvent(kb.Escape))
+		p.wait(`!document.getElementById('panel').open`)
+	})
+
+	t.Run("a question's option buttons, clearing the work context", func(t *testing.T) {
+		p.t = t
+		// a session begun where there is no UI (a terminal): its question lists options
+		var created struct {
+			SessionID string `json:"session_id"`
+		}
+		srv.api("POST", "/v1/sessions", "", map[string]any{}, &created)
+		var answer struct{ Decision struct{ Action string } }
+		srv.api("POST", "/v1/sessions/"+created.SessionID+"/turns", "", map[string]any{"text": "open the outreach template", "ui": false}, &answer)
+		if answer.Decision.Action != "ask_clarifying_question" {
+			t.Fatalf("without a UI: %s", answer.Decision.Action)
+		}
+		// resumed in the page from the sessions list
+		p.run(chromedp.Click(chromedp.CSS("#open-sessions")))
+		p.wait(`document.getElementById('panel').open && document.querySelectorAll('#panel-body ul.items li').length === 3`)
+		p.run(chromedp.Click(chromedp.CSS(`#panel-body ul.items li:first-child button`)))
+		p.wait(`new URLSearchParams(location.hash.slice(1)).get('s') === ` + jsString(created.SessionID))
+		p.wait(`[...document.querySelectorAll('#log .choices button')].some(b => b.textContent === 'Q1 CTO Outreach')`)
+		p.shot("option-buttons")
+		p.run(chromedp.Click(`//button[text()="Q1 CTO Outreach"]`))
+		p.wait(`document.getElementById('awc').textContent.includes('Q1 CTO Outreach') && !document.getElementById('awc-clear').hidden`)
+		p.run(chromedp.Focus(chromedp.CSS("#awc-clear")), chromedp.KeyEvent(kb.Enter))
+		p.wait(`document.getElementById('awc').textContent.includes('Nothing is open') && document.getElementById('awc-clear').hidden`)
+		var snap struct {
+			AWC map[string]any `json:"awc"`
+		}
+		srv.api("GET", "/v1/sessions/"+created.SessionID, "", nil, &snap)
+		if len(snap.AWC) != 0 {
+			t.Fatalf("cleared on the page, the session holds %v", snap.AWC)
+		}
 	})
 
 	t.Run("time to a usable chat", func(t *testing.T) {

@@ -448,8 +448,8 @@ function handleAnswer(a) {
 $('composer').addEventListener('submit', async (ev) => {
   ev.preventDefault();
   const box = $('composer-text');
-  const text = box.value;
-  if (!text.trim()) return;
+  const text = box.value.trim();
+  if (!text) return;
   box.value = '';
   grow();
   try {
@@ -685,8 +685,7 @@ $('awc-clear').addEventListener('click', () => {
 
 $('mode').addEventListener('change', (ev) => {
   const c = state.commands.find((x) => x.sets_session_mode);
-  const key = ev.target.value;
-  if (state.snapshot) ev.target.value = state.snapshot.mode; // shown once the switch is done
+  const key = ev.target.value; // the answer's snapshot sets it back if the switch is refused
   if (c) {
     state.names.set(key, modeName(key));
     sendTurn({ selection: { command_id: c.id, id: key } }).catch(() => {});
@@ -855,7 +854,7 @@ async function showWorkflow(id, redraw = false) {
     await showWorkflow(id, true);
     loadWorkflows();
   };
-  const feedback = el('textarea', { id: 'wf-feedback', rows: 2, 'aria-label': 'Feedback or reason' });
+  const feedback = el('textarea', { id: 'wf-feedback', rows: 2, 'aria-label': 'Feedback or reason', placeholder: 'Feedback or reason (optional)' });
   if (wf.status === 'awaiting_approval' && wf.approval) {
     const a = wf.approval;
     const ul = el('ul');
