@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -797,6 +798,9 @@ func FuzzRequests(f *testing.F) {
 		`{"type":"approval_response","checkpoint_id":"x","approved":true}`, `{"type":"checkpoint_response","checkpoint_id":"c","decision":"modify","modifications":{"skip":["b"]}}`, `{"type":7}`} {
 		f.Add(seed, "commands", "")
 	}
+	for _, seed := range []string{"outreach", "", "q1 cfo", "\xff", strings.Repeat("é", 200)} {
+		f.Add(seed, "items", "email_templates") // body is the picker's query, key the catalog
+	}
 	e := newEnv(f, nil)
 	e.client = e.srv.Client() // the fuzzer checks answers itself
 	s := e.create("", nil)
@@ -813,11 +817,15 @@ func FuzzRequests(f *testing.F) {
 				return // net/http answers a malformed request line itself, before any handler
 			}
 		}
-		path := "/v1/sessions/" + s.SessionID + "/" + endpoint
-		if endpoint == "commands" {
+		method, path := "POST", "/v1/sessions/"+s.SessionID+"/"+endpoint
+		switch endpoint {
+		case "commands":
 			path = "/v1/workflows/" + wf.ID + "/commands"
+		case "items":
+			method, path = "GET", "/v1/sessions/"+s.SessionID+"/catalogs/"+url.PathEscape(key)+"/items?q="+url.QueryEscape(body)
+			key = ""
 		}
-		req, err := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(body))
+		req, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
 		if err != nil {
 			return // not a URL
 		}
