@@ -283,6 +283,12 @@ func (p *page) say(text string) {
 	p.run(chromedp.Focus(chromedp.CSS("#composer-text")), chromedp.SendKeys(chromedp.CSS("#composer-text"), text+kb.Enter))
 }
 
+// press activates an element from the keyboard: focus, then Enter.
+func press[S chromedp.Selectable](p *page, sel S) {
+	p.t.Helper()
+	p.run(chromedp.Focus(sel), chromedp.KeyEvent(kb.Enter))
+}
+
 func (p *page) shot(name string) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
@@ -461,7 +467,7 @@ func TestWebPage(t *testing.T) {
 		// declined: nothing is done
 		p.say("send this to the Q1 pilot list")
 		p.wait(`document.getElementById('confirm').open`)
-		p.run(chromedp.Click(chromedp.CSS("#confirm-no")))
+		press(p, chromedp.CSS("#confirm-no"))
 		p.wait(lastSys + ` === 'Cancelled; nothing was done.'`)
 		if out.count() != 1 {
 			t.Fatalf("declined, and %d sends reached the outbox", out.count())
@@ -538,16 +544,16 @@ func TestWebPage(t *testing.T) {
 		}}, &started); st != 201 && st != 200 {
 			t.Fatalf("start workflow: %d", st)
 		}
-		p.run(chromedp.Click(chromedp.CSS("#open-workflows")))
+		press(p, chromedp.CSS("#open-workflows"))
 		p.wait(`document.getElementById('panel').open && document.getElementById('panel-body').textContent.includes('awaiting approval')`)
-		p.run(chromedp.Click(chromedp.CSS(`#panel-body ul.items button`)))
+		press(p, chromedp.CSS(`#panel-body ul.items button`))
 		p.wait(`document.getElementById('panel-body').textContent.includes('Approval needed for layer 2')`)
 		if !strings.Contains(p.str(`document.getElementById('panel-body').textContent`), `"list_id":"LIST-9"`) {
 			t.Fatal("the approval does not show the resolved arguments")
 		}
 		p.shot("workflow-approval")
 		p.run(chromedp.SendKeys(chromedp.CSS("#wf-feedback"), "looks right"))
-		p.run(chromedp.Click(`//button[text()="Approve"]`))
+		press(p, `//button[text()="Approve"]`)
 		p.wait(`document.querySelector('#panel-body [data-status]') && document.querySelector('#panel-body [data-status]').dataset.status === 'completed'`)
 		var wf struct {
 			Status string
@@ -612,14 +618,14 @@ func TestWebPage(t *testing.T) {
 
 	t.Run("sessions: list and resume", func(t *testing.T) {
 		p.t = t
-		p.run(chromedp.Click(chromedp.CSS("#open-sessions")))
+		press(p, chromedp.CSS("#open-sessions"))
 		p.wait(`document.getElementById('panel').open && document.querySelector('#panel-body button.primary') !== null`)
-		p.run(chromedp.Click(chromedp.CSS(`#panel-body button.primary`))) // new session
+		press(p, chromedp.CSS(`#panel-body button.primary`)) // new session
 		p.wait(`new URLSearchParams(location.hash.slice(1)).get('s') !== ` + jsString(session))
 		p.wait(`document.querySelectorAll('#log .msg-user').length === 0 && document.getElementById('awc').textContent.includes('Nothing is open')`)
-		p.run(chromedp.Click(chromedp.CSS("#open-sessions")))
+		press(p, chromedp.CSS("#open-sessions"))
 		p.wait(`document.querySelectorAll('#panel-body ul.items li').length === 2`)
-		p.run(chromedp.Click(`//li[contains(., 'Q1 CFO Outreach')]/button`))
+		press(p, `//li[contains(., 'Q1 CFO Outreach')]/button`)
 		p.wait(`new URLSearchParams(location.hash.slice(1)).get('s') === ` + jsString(session))
 		p.wait(`document.getElementById('awc').textContent.includes('Q1 CFO Outreach') && document.querySelectorAll('#log .msg-llm').length === 1`)
 	})
@@ -635,12 +641,13 @@ func TestWebPage(t *testing.T) {
 		}}, &started)
 		p.run(chromedp.Focus(chromedp.CSS("#open-workflows")), chromedp.KeyEvent(kb.Enter))
 		p.wait(`document.getElementById('panel').open && document.getElementById('panel-body').textContent.includes('Read two records')`)
-		p.run(chromedp.Click(`//li[contains(., 'awaiting decision')]/button`))
+		press(p, `//li[contains(., 'awaiting decision')]/button`)
 		p.wait(`document.getElementById('panel-body').textContent.includes('Layer 1 is done: go on?')`)
 		p.shot("workflow-decision")
-		p.run(chromedp.Click(`//button[text()="Continue"]`))
+		press(p, `//button[text()="Continue"]`)
 		p.wait(`document.getElementById('panel-body').textContent.includes('Layer 2 is done: go on?')`)
-		p.run(chromedp.SendKeys(chromedp.CSS("#wf-feedback"), "seen enough"), chromedp.Click(`//button[text()="Abort"]`))
+		p.run(chromedp.SendKeys(chromedp.CSS("#wf-feedback"), "seen enough"))
+		press(p, `//button[text()="Abort"]`)
 		p.wait(`(e => e && e.dataset.status === 'aborted')(document.querySelector('#panel-body [data-status]'))`)
 		var wf struct{ Status, Reason string }
 		srv.api("GET", "/v1/workflows/"+started.WorkflowID, "", nil, &wf)
@@ -664,13 +671,13 @@ func TestWebPage(t *testing.T) {
 			t.Fatalf("without a UI: %s", answer.Decision.Action)
 		}
 		// resumed in the page from the sessions list
-		p.run(chromedp.Click(chromedp.CSS("#open-sessions")))
+		press(p, chromedp.CSS("#open-sessions"))
 		p.wait(`document.getElementById('panel').open && document.querySelectorAll('#panel-body ul.items li').length === 3`)
-		p.run(chromedp.Click(chromedp.CSS(`#panel-body ul.items li:first-child button`)))
+		press(p, chromedp.CSS(`#panel-body ul.items li:first-child button`))
 		p.wait(`new URLSearchParams(location.hash.slice(1)).get('s') === ` + jsString(created.SessionID))
 		p.wait(`[...document.querySelectorAll('#log .choices button')].some(b => b.textContent === 'Q1 CTO Outreach')`)
 		p.shot("option-buttons")
-		p.run(chromedp.Click(`//button[text()="Q1 CTO Outreach"]`))
+		press(p, `//button[text()="Q1 CTO Outreach"]`)
 		p.wait(`document.getElementById('awc').textContent.includes('Q1 CTO Outreach') && !document.getElementById('awc-clear').hidden`)
 		p.run(chromedp.Focus(chromedp.CSS("#awc-clear")), chromedp.KeyEvent(kb.Enter))
 		p.wait(`document.getElementById('awc').textContent.includes('Nothing is open') && document.getElementById('awc-clear').hidden`)

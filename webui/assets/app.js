@@ -410,19 +410,19 @@ async function sendTurn(body) {
   for (let attempt = 0; ; attempt++) {
     try {
       const a = await api('POST', path, { ...body, ui: true }, { 'Idempotency-Key': key });
+      up('send');
       handleAnswer(a);
       return a;
     } catch (e) {
       if ((e.status === 0 || e.status >= 502) && attempt < 8) {
-        downFor('send', Math.min(500 * 2 ** attempt, 8000));
-        await sleep(Math.min(500 * 2 ** attempt, 8000));
+        const delay = Math.min(500 * 2 ** attempt, 8000); // 0.5 s doubling to 8 s: about 40 s in all
+        downFor('send', delay);
+        await sleep(delay);
         continue;
       }
       up('send');
       if (e.status !== 401) line('Not sent: ' + e.message, 'msg-sys bad');
       throw e;
-    } finally {
-      up('send');
     }
   }
 }
@@ -708,6 +708,7 @@ async function loadModes() {
 let panelKind = '';
 let panelStop = null;
 let panelWorkflow = ''; // the workflow the panel shows
+const drafts = { feedback: '', requirement: '' }; // what the person typed there, kept across redraws
 
 function openPanel(kind, title, ...body) {
   panelKind = kind;
@@ -848,13 +849,17 @@ async function showWorkflow(id, redraw = false) {
   const command = async (cmd) => {
     try {
       await api('POST', `/v1/workflows/${encodeURIComponent(id)}/commands`, cmd);
+      drafts.feedback = drafts.requirement = ''; // used
     } catch (e) {
       line('Workflow: ' + e.message, 'msg-sys bad');
     }
     await showWorkflow(id, true);
     loadWorkflows();
   };
+  if (!redraw) drafts.feedback = drafts.requirement = '';
   const feedback = el('textarea', { id: 'wf-feedback', rows: 2, 'aria-label': 'Feedback or reason', placeholder: 'Feedback or reason (optional)' });
+  feedback.value = drafts.feedback;
+  feedback.addEventListener('input', () => (drafts.feedback = feedback.value));
   if (wf.status === 'awaiting_approval' && wf.approval) {
     const a = wf.approval;
     const ul = el('ul');
@@ -869,7 +874,9 @@ async function showWorkflow(id, redraw = false) {
       ),
     );
   } else if (wf.status === 'awaiting_decision') {
-    const req = el('input', { type: 'text', 'aria-label': 'New requirement (to replan)', placeholder: 'New requirement (to replan)' });
+    const req = el('input', { type: 'text', id: 'wf-requirement', 'aria-label': 'New requirement (to replan)', placeholder: 'New requirement (to replan)' });
+    req.value = drafts.requirement;
+    req.addEventListener('input', () => (drafts.requirement = req.value));
     body.push(
       el('h3', { text: `Layer ${wf.decision ? wf.decision.layer : wf.layer} is done: go on?` }),
       feedback,
@@ -900,7 +907,9 @@ async function showWorkflow(id, redraw = false) {
   const focused = document.activeElement && document.activeElement.id;
   openPanel('workflow', wf.name || 'Workflow', ...body);
   panelWorkflow = id;
-  if (focused === 'wf-feedback') feedback.focus();
+  const again = focused && document.getElementById(focused);
+  if (again && again !== document.activeElement && $('panel-body').contains(again)) again.focus(); // a redraw keeps the person's place
+  else if (!$('panel').contains(document.activeElement)) ($('panel-body').querySelector('.actions button.primary') || $('panel-close')).focus();
   if (panelStop) panelStop();
   let last = 0;
   let timer = 0;
@@ -970,9 +979,8 @@ async function openSession(id) {
   $('log').replaceChildren();
   localStorage.setItem('agentplane.session', id);
   history.replaceState(null, '', '#s=' + encodeURIComponent(id));
-  const snap = await api('GET', `/v1/sessions/${encodeURIComponent(id)}`);
-  setSnapshot(snap);
-  await loadCommands();
+  const [snap] = await Promise.all([api('GET', `/v1/sessions/${encodeURIComponent(id)}`), loadCommands()]);
+  setSnapshot(snap); // after the commands: the mode they are for is the snapshot's
   state.stopSession = stream(`/v1/sessions/${encodeURIComponent(id)}/events?inbox=${$('open-inbox').hidden ? 'false' : 'true'}`, {
     name: 'session',
     after: () => state.lastSeq,
@@ -987,16 +995,15 @@ async function openSession(id) {
 }
 
 async function start() {
-  try {
-    await api('GET', '/v1/sessions?limit=1');
-  } catch (e) {
-    if (e.status !== 401) line('The server cannot be used: ' + e.message, 'msg-sys bad');
+  // the key is checked while the modes and the inbox load
+  const [check] = await Promise.allSettled([api('GET', '/v1/sessions?limit=1'), loadModes(), loadInbox()]);
+  if (check.status === 'rejected') {
+    if (check.reason.status !== 401) line('The server cannot be used: ' + check.reason.message, 'msg-sys bad');
     return;
   }
   state.started = true;
   const hash = new URLSearchParams(location.hash.slice(1)).get('s');
   const wanted = hash || localStorage.getItem('agentplane.session');
-  await Promise.all([loadModes(), loadInbox()]);
   try {
     if (wanted) await openSession(wanted);
     else await newSession();
