@@ -472,6 +472,18 @@ func TestWebPage(t *testing.T) {
 		if out.count() != 1 {
 			t.Fatalf("declined, and %d sends reached the outbox", out.count())
 		}
+		// the LLM proposes the send: the same dialog, its token for exactly that call
+		llmSrv.Add(llmtest.Reply{Text: "I'll send it once you confirm.", ToolCalls: []llmtest.Call{{Name: "send_template", Arguments: `{"list_id":"LIST-9"}`}}})
+		p.say("get this out to the people in the pilot program")
+		p.wait(`document.getElementById('confirm').open`)
+		if q := p.str(`document.getElementById('confirm-text').textContent`); q != `Confirm send_template with {"list_id":"LIST-9"}?` {
+			t.Fatalf("the proposal's question %q", q)
+		}
+		p.run(chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Enter))
+		p.wait(`!document.getElementById('confirm').open && ` + lastSys + `.startsWith('✓')`)
+		if out.count() != 2 {
+			t.Fatalf("the confirmed proposal: %d sends reached the outbox", out.count())
+		}
 		p.shot("flow-d-done")
 	})
 
@@ -563,7 +575,7 @@ func TestWebPage(t *testing.T) {
 		if wf.Status != "completed" || wf.Tasks[1].Status != "completed" || wf.Tasks[1].Approval == "" {
 			t.Fatalf("workflow after approval: %+v", wf)
 		}
-		if out.count() != 2 {
+		if out.count() != 3 {
 			t.Fatalf("after the approved workflow, %d sends reached the outbox", out.count())
 		}
 		p.shot("workflow-done")
@@ -627,7 +639,7 @@ func TestWebPage(t *testing.T) {
 		p.wait(`document.querySelectorAll('#panel-body ul.items li').length === 2`)
 		press(p, `//li[contains(., 'Q1 CFO Outreach')]/button`)
 		p.wait(`new URLSearchParams(location.hash.slice(1)).get('s') === ` + jsString(session))
-		p.wait(`document.getElementById('awc').textContent.includes('Q1 CFO Outreach') && document.querySelectorAll('#log .msg-llm').length === 1`)
+		p.wait(`document.getElementById('awc').textContent.includes('Q1 CFO Outreach') && document.querySelectorAll('#log .msg-llm').length === 2`)
 	})
 
 	t.Run("workflow decisions", func(t *testing.T) {
