@@ -579,6 +579,25 @@ func TestWebPage(t *testing.T) {
 			t.Fatalf("after the approved workflow, %d sends reached the outbox", out.count())
 		}
 		p.shot("workflow-done")
+		// another, rejected with feedback: aborted, nothing sent
+		var second struct {
+			WorkflowID string `json:"workflow_id"`
+		}
+		srv.api("POST", "/v1/workflows", "", map[string]any{"session_id": session, "name": "Send again", "wait": true, "tasks": []any{
+			map[string]any{"id": "send", "tool": "send_template", "args": map[string]any{"list_id": "LIST-9"}},
+		}}, &second)
+		press(p, `//button[text()="All workflows"]`)
+		p.wait(`document.getElementById('panel-body').textContent.includes('Send again')`)
+		press(p, `//li[contains(., 'Send again')]/button`)
+		p.wait(`document.getElementById('panel-body').textContent.includes('Approval needed for layer 1')`)
+		p.run(chromedp.SendKeys(chromedp.CSS("#wf-feedback"), "not twice"))
+		press(p, `//button[text()="Reject"]`)
+		p.wait(`(e => e && e.dataset.status === 'aborted')(document.querySelector('#panel-body [data-status]'))`)
+		var rejected struct{ Status, Reason string }
+		srv.api("GET", "/v1/workflows/"+second.WorkflowID, "", nil, &rejected)
+		if rejected.Status != "aborted" || !strings.Contains(rejected.Reason, "not twice") || out.count() != 3 {
+			t.Fatalf("rejected: %+v, %d sends", rejected, out.count())
+		}
 		p.run(chromedp.KeyEvent(kb.Escape))
 		p.wait(`!document.getElementById('panel').open`)
 	})
@@ -658,13 +677,20 @@ func TestWebPage(t *testing.T) {
 		p.shot("workflow-decision")
 		press(p, `//button[text()="Continue"]`)
 		p.wait(`document.getElementById('panel-body').textContent.includes('Layer 2 is done: go on?')`)
+		// replan: the requirement picks a tool, added as a layer after the one that ran
+		p.run(chromedp.SendKeys(chromedp.CSS("#wf-requirement"), "return the session's current mode and active work context"))
+		press(p, `//button[text()="Replan"]`)
+		p.wait(`document.getElementById('panel-body').textContent.includes('Layer 3 is done: go on?') && document.getElementById('panel-body').textContent.includes('agent_get_context')`)
 		p.run(chromedp.SendKeys(chromedp.CSS("#wf-feedback"), "seen enough"))
 		press(p, `//button[text()="Abort"]`)
 		p.wait(`(e => e && e.dataset.status === 'aborted')(document.querySelector('#panel-body [data-status]'))`)
-		var wf struct{ Status, Reason string }
+		var wf struct {
+			Status, Reason string
+			Tasks          []struct{ Tool, Status, Added string }
+		}
 		srv.api("GET", "/v1/workflows/"+started.WorkflowID, "", nil, &wf)
-		if wf.Status != "aborted" || wf.Reason != "seen enough" {
-			t.Fatalf("after Continue and Abort: %+v", wf)
+		if wf.Status != "aborted" || wf.Reason != "seen enough" || len(wf.Tasks) != 3 || wf.Tasks[2].Tool != "agent_get_context" || wf.Tasks[2].Added == "" {
+			t.Fatalf("after Replan, Continue and Abort: %+v", wf)
 		}
 		p.run(chromedp.KeyEvent(kb.Escape))
 		p.wait(`!document.getElementById('panel').open`)
