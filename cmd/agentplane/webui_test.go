@@ -47,6 +47,12 @@ type outbox struct {
 func newOutbox(t *testing.T) *outbox {
 	o := &outbox{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" { // a report that takes a while: a workflow is still running it when serve dies
+			time.Sleep(1500 * time.Millisecond)
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"report": "ready"}`)
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		o.mu.Lock()
 		o.sends = append(o.sends, string(body))
@@ -77,7 +83,13 @@ func uiConfig(t *testing.T, out *outbox, keyDigest string) string {
 	}
 	evil, _ := json.Marshal(evilName)
 	y = strings.Replace(y, anchor, "    items:\n      - {id: TPL-666, display_name: "+string(evil)+"}\n      - id: TPL-123\n", 1)
-	y += fmt.Sprintf("\ntools:\n  - {name: send_template, description: Send the active template to a mailer list., impact: external, risk: high, requires_confirmation: true, "+
+	core := "    tools: [agent_list_modes, agent_get_context, agent_set_mode]\n"
+	if !strings.Contains(y, core) {
+		t.Fatal("the demo configuration changed: no core toolbox to add the slow report to")
+	}
+	y = strings.Replace(y, core, "    tools: [agent_list_modes, agent_get_context, agent_set_mode, slow_report]\n", 1)
+	y += fmt.Sprintf("\ntools:\n  - {name: slow_report, description: A report that takes a while., impact: read, http: {url: %q}}", out.url+"/slow")
+	y += fmt.Sprintf("\n  - {name: send_template, description: Send the active template to a mailer list., impact: external, risk: high, requires_confirmation: true, "+
 		"http: {url: %q}, input_schema: {type: object, properties: {list_id: {type: string}}, required: [list_id], additionalProperties: false}}\n", out.url)
 	if keyDigest != "" {
 		y += "\nauth:\n  keys:\n    - {user_id: alice, key_sha256: " + keyDigest + "}\n"
@@ -251,7 +263,9 @@ func (p *page) wait(cond string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	state, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`'[connection: ' + document.body.dataset.connection + ' ' + document.getElementById('conn').textContent + ']\n' + document.getElementById('log').innerText.slice(-1200)`))
+	state, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`'[connection: ' + document.body.dataset.connection + ' ' + document.getElementById('conn').textContent +
+		'; focus: ' + document.activeElement.id + ' ' + document.activeElement.tagName + '; open dialogs: ' + [...document.querySelectorAll('dialog[open]')].map(d => d.id) +
+		'; panel: ' + document.getElementById('panel-body').textContent.slice(0, 300) + ']\n' + document.getElementById('log').innerText.slice(-1200)`))
 	p.t.Fatalf("waiting for %s (last error: %v)\nthe conversation ends with:\n%s", cond, err, state)
 }
 
@@ -315,6 +329,13 @@ func (p *page) noScriptErrors() {
 	}
 }
 
+// closed is the condition that a dialog has closed and its close handler
+// has put the focus back on the message box (it runs after the dialog
+// closes: a key pressed before it would land elsewhere).
+func closed(dialog string) string {
+	return `!document.getElementById('` + dialog + `').open && document.activeElement.id === 'composer-text'`
+}
+
 // lastSys is the text of the newest system line of the conversation.
 const lastSys = `([...document.querySelectorAll('#log .msg-sys')].map(e => e.firstChild ? e.firstChild.textContent : '').pop() || '')`
 
@@ -327,7 +348,7 @@ func TestWebPage(t *testing.T) {
 	dir := t.TempDir()
 	out := newOutbox(t)
 	srv := &server{t: t, bin: buildBinary(t), addr: freeAddr(t),
-		args: []string{"--config", uiConfig(t, out, ""), "--db", filepath.Join(dir, "ui.db")},
+		args: []string{"--config", uiConfig(t, out, ""), "--db", filepath.Join(dir, "ui.db"), "--workflow-lease", "1s"},
 		env:  []string{"AGENTPLANE_LLM_BASE_URL=" + llmSrv.URL, "AGENTPLANE_LLM_MODEL=test-model"}}
 	srv.start()
 	p := newPage(t, browser)
@@ -379,7 +400,7 @@ func TestWebPage(t *testing.T) {
 			t.Fatalf("%s elements made from a name", n)
 		}
 		p.run(chromedp.SendKeys(chromedp.CSS("#picker-q"), kb.Escape))
-		p.wait(`!document.getElementById('picker').open`)
+		p.wait(closed("picker"))
 
 		p.say("open the outreach template")
 		p.wait(`document.getElementById('picker').open && document.querySelector('#picker-list [aria-selected=true]') !== null`)
@@ -401,7 +422,7 @@ func TestWebPage(t *testing.T) {
 		p.run(chromedp.SendKeys(chromedp.CSS("#picker-q"), kb.ArrowDown))
 		p.wait(`document.querySelectorAll('#picker-list [role=option]')[1].getAttribute('aria-selected') === 'true'`)
 		p.run(chromedp.SendKeys(chromedp.CSS("#picker-q"), kb.ArrowUp+kb.Enter))
-		p.wait(`!document.getElementById('picker').open`)
+		p.wait(closed("picker"))
 		p.wait(`document.getElementById('awc').textContent.includes('Q1 CFO Outreach') && document.getElementById('awc').textContent.includes('CFO - MidMarket')`)
 		p.wait(`[...document.querySelectorAll('#log .msg-user')].pop().textContent === 'Work on an email template: Q1 CFO Outreach'`)
 		p.shot("flow-b-context")
@@ -536,7 +557,7 @@ func TestWebPage(t *testing.T) {
 		}
 		p.shot("inbox")
 		p.run(chromedp.KeyEvent(kb.Escape))
-		p.wait(`!document.getElementById('panel').open`)
+		p.wait(closed("panel"))
 		// channel B: a pill in the conversation
 		if st := srv.api("POST", "/v1/notifications", "", map[string]any{"address": "SESSION", "session_id": session, "target": "USER", "handler": "SYSTEM",
 			"title": "Build finished", "body": "all green"}, nil); st != 201 {
@@ -599,11 +620,18 @@ func TestWebPage(t *testing.T) {
 			t.Fatalf("rejected: %+v, %d sends", rejected, out.count())
 		}
 		p.run(chromedp.KeyEvent(kb.Escape))
-		p.wait(`!document.getElementById('panel').open`)
+		p.wait(closed("panel"))
 	})
 
 	t.Run("server restart: the page resumes with no duplicate", func(t *testing.T) {
 		p.t = t
+		// a workflow whose task is running when serve dies
+		var running struct {
+			WorkflowID string `json:"workflow_id"`
+		}
+		srv.api("POST", "/v1/workflows", "", map[string]any{"session_id": session, "name": "Slow report", "tasks": []any{
+			map[string]any{"id": "report", "tool": "slow_report"}}}, &running)
+		time.Sleep(400 * time.Millisecond)
 		before := p.str(`JSON.stringify([...document.querySelectorAll('#log li')].map(e => e.dataset.seq + ' ' + e.className + ' ' + e.textContent))`)
 		srv.kill()
 		p.wait(`document.body.dataset.connection === 'down' && document.getElementById('conn').textContent.startsWith('Connection lost')`)
@@ -633,6 +661,21 @@ func TestWebPage(t *testing.T) {
 			t.Fatalf("turns on the page %v, in the store %v", shown, turns)
 		}
 		p.shot("resumed")
+		// the workflow was taken over, interrupted: continued from the page
+		press(p, "#open-workflows")
+		p.wait(`document.getElementById('panel').open && document.getElementById('panel-body').textContent.includes('Slow report')`)
+		press(p, `//li[contains(., 'Slow report')]/button`)
+		p.wait(`document.getElementById('panel-body').textContent.includes('Interrupted')`)
+		p.shot("workflow-interrupted")
+		press(p, `//button[text()="Continue"]`)
+		p.wait(`(e => e && e.dataset.status === 'completed')(document.querySelector('#panel-body [data-status]'))`)
+		var wf struct{ Status string }
+		srv.api("GET", "/v1/workflows/"+running.WorkflowID, "", nil, &wf)
+		if wf.Status != "completed" {
+			t.Fatalf("the interrupted workflow, continued: %s", wf.Status)
+		}
+		p.run(chromedp.KeyEvent(kb.Escape))
+		p.wait(closed("panel"))
 	})
 
 	t.Run("phone width", func(t *testing.T) {
@@ -644,7 +687,9 @@ func TestWebPage(t *testing.T) {
 		p.wait(`document.getElementById('picker').open`)
 		p.wait(`document.getElementById('picker').getBoundingClientRect().right <= 375`)
 		p.shot("phone-picker")
-		p.run(chromedp.SendKeys(chromedp.CSS("#picker-q"), kb.Escape), chromedp.EmulateViewport(1200, 800))
+		p.run(chromedp.SendKeys(chromedp.CSS("#picker-q"), kb.Escape))
+		p.wait(closed("picker"))
+		p.run(chromedp.EmulateViewport(1200, 800))
 	})
 
 	t.Run("sessions: list and resume", func(t *testing.T) {
@@ -693,7 +738,7 @@ func TestWebPage(t *testing.T) {
 			t.Fatalf("after Replan, Continue and Abort: %+v", wf)
 		}
 		p.run(chromedp.KeyEvent(kb.Escape))
-		p.wait(`!document.getElementById('panel').open`)
+		p.wait(closed("panel"))
 	})
 
 	t.Run("a question's option buttons, clearing the work context", func(t *testing.T) {

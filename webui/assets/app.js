@@ -473,6 +473,11 @@ $('composer-text').addEventListener('keydown', (ev) => {
     $('composer').requestSubmit();
   }
 });
+// a keypress that still comes for that Enter (synthetic input sends one)
+// must not leave a new line behind
+$('composer-text').addEventListener('keypress', (ev) => {
+  if (ev.key === 'Enter' && !ev.shiftKey) ev.preventDefault();
+});
 
 // --- the picker -------------------------------------------------------
 
@@ -708,7 +713,6 @@ async function loadModes() {
 let panelKind = '';
 let panelStop = null;
 let panelWorkflow = ''; // the workflow the panel shows
-const drafts = { feedback: '', requirement: '' }; // what the person typed there, kept across redraws
 
 function openPanel(kind, title, ...body) {
   panelKind = kind;
@@ -821,6 +825,41 @@ async function showWorkflows() {
 // must not reopen a panel the person closed).
 const shown = (id) => panelKind === 'workflow' && panelWorkflow === id;
 
+// wfView is what stays while the panel shows one workflow: the fields
+// the person types in and the events list (a redraw moves them, so text,
+// caret and focus survive), and the workflow's event stream.
+let wfView = null;
+
+function workflowView(id) {
+  if (wfView && wfView.id === id && shown(id)) return wfView;
+  if (panelStop) panelStop();
+  wfView = {
+    id,
+    seq: 0, // of the state drawn
+    timer: 0,
+    feedback: el('textarea', { id: 'wf-feedback', rows: 2, 'aria-label': 'Feedback or reason', placeholder: 'Feedback or reason (optional)' }),
+    requirement: el('input', { type: 'text', id: 'wf-requirement', 'aria-label': 'New requirement (to replan)', placeholder: 'New requirement (to replan)' }),
+    events: el('ol', { class: 'state', 'aria-label': 'Events' }),
+  };
+  const v = wfView;
+  let last = 0;
+  panelStop = stream(`/v1/workflows/${encodeURIComponent(id)}/events`, {
+    name: 'workflow',
+    final: true,
+    after: () => last,
+    onEvent: (ev) => {
+      last = Number(ev.id) || last;
+      const x = JSON.parse(ev.data);
+      v.events.append(el('li', { text: `${x.type}${x.layer ? ' · layer ' + x.layer : ''}${x.task ? ' · ' + x.task : ''}${x.reason ? ' — ' + x.reason : ''}` }));
+      if (x.seq > v.seq) {
+        clearTimeout(v.timer);
+        v.timer = setTimeout(() => showWorkflow(id, true), 150); // the state changed: draw it again
+      }
+    },
+  });
+  return v;
+}
+
 async function showWorkflow(id, redraw = false) {
   if (redraw && !shown(id)) return;
   let wf;
@@ -830,6 +869,7 @@ async function showWorkflow(id, redraw = false) {
     openPanel('workflow', 'Workflow', el('p', { class: 'error', text: e.message }));
     return;
   }
+  if (redraw && !shown(id)) return; // closed meanwhile
   const body = [el('p', { class: 'state', 'data-status': wf.status, text: `${wf.workflow_id} · ${wf.status.replaceAll('_', ' ')}${wf.reason ? ' — ' + wf.reason : ''}` })];
   const layers = new Map();
   for (const t of wf.tasks) {
@@ -846,20 +886,20 @@ async function showWorkflow(id, redraw = false) {
     }
     body.push(el('div', { class: 'layer' }, el('h3', { text: k ? `Layer ${k}` : 'Not yet run' }), ul));
   }
+  const focused = document.activeElement;
+  const v = workflowView(id);
+  v.seq = Math.max(v.seq, wf.seq);
+  const { feedback, requirement } = v;
   const command = async (cmd) => {
     try {
       await api('POST', `/v1/workflows/${encodeURIComponent(id)}/commands`, cmd);
-      drafts.feedback = drafts.requirement = ''; // used
+      feedback.value = requirement.value = ''; // used
     } catch (e) {
       line('Workflow: ' + e.message, 'msg-sys bad');
     }
     await showWorkflow(id, true);
     loadWorkflows();
   };
-  if (!redraw) drafts.feedback = drafts.requirement = '';
-  const feedback = el('textarea', { id: 'wf-feedback', rows: 2, 'aria-label': 'Feedback or reason', placeholder: 'Feedback or reason (optional)' });
-  feedback.value = drafts.feedback;
-  feedback.addEventListener('input', () => (drafts.feedback = feedback.value));
   if (wf.status === 'awaiting_approval' && wf.approval) {
     const a = wf.approval;
     const ul = el('ul');
@@ -874,18 +914,15 @@ async function showWorkflow(id, redraw = false) {
       ),
     );
   } else if (wf.status === 'awaiting_decision') {
-    const req = el('input', { type: 'text', id: 'wf-requirement', 'aria-label': 'New requirement (to replan)', placeholder: 'New requirement (to replan)' });
-    req.value = drafts.requirement;
-    req.addEventListener('input', () => (drafts.requirement = req.value));
     body.push(
       el('h3', { text: `Layer ${wf.decision ? wf.decision.layer : wf.layer} is done: go on?` }),
       feedback,
-      req,
+      requirement,
       el(
         'div',
         { class: 'actions' },
         el('button', { type: 'button', text: 'Abort', onclick: () => command({ type: 'abort', reason: feedback.value || 'stopped from the web page' }) }),
-        el('button', { type: 'button', text: 'Replan', onclick: () => command({ type: 'replan_dag', new_requirement: req.value }) }),
+        el('button', { type: 'button', text: 'Replan', onclick: () => command({ type: 'replan_dag', new_requirement: requirement.value }) }),
         el('button', { type: 'button', class: 'primary', text: 'Continue', onclick: () => command({ type: 'continue', reason: feedback.value }) }),
       ),
     );
@@ -900,33 +937,12 @@ async function showWorkflow(id, redraw = false) {
       ),
     );
   }
-  const events = el('ol', { class: 'state', 'aria-label': 'Events' });
-  body.push(el('details', {}, el('summary', { text: 'Events' }), events));
+  body.push(el('details', {}, el('summary', { text: 'Events' }), v.events));
   body.push(el('div', { class: 'actions' }, el('button', { type: 'button', text: 'All workflows', onclick: showWorkflows })));
-  if (redraw && !shown(id)) return;
-  const focused = document.activeElement && document.activeElement.id;
   openPanel('workflow', wf.name || 'Workflow', ...body);
   panelWorkflow = id;
-  const again = focused && document.getElementById(focused);
-  if (again && again !== document.activeElement && $('panel-body').contains(again)) again.focus(); // a redraw keeps the person's place
+  if (focused && $('panel-body').contains(focused)) focused.focus(); // a field moved by the redraw keeps the person's place
   else if (!$('panel').contains(document.activeElement)) ($('panel-body').querySelector('.actions button.primary') || $('panel-close')).focus();
-  if (panelStop) panelStop();
-  let last = 0;
-  let timer = 0;
-  panelStop = stream(`/v1/workflows/${encodeURIComponent(id)}/events`, {
-    name: 'workflow',
-    final: true,
-    after: () => last,
-    onEvent: (ev) => {
-      last = Number(ev.id) || last;
-      const x = JSON.parse(ev.data);
-      events.append(el('li', { text: `${x.type}${x.layer ? ' · layer ' + x.layer : ''}${x.task ? ' · ' + x.task : ''}${x.reason ? ' — ' + x.reason : ''}` }));
-      if (x.seq > wf.seq) {
-        clearTimeout(timer);
-        timer = setTimeout(() => showWorkflow(id, true), 150); // the state changed: draw it again
-      }
-    },
-  });
 }
 
 $('open-workflows').addEventListener('click', showWorkflows);
