@@ -121,22 +121,24 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func (s *server) start() {
-	s.t.Helper()
+// start runs serve; t is the (sub)test that asks, the process lives until
+// the whole test ends.
+func (s *server) start(t *testing.T) {
+	t.Helper()
 	cmd := exec.Command(s.bin, append([]string{"serve", "--addr", s.addr}, s.args...)...)
 	cmd.Env = append(os.Environ(), s.env...)
 	stdout, _ := cmd.StdoutPipe()
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	s.cmd = cmd
 	s.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	sc := bufio.NewScanner(stdout)
 	if !sc.Scan() || !strings.Contains(sc.Text(), "serving http://"+s.addr) {
 		cmd.Wait()
-		s.t.Fatalf("serve printed %q\n%s", sc.Text(), stderr.String())
+		t.Fatalf("serve printed %q\n%s", sc.Text(), stderr.String())
 	}
 	go io.Copy(io.Discard, stdout)
 }
@@ -149,8 +151,8 @@ func (s *server) kill() {
 func (s *server) url() string { return "http://" + s.addr }
 
 // api calls the server's API (as the local user, or with a key).
-func (s *server) api(method, path, key string, body any, out any) int {
-	s.t.Helper()
+func (s *server) api(t *testing.T, method, path, key string, body any, out any) int {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		raw, _ := json.Marshal(body)
@@ -163,16 +165,29 @@ func (s *server) api(method, path, key string, body any, out any) int {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		s.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
-			s.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
 		}
 	}
 	return resp.StatusCode
+}
+
+// startWorkflow starts a workflow in the session and returns its id.
+func (s *server) startWorkflow(t *testing.T, session string, def map[string]any) string {
+	t.Helper()
+	def["session_id"] = session
+	var started struct {
+		WorkflowID string `json:"workflow_id"`
+	}
+	if st := s.api(t, "POST", "/v1/workflows", "", def, &started); st != 201 && st != 200 || started.WorkflowID == "" {
+		t.Fatalf("start workflow %v: %d", def["name"], st)
+	}
+	return started.WorkflowID
 }
 
 // page is a browser tab with what went wrong in its scripts.
@@ -350,7 +365,7 @@ func TestWebPage(t *testing.T) {
 	srv := &server{t: t, bin: buildBinary(t), addr: freeAddr(t),
 		args: []string{"--config", uiConfig(t, out, ""), "--db", filepath.Join(dir, "ui.db"), "--workflow-lease", "1s"},
 		env:  []string{"AGENTPLANE_LLM_BASE_URL=" + llmSrv.URL, "AGENTPLANE_LLM_MODEL=test-model"}}
-	srv.start()
+	srv.start(t)
 	p := newPage(t, browser)
 	defer p.noScriptErrors()
 
@@ -538,7 +553,7 @@ func TestWebPage(t *testing.T) {
 	t.Run("inbox and floor notices", func(t *testing.T) {
 		p.t = t
 		var created struct{ ID string }
-		if st := srv.api("POST", "/v1/notifications", "", map[string]any{"address": "USER", "target": "USER", "handler": "SYSTEM",
+		if st := srv.api(t, "POST", "/v1/notifications", "", map[string]any{"address": "USER", "target": "USER", "handler": "SYSTEM",
 			"title": `<img src=x onerror="window.__xss=5">Invoice ready`, "body": "Q1 invoice for ACME", "urgency": "HIGH"}, &created); st != 201 {
 			t.Fatalf("post notification: %d", st)
 		}
@@ -551,7 +566,7 @@ func TestWebPage(t *testing.T) {
 		p.wait(`document.getElementById('panel').open && document.getElementById('panel-body').textContent.includes('Invoice ready')`)
 		p.wait(`document.getElementById('inbox-badge').hidden`)
 		var n struct{ State string }
-		srv.api("GET", "/v1/notifications/"+created.ID, "", nil, &n)
+		srv.api(t, "GET", "/v1/notifications/"+created.ID, "", nil, &n)
 		if n.State != "DELIVERED" {
 			t.Fatalf("after opening the inbox the notification is %s", n.State)
 		}
@@ -559,7 +574,7 @@ func TestWebPage(t *testing.T) {
 		p.run(chromedp.KeyEvent(kb.Escape))
 		p.wait(closed("panel"))
 		// channel B: a pill in the conversation
-		if st := srv.api("POST", "/v1/notifications", "", map[string]any{"address": "SESSION", "session_id": session, "target": "USER", "handler": "SYSTEM",
+		if st := srv.api(t, "POST", "/v1/notifications", "", map[string]any{"address": "SESSION", "session_id": session, "target": "USER", "handler": "SYSTEM",
 			"title": "Build finished", "body": "all green"}, nil); st != 201 {
 			t.Fatalf("post floor notification: %d", st)
 		}
@@ -568,15 +583,10 @@ func TestWebPage(t *testing.T) {
 
 	t.Run("workflow approval", func(t *testing.T) {
 		p.t = t
-		var started struct {
-			WorkflowID string `json:"workflow_id"`
-		}
-		if st := srv.api("POST", "/v1/workflows", "", map[string]any{"session_id": session, "name": "Send to the pilot list", "wait": true, "tasks": []any{
+		approved := srv.startWorkflow(t, session, map[string]any{"name": "Send to the pilot list", "wait": true, "tasks": []any{
 			map[string]any{"id": "find", "tool": "catalog_search", "args": map[string]any{"catalog_id": "mailer_lists", "query": "q1 pilot"}},
 			map[string]any{"id": "send", "tool": "send_template", "args": map[string]any{"list_id": "${find.output.items.0.id}"}, "depends_on": []string{"find"}},
-		}}, &started); st != 201 && st != 200 {
-			t.Fatalf("start workflow: %d", st)
-		}
+		}})
 		press(p, chromedp.CSS("#open-workflows"))
 		p.wait(`document.getElementById('panel').open && document.getElementById('panel-body').textContent.includes('awaiting approval')`)
 		press(p, chromedp.CSS(`#panel-body ul.items button`))
@@ -592,7 +602,7 @@ func TestWebPage(t *testing.T) {
 			Status string
 			Tasks  []struct{ ID, Status, Approval string }
 		}
-		srv.api("GET", "/v1/workflows/"+started.WorkflowID, "", nil, &wf)
+		srv.api(t, "GET", "/v1/workflows/"+approved, "", nil, &wf)
 		if wf.Status != "completed" || wf.Tasks[1].Status != "completed" || wf.Tasks[1].Approval == "" {
 			t.Fatalf("workflow after approval: %+v", wf)
 		}
@@ -601,12 +611,9 @@ func TestWebPage(t *testing.T) {
 		}
 		p.shot("workflow-done")
 		// another, rejected with feedback: aborted, nothing sent
-		var second struct {
-			WorkflowID string `json:"workflow_id"`
-		}
-		srv.api("POST", "/v1/workflows", "", map[string]any{"session_id": session, "name": "Send again", "wait": true, "tasks": []any{
+		second := srv.startWorkflow(t, session, map[string]any{"name": "Send again", "wait": true, "tasks": []any{
 			map[string]any{"id": "send", "tool": "send_template", "args": map[string]any{"list_id": "LIST-9"}},
-		}}, &second)
+		}})
 		press(p, `//button[text()="All workflows"]`)
 		p.wait(`document.getElementById('panel-body').textContent.includes('Send again')`)
 		press(p, `//li[contains(., 'Send again')]/button`)
@@ -615,7 +622,7 @@ func TestWebPage(t *testing.T) {
 		press(p, `//button[text()="Reject"]`)
 		p.wait(`(e => e && e.dataset.status === 'aborted')(document.querySelector('#panel-body [data-status]'))`)
 		var rejected struct{ Status, Reason string }
-		srv.api("GET", "/v1/workflows/"+second.WorkflowID, "", nil, &rejected)
+		srv.api(t, "GET", "/v1/workflows/"+second, "", nil, &rejected)
 		if rejected.Status != "aborted" || !strings.Contains(rejected.Reason, "not twice") || out.count() != 3 {
 			t.Fatalf("rejected: %+v, %d sends", rejected, out.count())
 		}
@@ -626,11 +633,7 @@ func TestWebPage(t *testing.T) {
 	t.Run("server restart: the page resumes with no duplicate", func(t *testing.T) {
 		p.t = t
 		// a workflow whose task is running when serve dies
-		var running struct {
-			WorkflowID string `json:"workflow_id"`
-		}
-		srv.api("POST", "/v1/workflows", "", map[string]any{"session_id": session, "name": "Slow report", "tasks": []any{
-			map[string]any{"id": "report", "tool": "slow_report"}}}, &running)
+		running := srv.startWorkflow(t, session, map[string]any{"name": "Slow report", "tasks": []any{map[string]any{"id": "report", "tool": "slow_report"}}})
 		time.Sleep(400 * time.Millisecond)
 		before := p.str(`JSON.stringify([...document.querySelectorAll('#log li')].map(e => e.dataset.seq + ' ' + e.className + ' ' + e.textContent))`)
 		srv.kill()
@@ -639,7 +642,7 @@ func TestWebPage(t *testing.T) {
 		// a message typed while the server is down is sent when it is back
 		p.say("switch to DDR mode")
 		time.Sleep(300 * time.Millisecond)
-		srv.start()
+		srv.start(t)
 		p.wait(`document.body.dataset.connection === 'up' && document.getElementById('mode').value === 'ddr'`)
 		p.wait(lastSys + `.startsWith('✓')`)
 		after := p.str(`JSON.stringify([...document.querySelectorAll('#log li')].map(e => e.dataset.seq + ' ' + e.className + ' ' + e.textContent))`)
@@ -670,7 +673,7 @@ func TestWebPage(t *testing.T) {
 		press(p, `//button[text()="Continue"]`)
 		p.wait(`(e => e && e.dataset.status === 'completed')(document.querySelector('#panel-body [data-status]'))`)
 		var wf struct{ Status string }
-		srv.api("GET", "/v1/workflows/"+running.WorkflowID, "", nil, &wf)
+		srv.api(t, "GET", "/v1/workflows/"+running, "", nil, &wf)
 		if wf.Status != "completed" {
 			t.Fatalf("the interrupted workflow, continued: %s", wf.Status)
 		}
@@ -708,13 +711,10 @@ func TestWebPage(t *testing.T) {
 
 	t.Run("workflow decisions", func(t *testing.T) {
 		p.t = t
-		var started struct {
-			WorkflowID string `json:"workflow_id"`
-		}
-		srv.api("POST", "/v1/workflows", "", map[string]any{"session_id": session, "name": "Read two records", "wait": true, "per_layer_validation": true, "tasks": []any{
+		decided := srv.startWorkflow(t, session, map[string]any{"name": "Read two records", "wait": true, "per_layer_validation": true, "tasks": []any{
 			map[string]any{"id": "one", "tool": "catalog_search", "args": map[string]any{"catalog_id": "ddrs", "query": "acp"}},
 			map[string]any{"id": "two", "tool": "catalog_search", "args": map[string]any{"catalog_id": "ddrs", "query": "workflow"}, "depends_on": []string{"one"}},
-		}}, &started)
+		}})
 		p.run(chromedp.Focus(chromedp.CSS("#open-workflows")), chromedp.KeyEvent(kb.Enter))
 		p.wait(`document.getElementById('panel').open && document.getElementById('panel-body').textContent.includes('Read two records')`)
 		press(p, `//li[contains(., 'awaiting decision')]/button`)
@@ -733,7 +733,7 @@ func TestWebPage(t *testing.T) {
 			Status, Reason string
 			Tasks          []struct{ Tool, Status, Added string }
 		}
-		srv.api("GET", "/v1/workflows/"+started.WorkflowID, "", nil, &wf)
+		srv.api(t, "GET", "/v1/workflows/"+decided, "", nil, &wf)
 		if wf.Status != "aborted" || wf.Reason != "seen enough" || len(wf.Tasks) != 3 || wf.Tasks[2].Tool != "agent_get_context" || wf.Tasks[2].Added == "" {
 			t.Fatalf("after Replan, Continue and Abort: %+v", wf)
 		}
@@ -747,9 +747,9 @@ func TestWebPage(t *testing.T) {
 		var created struct {
 			SessionID string `json:"session_id"`
 		}
-		srv.api("POST", "/v1/sessions", "", map[string]any{}, &created)
+		srv.api(t, "POST", "/v1/sessions", "", map[string]any{}, &created)
 		var answer struct{ Decision struct{ Action string } }
-		srv.api("POST", "/v1/sessions/"+created.SessionID+"/turns", "", map[string]any{"text": "open the outreach template", "ui": false}, &answer)
+		srv.api(t, "POST", "/v1/sessions/"+created.SessionID+"/turns", "", map[string]any{"text": "open the outreach template", "ui": false}, &answer)
 		if answer.Decision.Action != "ask_clarifying_question" {
 			t.Fatalf("without a UI: %s", answer.Decision.Action)
 		}
@@ -767,7 +767,7 @@ func TestWebPage(t *testing.T) {
 		var snap struct {
 			AWC map[string]any `json:"awc"`
 		}
-		srv.api("GET", "/v1/sessions/"+created.SessionID, "", nil, &snap)
+		srv.api(t, "GET", "/v1/sessions/"+created.SessionID, "", nil, &snap)
 		if len(snap.AWC) != 0 {
 			t.Fatalf("cleared on the page, the session holds %v", snap.AWC)
 		}
@@ -810,7 +810,7 @@ func TestWebPageSignIn(t *testing.T) {
 	sum := sha256.Sum256([]byte(key))
 	srv := &server{t: t, bin: buildBinary(t), addr: freeAddr(t),
 		args: []string{"--config", uiConfig(t, newOutbox(t), hex.EncodeToString(sum[:])), "--db", filepath.Join(t.TempDir(), "ui.db")}}
-	srv.start()
+	srv.start(t)
 	p := newPage(t, browser)
 	defer p.noScriptErrors()
 	p.run(chromedp.Navigate(srv.url() + "/"))
@@ -825,7 +825,7 @@ func TestWebPageSignIn(t *testing.T) {
 	var list struct {
 		Sessions []struct{ SessionID string } `json:"sessions"`
 	}
-	srv.api("GET", "/v1/sessions", key, nil, &list)
+	srv.api(t, "GET", "/v1/sessions", key, nil, &list)
 	if len(list.Sessions) != 1 {
 		t.Fatalf("alice has %d sessions", len(list.Sessions))
 	}
