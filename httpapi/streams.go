@@ -55,6 +55,19 @@ func (s *Server) openStream(r *http.Request, p auth.Principal) (*agentplane.Sess
 	return sess, after, frames, nil
 }
 
+// boolParam reads a query parameter that is true, false or absent
+// (false).
+func boolParam(r *http.Request, name string) (bool, error) {
+	switch v := r.URL.Query().Get(name); v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, invalid("query parameter %s=%q: want true or false", name, truncate(v, 20))
+	}
+}
+
 // openSSE starts a Server-Sent Events response, counted among the open
 // streams until done is called.
 func (s *Server) openSSE(w http.ResponseWriter) (rc *http.ResponseController, done func()) {
@@ -89,14 +102,11 @@ type Closing struct {
 // events, without ids): one connection per page, where browsers allow
 // six per server.
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	withInbox := false
-	switch v := r.URL.Query().Get("inbox"); v {
-	case "", "false":
-	case "true":
-		withInbox = s.bus != nil
-	default:
-		return invalid("query parameter inbox=%q: want true or false", truncate(v, 20))
+	withInbox, err := boolParam(r, "inbox")
+	if err != nil {
+		return err
 	}
+	withInbox = withInbox && s.bus != nil
 	sess, after, frames, err := s.openStream(r, p)
 	if err != nil {
 		return err

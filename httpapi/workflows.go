@@ -138,13 +138,9 @@ func (s *Server) postCommand(w http.ResponseWriter, r *http.Request, p auth.Prin
 	if err := decode(w, r, &cmd, false); err != nil {
 		return err
 	}
-	wait := false
-	switch v := r.URL.Query().Get("wait"); v {
-	case "", "false":
-	case "true":
-		wait = true
-	default:
-		return invalid("query parameter wait=%q: want true or false", truncate(v, 20))
+	wait, err := boolParam(r, "wait")
+	if err != nil {
+		return err
 	}
 	seq, err := s.workflows.Command(r.Context(), wf.ID, p.ID, cmd)
 	if err != nil {
