@@ -307,8 +307,12 @@ func (s *Server) getModes(w http.ResponseWriter, r *http.Request, _ auth.Princip
 	if !ok {
 		return agentplane.Errorf(agentplane.CodeToolUnavailable, "the mode catalog is not available")
 	}
+	examples, err := boolParam(r, "include_examples")
+	if err != nil {
+		return err
+	}
 	args := `{}`
-	if r.URL.Query().Get("include_examples") == "true" {
+	if examples {
 		args = `{"includeExamples":true}`
 	}
 	out, err := t.Call(r.Context(), json.RawMessage(args))
