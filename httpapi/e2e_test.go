@@ -37,6 +37,7 @@ import (
 	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/mcpserver"
 	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/tool"
@@ -359,6 +360,39 @@ func TestCommandsAndCatalogSearch(t *testing.T) {
 	sales := e.create("", map[string]any{"mode": "sales"})
 	if e.call("GET", "/v1/sessions/"+sales.SessionID+"/catalogs/mailer_lists/items?q=q1+pilot", "", nil, &m); len(m.Items) == 0 || m.Items[0].ID != "LIST-9" {
 		t.Fatalf("mailer lists in sales: %+v", m)
+	}
+}
+
+// A picker on a code-backed provider filters through the providers
+// endpoint, as one on a catalog does.
+func TestProviderSearch(t *testing.T) {
+	y := string(demo.YAML)
+	y = strings.Replace(y, "    toolboxes: [core, templates]\n", "    toolboxes: [core, templates, crm]\n", 1)
+	y = strings.Replace(y, "toolboxes:\n", "toolboxes:\n  - {id: crm, providers: [accounts], commands: [open_account]}\n", 1)
+	y = strings.Replace(y, "commands:\n", "commands:\n  - {id: open_account, tool: agent_set_active_entity, parameter: account, resolver: {provider: accounts}, sets_active_context: true, "+
+		"active_entity_type: account, triggers: [\"open [the] {item} account\"]}\n", 1)
+	accounts := resolve.ProviderFunc(func(context.Context) ([]agentplane.ResolverItem, error) {
+		return []agentplane.ResolverItem{{Header: agentplane.EntityHeader{ID: "ACC-1", DisplayName: "Acme Corp"}},
+			{Header: agentplane.EntityHeader{ID: "ACC-2", DisplayName: "Acme Labs"}}}, nil
+	})
+	c := demotest.WithYAML(t, []byte(y), &core.Options{Providers: map[string]resolve.Provider{"accounts": accounts}})
+	srv := httptest.NewServer(httpapi.New(c, nil).Handler())
+	t.Cleanup(srv.Close)
+	e := &env{t: t, srv: srv, core: c, client: validatingClient(t, srv.Client())}
+	s := e.create("", map[string]any{"ui": true})
+	a := e.turn("", s.SessionID, httpapi.TurnBody{Text: "open the acme account"})
+	if a.Decision.Action != agentplane.ActionOpenPicker || a.Decision.ProviderID != "accounts" {
+		t.Fatalf("%+v", a.Decision)
+	}
+	var m tool.CatalogMatches
+	if st := e.call("GET", "/v1/sessions/"+s.SessionID+"/providers/accounts/items?q=labs", "", nil, &m); st != 200 || len(m.Items) != 1 || m.Items[0].ID != "ACC-2" {
+		t.Fatalf("q=labs: %d %+v", st, m)
+	}
+	var eb httpapi.ErrorBody
+	st := e.call("GET", "/v1/sessions/"+s.SessionID+"/providers/nope/items", "", nil, &eb)
+	errCode(t, st, eb, 404, agentplane.CodeNotFound)
+	if !strings.Contains(eb.Error.Message, `provider "nope" is not active`) {
+		t.Fatalf("message %q", eb.Error.Message)
 	}
 }
 

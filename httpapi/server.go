@@ -150,6 +150,7 @@ func (s *Server) routes() http.Handler {
 	api("GET /v1/sessions/{id}/ws", s.getWebSocket)
 	api("GET /v1/sessions/{id}/commands", s.getCommands)
 	api("GET /v1/sessions/{id}/catalogs/{catalog}/items", s.getCatalogItems)
+	api("GET /v1/sessions/{id}/providers/{provider}/items", s.getCatalogItems)
 	api("GET /v1/modes", s.getModes)
 	api("GET /v1/tools", s.getTools)
 	if s.bus != nil {

@@ -404,9 +404,10 @@ func (s *Server) getCommands(w http.ResponseWriter, r *http.Request, p auth.Prin
 	return nil
 }
 
-// getCatalogItems searches a catalog active in the session (?q=, empty
-// lists the first items; ?limit= 1 to 50, default 20): what a picker
-// shows as the person types. It reads only: nothing is recorded.
+// getCatalogItems searches a catalog or provider active in the session
+// (?q=, empty lists the first items; ?limit= 1 to 50, default 20): what
+// a picker shows as the person types. It reads only: nothing is
+// recorded.
 func (s *Server) getCatalogItems(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	sess, err := s.owned(r, p)
 	if err != nil {
@@ -425,7 +426,8 @@ func (s *Server) getCatalogItems(w http.ResponseWriter, r *http.Request, p auth.
 	if !utf8.ValidString(query) {
 		return invalid("query parameter q is not valid UTF-8")
 	}
-	m, err := tool.SearchCatalog(r.Context(), s.core.Registry(), sess.Mode, p.Roles, r.PathValue("catalog"), query, limit)
+	src := agentplane.ResolverSource{CatalogID: r.PathValue("catalog"), ProviderID: r.PathValue("provider")}
+	m, err := tool.SearchSource(r.Context(), s.core.Registry(), sess.Mode, p.Roles, src, query, limit)
 	var te *tool.Error
 	if errors.As(err, &te) {
 		switch te.Code {

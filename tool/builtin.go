@@ -164,11 +164,17 @@ type CatalogMatches struct {
 }
 
 // SearchCatalog searches a catalog active in the mode for the roles:
-// catalog_search's work, also serving the web UI's pickers. An empty
-// query lists the catalog's first items (match "all"). limit ≤ 0 means
-// 5; at most 50. Errors are *Error: bad_args, inactive_catalog,
-// catalog_unavailable.
+// catalog_search's work (see SearchSource).
 func SearchCatalog(ctx context.Context, c Catalogs, mode string, roles []string, catalogID, query string, limit int) (CatalogMatches, error) {
+	return SearchSource(ctx, c, mode, roles, agentplane.ResolverSource{CatalogID: catalogID}, query, limit)
+}
+
+// SearchSource searches a resolver source (a catalog, or a code-backed
+// provider) active in the mode for the roles; it serves catalog_search and
+// the web UI's pickers. An empty query lists the source's first items
+// (match "all"). limit ≤ 0 means 5; at most 50. Errors are *Error:
+// bad_args, inactive_catalog, catalog_unavailable.
+func SearchSource(ctx context.Context, c Catalogs, mode string, roles []string, src agentplane.ResolverSource, query string, limit int) (CatalogMatches, error) {
 	if limit <= 0 {
 		limit = 5
 	}
@@ -176,9 +182,11 @@ func SearchCatalog(ctx context.Context, c Catalogs, mode string, roles []string,
 	if len(query) > MaxQuery {
 		return CatalogMatches{}, Errorf("bad_args", "query is %d bytes; the limit is %d", len(query), MaxQuery)
 	}
-	src := agentplane.ResolverSource{CatalogID: catalogID}
 	if !c.SourceActive(mode, roles, src) {
-		return CatalogMatches{}, Errorf("inactive_catalog", "catalog %q is not active in mode %q", catalogID, mode)
+		if src.ProviderID != "" {
+			return CatalogMatches{}, Errorf("inactive_catalog", "provider %q is not active in mode %q", src.ProviderID, mode)
+		}
+		return CatalogMatches{}, Errorf("inactive_catalog", "catalog %q is not active in mode %q", src.CatalogID, mode)
 	}
 	s, _ := c.Source(src)
 	ix, _, err := s.Index(ctx)

@@ -499,13 +499,10 @@ async function searchPicker(text, highlight) {
   const d = picker.d;
   const serial = ++picker.serial;
   const note = $('picker-note');
-  if (!d.catalog_id) {
-    note.textContent = 'This list cannot be searched here: type the name in the chat.';
-    return;
-  }
+  const source = d.catalog_id ? `catalogs/${encodeURIComponent(d.catalog_id)}` : `providers/${encodeURIComponent(d.provider_id || '')}`;
   let m;
   try {
-    const path = `/v1/sessions/${encodeURIComponent(state.session)}/catalogs/${encodeURIComponent(d.catalog_id)}/items?limit=20&q=${encodeURIComponent(text)}`;
+    const path = `/v1/sessions/${encodeURIComponent(state.session)}/${source}/items?limit=20&q=${encodeURIComponent(text)}`;
     m = await api('GET', path);
   } catch (e) {
     if (serial === picker.serial) note.textContent = e.message;
