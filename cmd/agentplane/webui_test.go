@@ -312,10 +312,22 @@ func (p *page) say(text string) {
 	p.run(chromedp.Focus(chromedp.CSS("#composer-text")), chromedp.SendKeys(chromedp.CSS("#composer-text"), text+kb.Enter))
 }
 
-// press activates an element from the keyboard: focus, then Enter.
+// press activates an element from the keyboard: focus, then Enter. An
+// element redrawn between the lookup and the focus is looked up again.
 func press[S chromedp.Selectable](p *page, sel S) {
 	p.t.Helper()
-	p.run(chromedp.Focus(sel), chromedp.KeyEvent(kb.Enter))
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
+		err := chromedp.Do(ctx, chromedp.Focus(sel), chromedp.KeyEvent(kb.Enter))
+		cancel()
+		if err == nil {
+			return
+		}
+		if try == 3 || !strings.Contains(err.Error(), "Could not find node") {
+			p.t.Fatalf("browser: press %v: %v", sel, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (p *page) shot(name string) {

@@ -833,6 +833,7 @@ function workflowView(id) {
   wfView = {
     id,
     seq: 0, // of the state drawn
+    look: '', // what was drawn, to skip a redraw that changes nothing
     timer: 0,
     feedback: el('textarea', { id: 'wf-feedback', rows: 2, 'aria-label': 'Feedback or reason', placeholder: 'Feedback or reason (optional)' }),
     requirement: el('input', { type: 'text', id: 'wf-requirement', 'aria-label': 'New requirement (to replan)', placeholder: 'New requirement (to replan)' }),
@@ -867,6 +868,12 @@ async function showWorkflow(id, redraw = false) {
     return;
   }
   if (redraw && !shown(id)) return; // closed meanwhile
+  const v = workflowView(id);
+  v.seq = Math.max(v.seq, wf.seq);
+  // only a change the person can see is drawn: a button being pressed is not replaced for nothing
+  const look = JSON.stringify([wf.status, wf.reason, wf.layer, wf.tasks.map((t) => [t.id, t.status, t.layer, t.error]), wf.approval, wf.decision, wf.interruption]);
+  if (redraw && v.look === look) return;
+  v.look = look;
   const body = [el('p', { class: 'state', 'data-status': wf.status, text: `${wf.workflow_id} · ${wf.status.replaceAll('_', ' ')}${wf.reason ? ' — ' + wf.reason : ''}` })];
   const layers = new Map();
   for (const t of wf.tasks) {
@@ -884,8 +891,6 @@ async function showWorkflow(id, redraw = false) {
     body.push(el('div', { class: 'layer' }, el('h3', { text: k ? `Layer ${k}` : 'Not yet run' }), ul));
   }
   const focused = document.activeElement;
-  const v = workflowView(id);
-  v.seq = Math.max(v.seq, wf.seq);
   const { feedback, requirement } = v;
   const command = async (cmd) => {
     try {
