@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/agentplane/agentplane"
@@ -113,13 +112,9 @@ func (s *Server) ackNotification(w http.ResponseWriter, r *http.Request, p auth.
 }
 
 func (s *Server) getInbox(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	limit := 50
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 500 {
-			return invalid("query parameter limit=%q: want a number from 1 to 500", truncate(v, 20))
-		}
-		limit = n
+	limit, err := limitParam(r, 50, 500)
+	if err != nil {
+		return err
 	}
 	list, unread, err := s.bus.Inbox(r.Context(), p.ID, limit, false)
 	if err != nil {

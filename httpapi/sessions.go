@@ -126,14 +126,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, p auth.Pr
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	q := store.SessionQuery{Owner: p.ID, Cursor: r.URL.Query().Get("cursor")}
-	if l := r.URL.Query().Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > store.MaxSessionLimit {
-			return invalid("query parameter limit=%q: want a number from 1 to %d", truncate(l, 20), store.MaxSessionLimit)
-		}
-		q.Limit = n
+	limit, err := limitParam(r, 0, store.MaxSessionLimit)
+	if err != nil {
+		return err
 	}
+	q := store.SessionQuery{Owner: p.ID, Cursor: r.URL.Query().Get("cursor"), Limit: limit}
 	page, err := s.core.Sessions(r.Context(), q)
 	if err != nil {
 		return err
@@ -413,16 +410,11 @@ func (s *Server) getCatalogItems(w http.ResponseWriter, r *http.Request, p auth.
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	limit := 20
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 50 {
-			return invalid("query parameter limit=%q: want a number from 1 to 50", truncate(l, 20))
-		}
-		limit = n
+	limit, err := limitParam(r, 20, 50)
+	if err != nil {
+		return err
 	}
-	query := q.Get("q")
+	query := r.URL.Query().Get("q")
 	if !utf8.ValidString(query) {
 		return invalid("query parameter q is not valid UTF-8")
 	}

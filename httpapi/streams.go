@@ -68,6 +68,20 @@ func boolParam(r *http.Request, name string) (bool, error) {
 	}
 }
 
+// limitParam reads the limit query parameter: a number from 1 to most,
+// or def when absent.
+func limitParam(r *http.Request, def, most int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > most {
+		return 0, invalid("query parameter limit=%q: want a number from 1 to %d", truncate(v, 20), most)
+	}
+	return n, nil
+}
+
 // openSSE starts a Server-Sent Events response, counted among the open
 // streams until done is called.
 func (s *Server) openSSE(w http.ResponseWriter) (rc *http.ResponseController, done func()) {

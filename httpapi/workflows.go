@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/agentplane/agentplane"
@@ -82,13 +81,9 @@ func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request, p auth.P
 }
 
 func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	limit := 0
-	if l := r.URL.Query().Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 500 {
-			return invalid("query parameter limit=%q: want a number from 1 to 500", truncate(l, 20))
-		}
-		limit = n
+	limit, err := limitParam(r, 0, 500)
+	if err != nil {
+		return err
 	}
 	list, err := s.workflows.List(r.Context(), p.ID, limit)
 	if err != nil {
