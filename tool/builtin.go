@@ -139,7 +139,7 @@ func CatalogSearch(c Catalogs) Tool {
 			if ci.Session == nil {
 				return nil, Errorf("no_session", "the call carries no session")
 			}
-			m, err := SearchCatalog(ctx, c, ci.Session.Mode, ci.Roles, in.CatalogID, in.Query, in.Limit)
+			m, err := SearchSource(ctx, c, ci.Session.Mode, ci.Roles, agentplane.ResolverSource{CatalogID: in.CatalogID}, in.Query, in.Limit)
 			if err != nil {
 				return nil, err
 			}
@@ -161,12 +161,6 @@ type CatalogMatches struct {
 	Exact bool          `json:"exact"` // fields in the order catalog_search always wrote them
 	Items []CatalogItem `json:"items"`
 	Match string        `json:"match"`
-}
-
-// SearchCatalog searches a catalog active in the mode for the roles:
-// catalog_search's work (see SearchSource).
-func SearchCatalog(ctx context.Context, c Catalogs, mode string, roles []string, catalogID, query string, limit int) (CatalogMatches, error) {
-	return SearchSource(ctx, c, mode, roles, agentplane.ResolverSource{CatalogID: catalogID}, query, limit)
 }
 
 // SearchSource searches a resolver source (a catalog, or a code-backed
