@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,15 +59,7 @@ func BenchmarkSSEFanout(b *testing.B) {
 	const subscribers, turns = 1000, 50
 	bin := buildBinary(b)
 	url, cmd, _ := startServe(b, bin, "--db", filepath.Join(b.TempDir(), "fanout.db"), "--log-level", "warn")
-	resp, body, err := postJSON(url+"/v1/sessions", map[string]string{})
-	if err != nil || resp.StatusCode != 201 {
-		b.Fatalf("%v %s", err, body)
-	}
-	var created struct {
-		SessionID string `json:"session_id"`
-	}
-	json.Unmarshal(body, &created)
-	id := created.SessionID
+	id := newSession(b, url)
 	for i := 0; i < b.N; i++ {
 		heap0, rss0 := serverMemory(b, url, cmd.Process.Pid)
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: subscribers}}

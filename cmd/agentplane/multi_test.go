@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -90,15 +89,8 @@ func TestStreamsAcrossInstances(t *testing.T) {
 			bin := buildBinary(t)
 			a, _, _ := startServe(t, bin, "--db", db, "--pg-events", mode)
 			b, _, _ := startServe(t, bin, "--db", db, "--pg-events", mode)
-			resp, body, err := postJSON(a+"/v1/sessions", map[string]string{})
-			if err != nil || resp.StatusCode != 201 {
-				t.Fatalf("%v %s", err, body)
-			}
-			var created struct {
-				SessionID string `json:"session_id"`
-			}
-			json.Unmarshal(body, &created)
-			stream, err := http.Get(b + "/v1/sessions/" + created.SessionID + "/events")
+			session := newSession(t, a)
+			stream, err := http.Get(b + "/v1/sessions/" + session + "/events")
 			if err != nil || stream.StatusCode != 200 {
 				t.Fatalf("%v %v", stream, err)
 			}
@@ -118,7 +110,7 @@ func TestStreamsAcrossInstances(t *testing.T) {
 			}
 			time.Sleep(200 * time.Millisecond) // B is following the session
 			start := time.Now()
-			if resp, body, err := postJSON(a+"/v1/sessions/"+created.SessionID+"/turns", map[string]string{"text": "switch to ddr mode"}); err != nil || resp.StatusCode != 200 {
+			if resp, body, err := postJSON(a+"/v1/sessions/"+session+"/turns", map[string]string{"text": "switch to ddr mode"}); err != nil || resp.StatusCode != 200 {
 				t.Fatalf("%v %s", err, body)
 			}
 			select {
