@@ -77,6 +77,11 @@ type Record struct {
 	// Approval is the id of the human's approval a workflow's call ran
 	// under (in place of a confirmation).
 	Approval string `json:"approval,omitempty"`
+	// Rebased is the session version a run's effects were applied to when
+	// another writer had moved the session on from Base while its tool ran:
+	// the run happened, so it is recorded with its effects on the state it
+	// met (replay applies them to the same state).
+	Rebased int64 `json:"rebased,omitempty"`
 	// Notes say what a resume record changed and why.
 	Notes []string `json:"notes,omitempty"`
 	// LLM is the exchange an llm record holds.

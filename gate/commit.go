@@ -15,17 +15,71 @@ import (
 )
 
 // commit records the decided result: the new state (when the command
-// changed it), the audit record, an issued or used confirmation token,
-// and, when something ran, the result under the request key — in one
-// atomic commit. A session another writer changed since it was read is a
-// version_conflict, recorded with nothing applied. The token, if one was
-// issued, goes to the human's channel only, never into the log.
+// changed it), the audit record, an issued confirmation token, and, when
+// something ran, the result under the request key — in one atomic commit.
+// A session another writer changed since it was read is a
+// version_conflict, recorded with nothing applied — unless a tool that
+// may act ran: the run happened, so its effects are applied to the
+// session as it now is (rebase) and it is recorded as what it was. The
+// token, if one was issued, goes to the human's channel only, never into
+// the log.
 func (x *execution) commit() (agentplane.ExecutionResult, error) {
+	for attempt := 0; ; attempt++ {
+		res, c := x.unit()
+		err := x.g.store.Commit(x.ctx, c)
+		if err != nil && c.Session != nil && agentplane.ErrorCode(err) == agentplane.CodeVersionConflict {
+			if x.acted && attempt < maxRebases {
+				if err := x.rebase(); err != nil {
+					return agentplane.ExecutionResult{}, err
+				}
+				continue
+			}
+			// Someone else changed the session: apply nothing, record the attempt.
+			res = unchanged(rejected(agentplane.CodeVersionConflict, "session %s changed while %s ran; nothing was applied", x.sess.ID, x.action), x.sess)
+			if x.acted {
+				// it kept changing: the run is recorded without its effects
+				res = unchanged(x.res, x.sess)
+				res.Message += " (the session kept changing meanwhile: its effects on the session were not applied)"
+			}
+			res.RequestID = x.inv.RequestID
+			x.issue = nil
+			c = &store.Commit{SessionID: x.sess.ID, Record: x.record(&res)}
+			if x.key != nil && x.claimed { // the tool ran: its key must not run it again
+				c.Request = x.request(c.Record.Result)
+			}
+			err = x.g.store.Commit(x.ctx, c)
+		}
+		if errors.Is(err, store.ErrRequestDone) {
+			// Another execution with this key finished first: its result is the answer.
+			prev, ok, rerr := x.g.store.Request(x.ctx, *x.key)
+			if rerr != nil || !ok || prev.Result == nil {
+				return agentplane.ExecutionResult{}, fmt.Errorf("gate: request %s finished elsewhere, but its result cannot be read: %v", x.inv.RequestID, rerr)
+			}
+			out, _ := x.held(prev)
+			return out, x.err
+		}
+		if err != nil {
+			return agentplane.ExecutionResult{}, fmt.Errorf("gate: commit %s on session %s: %w", x.action, x.sess.ID, err)
+		}
+		if x.token != "" && x.inv.Origin.Human() {
+			res.ConfirmationToken = x.token // never to the LLM's or an agent's channel
+		}
+		res.Seq = c.Record.Seq
+		return res, nil
+	}
+}
+
+// maxRebases bounds how often a run's effects are applied again to a
+// session that moved on while they were being committed.
+const maxRebases = 8
+
+// unit is the commit of the decided result, and the result to answer.
+func (x *execution) unit() (agentplane.ExecutionResult, *store.Commit) {
 	res := x.res
 	res.RequestID = x.inv.RequestID
 	c := &store.Commit{SessionID: x.sess.ID, Issue: x.issue}
 	if res.Status == agentplane.StatusSuccess {
-		c.Session, c.Use = x.next, x.use
+		c.Session = x.next
 	}
 	if c.Session == nil {
 		res = unchanged(res, x.sess)
@@ -38,35 +92,27 @@ func (x *execution) commit() (agentplane.ExecutionResult, error) {
 	if x.key != nil && (x.claimed || res.Status == agentplane.StatusSuccess || x.inv.Turn != nil && x.inv.Turn.RequestID != "") {
 		c.Request = x.request(c.Record.Result)
 	}
-	err := x.g.store.Commit(x.ctx, c)
-	if err != nil && c.Session != nil && agentplane.ErrorCode(err) == agentplane.CodeVersionConflict {
-		// Someone else changed the session: apply nothing, record the attempt.
-		res = unchanged(rejected(agentplane.CodeVersionConflict, "session %s changed while %s ran; nothing was applied", x.sess.ID, x.action), x.sess)
-		res.RequestID = x.inv.RequestID
-		x.issue, x.use = nil, ""
-		c = &store.Commit{SessionID: x.sess.ID, Record: x.record(&res)}
-		if x.key != nil && x.claimed { // the tool ran: its key must not run it again
-			c.Request = x.request(c.Record.Result)
-		}
-		err = x.g.store.Commit(x.ctx, c)
-	}
-	if errors.Is(err, store.ErrRequestDone) {
-		// Another execution with this key finished first: its result is the answer.
-		prev, ok, rerr := x.g.store.Request(x.ctx, *x.key)
-		if rerr != nil || !ok || prev.Result == nil {
-			return agentplane.ExecutionResult{}, fmt.Errorf("gate: request %s finished elsewhere, but its result cannot be read: %v", x.inv.RequestID, rerr)
-		}
-		out, _ := x.held(prev)
-		return out, x.err
-	}
+	return res, c
+}
+
+// rebase takes the session as it is now and decides the run's effects on
+// it again: the tool's output stands; what it does to the session is
+// applied to the state it meets. Effects that no longer fit that state
+// (an invalid work context) leave it as it is.
+func (x *execution) rebase() error {
+	cur, err := x.g.store.Session(x.ctx, x.sess.ID)
 	if err != nil {
-		return agentplane.ExecutionResult{}, fmt.Errorf("gate: commit %s on session %s: %w", x.action, x.sess.ID, err)
+		return fmt.Errorf("gate: reload session %s after a conflict: %w", x.sess.ID, err)
 	}
-	if x.token != "" && x.inv.Origin.Human() {
-		res.ConfirmationToken = x.token // never to the LLM's or an agent's channel
+	ran := x.res
+	x.sess, x.rebased, x.next, x.res = cur, cur.Version, nil, agentplane.ExecutionResult{}
+	x.effects()
+	if x.res.Status != agentplane.StatusSuccess {
+		why := x.res.Message
+		x.res, x.next = ran, nil
+		x.res.Message += " (its effects on the session were not applied: " + why + ")"
 	}
-	res.Seq = c.Record.Seq
-	return res, nil
+	return nil
 }
 
 // request is the finished request to store under the key.
@@ -93,6 +139,9 @@ func (x *execution) record(res *agentplane.ExecutionResult) *audit.Record {
 	}
 	r := &audit.Record{Session: x.sess.ID, Time: x.now.UTC(), Kind: audit.KindExecution, Principal: inv.Principal, Base: x.sess.Version,
 		Intent: intent, Result: &logged, State: res.Session, Presented: x.presented}
+	if x.rebased != 0 {
+		r.Base, r.Rebased = x.base, x.rebased
+	}
 	if inv.Origin == OriginWorkflow {
 		r.Approval = inv.Approval
 	}

@@ -134,7 +134,7 @@ func (x *execution) checkToken() {
 	case conf.Version != x.sess.Version:
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "the session changed since the confirmation was asked (version %d, now %d)", conf.Version, x.sess.Version)
 	default:
-		x.use = digest
+		x.use = digest // used up by the claim, before anything runs
 	}
 }
 
@@ -155,6 +155,8 @@ func (x *execution) checkPending() {
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "the pending confirmation is for %s(%s), not %s(%s)", pc.CommandID, binding(pc.ResolvedID, pc.Mode), x.action, x.binding)
 	case !x.now.Before(pc.ExpiresAt):
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "the pending confirmation expired at %s", pc.ExpiresAt.UTC().Format(time.RFC3339))
+	default:
+		x.yes = true // used up by the claim, before anything runs
 	}
 }
 

@@ -52,7 +52,7 @@ func (g *Gate) RecordDecision(ctx context.Context, base *agentplane.Session, pri
 				action, bound = confirm.Tool, string(confirm.Args)
 			}
 			c.Issue = &store.Confirmation{Digest: Digest(token), SessionID: base.ID, Action: action,
-				Binding: bound, Version: next.Version, ExpiresAt: confirm.ExpiresAt}
+				Binding: bound, Version: next.Version, ExpiresAt: confirm.ExpiresAt, Pending: true}
 		}
 		c.Session, state = next, next
 	}
@@ -170,13 +170,18 @@ func (g *Gate) Resume(ctx context.Context, id, principal string) (*agentplane.Se
 		}
 	}
 	if p := next.PendingConfirmation; p != nil {
-		if _, ok := g.reg.Command(p.CommandID); !ok {
+		if _, ok := g.reg.Command(p.CommandID); !ok && p.Tool == "" {
 			notes = append(notes, fmt.Sprintf("the pending confirmation of command %q, no longer configured, was dropped", p.CommandID))
 			next.PendingConfirmation = nil
 		}
 	}
 	if len(notes) == 0 {
 		return sess, nil, nil
+	}
+	if p := next.PendingConfirmation; p != nil {
+		// it was asked of the session as it was: ask again
+		notes = append(notes, fmt.Sprintf("the pending confirmation (%s) was dropped: the session changed; ask again", p.Question))
+		next.PendingConfirmation = nil
 	}
 	next.Version++
 	c := &store.Commit{SessionID: id, Session: next, Record: &audit.Record{Session: id, Time: g.now().UTC(), Kind: audit.KindResume,
@@ -221,7 +226,7 @@ func (g *Gate) Propose(ctx context.Context, base *agentplane.Session, principal,
 	token := g.newToken()
 	c := &store.Commit{SessionID: base.ID, Session: next,
 		Issue: &store.Confirmation{Digest: Digest(token), SessionID: base.ID, Action: toolName, Binding: string(args),
-			Version: next.Version, ExpiresAt: confirm.ExpiresAt}}
+			Version: next.Version, ExpiresAt: confirm.ExpiresAt, Pending: true}}
 	c.Record = &audit.Record{Session: base.ID, Time: now.UTC(), Kind: audit.KindProposal, Principal: principal, Base: base.Version,
 		Intent:   &agentplane.Intent{Type: agentplane.IntentActionCall, Action: toolName, Args: args, Origin: string(OriginLLM)},
 		Decision: &d, State: next, Issued: c.Issue.Digest}

@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,6 +41,7 @@ type execution struct {
 	ctx  context.Context
 	inv  *Invocation
 	sess *agentplane.Session // the state the invocation is decided on
+	base int64               // its version
 	mode string              // the mode it runs in
 	// switchMode: mode is a launcher's target mode, not the session's; the
 	// session switches to it when the command succeeds
@@ -60,7 +62,7 @@ type execution struct {
 	// confirmation
 	token     string              // issued to the human, never recorded
 	issue     *store.Confirmation // the issued token's record
-	use       string              // digest of the token presented, marked used on success
+	use       string              // digest of the token presented, used up by the claim
 	presented string              // digest of the token presented, for the record
 
 	// idempotency
@@ -68,6 +70,14 @@ type execution struct {
 	digest    string
 	claimed   bool // the key is held: something runs outside the commit
 	claimedAt time.Time
+	yes       bool // the human's yes in a turn answers the session's pending confirmation
+
+	// acted: a tool that may change something was called, so the run is
+	// recorded whatever else happens to the session meanwhile
+	acted bool
+	// rebased: the session version the effects were applied to when it
+	// had moved on while the tool ran (0: the version decided on)
+	rebased int64
 
 	// outcome
 	out  json.RawMessage     // the tool's output
@@ -102,6 +112,7 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentp
 		}
 		x.sess = sess
 	}
+	x.base = x.sess.Version
 	x.mode = g.reg.ModeOf(x.sess.Mode)
 	x.action = inv.CommandID
 	if inv.Tool != "" {
@@ -151,34 +162,69 @@ func (x *execution) held(prev store.Request) (agentplane.ExecutionResult, bool) 
 	}
 }
 
-// claim holds the request key before a tool runs outside the commit, so
-// two executions with one key never both run it. Nothing else needs it:
-// a commit that writes a finished request fails when the key is taken
-// (the later one answers with the first one's result). A read-only tool
-// is not claimed: running it twice changes nothing, and it saves a write.
-// It returns the result to give when the key is held elsewhere.
+// claim holds the request key in the store before anything that may act
+// runs: a tool whose impact is internal or external, or any invocation
+// that uses a confirmation. Consuming the confirmation (the token
+// presented, or the pending confirmation a "yes" answers) is part of the
+// same claim, so of concurrent confirmations of one question exactly one
+// runs, whatever keys their clients sent; the others are refused with
+// confirmation_invalid. An invocation without a request id claims a key
+// of the gate's own: the store knows what is running either way. A read
+// tool without a confirmation is not claimed: running it twice changes
+// nothing, and it saves a write. It returns the result to give when the
+// key is held elsewhere or the confirmation was used.
 func (x *execution) claim() *agentplane.ExecutionResult {
-	if x.decided() || x.key == nil || agentplane.IsEffectTool(x.tool) {
+	if x.decided() {
 		return nil
 	}
-	t, ok := x.g.tools.Get(x.tool)
-	if !ok {
-		return nil // nothing will run: tool_unavailable is decided in run
-	}
-	if t.Spec().Impact == tool.ImpactRead {
+	use := x.confirmationUse()
+	if use == nil && !x.mayAct() {
 		return nil
+	}
+	if x.key == nil {
+		x.key = &store.RequestKey{SessionID: x.sess.ID, Principal: x.inv.Principal, RequestID: gateKeyPrefix + randomToken()}
+		x.digest = invocationDigest(x.inv)
 	}
 	x.claimedAt = x.now
 	stale := x.now.Add(-2*x.g.toolTimeout - time.Minute)
-	holder, ok, err := x.g.store.Claim(x.ctx, store.Claim{Key: *x.key, Digest: x.digest, Now: x.now, StaleBefore: stale})
-	if err != nil {
-		x.err = fmt.Errorf("gate: claim request %s: %w", x.inv.RequestID, err)
+	holder, ok, err := x.g.store.Claim(x.ctx, store.Claim{Key: *x.key, Digest: x.digest, Now: x.now, StaleBefore: stale, Use: use})
+	switch {
+	case errors.Is(err, store.ErrConfirmationUsed):
+		x.res = rejected(agentplane.CodeConfirmationInvalid, "the confirmation was used already: what it confirmed runs once")
+		return nil // recorded by commit, nothing run
+	case err != nil:
+		x.err = fmt.Errorf("gate: claim request %s: %w", x.key.RequestID, err)
 		return &agentplane.ExecutionResult{}
-	}
-	if ok {
+	case ok:
 		x.claimed = true
 		return nil
 	}
 	res, _ := x.held(holder)
 	return &res
+}
+
+// gateKeyPrefix starts the request keys the gate claims for invocations
+// that came without one; client request ids cannot start with it.
+const gateKeyPrefix = "~gate-"
+
+// confirmationUse is the confirmation the invocation consumes, if any.
+func (x *execution) confirmationUse() *store.Use {
+	switch {
+	case x.use != "":
+		return &store.Use{Digest: x.use}
+	case x.yes:
+		return &store.Use{SessionID: x.sess.ID, Version: x.sess.Version}
+	}
+	return nil
+}
+
+// mayAct reports whether the invocation's tool may change anything when it
+// runs: impact internal or external, and not a built-in effect tool (whose
+// effects are applied in the commit).
+func (x *execution) mayAct() bool {
+	if agentplane.IsEffectTool(x.tool) {
+		return false
+	}
+	t, ok := x.g.tools.Get(x.tool)
+	return ok && t.Spec().Impact != tool.ImpactRead
 }

@@ -37,6 +37,7 @@ func (x *execution) run() {
 		x.unavailable()
 		return
 	}
+	x.acted = t.Spec().Impact != tool.ImpactRead
 	timeout := x.g.toolTimeout
 	ci := tool.CallInfo{SessionID: x.sess.ID, RequestID: x.inv.RequestID, IdempotencyKey: x.inv.IdempotencyKey, Session: x.sess.Clone(), Roles: x.inv.Roles}
 	ctx, cancel := context.WithTimeout(tool.WithCallInfo(x.ctx, ci), timeout)

@@ -92,6 +92,7 @@ type player struct {
 	issued  string            // the token the replay issued for the current record
 	tokens  map[string]string // digest of a recorded token -> the token the replay issued in its place
 	history map[int64]*agentplane.Session
+	loads   int // sessions loaded for the current record
 }
 
 func (p *player) now() time.Time { return p.cur.Time }
@@ -169,6 +170,14 @@ type sessions struct {
 }
 
 func (s sessions) Session(ctx context.Context, id string) (*agentplane.Session, error) {
+	s.p.loads++
+	if r := s.p.cur.Rebased; r > 0 && s.p.loads > 1 {
+		// the gate reloads the session when it moved on while the tool
+		// ran: it meets the state the recorded run met
+		if old, ok := s.p.history[r]; ok {
+			return old.Clone(), nil
+		}
+	}
 	if b := s.p.cur.Base; b > 0 {
 		if old, ok := s.p.history[b]; ok {
 			return old.Clone(), nil
@@ -208,7 +217,7 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 	p.history[s.Version] = s
 	for i := 1; i < len(recs); i++ {
 		r := &recs[i]
-		p.cur, p.ids, p.issued = r, nil, ""
+		p.cur, p.ids, p.issued, p.loads = r, nil, "", 0
 		if r.Intent != nil && r.Intent.RequestID != "" {
 			p.ids = []string{r.Intent.RequestID}
 		}

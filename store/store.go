@@ -48,17 +48,21 @@ type Store interface {
 	// Claim records that the request is running, before anything runs,
 	// unless the key is taken: then it returns the request that holds it
 	// and false. A running claim older than c.StaleBefore is taken over
-	// (its holder died), and Claim returns true.
+	// (its holder died), and Claim returns true. A claim that consumes a
+	// confirmation (c.Use) marks it used in the same transaction; when the
+	// confirmation is unknown or used already, Claim fails with code
+	// confirmation_invalid and writes nothing.
 	Claim(ctx context.Context, c Claim) (Request, bool, error)
 	// Confirmation returns an issued confirmation token by its digest.
 	Confirmation(ctx context.Context, digest string) (Confirmation, bool, error)
 	// Commit applies c atomically: all of it or, with an error, none.
 	//
 	// It fails with code version_conflict when c.Session's version is not
-	// one more than the stored version (1 for a new session); with code
-	// confirmation_invalid when c.Use names a token that is unknown or
-	// used; with ErrRequestDone when c.Request's key holds a finished
-	// request already; and with the error of an Op that fails.
+	// one more than the stored version (1 for a new session); with
+	// ErrRequestDone when c.Request's key holds a finished request
+	// already; with the error of an Op that fails; and with an error that
+	// names the record when c.Record holds a value the audit reader would
+	// refuse.
 	Commit(ctx context.Context, c *Commit) error
 	// Close releases the store. Commits already waiting are applied first.
 	Close() error
@@ -80,10 +84,9 @@ type Commit struct {
 	// claimed request, or records one that ran nothing outside the commit.
 	// The store sets its Seq to the commit's record.
 	Request *Request
-	// Issue stores a new confirmation token (its digest); Use marks the
-	// token with this digest used.
+	// Issue stores a new confirmation token (its digest). A token is used
+	// up by the Claim of the invocation it confirms, never by a commit.
 	Issue *Confirmation
-	Use   string
 	// Ops are writes of subsystems' own tables, run in order in the
 	// commit's transaction after everything above.
 	Ops []Op
@@ -195,7 +198,39 @@ type Claim struct {
 	Digest      string
 	Now         time.Time
 	StaleBefore time.Time // a running claim made before this is taken over
+	// Use, when set, is the confirmation the request consumes: the claim
+	// is its one use, so of concurrent requests presenting the same
+	// confirmation exactly one runs.
+	Use *Use
 }
+
+// Use names the confirmation a claim consumes: the token presented (its
+// digest), or, for the human's "yes" in a turn, the pending confirmation
+// the session held at a version.
+type Use struct {
+	Digest    string
+	SessionID string
+	Version   int64
+}
+
+// PendingKey is how stores find the confirmation issued with a session's
+// pending confirmation at a version (Confirmation.Pending).
+func PendingKey(session string, version int64) string {
+	return strconv.FormatInt(version, 10) + ":" + session
+}
+
+// Key returns the lookup the use asks for: its digest, or the pending
+// key; pending reports which.
+func (u *Use) Key() (key string, pending bool) {
+	if u.Digest != "" {
+		return u.Digest, false
+	}
+	return PendingKey(u.SessionID, u.Version), true
+}
+
+// ErrConfirmationUsed is Claim's error when the confirmation it would
+// consume is unknown or used already.
+var ErrConfirmationUsed = agentplane.Errorf(agentplane.CodeConfirmationInvalid, "the confirmation was used already")
 
 // ErrRequestDone is Commit's error when the commit's request key holds a
 // finished request: another execution with the same key finished first.
@@ -211,6 +246,10 @@ type Confirmation struct {
 	Version   int64     `json:"version"` // the session version the invocation must run at
 	ExpiresAt time.Time `json:"expires_at"`
 	Used      bool      `json:"used"`
+	// Pending says the token was issued with the session's pending
+	// confirmation at Version: the human's "yes" in a turn uses it up as
+	// the token would (Use with SessionID and Version).
+	Pending bool `json:"pending,omitempty"`
 }
 
 // SQL dialects of Tx and of Extension migrations.

@@ -28,6 +28,7 @@ type Store struct {
 	chains   map[string]*chain
 	requests map[store.RequestKey]store.Request
 	tokens   map[string]store.Confirmation
+	pending  map[string]string // store.PendingKey -> the digest of the token issued with it
 }
 
 // New returns an empty store.
@@ -38,6 +39,7 @@ func New() *Store {
 		chains:   map[string]*chain{},
 		requests: map[store.RequestKey]store.Request{},
 		tokens:   map[string]store.Confirmation{},
+		pending:  map[string]string{},
 	}
 }
 
@@ -77,6 +79,18 @@ func (s *Store) Claim(_ context.Context, c store.Claim) (store.Request, bool, er
 	if ok && (r.State != store.RequestRunning || !r.ClaimedAt.Before(c.StaleBefore) || r.Digest != c.Digest) {
 		return r, false, nil
 	}
+	if c.Use != nil {
+		digest, pending := c.Use.Key()
+		if pending {
+			digest = s.pending[digest]
+		}
+		t, ok := s.tokens[digest]
+		if !ok || t.Used {
+			return store.Request{}, false, store.ErrConfirmationUsed
+		}
+		t.Used = true
+		s.tokens[digest] = t
+	}
 	s.requests[c.Key] = store.Request{Key: c.Key, Digest: c.Digest, State: store.RequestRunning, ClaimedAt: c.Now}
 	return store.Request{}, true, nil
 }
@@ -108,11 +122,6 @@ func (s *Store) Commit(_ context.Context, c *store.Commit) error {
 		}
 		if c.Session.Version != have+1 {
 			return agentplane.Errorf(agentplane.CodeVersionConflict, "session %q is at version %d; cannot store version %d", c.Session.ID, have, c.Session.Version)
-		}
-	}
-	if c.Use != "" {
-		if t, ok := s.tokens[c.Use]; !ok || t.Used {
-			return agentplane.Errorf(agentplane.CodeConfirmationInvalid, "confirmation token unknown or used")
 		}
 	}
 	var rec audit.Record
@@ -162,11 +171,9 @@ func (s *Store) Commit(_ context.Context, c *store.Commit) error {
 	}
 	if c.Issue != nil {
 		s.tokens[c.Issue.Digest] = *c.Issue
-	}
-	if c.Use != "" {
-		t := s.tokens[c.Use]
-		t.Used = true
-		s.tokens[c.Use] = t
+		if c.Issue.Pending {
+			s.pending[store.PendingKey(c.Issue.SessionID, c.Issue.Version)] = c.Issue.Digest
+		}
 	}
 	return nil
 }

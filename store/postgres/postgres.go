@@ -312,13 +312,33 @@ func (s *Store) scanRequest(row pgx.Row, key store.RequestKey) (store.Request, b
 
 // Claim claims an idempotency key; see store.Store.
 func (s *Store) Claim(ctx context.Context, c store.Claim) (store.Request, bool, error) {
-	var one int
-	err := s.pool.QueryRow(ctx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES ($1, $2, $3, $4, 'running', NULL, $5)
+	const claim = `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES ($1, $2, $3, $4, 'running', NULL, $5)
 		ON CONFLICT (session, principal, request_id) DO UPDATE SET claimed_at = excluded.claimed_at
-		WHERE requests.state = 'running' AND requests.claimed_at < $6 AND requests.digest = excluded.digest RETURNING 1`,
-		c.Key.SessionID, c.Key.Principal, c.Key.RequestID, c.Digest, c.Now.UnixNano(), c.StaleBefore.UnixNano()).Scan(&one)
+		WHERE requests.state = 'running' AND requests.claimed_at < $6 AND requests.digest = excluded.digest RETURNING 1`
+	args := []any{c.Key.SessionID, c.Key.Principal, c.Key.RequestID, c.Digest, c.Now.UnixNano(), c.StaleBefore.UnixNano()}
+	query := claim
+	if c.Use != nil {
+		// One statement: the key and the confirmation, or neither (the
+		// check aborts it). A concurrent use of the same confirmation waits
+		// for this one's row lock and then finds it used.
+		column := "digest"
+		key, pending := c.Use.Key()
+		if pending {
+			column = "pending"
+		}
+		query = `WITH c AS (` + claim + `),
+			u AS (UPDATE confirmations SET used = TRUE WHERE ` + column + ` = $7 AND NOT used AND EXISTS (SELECT 1 FROM c) RETURNING 1)
+			SELECT 1 FROM c WHERE agentplane_check(EXISTS (SELECT 1 FROM u), $8, 'the confirmation was used already')`
+		args = append(args, key, stateToken)
+	}
+	var one int
+	err := s.pool.QueryRow(ctx, query, args...).Scan(&one)
 	if err == nil {
 		return store.Request{}, true, nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == stateToken {
+		return store.Request{}, false, store.ErrConfirmationUsed
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return store.Request{}, false, s.fail("claim request "+c.Key.RequestID, err)
@@ -540,10 +560,6 @@ func (s *Store) batch(c *store.Commit, sealed *audit.Record) (*pgx.Batch, error)
 			SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $8, 'request finished already')`,
 			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, result, sealed.Seq, q.ClaimedAt.UnixNano(), stateRequest)
 	}
-	if c.Use != "" {
-		b.Queue(`WITH u AS (UPDATE confirmations SET used = TRUE WHERE digest = $1 AND NOT used RETURNING 1)
-			SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $2, 'confirmation token unknown or used')`, c.Use, stateToken)
-	}
 	if c.Session != nil {
 		state, err := json.Marshal(c.Session)
 		if err != nil {
@@ -569,7 +585,12 @@ func (s *Store) batch(c *store.Commit, sealed *audit.Record) (*pgx.Batch, error)
 		if err != nil {
 			return nil, err
 		}
-		b.Queue(`INSERT INTO confirmations (digest, used, confirmation) VALUES ($1, FALSE, $2)`, c.Issue.Digest, raw)
+		var pending *string // NULL
+		if c.Issue.Pending {
+			k := store.PendingKey(c.Issue.SessionID, c.Issue.Version)
+			pending = &k
+		}
+		b.Queue(`INSERT INTO confirmations (digest, used, confirmation, pending) VALUES ($1, FALSE, $2, $3)`, c.Issue.Digest, raw, pending)
 	}
 	return b, nil
 }

@@ -707,7 +707,7 @@ func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, session string, se
 // transaction can undo it).
 func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool, err error) {
 	if r.claim != nil {
-		return false, s.applyClaim(ctx, tx, r)
+		return s.applyClaim(ctx, tx, r)
 	}
 	c := r.c
 	wrote := false
@@ -724,16 +724,6 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
 			return false, store.ErrRequestDone
-		}
-		wrote = true
-	}
-	if c.Use != "" {
-		res, err := s.exec(ctx, tx, `UPDATE confirmations SET used = 1 WHERE digest = ? AND used = 0`, c.Use)
-		if err != nil {
-			return wrote, s.wrap("use confirmation", err)
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return wrote, agentplane.Errorf(agentplane.CodeConfirmationInvalid, "confirmation token unknown or used")
 		}
 		wrote = true
 	}
@@ -774,22 +764,38 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 }
 
 // applyClaim takes an idempotency key that is free, or whose running claim
-// is stale, and otherwise reads who holds it.
-func (s *Store) applyClaim(ctx context.Context, tx *sql.Tx, r *request) error {
+// is stale, and otherwise reads who holds it. A claim that uses a
+// confirmation marks it used; when it cannot, the claim fails after its
+// key was written (partial).
+func (s *Store) applyClaim(ctx context.Context, tx *sql.Tx, r *request) (partial bool, err error) {
 	c := r.claim
 	res, err := s.exec(ctx, tx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES (?, ?, ?, ?, 'running', NULL, ?)
 		ON CONFLICT (session, principal, request_id) DO UPDATE SET claimed_at = excluded.claimed_at
 		WHERE requests.state = 'running' AND requests.claimed_at < ? AND requests.digest = excluded.digest`,
 		c.Key.SessionID, c.Key.Principal, c.Key.RequestID, c.Digest, c.Now.UnixNano(), c.StaleBefore.UnixNano())
 	if err != nil {
-		return s.wrap("claim request", err)
+		return false, s.wrap("claim request", err)
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		r.claimed = true
-		return nil
+	if n, _ := res.RowsAffected(); n != 1 {
+		r.holder, _, err = s.readRequest(ctx, s.queryRow(ctx, tx, readRequest, c.Key.SessionID, c.Key.Principal, c.Key.RequestID), c.Key)
+		return false, err
 	}
-	r.holder, _, err = s.readRequest(ctx, s.queryRow(ctx, tx, readRequest, c.Key.SessionID, c.Key.Principal, c.Key.RequestID), c.Key)
-	return err
+	if c.Use != nil {
+		query := `UPDATE confirmations SET used = 1 WHERE digest = ? AND used = 0`
+		key, pending := c.Use.Key()
+		if pending {
+			query = `UPDATE confirmations SET used = 1 WHERE pending = ? AND used = 0`
+		}
+		res, err := s.exec(ctx, tx, query, key)
+		if err != nil {
+			return true, s.wrap("use confirmation", err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return true, store.ErrConfirmationUsed
+		}
+	}
+	r.claimed = true
+	return false, nil
 }
 
 // write writes what a commit adds once its checks have passed: the audit
@@ -815,7 +821,11 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, c *store.Commit, sealed *
 		if err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO confirmations (digest, used, confirmation) VALUES (?, 0, ?)`, c.Issue.Digest, string(raw)); err != nil {
+		var pending any // NULL
+		if c.Issue.Pending {
+			pending = store.PendingKey(c.Issue.SessionID, c.Issue.Version)
+		}
+		if _, err := s.exec(ctx, tx, `INSERT INTO confirmations (digest, used, confirmation, pending) VALUES (?, 0, ?, ?)`, c.Issue.Digest, string(raw), pending); err != nil {
 			return s.wrap("store confirmation", err)
 		}
 	}

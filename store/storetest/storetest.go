@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,22 +298,91 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			ExpiresAt: time.Date(2026, 11, 25, 12, 5, 0, 0, time.UTC)}
 		mustCommit(t, s, &store.Commit{SessionID: "a", Issue: &c})
 		got, ok, err := s.Confirmation(ctx, "dig")
-		if err != nil || !ok || got.Used || got.Binding != "LIST-9" || !got.ExpiresAt.Equal(c.ExpiresAt) {
+		if err != nil || !ok || got.Used || got.Pending || got.Binding != "LIST-9" || !got.ExpiresAt.Equal(c.ExpiresAt) {
 			t.Fatalf("%+v %v %v", got, ok, err)
 		}
-		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 2), Use: "dig"})
+		use := func(r string, u store.Use) error {
+			_, ok, err := s.Claim(ctx, store.Claim{Key: key("a", r), Digest: "d", Now: t0, Use: &u})
+			if err == nil && !ok {
+				t.Fatalf("claim %s: the key is held", r)
+			}
+			return err
+		}
+		if err := use("r1", store.Use{Digest: "dig"}); err != nil {
+			t.Fatal(err)
+		}
 		if got, _, _ := s.Confirmation(ctx, "dig"); !got.Used {
 			t.Fatal("not marked used")
 		}
-		err = s.Commit(ctx, &store.Commit{SessionID: "a", Session: sess("a", 3), Use: "dig"})
-		if agentplane.ErrorCode(err) != agentplane.CodeConfirmationInvalid {
+		if err := use("r2", store.Use{Digest: "dig"}); agentplane.ErrorCode(err) != agentplane.CodeConfirmationInvalid {
 			t.Fatalf("reuse: %v", err)
 		}
-		if cur, _ := s.Session(ctx, "a"); cur.Version != 2 {
-			t.Fatal("a commit with a used token applied its session")
+		if _, ok, _ := s.Request(ctx, key("a", "r2")); ok {
+			t.Fatal("a claim refused for its used token kept its key")
 		}
-		if err := s.Commit(ctx, &store.Commit{SessionID: "a", Use: "never-issued"}); agentplane.ErrorCode(err) != agentplane.CodeConfirmationInvalid {
+		if err := use("r3", store.Use{Digest: "never-issued"}); agentplane.ErrorCode(err) != agentplane.CodeConfirmationInvalid {
 			t.Fatalf("unknown token: %v", err)
+		}
+		// The token issued with a pending confirmation is used up by its
+		// pending key (the human's yes) or by its digest, once either way.
+		p := store.Confirmation{Digest: "pend", SessionID: "a", Action: "send", Binding: "LIST-9", Version: 2, Pending: true}
+		mustCommit(t, s, &store.Commit{SessionID: "a", Issue: &p})
+		if got, _, _ := s.Confirmation(ctx, "pend"); !got.Pending {
+			t.Fatal("pending not kept")
+		}
+		if err := use("r4", store.Use{SessionID: "a", Version: 1}); agentplane.ErrorCode(err) != agentplane.CodeConfirmationInvalid {
+			t.Fatalf("no pending confirmation at version 1: %v", err)
+		}
+		if err := use("r5", store.Use{SessionID: "a", Version: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if err := use("r6", store.Use{Digest: "pend"}); agentplane.ErrorCode(err) != agentplane.CodeConfirmationInvalid {
+			t.Fatalf("the token after the yes: %v", err)
+		}
+		// A held key is answered with its holder, and the token stays unused.
+		q := store.Confirmation{Digest: "third", SessionID: "a", Version: 3}
+		mustCommit(t, s, &store.Commit{SessionID: "a", Issue: &q})
+		holder, ok, err := s.Claim(ctx, store.Claim{Key: key("a", "r1"), Digest: "d", Now: t0, StaleBefore: t0.Add(-time.Minute), Use: &store.Use{Digest: "third"}})
+		if err != nil || ok || holder.State != store.RequestRunning {
+			t.Fatalf("a held key: %+v %v %v", holder, ok, err)
+		}
+		if got, _, _ := s.Confirmation(ctx, "third"); got.Used {
+			t.Fatal("a claim that lost its key used its token")
+		}
+	})
+
+	t.Run("ConcurrentUsesOfAConfirmationOneWins", func(t *testing.T) {
+		s := open(t)
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1),
+			Issue: &store.Confirmation{Digest: "tok", SessionID: "a", Version: 1, Pending: true}})
+		for _, n := range []int{2, 8, 32} {
+			var wins, refused atomic.Int64
+			var wg sync.WaitGroup
+			for g := 0; g < n; g++ {
+				wg.Go(func() {
+					u := store.Use{Digest: "tok"}
+					if g%2 == 1 {
+						u = store.Use{SessionID: "a", Version: 1} // the yes
+					}
+					_, ok, err := s.Claim(ctx, store.Claim{Key: key("a", fmt.Sprintf("%d-%d", n, g)), Digest: "d", Now: t0, Use: &u})
+					switch {
+					case err == nil && ok:
+						wins.Add(1)
+					case agentplane.ErrorCode(err) == agentplane.CodeConfirmationInvalid:
+						refused.Add(1)
+					default:
+						t.Errorf("claim %d: %v %v", g, ok, err)
+					}
+				})
+			}
+			wg.Wait()
+			want := 1
+			if n > 2 {
+				want = 0 // used up in the first round
+			}
+			if int(wins.Load()) != want || int(refused.Load()) != n-want {
+				t.Fatalf("%d concurrent uses: %d won, %d refused", n, wins.Load(), refused.Load())
+			}
 		}
 	})
 
@@ -355,9 +425,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	})
 
 	t.Run("FailedCommitAmongConcurrentOnesAppliesNothing", func(t *testing.T) {
-		// A commit that uses a token and then fails its version check has
-		// already spent the token when the check fails: it must be undone
-		// alone while the commits grouped with it apply.
+		// A commit that stores its request and then fails its version check
+		// has already written the request when the check fails: it must be
+		// undone alone while the commits grouped with it apply.
 		s := open(t)
 		const others = 16
 		for round := 0; round < 5; round++ {
@@ -370,8 +440,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			for g := 0; g <= others; g++ {
 				wg.Go(func() {
 					if g == others {
-						errs[g] = s.Commit(ctx, &store.Commit{SessionID: bad, Session: sess(bad, 5), Record: rec(bad), Use: tok,
-							Request: done(key(bad, "r"), "x")})
+						errs[g] = s.Commit(ctx, &store.Commit{SessionID: bad, Session: sess(bad, 5), Record: rec(bad),
+							Issue: &store.Confirmation{Digest: tok + "-2", SessionID: bad, Version: 5}, Request: done(key(bad, "r"), "x")})
 						return
 					}
 					id := fmt.Sprintf("ok-%d-%d", round, g)
@@ -382,8 +452,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			if agentplane.ErrorCode(errs[others]) != agentplane.CodeVersionConflict {
 				t.Fatalf("the bad commit: %v", errs[others])
 			}
-			if c, ok, err := s.Confirmation(ctx, tok); err != nil || !ok || c.Used {
-				t.Fatalf("the failed commit spent the token: %+v %v %v", c, ok, err)
+			if c, ok, err := s.Confirmation(ctx, tok+"-2"); err != nil || ok {
+				t.Fatalf("the failed commit issued its token: %+v %v %v", c, ok, err)
 			}
 			if _, ok, _ := s.Request(ctx, key(bad, "r")); ok {
 				t.Fatal("the failed commit stored its request")
