@@ -117,7 +117,7 @@ func (x *execution) checkTool() {
 	}
 	x.tool = inv.Tool
 	x.intent = &agentplane.Intent{Type: agentplane.IntentActionCall, Action: inv.Tool, RequestID: inv.RequestID, Origin: string(inv.Origin)}
-	if json.Valid(args) {
+	if canonjson.Check(args) == nil { // the record keeps only what its reader reads; the refusal says what came
 		x.intent.Args = args
 	}
 	t, ok := x.g.tools.Get(inv.Tool)

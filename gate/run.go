@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/internal/canonjson"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -73,6 +74,9 @@ func (x *execution) run() {
 			x.res = failed(agentplane.CodeToolFailed, x.tool, "tool %s: %v", x.tool, a.err)
 		case len(a.out) > 0 && !json.Valid(a.out):
 			x.res = failed(agentplane.CodeToolFailed, x.tool, "tool %s returned output that is not JSON", x.tool)
+		case len(a.out) > 0 && canonjson.Check(a.out) != nil:
+			// it ran, but its output cannot be kept in the audit log as it is
+			x.res = failed(agentplane.CodeToolFailed, x.tool, "tool %s returned JSON the audit log cannot keep: %v", x.tool, canonjson.Check(a.out))
 		default:
 			x.out = a.out
 		}

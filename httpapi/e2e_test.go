@@ -158,7 +158,7 @@ func (e *env) call(method, path, key string, body any, out any, header ...string
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if rd != nil {
+	if rd != nil || method == "POST" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if key != "" {
@@ -471,6 +471,7 @@ func TestBadInput(t *testing.T) {
 	e := newEnv(t, nil)
 	s := e.create("", nil)
 	turns := "/v1/sessions/" + s.SessionID + "/turns"
+	intents := "/v1/sessions/" + s.SessionID + "/intents"
 	for name, c := range map[string]struct {
 		method, path string
 		body         any
@@ -478,12 +479,21 @@ func TestBadInput(t *testing.T) {
 		status       int
 		code, want   string
 	}{
-		"TooBig":        {"POST", turns, `{"text":"` + strings.Repeat("a", 1<<20) + `"}`, nil, 413, agentplane.CodeInputTooLong, "over 1048576 bytes"},
-		"NotJSON":       {"POST", turns, `text=hello`, nil, 400, agentplane.CodeInvalidInput, "not JSON"},
-		"WrongType":     {"POST", turns, `{"text": 5}`, nil, 400, agentplane.CodeInvalidInput, `field "text": expected a string`},
-		"UnknownField":  {"POST", turns, `{"txt": "hi"}`, nil, 400, agentplane.CodeInvalidInput, `unknown field "txt"`},
-		"Truncated":     {"POST", turns, `{"text": "hi"`, nil, 400, agentplane.CodeInvalidInput, "ends in the middle"},
-		"Two":           {"POST", turns, `{"text": "hi"} {}`, nil, 400, agentplane.CodeInvalidInput, "more than one JSON value"},
+		"TooBig":       {"POST", turns, `{"text":"` + strings.Repeat("a", 1<<20) + `"}`, nil, 413, agentplane.CodeInputTooLong, "over 1048576 bytes"},
+		"NotJSON":      {"POST", turns, `text=hello`, nil, 400, agentplane.CodeInvalidInput, "not strict JSON: JSON at byte 0"},
+		"WrongType":    {"POST", turns, `{"text": 5}`, nil, 400, agentplane.CodeInvalidInput, `field "text": expected a string`},
+		"UnknownField": {"POST", turns, `{"txt": "hi"}`, nil, 400, agentplane.CodeInvalidInput, `unknown field "txt"`},
+		"Truncated":    {"POST", turns, `{"text": "hi"`, nil, 400, agentplane.CodeInvalidInput, "unexpected end of input"},
+		"Two":          {"POST", turns, `{"text": "hi"} {}`, nil, 400, agentplane.CodeInvalidInput, "data after the JSON value"},
+		// what the audit log's reader refuses is refused at the edge (the
+		// second text ran; a case variant stored made a chain unreadable)
+		"Duplicate":     {"POST", turns, `{"text":"hello","text":"switch to ddr mode"}`, nil, 400, agentplane.CodeInvalidInput, `duplicate member name "text"`},
+		"CaseVariant":   {"POST", turns, `{"text":"hello","Text":"switch to ddr mode"}`, nil, 400, agentplane.CodeInvalidInput, `member names "Text" and "text" differ only in letter case`},
+		"HugeNumber":    {"POST", intents, `{"type":"action_call","action":"set_mode","args":{"mode":1e999}}`, nil, 400, agentplane.CodeInvalidInput, "(args.mode): number 1e999 is out of range"},
+		"Deep":          {"POST", intents, `{"type":"action_call","action":"set_mode","args":{"a":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}}`, nil, 400, agentplane.CodeInvalidInput, "nested deeper than 128"},
+		"LoneSurrogate": {"POST", turns, `{"text":"\ud800"}`, nil, 400, agentplane.CodeInvalidInput, "(text): lone surrogate"},
+		"ControlID":     {"POST", intents, "{\"type\":\"action_call\",\"action\":\"set_mode\",\"request_id\":\"a\\u0001b\"}", nil, 400, agentplane.CodeInvalidInput, `field "request_id" holds a byte 0x01`},
+		"ControlKey":    {"POST", turns, `{"text":"hi"}`, []string{"Idempotency-Key", "a b"}, 400, agentplane.CodeInvalidInput, "Idempotency-Key holds a byte 0x20"},
 		"Array":         {"POST", turns, `[]`, nil, 400, agentplane.CodeInvalidInput, "a JSON array"},
 		"Empty":         {"POST", turns, `{}`, nil, 400, agentplane.CodeInvalidInput, "needs text or a selection"},
 		"LongText":      {"POST", turns, map[string]string{"text": strings.Repeat("word ", 1000)}, nil, 413, agentplane.CodeInputTooLong, ""},
@@ -493,7 +503,8 @@ func TestBadInput(t *testing.T) {
 		"LongID":        {"GET", "/v1/sessions/" + strings.Repeat("x", 5000), nil, nil, 404, agentplane.CodeNotFound, ""},
 		"NoEndpoint":    {"GET", "/v1/nope", nil, nil, 404, agentplane.CodeNotFound, "no endpoint GET /v1/nope"},
 		"Method":        {"DELETE", "/v1/sessions", nil, nil, 405, agentplane.CodeInvalidInput, "not allowed"},
-		"ContentType":   {"POST", turns, `{"text":"hi"}`, []string{"Content-Type", "text/plain"}, 415, agentplane.CodeInvalidInput, "send application/json"},
+		"ContentType":   {"POST", turns, `{"text":"hi"}`, []string{"Content-Type", "text/plain"}, 415, agentplane.CodeInvalidInput, "must send application/json"},
+		"NoContentType": {"POST", "/v1/sessions", "", []string{"Content-Type", ""}, 415, agentplane.CodeInvalidInput, "must send application/json"},
 		"BadAfter":      {"GET", "/v1/sessions/" + s.SessionID + "/audit?after=-1", nil, nil, 400, agentplane.CodeInvalidInput, "non-negative integer"},
 		"BadLastEvent":  {"GET", "/v1/sessions/" + s.SessionID + "/events", nil, []string{"Last-Event-ID", "x"}, 400, agentplane.CodeInvalidInput, "Last-Event-ID"},
 		"BadCursor":     {"GET", "/v1/sessions?cursor=zz", nil, nil, 400, agentplane.CodeInvalidInput, "cursor"},

@@ -1,15 +1,16 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/internal/canonjson"
 )
 
 // ErrorBody is the one error envelope: {"error": {"code", "message"}},
@@ -68,26 +69,17 @@ func invalid(format string, args ...any) error {
 	return agentplane.Errorf(agentplane.CodeInvalidInput, format, args...)
 }
 
-// maxBody is the largest request body read; bodyTimeout is how long
-// reading it may take.
+// maxBody is the largest request body read; DefaultBodyTimeout is how
+// long a body may take to arrive, from the request's start (see guard).
 const (
-	maxBody     = 1 << 20
-	bodyTimeout = 30 * time.Second
+	maxBody            = 1 << 20
+	DefaultBodyTimeout = 30 * time.Second
 )
 
-// decode reads a JSON object from the request body into v strictly:
-// unknown fields, a wrong type, trailing data or a body over 1 MiB are
-// errors naming the field or the byte offset. An empty body is {} when
-// empty is allowed.
-func decode(w http.ResponseWriter, r *http.Request, v any, empty bool) error {
-	// a client sending its body slowly is cut; once it is read, the
-	// connection may stay quiet while the turn runs
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(bodyTimeout))
-	defer rc.SetReadDeadline(time.Time{})
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return withStatus(http.StatusUnsupportedMediaType, agentplane.CodeInvalidInput, "Content-Type %q: send application/json", ct)
-	}
+// decode reads a JSON object from the request body into v strictly (see
+// decodeJSON); a body over 1 MiB is an error, and an empty body is {}
+// when empty is allowed. The body's time limit is the guard's.
+func decode(r *http.Request, v any, empty bool) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
 		return invalid("reading the body: %v", err)
@@ -95,56 +87,67 @@ func decode(w http.ResponseWriter, r *http.Request, v any, empty bool) error {
 	if len(body) > maxBody {
 		return agentplane.Errorf(agentplane.CodeInputTooLong, "the body is over %d bytes", maxBody)
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		if empty {
 			return nil
 		}
 		return invalid("the body is empty: send a JSON object")
 	}
-	if !utf8.Valid(body) {
-		return invalid("the body is not UTF-8 (an invalid byte at %d)", invalidUTF8At(body))
+	return decodeJSON(body, "the body", v)
+}
+
+// decodeJSON reads one JSON object from data into v by the rules the audit
+// log's reader applies, so that nothing is accepted that could not be
+// read back: member names that repeat or differ only in letter case,
+// invalid UTF-8, a lone surrogate, a number out of range, nesting deeper
+// than 128 and data after the object are refused, naming the byte and the
+// member; so are unknown fields and values of the wrong type. It is the one
+// decoder of HTTP bodies and WebSocket messages; what names the input in
+// messages ("the body", "the message").
+func decodeJSON(data []byte, what string, v any) error {
+	if err := canonjson.Check(data); err != nil {
+		return invalid("%s is not strict JSON: %v", what, err)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err, int64(len(body)))
-	}
-	if dec.More() {
-		return invalid("the body holds more than one JSON value (at byte %d)", dec.InputOffset())
+		return jsonError(what, err, int64(len(data)))
 	}
 	return nil
 }
 
-// invalidUTF8At returns the offset of the first byte that is not UTF-8.
-func invalidUTF8At(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
+// checkRequestID checks a client's request id or idempotency key (field names
+// it in the message): 1 to 255 visible ASCII characters, or empty.
+func checkRequestID(field, id string) error {
+	if len(id) > 255 {
+		return invalid("%s is %d bytes; at most 255", field, len(id))
 	}
-	return len(b)
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return invalid("%s holds a byte 0x%02x at %d: only visible ASCII is allowed", field, id[i], i)
+		}
+	}
+	return nil
 }
 
-// jsonError says what was wrong with a JSON body and where.
-func jsonError(err error, offset int64) error {
+// jsonError says what was wrong with a JSON input and where.
+func jsonError(what string, err error, offset int64) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return invalid("the body is not JSON: %v (at byte %d)", syn, syn.Offset)
+		return invalid("%s is not JSON: %v (at byte %d)", what, syn, syn.Offset)
 	case errors.As(err, &typ):
 		if typ.Field == "" {
-			return invalid("the body is a JSON %s; send an object", typ.Value)
+			return invalid("%s is a JSON %s; send an object", what, typ.Value)
 		}
 		return invalid("field %q: expected %s, found a JSON %s (at byte %d)", typ.Field, jsonType(typ.Type.String()), typ.Value, typ.Offset)
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return invalid("the body ends in the middle of a JSON value (at byte %d)", offset)
+		return invalid("%s ends in the middle of a JSON value (at byte %d)", what, offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return invalid("unknown field %s (at byte %d)", strings.TrimPrefix(err.Error(), "json: unknown field "), offset)
+		return invalid("%s: unknown field %s", what, strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}
-	return invalid("the body is not valid: %v", err)
+	return invalid("%s is not valid: %v", what, err)
 }
 
 func jsonType(goType string) string {

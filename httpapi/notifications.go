@@ -57,7 +57,7 @@ type Inbox struct {
 
 func (s *Server) postNotification(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	var body NotificationBody
-	if err := decode(w, r, &body, false); err != nil {
+	if err := decode(r, &body, false); err != nil {
 		return err
 	}
 	if body.UserID == "" {
@@ -103,6 +103,9 @@ func (s *Server) getNotification(w http.ResponseWriter, r *http.Request, p auth.
 }
 
 func (s *Server) ackNotification(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	if err := decode(r, &struct{}{}, true); err != nil { // nothing, or {}
+		return err
+	}
 	n, err := s.bus.Ledger().Ack(r.Context(), r.PathValue("id"), p.ID)
 	if err != nil {
 		return notify.Describe(err)

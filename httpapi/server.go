@@ -15,10 +15,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +65,14 @@ type Options struct {
 	Heartbeat time.Duration
 	// Ready reports extra readiness problems (nil: none).
 	Ready func(ctx context.Context) error
+	// Origins are the origins (scheme://host[:port]) of other web pages
+	// allowed to call the API: CORS is answered for them and their
+	// state-changing requests pass the cross-origin check. None by
+	// default; see CheckOrigin.
+	Origins []string
+	// BodyTimeout is how long a request body may take to arrive, from the
+	// request's start; 0 means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
 
 // Server is the HTTP front end over one core.
@@ -86,6 +96,9 @@ type Server struct {
 	patterns  []string // what routes serves, for the OpenAPI test
 	idPrefix  string   // of request ids: random per server
 	requests  atomic.Uint64
+
+	origins     []string
+	bodyTimeout time.Duration
 }
 
 // New returns the server over the core.
@@ -94,7 +107,11 @@ func New(c *core.Core, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{core: c, keys: opts.Keys, hub: opts.Hub, metrics: opts.Metrics, mcp: opts.MCP, ui: opts.UI, agent: opts.Agent, bus: opts.Bus, workflows: opts.Workflows,
-		log: opts.Logger, heartbeat: opts.Heartbeat, ready: opts.Ready, drained: make(chan struct{})}
+		log: opts.Logger, heartbeat: opts.Heartbeat, ready: opts.Ready, drained: make(chan struct{}),
+		origins: slices.Clone(opts.Origins), bodyTimeout: opts.BodyTimeout}
+	if s.bodyTimeout <= 0 {
+		s.bodyTimeout = DefaultBodyTimeout
+	}
 	if s.keys == nil {
 		s.keys = &auth.Keys{}
 	}
@@ -186,7 +203,7 @@ func (s *Server) routes() http.Handler {
 			return nil
 		}))
 	}
-	return s.observe(muxErrors(mux))
+	return s.observe(s.guard(muxErrors(mux)))
 }
 
 // authenticated runs h for the request's principal, or answers 401.
@@ -355,14 +372,25 @@ func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
 	}
 	out := struct {
 		Status string     `json:"status"`
-		Config string     `json:"config"`
+		Config string     `json:"config,omitempty"`
 		Store  string     `json:"store"`
 		MCP    []mcpState `json:"mcp_servers"`
 		Error  string     `json:"error,omitempty"`
-	}{Status: "ready", Config: s.core.Name(), Store: "ok", MCP: []mcpState{}}
+	}{Status: "ready", Store: "ok", MCP: []mcpState{}}
+	// what the server runs and why a server is down only for a caller
+	// with a key (or on a keyless loopback server): a load balancer needs
+	// the status alone
+	_, err := s.keys.Authenticate(r.Header.Get("Authorization"))
+	known := err == nil
+	if known {
+		out.Config = s.core.Name()
+	}
 	for _, m := range s.core.MCPServers() {
 		h := m.Health()
-		st := mcpState{Name: m.Name(), Up: h.Up, Error: h.Error}
+		st := mcpState{Name: m.Name(), Up: h.Up}
+		if known {
+			st.Error = h.Error
+		}
 		out.MCP = append(out.MCP, st)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -374,7 +402,10 @@ func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.ready != nil {
 		if err := s.ready(ctx); err != nil {
-			out.Status, out.Error, code = "unready", err.Error(), http.StatusServiceUnavailable
+			out.Status, code = "unready", http.StatusServiceUnavailable
+			if known {
+				out.Error = err.Error()
+			}
 		}
 	}
 	if s.draining.Load() {
@@ -384,22 +415,29 @@ func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // CheckAddr refuses to serve a non-loopback address without API keys:
-// anyone who could reach it would be the local user.
+// anyone who could reach it would be the local user. Loopback is a
+// loopback IP address or the name localhost, nothing that merely starts
+// like one.
 func CheckAddr(addr string, keys int) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %v: want HOST:PORT, e.g. 127.0.0.1:8080", addr, err)
+	}
 	if keys > 0 {
 		return nil
 	}
-	host := addr
-	if i := strings.LastIndex(addr, ":"); i >= 0 {
-		host = addr[:i]
-	}
-	host = strings.Trim(host, "[]")
-	switch host {
-	case "127.0.0.1", "::1", "localhost":
-		return nil
-	}
-	if strings.HasPrefix(host, "127.") {
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
 		return nil
 	}
 	return fmt.Errorf("--addr %s is not a loopback address and the configuration has no API keys: anyone reaching it would act as the local user; add auth.keys to the configuration, or serve on 127.0.0.1", addr)
+}
+
+// CheckOrigin checks an origin given for Options.Origins: scheme, host and
+// an optional port, nothing else (https://app.example.com:8443).
+func CheckOrigin(origin string) error {
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("origin %q: want scheme://host[:port] with nothing after it, e.g. https://app.example.com", origin)
+	}
+	return nil
 }

@@ -30,12 +30,42 @@ func TestPanicIsAnInternalError(t *testing.T) {
 
 func TestCheckAddr(t *testing.T) {
 	for addr, ok := range map[string]bool{"127.0.0.1:8080": true, "localhost:1": true, "[::1]:80": true, "127.0.0.2:9": true,
-		"0.0.0.0:8080": false, ":8080": false, "10.0.0.1:80": false, "[::]:80": false, "example.com:80": false} {
+		"0.0.0.0:8080": false, ":8080": false, "10.0.0.1:80": false, "[::]:80": false, "example.com:80": false,
+		// names that merely start like loopback ones are resolved by DNS
+		"127.evil:80": false, "127.0.0.1.evil.example:80": false, "localhost.evil.example:80": false} {
 		if err := CheckAddr(addr, 0); (err == nil) != ok {
 			t.Errorf("%s: %v", addr, err)
 		}
 		if err := CheckAddr(addr, 1); err != nil {
 			t.Errorf("%s with keys: %v", addr, err)
+		}
+	}
+}
+
+func TestCheckAddrRefusesNonsense(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1", "nope", ""} {
+		if err := CheckAddr(addr, 1); err == nil {
+			t.Errorf("%q accepted", addr)
+		}
+	}
+}
+
+func TestLoopbackHost(t *testing.T) {
+	for host, ok := range map[string]bool{"localhost": true, "localhost:8080": true, "LOCALHOST.": true, "app.localhost:1": true,
+		"127.0.0.1:8080": true, "127.9.9.9": true, "[::1]:80": true, "::1": true,
+		"evil.example": false, "evil.example:8080": false, "127.evil": false, "localhost.evil.example": false, "": false,
+		"0.0.0.0:8080": false, "[::]:80": false, "10.0.0.1": false} {
+		if loopbackHost(host) != ok {
+			t.Errorf("%q: want %v", host, ok)
+		}
+	}
+}
+
+func TestCheckOrigin(t *testing.T) {
+	for o, ok := range map[string]bool{"https://app.example.com": true, "http://localhost:3000": true,
+		"https://app.example.com/": false, "app.example.com": false, "ftp://x": false, "https://u@x": false, "https://x?q=1": false, "*": false} {
+		if err := CheckOrigin(o); (err == nil) != ok {
+			t.Errorf("%q: %v", o, err)
 		}
 	}
 }

@@ -87,20 +87,12 @@ type LLMAnswer struct {
 // ASCII characters, or absent.
 func idempotencyKey(r *http.Request) (string, error) {
 	k := r.Header.Get("Idempotency-Key")
-	if len(k) > 255 {
-		return "", invalid("Idempotency-Key is %d bytes; at most 255", len(k))
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x21 || k[i] > 0x7e {
-			return "", invalid("Idempotency-Key holds a byte 0x%02x at %d: only visible ASCII is allowed", k[i], i)
-		}
-	}
-	return k, nil
+	return k, checkRequestID("Idempotency-Key", k)
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	var body CreateSession
-	if err := decode(w, r, &body, true); err != nil {
+	if err := decode(r, &body, true); err != nil {
 		return err
 	}
 	if !s.core.ModeOK(body.Mode) {
@@ -168,7 +160,7 @@ func (s *Server) postTurn(w http.ResponseWriter, r *http.Request, p auth.Princip
 		return err
 	}
 	var body TurnBody
-	if err := decode(w, r, &body, false); err != nil {
+	if err := decode(r, &body, false); err != nil {
 		return err
 	}
 	key, err := idempotencyKey(r)
@@ -238,11 +230,14 @@ func (s *Server) postIntent(w http.ResponseWriter, r *http.Request, p auth.Princ
 		return err
 	}
 	var in agentplane.Intent
-	if err := decode(w, r, &in, false); err != nil {
+	if err := decode(r, &in, false); err != nil {
 		return err
 	}
 	key, err := idempotencyKey(r)
 	if err != nil {
+		return err
+	}
+	if err := checkRequestID("field \"request_id\"", in.RequestID); err != nil {
 		return err
 	}
 	switch {

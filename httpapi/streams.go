@@ -376,8 +376,12 @@ func (s *Server) wsRead(ctx context.Context, cancel context.CancelFunc, conn *we
 			continue
 		}
 		var m wsClient
-		if err := json.Unmarshal(data, &m); err != nil {
-			write(wsServer{Type: "error", Error: &ErrorDetail{Code: agentplane.CodeInvalidInput, Message: "the message is not JSON: " + err.Error()}})
+		err = decodeJSON(data, "the message", &m)
+		if err == nil {
+			err = checkRequestID("field \"request_id\"", m.RequestID)
+		}
+		if err != nil { // the same refusals as an HTTP body's
+			write(wsServer{Type: "error", Error: &ErrorDetail{Code: agentplane.ErrorCode(err), Message: agentplane.ErrorMessage(err)}})
 			continue
 		}
 		switch m.Type {

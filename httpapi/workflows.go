@@ -52,7 +52,7 @@ const maxWait = 5 * time.Minute
 
 func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	var body WorkflowBody
-	if err := decode(w, r, &body, false); err != nil {
+	if err := decode(r, &body, false); err != nil {
 		return err
 	}
 	if body.SessionID == "" {
@@ -130,7 +130,7 @@ func (s *Server) postCommand(w http.ResponseWriter, r *http.Request, p auth.Prin
 		return err
 	}
 	var cmd workflow.Command
-	if err := decode(w, r, &cmd, false); err != nil {
+	if err := decode(r, &cmd, false); err != nil {
 		return err
 	}
 	wait, err := boolParam(r, "wait")

@@ -55,6 +55,7 @@ type Options struct {
 type Server struct {
 	core    *core.Core
 	log     *slog.Logger
+	sdkLog  *slog.Logger // the SDK's: session ids left out
 	impl    *mcp.Implementation
 	extra   func(*mcp.Server)
 	timeout time.Duration
@@ -62,6 +63,14 @@ type Server struct {
 
 	mu       sync.Mutex
 	bindings map[*binding]struct{}
+	owners   map[string]owner // by MCP session id
+	swept    time.Time        // when owners were last pruned
+}
+
+// owner is who opened an MCP session, and when.
+type owner struct {
+	principal string
+	since     time.Time
 }
 
 // New returns the MCP front end over the core.
@@ -70,10 +79,11 @@ func New(c *core.Core, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{core: c, log: opts.Logger, impl: &mcp.Implementation{Name: "agentplane", Title: "agentplane", Version: opts.Version},
-		extra: opts.Extra, timeout: opts.SessionTimeout, flows: opts.Workflows, bindings: map[*binding]struct{}{}}
+		extra: opts.Extra, timeout: opts.SessionTimeout, flows: opts.Workflows, bindings: map[*binding]struct{}{}, owners: map[string]owner{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.sdkLog = slog.New(withoutSessionIDs{s.log.Handler()})
 	if s.impl.Version == "" {
 		s.impl.Version = "dev"
 	}
@@ -85,15 +95,101 @@ func New(c *core.Core, opts *Options) *Server {
 
 // Handler serves MCP over streamable HTTP. The principal is the request
 // context's (auth.With, set by the API's authentication), else the local
-// one.
+// one. An MCP session belongs to the principal who opened it: another
+// principal presenting its Mcp-Session-Id is answered as for a session
+// that does not exist, on every method and the GET stream.
 func (s *Server) Handler() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		p, ok := auth.From(r.Context())
-		if !ok {
-			p = auth.Local
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		return s.server(principal(r))
+	}, &mcp.StreamableHTTPOptions{Logger: s.sdkLog, SessionTimeout: s.timeout})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal(r)
+		id := r.Header.Get("Mcp-Session-Id")
+		if id == "" { // initialize: the new session is p's before its id reaches anyone
+			h.ServeHTTP(&opening{ResponseWriter: w, open: func(id string) { s.own(id, p.ID) }}, r)
+			return
 		}
-		return s.server(p)
-	}, &mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: s.timeout})
+		s.mu.Lock()
+		o, known := s.owners[id]
+		s.mu.Unlock()
+		if known && o.principal != p.ID {
+			http.Error(w, "session not found", http.StatusNotFound) // as the SDK answers an unknown one
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// own records that the MCP session id was opened by the principal.
+func (s *Server) own(id, principal string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.owners[id] = owner{principal: principal, since: time.Now()}
+}
+
+// opening is the response to a request that may open an MCP session: it
+// tells open the session id the SDK answers with, before the answer goes.
+type opening struct {
+	http.ResponseWriter
+	open   func(id string)
+	headed bool
+}
+
+func (o *opening) WriteHeader(code int) {
+	if !o.headed {
+		o.headed = true
+		if id := o.Header().Get("Mcp-Session-Id"); id != "" {
+			o.open(id)
+		}
+	}
+	o.ResponseWriter.WriteHeader(code)
+}
+
+func (o *opening) Write(b []byte) (int, error) {
+	if !o.headed {
+		o.WriteHeader(http.StatusOK)
+	}
+	return o.ResponseWriter.Write(b)
+}
+
+func (o *opening) Unwrap() http.ResponseWriter { return o.ResponseWriter }
+
+// principal is who sends an MCP request over HTTP.
+func principal(r *http.Request) auth.Principal {
+	if p, ok := auth.From(r.Context()); ok {
+		return p
+	}
+	return auth.Local
+}
+
+// withoutSessionIDs is a log handler that leaves out the SDK's session_id
+// attributes: an MCP session id is what a client presents to act in its
+// session, and logs are read by more people than sessions belong to.
+type withoutSessionIDs struct{ slog.Handler }
+
+func (h withoutSessionIDs) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "session_id" {
+			out.AddAttrs(a)
+		}
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h withoutSessionIDs) WithAttrs(attrs []slog.Attr) slog.Handler {
+	kept := make([]slog.Attr, 0, len(attrs))
+	for _, a := range attrs {
+		if a.Key != "session_id" {
+			kept = append(kept, a)
+		}
+	}
+	return withoutSessionIDs{h.Handler.WithAttrs(kept)}
+}
+
+func (h withoutSessionIDs) WithGroup(name string) slog.Handler {
+	return withoutSessionIDs{h.Handler.WithGroup(name)}
 }
 
 // Run serves one MCP session over a transport (stdio) for the principal,
@@ -124,6 +220,7 @@ type binding struct {
 	born time.Time
 
 	mu      sync.Mutex
+	mcpID   string   // the MCP session's id, once initialized
 	session string   // "" until the client initializes
 	mode    string   // the session's mode, as last seen
 	listed  []string // the tools registered on srv
@@ -133,13 +230,16 @@ type binding struct {
 func (s *Server) server(p auth.Principal) *mcp.Server {
 	b := &binding{s: s, p: p, mode: s.core.Registry().DefaultMode()}
 	b.srv = mcp.NewServer(s.impl, &mcp.ServerOptions{
-		Logger:       s.log,
+		Logger:       s.sdkLog,
 		Instructions: "agentplane: the tools listed are those active in this session's mode. Every call goes through agentplane's execution gate; an action that changes the world may need the human's confirmation, which only the human can give.",
 		// logging is deprecated by the 2026-07-28 protocol but still in use
 		// (and in the conformance suite); tools are listed as they change
 		//lint:ignore SA1019 see above
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
-		InitializedHandler: func(ctx context.Context, _ *mcp.InitializedRequest) {
+		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
+			b.mu.Lock()
+			b.mcpID = req.Session.ID() // "" over stdio
+			b.mu.Unlock()
 			if _, err := b.open(ctx); err != nil {
 				s.log.Error("MCP: open the agentplane session", "principal", p.ID, "err", err)
 			}
@@ -161,9 +261,25 @@ func (s *Server) server(p auth.Principal) *mcp.Server {
 }
 
 // prune forgets the servers whose MCP session has ended (made over a
-// minute ago and with no session now); s.mu is held.
+// minute ago and with no session now), and the owners of sessions that
+// ended or never initialized; s.mu is held.
 func (s *Server) prune() {
+	live := map[string]bool{}
+	defer func() {
+		if time.Since(s.swept) < time.Minute {
+			return
+		}
+		s.swept = time.Now()
+		for id, o := range s.owners {
+			if !live[id] && time.Since(o.since) > s.timeout+time.Minute {
+				delete(s.owners, id)
+			}
+		}
+	}()
 	for b := range s.bindings {
+		b.mu.Lock()
+		live[b.mcpID] = true
+		b.mu.Unlock()
 		if time.Since(b.born) < time.Minute {
 			continue
 		}
@@ -174,6 +290,10 @@ func (s *Server) prune() {
 		}
 		if !open {
 			delete(s.bindings, b)
+			b.mu.Lock()
+			delete(s.owners, b.mcpID)
+			delete(live, b.mcpID)
+			b.mu.Unlock()
 		}
 	}
 }

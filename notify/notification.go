@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentplane/agentplane/internal/canonjson"
 )
 
 // Address is a notification's spatial boundary: whom it is kept for.
@@ -199,8 +201,10 @@ func (n *Notification) Validate() error {
 	}
 	if len(n.Payload) > MaxPayload {
 		bad("payload: %d bytes; at most %d", len(n.Payload), MaxPayload)
-	} else if len(n.Payload) > 0 && !json.Valid(n.Payload) {
-		bad("payload: not JSON")
+	} else if len(n.Payload) > 0 {
+		if err := canonjson.Check(n.Payload); err != nil {
+			bad("payload: %v", err) // what the audit log could not read back is never stored
+		}
 	}
 	if n.TTLSeconds < 0 || n.TTLSeconds > MaxTTL {
 		bad("ttl_seconds: %d; want 0 to %d", n.TTLSeconds, MaxTTL)

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/agentplane/agentplane/internal/canonjson"
 )
 
 // Definition is a workflow: its tasks, and whether it stops for a
@@ -181,6 +183,17 @@ func (v *checker) check(def *Definition, known func(string) bool) {
 			}
 		}
 		v.refs(p+".args", t.Args, t.DependsOn)
+		if len(t.Args) > 0 {
+			// the audit log and the workflow's records keep what its
+			// readers take: no names that differ only in letter case
+			raw, err := canonjson.AppendValue(nil, t.Args, nil)
+			if err == nil {
+				err = canonjson.Check(raw)
+			}
+			if err != nil {
+				v.add(p+".args", "%v", err)
+			}
+		}
 	}
 	if graphOK {
 		if cycle := findCycle(def.Tasks, index); cycle != nil {

@@ -67,6 +67,12 @@ tasks:
 			t.Errorf("no problem %q in:\n%s", want, all)
 		}
 	}
+	// arguments the audit log could not read back: names that differ only
+	// in letter case (a definition from MCP arrives as a map)
+	err = workflow.Check(&workflow.Definition{Tasks: []workflow.Task{{ID: "a", Tool: "catalog_search", Args: map[string]any{"query": "x", "Query": "y"}}}}, "", known)
+	if err == nil || !strings.Contains(err.Error(), `tasks[0].args: canonjson: map keys "Query" and "query" differ only in letter case`) {
+		t.Fatalf("case-variant args: %v", err)
+	}
 	// a cycle, with its path, beside the other problems
 	_, err = workflow.Parse([]byte("tasks:\n  - {id: a, tool: nope, depends_on: [b]}\n  - {id: b, tool: catalog_search, depends_on: [a]}\n"), "c.yaml", known)
 	if err == nil || !strings.Contains(err.Error(), `unknown tool "nope"`) || !strings.Contains(err.Error(), "a cycle: a → b → a") {

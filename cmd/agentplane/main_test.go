@@ -86,7 +86,7 @@ func TestRouteContract(t *testing.T) {
 		`"error":{"code":"inactive_action"`,
 		`"error":{"code":"input_too_long","message":"line 12: longer than 65536 bytes"`,
 		`"action":"invoke_command","command_id":"set_mode","resolved_id":"sales"`,
-		`"error":{"code":"invalid_input","message":"line 14: not a turn object: JSON at byte 47: duplicate member name \"text\""`,
+		`"error":{"code":"invalid_input","message":"line 14: not a turn object: JSON at byte 46: duplicate member name \"text\""`,
 		`"error":{"code":"invalid_input","message":"line 15: awc: active work context: entity \"T\" has no entity type"`,
 	}
 	for i, w := range want {

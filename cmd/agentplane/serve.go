@@ -36,9 +36,22 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 	drain := fs.Duration("drain-timeout", 30*time.Second, "how long in-flight requests may take to finish at shutdown")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	lease := fs.Duration("workflow-lease", 10*time.Second, "how long a workflow's claim holds unrenewed: another instance (or this one, restarted) takes over the workflows of one that died after this long")
+	bodyTimeout := fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "how long a request body may take to arrive, from the request's start: a stalled or dripping body is cut")
+	var origins []string
+	fs.Func("cors-origin", "an origin (scheme://host[:port]) whose pages may call the API: CORS is answered for it; repeat for more (default: none, only this server's own page)", func(v string) error {
+		if err := httpapi.CheckOrigin(v); err != nil {
+			return err
+		}
+		origins = append(origins, v)
+		return nil
+	})
 	pgEvents := fs.String("pg-events", "poll", "on PostgreSQL, how this instance learns of other instances' commits: poll (one query every 50 ms for all followed sessions; commits pay nothing) or notify (LISTEN/NOTIFY: about 1 ms, but concurrent commits slow down)")
 	if code, ok := parse(fs, args); !ok {
 		return code
+	}
+	if *bodyTimeout < 100*time.Millisecond {
+		fmt.Fprintf(m.Stderr, "agentplane: --body-timeout %s: at least 100ms\n", *bodyTimeout)
+		return 2
 	}
 	if *lease < 100*time.Millisecond {
 		fmt.Fprintf(m.Stderr, "agentplane: --workflow-lease %s: at least 100ms\n", *lease)
@@ -145,7 +158,7 @@ func (m *Main) serve(ctx context.Context, args []string) int {
 		return 1
 	}
 	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Logger: log, MCP: mcpSrv.Load().Handler(), Agent: agent, Bus: bus,
-		Workflows: flows, UI: page})
+		Workflows: flows, UI: page, Origins: origins, BodyTimeout: *bodyTimeout})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: listen on %s: %v\n", *addr, err)

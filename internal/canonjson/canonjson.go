@@ -16,10 +16,13 @@
 package canonjson
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf16"
@@ -43,11 +46,114 @@ type Options struct {
 
 // Error says what is wrong with the input and where.
 type Error struct {
-	Offset int // byte offset in the input
+	Offset int    // byte offset in the input
+	Path   string // the member or element being read there (payload.items[2]), "" for the top
 	Msg    string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("JSON at byte %d: %s", e.Offset, e.Msg) }
+func (e *Error) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("JSON at byte %d (%s): %s", e.Offset, e.Path, e.Msg)
+	}
+	return fmt.Sprintf("JSON at byte %d: %s", e.Offset, e.Msg)
+}
+
+// located adds to err, an *Error about b, the path of what was being read
+// where it is: worked out only for an error, by reading b again.
+func located(err error, b []byte) error {
+	if e, ok := err.(*Error); ok && e.Path == "" {
+		e.Path = PathAt(b, e.Offset)
+	}
+	return err
+}
+
+// maxPath bounds a path in an error message.
+const maxPath = 160
+
+// PathAt returns the JSON path (a.b[2]) of the value being read at byte
+// offset in b: the member or element that holds that byte, or the object
+// whose members were being compared when the reader stopped after it. It
+// reads b with encoding/json's tokenizer, which accepts what the strict
+// reader refuses (repeated names); it stops at the first byte it cannot
+// read, and returns the path it had reached.
+func PathAt(b []byte, offset int) string {
+	type frame struct {
+		object  bool
+		key     string
+		index   int
+		wantKey bool
+	}
+	var stack []frame
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // a number out of float64's range is still a token
+	begin := func() { // a value starts in the innermost container
+		if n := len(stack); n > 0 && !stack[n-1].object {
+			stack[n-1].index++
+		}
+	}
+	end := func() { // a value ended in the innermost container
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].wantKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		here := int(dec.InputOffset()) > offset // the token holds the offset (a number's end is known one byte later)
+		n := len(stack)
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{', '[':
+				begin()
+				stack = append(stack, frame{object: v == '{', index: -1, wantKey: v == '{'})
+			default:
+				if here {
+					break // the container it closes
+				}
+				stack = stack[:n-1]
+				end()
+			}
+		case string:
+			if n > 0 && stack[n-1].object && stack[n-1].wantKey {
+				stack[n-1].key, stack[n-1].wantKey = v, false
+				break
+			}
+			begin()
+			if !here {
+				end()
+			}
+		default:
+			begin()
+			if !here {
+				end()
+			}
+		}
+		if here {
+			break
+		}
+	}
+	var out strings.Builder
+	for _, f := range stack {
+		if f.object && f.wantKey || !f.object && f.index < 0 {
+			break // between members or elements: the container itself
+		}
+		if f.object {
+			if out.Len() > 0 {
+				out.WriteByte('.')
+			}
+			out.WriteString(f.key)
+		} else {
+			fmt.Fprintf(&out, "[%d]", f.index)
+		}
+		if out.Len() > maxPath {
+			return out.String()[:maxPath] + "…"
+		}
+	}
+	return out.String()
+}
 
 // Append appends the canonical form of the JSON value in b to dst.
 func Append(dst, b []byte, opts *Options) ([]byte, error) {
@@ -56,7 +162,7 @@ func Append(dst, b []byte, opts *Options) ([]byte, error) {
 	p.reset(b, opts)
 	root, err := p.parse()
 	if err != nil {
-		return dst, err
+		return dst, located(err, b)
 	}
 	w := writer{p: p, out: dst}
 	if err := w.value(root, true); err != nil {
@@ -72,7 +178,10 @@ func Check(b []byte) error {
 	defer pool.Put(p)
 	p.reset(b, &Options{FoldedNames: true})
 	_, err := p.parse()
-	return err
+	if err != nil {
+		return located(err, b)
+	}
+	return nil
 }
 
 var pool = sync.Pool{New: func() any { return new(parser) }}
@@ -519,7 +628,7 @@ func (p *parser) sortMembers(first, pairs int32) error {
 	}
 	for i := 1; i < n; i++ {
 		if string(names[i]) == string(names[i-1]) {
-			return &Error{Offset: p.i, Msg: fmt.Sprintf("duplicate member name %q", names[i])}
+			return &Error{Offset: p.i - 1, Msg: fmt.Sprintf("duplicate member name %q", names[i])} // at the object's }
 		}
 	}
 	if p.opts.FoldedNames {
@@ -553,7 +662,7 @@ func (p *parser) foldedNames(kids []int32, names [][]byte) error {
 		name := string(b)
 		f := fold(name)
 		if other, dup := seen[f]; dup {
-			return &Error{Offset: p.i, Msg: fmt.Sprintf("member names %q and %q differ only in letter case", other, name)}
+			return &Error{Offset: p.i - 1, Msg: fmt.Sprintf("member names %q and %q differ only in letter case", other, name)} // at the object's }
 		}
 		seen[f] = name
 	}

@@ -2,6 +2,7 @@ package canonjson_test
 
 import (
 	"bytes"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -214,6 +215,31 @@ func Example() {
 	// Output: {"a":[true,1.5],"b":1}
 }
 
+// TestAppendValueRefusesWhatCheckRefuses: embedded JSON and map keys whose
+// member names differ only in letter case are refused when written, not
+// stored for the reader to refuse. (A notification payload {"a":1,"A":2}
+// made a session's audit chain unreadable for good.)
+func TestAppendValueRefusesWhatCheckRefuses(t *testing.T) {
+	t.Parallel()
+	for name, v := range map[string]any{
+		"RawMessage": struct {
+			P json.RawMessage `json:"p"`
+		}{json.RawMessage(`{"x":{"a":1,"A":2}}`)},
+		"MapKeys":    map[string]any{"text": 1, "Text": 2},
+		"NestedMap":  map[string]any{"x": map[string]int{"é": 1, "É": 2}},
+		"Marshaler":  struct{ T json.Marshaler }{rawMarshaler(`{"k":1,"K":2}`)},
+		"Duplicates": struct{ P json.RawMessage }{json.RawMessage(`{"a":1,"a":2}`)},
+	} {
+		if out, err := canonjson.AppendValue(nil, v, nil); err == nil {
+			t.Errorf("%s: written as %s", name, out)
+		}
+	}
+}
+
+type rawMarshaler string
+
+func (r rawMarshaler) MarshalJSON() ([]byte, error) { return []byte(r), nil }
+
 // record is shaped like the values AppendValue writes: nested structs,
 // pointers, omitempty, times, raw JSON, maps, slices, numbers.
 type record struct {
@@ -242,7 +268,8 @@ type inner struct {
 }
 
 // TestAppendValueMatchesMarshal: writing a value directly gives exactly
-// the canonical form of its encoding/json encoding.
+// the canonical form of its encoding/json encoding, held to the strict
+// reader's rules; whatever it writes, Check accepts.
 func TestAppendValueMatchesMarshal(t *testing.T) {
 	t.Parallel()
 	str := rapid.OneOf(rapid.String(), rapid.StringOf(rapid.RuneFrom(nil, &unicode.RangeTable{R16: []unicode.Range16{{Lo: 0, Hi: 0x7f, Stride: 1}}})),
@@ -289,10 +316,10 @@ func TestAppendValueMatchesMarshal(t *testing.T) {
 		if err != nil {
 			t.Skip(err)
 		}
-		want, werr := canonjson.Append(nil, b, &canonjson.Options{Omit: "hash"})
+		want, werr := canonjson.Append(nil, b, &canonjson.Options{Omit: "hash", FoldedNames: true})
 		got, err := canonjson.AppendValue(nil, &r, &canonjson.Options{Omit: "hash"})
 		if werr != nil || err != nil {
-			if werr == nil || err == nil { // map keys that are one name once coerced: both refuse
+			if werr == nil || err == nil { // map keys that are one name once coerced or folded: both refuse
 				t.Fatalf("Append: %v, AppendValue: %v", werr, err)
 			}
 			return
@@ -300,5 +327,33 @@ func TestAppendValueMatchesMarshal(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("\n got  %s\n want %s", got, want)
 		}
+		if err := canonjson.Check(got); err != nil {
+			t.Fatalf("the strict reader refuses what AppendValue wrote: %v\n%s", err, got)
+		}
 	})
+}
+
+// TestErrorsNameThePath: a refusal says which member or element it is
+// about, so a client can find it in a large body.
+func TestErrorsNameThePath(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, path string }{
+		{`{"payload":{"a":1,"A":2}}`, "payload"},
+		{`{"text":"hello","text":"switch"}`, ""},
+		{`{"n":1e999}`, "n"},
+		{`{"list":[1,{"x":"\ud800"}]}`, "list[1].x"},
+		{`{"a":{"b":[true,[1,2,1e400]]}}`, "a.b[1][2]"},
+		{`[[1,{"k":[{"a":1,"a":2}]}]]`, "[0][1].k[0]"},
+		{`{"a":"x","b":"\ud800"}`, "b"},
+	} {
+		err := canonjson.Check([]byte(tt.in))
+		var e *canonjson.Error
+		if !errors.As(err, &e) {
+			t.Errorf("%s: %v", tt.in, err)
+			continue
+		}
+		if e.Path != tt.path {
+			t.Errorf("%s: path %q, want %q (%v)", tt.in, e.Path, tt.path, err)
+		}
+	}
 }

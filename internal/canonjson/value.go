@@ -17,8 +17,11 @@ import (
 // would make of json.Marshal(v), made directly from v. Struct fields are
 // written in name order from a plan made once per type; values the plan
 // does not know (other json.Marshalers, non-string map keys, the ",string"
-// option, embedded structs) go through encoding/json and Append. Options
-// are as for Append (Omit applies to a top-level struct or map).
+// option, embedded structs) go through encoding/json and Append. What it
+// writes, Check accepts: embedded JSON (json.RawMessage, what encoding/json
+// writes) and map keys are held to Check's rules, so member names that
+// differ only in letter case are an error, not a record no reader takes.
+// Options are as for Append (Omit applies to a top-level struct or map).
 func AppendValue(dst []byte, v any, opts *Options) ([]byte, error) {
 	var omit string
 	if opts != nil {
@@ -26,6 +29,10 @@ func AppendValue(dst []byte, v any, opts *Options) ([]byte, error) {
 	}
 	return appendValue(dst, reflect.ValueOf(v), omit)
 }
+
+// strict is how AppendValue reads the JSON it embeds: as Check does, so
+// that nothing is written that the strict reader would refuse.
+var strict = &Options{FoldedNames: true}
 
 var (
 	timeType = reflect.TypeFor[time.Time]()
@@ -51,7 +58,7 @@ func appendValue(dst []byte, v reflect.Value, omit string) ([]byte, error) {
 		if len(raw) == 0 {
 			return append(dst, "null"...), nil
 		}
-		return Append(dst, raw, nil)
+		return Append(dst, raw, strict)
 	}
 	switch t.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -106,6 +113,16 @@ func appendValue(dst []byte, v reflect.Value, omit string) ([]byte, error) {
 			ms = append(ms, member{coerce(it.Key().String()), it.Key()})
 		}
 		slices.SortFunc(ms, func(a, b member) int { return compareNames([]byte(a.name), []byte(b.name)) })
+		if len(ms) > 1 {
+			folded := make(map[string]string, len(ms))
+			for _, m := range ms {
+				f := fold(m.name)
+				if prev, ok := folded[f]; ok && prev != m.name {
+					return dst, fmt.Errorf("canonjson: map keys %q and %q differ only in letter case", prev, m.name)
+				}
+				folded[f] = m.name
+			}
+		}
 		dst = append(dst, '{')
 		first := true
 		var err error
@@ -187,7 +204,7 @@ func viaJSON(dst []byte, v reflect.Value) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	return Append(dst, b, nil)
+	return Append(dst, b, strict)
 }
 
 // appendValidString writes s as encoding/json does: each byte of invalid

@@ -51,7 +51,7 @@ function headers(extra) {
 // the server's code and message (status 0: the server cannot be reached).
 async function api(method, path, body, extra = {}) {
   const h = headers(extra);
-  if (body !== undefined) h['Content-Type'] = 'application/json';
+  if (method !== 'GET') h['Content-Type'] = 'application/json'; // the server refuses a POST without it
   let res;
   try {
     res = await fetch(path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
