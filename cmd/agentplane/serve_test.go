@@ -48,15 +48,6 @@ func startServe(t testing.TB, bin string, args ...string) (string, *exec.Cmd, *b
 	return m[1], cmd, sc
 }
 
-func buildBinary(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "agentplane")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // newSession opens a session on a serve at url and returns its id.
 func newSession(t testing.TB, url string) string {
 	t.Helper()

@@ -489,6 +489,7 @@ func (e opError) Error() string { return e.err.Error() }
 func (s *Store) commitOnce(ctx context.Context, c *store.Commit) (audit.Record, error) {
 	var sealed audit.Record
 	send := func(b *pgx.Batch) error { return s.pool.SendBatch(ctx, b).Close() }
+	var q rowQuerier = s.pool // a transaction reads through its own connection: never a second one while it holds the first
 	snapshot := c.Record != nil && c.Session == nil && c.Record.State != nil
 	if snapshot || len(c.Ops) > 0 {
 		tx, err := s.pool.Begin(ctx)
@@ -496,6 +497,7 @@ func (s *Store) commitOnce(ctx context.Context, c *store.Commit) (audit.Record, 
 			return sealed, err
 		}
 		defer tx.Rollback(ctx)
+		q = tx
 		if snapshot {
 			var current []byte
 			err = tx.QueryRow(ctx, `SELECT state FROM sessions WHERE id = $1 FOR UPDATE`, c.SessionID).Scan(&current)
@@ -528,7 +530,7 @@ func (s *Store) commitOnce(ctx context.Context, c *store.Commit) (audit.Record, 
 		if state != nil {
 			sealed.State = state
 		}
-		head, err := s.head(ctx, c.SessionID)
+		head, err := s.head(ctx, q, c.SessionID)
 		if err != nil {
 			return sealed, err
 		}
@@ -616,14 +618,19 @@ func (t *txn) Query(ctx context.Context, query string, args []any, row func(scan
 }
 
 // head returns the session's chain head, from the cache or the database.
-func (s *Store) head(ctx context.Context, session string) (chainHead, error) {
+// rowQuerier reads one row: the pool, or a transaction.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func (s *Store) head(ctx context.Context, q rowQuerier, session string) (chainHead, error) {
 	s.mu.Lock()
 	h, ok := s.heads[session]
 	s.mu.Unlock()
 	if ok {
 		return h, nil
 	}
-	err := s.pool.QueryRow(ctx, `SELECT seq, hash FROM audit WHERE session = $1 ORDER BY seq DESC LIMIT 1`, session).Scan(&h.seq, &h.hash)
+	err := q.QueryRow(ctx, `SELECT seq, hash FROM audit WHERE session = $1 ORDER BY seq DESC LIMIT 1`, session).Scan(&h.seq, &h.hash)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return h, err // Commit names the server
 	}

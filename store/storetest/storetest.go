@@ -386,6 +386,36 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("ConcurrentRecordsOnOneSessionDoNotDeadlock", func(t *testing.T) {
+		// Records that snapshot the session's state, committed at once on
+		// one session whose chain head the store does not know (a failed
+		// commit forgot it): each commit locks the session and reads the
+		// head. (On PostgreSQL the head was read through a second pooled
+		// connection while the first held the lock: 32 such commits took
+		// every connection and waited for ever.)
+		s := open(t)
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
+		if err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: sess("a", 9), Record: rec("a")}); agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
+			t.Fatalf("a stale version: %v", err)
+		}
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Go(func() {
+				r := rec("a")
+				r.State = sess("a", 1)
+				if err := s.Commit(tctx, &store.Commit{SessionID: "a", Record: r}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if recs, err := s.Records(ctx, "a", 0); err != nil || len(recs) != 33 || audit.Verify(recs) != nil {
+			t.Fatalf("%d records: %v", len(recs), err)
+		}
+	})
+
 	t.Run("ConcurrentUpdatesLoseNothing", func(t *testing.T) {
 		s := open(t)
 		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})

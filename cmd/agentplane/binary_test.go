@@ -1,0 +1,65 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// The tests that run the binary share its builds, made the first time a
+// test asks: the plain one, and for the hostile-client suite one with the
+// race detector when the tests run with it.
+type build struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+var (
+	builds   struct{ plain, race build }
+	buildDir string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// buildBinary returns the path of the agentplane binary built from this
+// package.
+func buildBinary(t testing.TB) string { return builds.plain.get(t, false) }
+
+// buildRaceBinary is buildBinary with the race detector when the tests
+// have it (go test -race).
+func buildRaceBinary(t testing.TB) string { return builds.race.get(t, raceEnabled) }
+
+var dirOnce sync.Once
+
+func (b *build) get(t testing.TB, race bool) string {
+	t.Helper()
+	b.once.Do(func() {
+		dirOnce.Do(func() { buildDir, b.err = os.MkdirTemp("", "agentplane-bin-") })
+		if buildDir == "" {
+			return
+		}
+		b.path = filepath.Join(buildDir, "agentplane")
+		args := []string{"build", "-o"}
+		if race {
+			b.path += "-race"
+			args = append(args, b.path, "-race", ".")
+		} else {
+			args = append(args, b.path, ".")
+		}
+		b.out, b.err = exec.Command("go", args...).CombinedOutput()
+	})
+	if b.err != nil || b.path == "" {
+		t.Fatalf("build: %v\n%s", b.err, b.out)
+	}
+	return b.path
+}
