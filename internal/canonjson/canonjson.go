@@ -85,7 +85,7 @@ func PathAt(b []byte, offset int) string {
 	}
 	var stack []frame
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber() // a number out of float64's range is still a token
+	dec.UseNumber()   // a number out of float64's range is still a token
 	begin := func() { // a value starts in the innermost container
 		if n := len(stack); n > 0 && !stack[n-1].object {
 			stack[n-1].index++

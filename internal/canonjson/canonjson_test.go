@@ -2,8 +2,8 @@ package canonjson_test
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
