@@ -276,6 +276,68 @@ func TestOneConfirmationRunsOnceOverHTTP(t *testing.T) {
 	}
 }
 
+// TestOneApprovalRunsOnceOverHTTP: a workflow's approval before its send
+// answered by 8 clients at once, on two instances sharing one PostgreSQL:
+// the service gets one send; one answer is applied, the others refused.
+func TestOneApprovalRunsOnceOverHTTP(t *testing.T) {
+	bin := buildRaceBinary(t)
+	rec := newRecorder(t)
+	cfg := hostileConfig(t, rec, false)
+	db := pgtest.Schema(t)
+	urls := []string{serveHostile(t, bin, cfg, "--db", db).url, serveHostile(t, bin, cfg, "--db", db).url}
+	session, _ := askToSend(t, urls[0], "")
+	st, raw := call(t, "POST", urls[0]+"/v1/workflows", "", `{"session_id":"`+session+`","wait":true,"tasks":[{"id":"send","tool":"send_template","args":{"list_id":"LIST-9"}}]}`)
+	var started struct {
+		WorkflowID string `json:"workflow_id"`
+		Workflow   struct {
+			Status   string `json:"status"`
+			Approval struct {
+				CheckpointID string `json:"checkpoint_id"`
+			} `json:"approval"`
+		} `json:"workflow"`
+	}
+	if st != 201 || json.Unmarshal(raw, &started) != nil || started.Workflow.Approval.CheckpointID == "" {
+		t.Fatalf("start: %d %s", st, raw)
+	}
+	approve := `{"type":"approval_response","checkpoint_id":"` + started.Workflow.Approval.CheckpointID + `","approved":true}`
+	before := rec.count()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	applied := 0
+	for i := range 8 {
+		wg.Go(func() {
+			<-start
+			st, raw := call(t, "POST", urls[i%2]+"/v1/workflows/"+started.WorkflowID+"/commands?wait=true", "", approve)
+			switch {
+			case st == 200:
+				mu.Lock()
+				applied++
+				mu.Unlock()
+			case st == 409:
+			default:
+				t.Errorf("approval %d: %d %s", i, st, raw)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, raw := call(t, "GET", urls[0]+"/v1/workflows/"+started.WorkflowID, "", "")
+		if st == 200 && bytes.Contains(raw, []byte(`"status":"completed"`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the workflow did not complete: %d %s", st, raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := rec.count() - before; got != 1 || applied != 1 {
+		t.Fatalf("8 approvals at once: %d sends, %d applied", got, applied)
+	}
+}
+
 // TestHostileClients runs the rest of the suite against one keyless and
 // one keyed serve.
 func TestHostileClients(t *testing.T) {
