@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,40 +38,10 @@ const (
 	bobKey   = "bob-key-0123456789abcdef"
 )
 
-// recorder is the send tool's far end: it counts the sends it gets, each
-// held a moment so that concurrent confirmations overlap it.
-type recorder struct {
-	mu    sync.Mutex
-	sends int
-	url   string
-}
-
-func newRecorder(t *testing.T) *recorder {
-	rec := &recorder{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		rec.mu.Lock()
-		rec.sends++
-		rec.mu.Unlock()
-		time.Sleep(50 * time.Millisecond)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"sent": true}`)
-	}))
-	t.Cleanup(srv.Close)
-	rec.url = srv.URL
-	return rec
-}
-
-func (r *recorder) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.sends
-}
-
 // hostileConfig writes the demo configuration with the send tool as an
-// HTTP tool to rec, and, when keyed, API keys for alice and bob (from the
+// HTTP tool to the outbox rec, and, when keyed, API keys for alice and bob (from the
 // environment: ALICE_KEY, BOB_KEY).
-func hostileConfig(t *testing.T, rec *recorder, keyed bool) string {
+func hostileConfig(t *testing.T, rec *outbox, keyed bool) string {
 	t.Helper()
 	y := string(demo.YAML) + fmt.Sprintf("\ntools:\n  - {name: send_template, description: Send the active template to a mailer list., impact: external, "+
 		"http: {url: %q}, input_schema: {type: object, properties: {list_id: {type: string}}, required: [list_id], additionalProperties: false}}\n", rec.url)
@@ -207,7 +176,7 @@ func auditOf(t *testing.T, url, key, session string) []audit.Record {
 // the audit recorded one.)
 func TestOneConfirmationRunsOnceOverHTTP(t *testing.T) {
 	bin := buildRaceBinary(t)
-	rec := newRecorder(t)
+	rec := holdingOutbox(t, 50*time.Millisecond)
 	cfg := hostileConfig(t, rec, false)
 	setups := map[string]func(t *testing.T) []string{
 		"sqlite": func(t *testing.T) []string {
@@ -281,7 +250,7 @@ func TestOneConfirmationRunsOnceOverHTTP(t *testing.T) {
 // the service gets one send; one answer is applied, the others refused.
 func TestOneApprovalRunsOnceOverHTTP(t *testing.T) {
 	bin := buildRaceBinary(t)
-	rec := newRecorder(t)
+	rec := holdingOutbox(t, 50*time.Millisecond)
 	cfg := hostileConfig(t, rec, false)
 	db := pgtest.Schema(t)
 	urls := []string{serveHostile(t, bin, cfg, "--db", db).url, serveHostile(t, bin, cfg, "--db", db).url}
@@ -342,7 +311,7 @@ func TestOneApprovalRunsOnceOverHTTP(t *testing.T) {
 // one keyed serve.
 func TestHostileClients(t *testing.T) {
 	bin := buildRaceBinary(t)
-	rec := newRecorder(t)
+	rec := holdingOutbox(t, 50*time.Millisecond)
 	local := serveHostile(t, bin, hostileConfig(t, rec, false), "--db", filepath.Join(t.TempDir(), "local.db"), "--body-timeout", "1s")
 	keyed := serveHostile(t, bin, hostileConfig(t, rec, true), "--db", filepath.Join(t.TempDir(), "keyed.db"), "--body-timeout", "1s",
 		"--cors-origin", "https://app.example.com")

@@ -44,7 +44,11 @@ type outbox struct {
 	url   string
 }
 
-func newOutbox(t *testing.T) *outbox {
+func newOutbox(t *testing.T) *outbox { return holdingOutbox(t, 0) }
+
+// holdingOutbox is an outbox that holds each send a while before it
+// answers, so that concurrent requests overlap it.
+func holdingOutbox(t *testing.T, hold time.Duration) *outbox {
 	o := &outbox{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" { // a report that takes a while: a workflow is still running it when serve dies
@@ -57,6 +61,7 @@ func newOutbox(t *testing.T) *outbox {
 		o.mu.Lock()
 		o.sends = append(o.sends, string(body))
 		o.mu.Unlock()
+		time.Sleep(hold)
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"sent": true}`)
 	}))
