@@ -41,6 +41,10 @@ type LLMExchange struct {
 	Model    string       `json:"model"`
 	Messages []LLMMessage `json:"messages"`
 	Tools    []string     `json:"tools"`
+	// Aware are the awareness lines the system prompt held (notifications
+	// for the agent, what the user saw): input from outside the session's
+	// chain, kept so that replay builds the same prompt.
+	Aware    []string     `json:"aware,omitempty"`
 	Response *LLMResponse `json:"response,omitempty"`
 	Error    string       `json:"error,omitempty"` // after every attempt failed
 	Attempts int          `json:"attempts"`

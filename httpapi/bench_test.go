@@ -17,15 +17,10 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
-	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
-	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/httpapi"
-	"github.com/agentplane/agentplane/llm"
-	"github.com/agentplane/agentplane/store"
-	"github.com/agentplane/agentplane/store/memstore"
-	"github.com/agentplane/agentplane/store/sqlite"
+	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/tool"
 	"github.com/agentplane/agentplane/workflow"
 )
@@ -42,21 +37,18 @@ func BenchmarkTurns(b *testing.B) {
 	for _, kind := range []string{"memory", "sqlite"} {
 		for _, clients := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("%s/clients=%d", kind, clients), func(b *testing.B) {
-				var st store.Store = memstore.New()
+				db := ""
 				if kind == "sqlite" {
-					var err error
-					if st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), nil); err != nil {
-						b.Fatal(err)
-					}
+					db = filepath.Join(b.TempDir(), "bench.db")
 				}
-				hub := events.NewHub(st.Records, nil)
-				c, err := core.New(context.Background(), core.Source{YAML: demo.YAML, Name: demo.Name},
-					&core.Options{Store: st, Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}, Observer: httpapi.NewMetrics().Observer(hub.Committed)})
+				rt, err := plane.Open(context.Background(), plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, DB: db,
+					Core: core.Options{Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}, Observer: httpapi.NewMetrics().Observer(nil)}})
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer c.Close()
-				srv := httptest.NewServer(httpapi.New(c, &httpapi.Options{Hub: hub}).Handler())
+				defer rt.Close(time.Minute)
+				c := rt.Core
+				srv := httptest.NewServer(httpapi.New(rt, nil).Handler())
 				defer srv.Close()
 				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
 				defer client.CloseIdleConnections()
@@ -208,16 +200,15 @@ func BenchmarkLLMDelta(b *testing.B) {
 		f.Flush()
 	}))
 	defer provider.Close()
-	st := memstore.New()
-	hub := events.NewHub(st.Records, nil)
-	c, err := core.New(context.Background(), core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Tools: []tool.Tool{demo.NewOutbox(nil).Tool()},
-		Observer: &core.Observer{Committed: hub.Committed}})
+	env := map[string]string{"AGENTPLANE_LLM_BASE_URL": provider.URL + "/v1", "AGENTPLANE_LLM_MODEL": "m"}
+	rt, err := plane.Open(context.Background(), plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name},
+		Core: core.Options{Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}}, LLM: true, Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
-	settings := llm.Settings{LLM: config.LLM{BaseURL: provider.URL + "/v1", Model: "m", Timeout: time.Minute, MaxToolRounds: 1, MaxHistoryTurns: 10}}
-	api := httpapi.New(c, &httpapi.Options{Hub: hub, Agent: llm.New(c, llm.NewOpenAI(settings, nil), settings.LLM)})
+	defer rt.Close(time.Minute)
+	c, hub := rt.Core, rt.Hub
+	api := httpapi.New(rt, nil)
 	srv := httptest.NewServer(api.Handler())
 	defer srv.Close()
 	var delays []time.Duration
@@ -279,24 +270,18 @@ func BenchmarkLLMDelta(b *testing.B) {
 func BenchmarkApprovalRoundTrip(b *testing.B) {
 	for _, kind := range []string{"memory", "sqlite"} {
 		b.Run(kind, func(b *testing.B) {
-			var st store.Store = memstore.New()
+			db := ""
 			if kind == "sqlite" {
-				var err error
-				if st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), &sqlite.Options{Extensions: []store.Extension{workflow.Extension}}); err != nil {
-					b.Fatal(err)
-				}
+				db = filepath.Join(b.TempDir(), "bench.db")
 			}
-			c, err := core.New(context.Background(), core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}})
+			rt, err := plane.Open(context.Background(), plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, DB: db,
+				Core: core.Options{Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}}, Workflows: workflow.Options{Memory: true}})
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer c.Close()
-			eng, err := workflow.New(c, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer eng.Close(time.Minute)
-			srv := httptest.NewServer(httpapi.New(c, &httpapi.Options{Workflows: eng}).Handler())
+			defer rt.Close(time.Minute)
+			c, eng := rt.Core, rt.Workflows
+			srv := httptest.NewServer(httpapi.New(rt, nil).Handler())
 			defer srv.Close()
 			client := srv.Client()
 			sess, _ := c.Start(context.Background(), core.Start{Principal: agentplane.LocalPrincipal, Mode: "sales"})

@@ -26,20 +26,16 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/auth"
-	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/internal/demotest"
 	"github.com/agentplane/agentplane/internal/llmtest"
-	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/mcpserver"
 	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/resolve"
-	"github.com/agentplane/agentplane/store"
-	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/tool"
 	"github.com/agentplane/agentplane/workflow"
 )
@@ -71,50 +67,28 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	if o == nil {
 		o = &envOptions{}
 	}
-	hub := (*events.Hub)(nil)
 	metrics := httpapi.NewMetrics()
-	var c *core.Core
 	out := demo.NewOutbox(nil)
-	hubOpts := &events.Options{Queue: o.queue}
-	var read events.Reader = func(ctx context.Context, session string, after int64) ([]audit.Record, error) {
-		return c.Records(ctx, session, after)
+	yaml := string(demo.YAML)
+	if len(o.keys) > 0 {
+		yaml += "\nauth:\n  keys:\n"
+		for key, user := range o.keys {
+			d := sha256.Sum256([]byte(key))
+			roles, _ := json.Marshal(o.roles[user])
+			yaml += fmt.Sprintf("    - {user_id: %q, key_sha256: %s, roles: %s}\n", user, hex.EncodeToString(d[:]), roles)
+		}
 	}
-	hub = events.NewHub(read, hubOpts)
-	// SQLite, with the notification ledger's tables
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "e2e.db"), &sqlite.Options{Extensions: []store.Extension{notify.Extension, workflow.Extension}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c = demotest.Core(t, &core.Options{Store: st, Tools: []tool.Tool{out.Tool()}, Observer: metrics.Observer(hub.Committed),
-		NewID: newIDs()})
-	ledger, err := notify.NewLedger(st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bus := notify.NewBus(ledger, c, hub)
-	wf, err := workflow.New(c, &workflow.Options{Poll: 20 * time.Millisecond, Backoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { wf.Close(5 * time.Second) })
-	var cfg config.Auth
-	for key, user := range o.keys {
-		d := sha256.Sum256([]byte(key))
-		cfg.Keys = append(cfg.Keys, config.APIKey{UserID: user, Roles: o.roles[user], KeySHA256: hex.EncodeToString(d[:])})
-	}
-	var keys *auth.Keys
-	keys, err = auth.New(cfg, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	var agent *llm.Agent
+	vars := map[string]string{}
 	if o.llm != nil {
-		s := llm.Settings{LLM: config.LLM{BaseURL: o.llm.URL, Model: "test-model", Timeout: 5 * time.Second, MaxToolRounds: 4, MaxHistoryTurns: 10}}
-		agent = llm.New(c, llm.NewOpenAI(s, nil), s.LLM)
-		agent.Awareness, agent.Acknowledged = bus.Awareness, bus.AgentAck
+		vars["AGENTPLANE_LLM_BASE_URL"], vars["AGENTPLANE_LLM_MODEL"] = o.llm.URL, "test-model"
 	}
-	api := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub, Metrics: metrics, Heartbeat: 50 * time.Millisecond,
-		MCP: mcpserver.New(c, nil).Handler(), Agent: agent, Bus: bus, Workflows: wf})
+	// SQLite, with the notification ledger's and the workflows' tables
+	rt := demotest.Runtime(t, plane.Options{Config: core.Source{YAML: []byte(yaml), Name: demo.Name}, DB: filepath.Join(t.TempDir(), "e2e.db"),
+		Core:      core.Options{Tools: []tool.Tool{out.Tool()}, Observer: metrics.Observer(nil), NewID: newIDs()},
+		Hub:       events.Options{Queue: o.queue},
+		Workflows: workflow.Options{Poll: 20 * time.Millisecond, Backoff: time.Millisecond},
+		LLM:       o.llm != nil, Getenv: func(k string) string { return vars[k] }})
+	api := httpapi.New(rt, &httpapi.Options{Metrics: metrics, Heartbeat: 50 * time.Millisecond, MCP: mcpserver.New(rt, nil).Handler()})
 	srv := httptest.NewUnstartedServer(api.Handler())
 	if o.smallBuffers {
 		srv.Listener = smallBufferListener{srv.Listener}
@@ -123,7 +97,7 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	srv.Config.ReadHeaderTimeout = 5 * time.Second
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, api: api, core: c, outbox: out, client: validatingClient(t, srv.Client()), wf: wf}
+	return &env{t: t, srv: srv, api: api, core: rt.Core, outbox: out, client: validatingClient(t, srv.Client()), wf: rt.Workflows}
 }
 
 // newIDs makes unique random-looking ids (the demo's are sequential,
@@ -375,10 +349,10 @@ func TestProviderSearch(t *testing.T) {
 		return []agentplane.ResolverItem{{Header: agentplane.EntityHeader{ID: "ACC-1", DisplayName: "Acme Corp"}},
 			{Header: agentplane.EntityHeader{ID: "ACC-2", DisplayName: "Acme Labs"}}}, nil
 	})
-	c := demotest.WithYAML(t, []byte(y), &core.Options{Providers: map[string]resolve.Provider{"accounts": accounts}})
-	srv := httptest.NewServer(httpapi.New(c, nil).Handler())
+	rt := demotest.Runtime(t, plane.Options{Config: core.Source{YAML: []byte(y), Name: demo.Name}, Core: core.Options{Providers: map[string]resolve.Provider{"accounts": accounts}}})
+	srv := httptest.NewServer(httpapi.New(rt, nil).Handler())
 	t.Cleanup(srv.Close)
-	e := &env{t: t, srv: srv, core: c, client: validatingClient(t, srv.Client())}
+	e := &env{t: t, srv: srv, core: rt.Core, client: validatingClient(t, srv.Client())}
 	s := e.create("", map[string]any{"ui": true})
 	a := e.turn("", s.SessionID, httpapi.TurnBody{Text: "open the acme account"})
 	if a.Decision.Action != agentplane.ActionOpenPicker || a.Decision.ProviderID != "accounts" {

@@ -5,7 +5,7 @@
 // through the core — the router, the gate, the store — exactly as the
 // terminal's does; the principal comes from the API key (package auth).
 //
-//	srv := httpapi.New(c, &httpapi.Options{Keys: keys, Hub: hub})
+//	srv := httpapi.New(rt, nil) // rt from plane.Open
 //	http.ListenAndServe("127.0.0.1:8080", srv.Handler())
 package httpapi
 
@@ -31,35 +31,19 @@ import (
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/workflow"
 )
 
 // Options configure a Server. nil means defaults.
 type Options struct {
-	// Keys authenticate requests; nil or none: every request is the local
-	// principal (bind to loopback only; see CheckAddr).
-	Keys *auth.Keys
-	// Hub serves the event streams; nil means one over the core's store
-	// (the caller must then wire its Committed into the core's observer;
-	// see Wire).
-	Hub *events.Hub
 	// Metrics are served at /metrics; nil means none are kept.
 	Metrics *Metrics
 	// MCP, when set, is served at /mcp behind the same API keys.
 	MCP http.Handler
-	// Agent, when set, answers the turns the router hands to the LLM.
-	Agent *llm.Agent
-	// Bus, when set, serves the notifications: /v1/notifications, the
-	// inbox, and acks of notices on the WebSocket.
-	Bus *notify.Bus
-	// Workflows, when set, serves /v1/workflows: starting workflows, their
-	// commands, state and event streams.
-	Workflows *workflow.Engine
 	// UI, when set, serves the web page at / and its files under /ui/
 	// (package webui); they need no key: the page asks for one.
 	UI http.Handler
-	// Logger gets access logs and errors; nil discards.
-	Logger *slog.Logger
 	// Heartbeat is how often an idle event stream gets a keep-alive; 0
 	// means 15s.
 	Heartbeat time.Duration
@@ -101,13 +85,17 @@ type Server struct {
 	bodyTimeout time.Duration
 }
 
-// New returns the server over the core.
-func New(c *core.Core, opts *Options) *Server {
+// New returns the server over the runtime: its core, its API keys (none:
+// every request is the local principal; bind to loopback only, see
+// CheckAddr), its event hub, and, where the runtime has them, the LLM
+// agent, the notifications (/v1/notifications, the inbox) and the
+// workflows (/v1/workflows).
+func New(rt *plane.Runtime, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{core: c, keys: opts.Keys, hub: opts.Hub, metrics: opts.Metrics, mcp: opts.MCP, ui: opts.UI, agent: opts.Agent, bus: opts.Bus, workflows: opts.Workflows,
-		log: opts.Logger, heartbeat: opts.Heartbeat, ready: opts.Ready, drained: make(chan struct{}),
+	s := &Server{core: rt.Core, keys: rt.Keys, hub: rt.Hub, metrics: opts.Metrics, mcp: opts.MCP, ui: opts.UI, agent: rt.Agent, bus: rt.Bus, workflows: rt.Workflows,
+		log: rt.Logger, heartbeat: opts.Heartbeat, ready: opts.Ready, drained: make(chan struct{}),
 		origins: slices.Clone(opts.Origins), bodyTimeout: opts.BodyTimeout}
 	if s.bodyTimeout <= 0 {
 		s.bodyTimeout = DefaultBodyTimeout
@@ -117,9 +105,6 @@ func New(c *core.Core, opts *Options) *Server {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
-	}
-	if s.hub == nil {
-		s.hub = events.NewHub(c.Store().Records, &events.Options{Logger: s.log})
 	}
 	if s.heartbeat <= 0 {
 		s.heartbeat = 15 * time.Second

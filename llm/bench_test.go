@@ -39,7 +39,7 @@ func BenchmarkLLMTurn(b *testing.B) {
 			s, _ := c.Start(ctx, core.Start{Mode: "sales", Principal: "p"})
 			c.Turn(ctx, core.TurnRequest{SessionID: s.ID, Principal: "p", Input: agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"}})
 			c.Turn(ctx, core.TurnRequest{SessionID: s.ID, Principal: "p", Input: agentplane.TurnInput{Text: "what does this persona care about?"}})
-			a := llm.New(c, model(), config.LLM{MaxToolRounds: 4, MaxHistoryTurns: 10})
+			a := llm.New(c, model(), config.LLM{MaxToolRounds: 4, MaxHistoryTurns: 10}, nil)
 			b.StartTimer()
 			start := time.Now()
 			r, err := a.Turn(ctx, llm.TurnRequest{SessionID: s.ID, Principal: "p"})

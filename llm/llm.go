@@ -35,27 +35,39 @@ type Agent struct {
 	core  *core.Core
 	model Model
 	cfg   config.LLM
+	opts  Options
+}
+
+// Options connect an Agent to what it is told besides the conversation.
+// nil means none.
+type Options struct {
 	// Awareness, when set, returns lines for the prompt about what the
-	// user has seen and what waits for them (the notifications' seam).
+	// user has seen and what waits for them (the notifications' seam:
+	// notify.Ledger.Awareness).
 	Awareness func(ctx context.Context, sess *agentplane.Session) []string
 	// Acknowledged, when set, is told the notification ids the model
 	// acknowledged in its text ("[ack:ID]", taken out of the text the user
-	// sees): the agent channel's delivery.
-	Acknowledged func(ctx context.Context, sessionID string, ids []string)
+	// sees) for the turn's principal: the agent channel's delivery
+	// (notify.Ledger.AgentAck).
+	Acknowledged func(ctx context.Context, principal string, ids []string)
 }
 
 // ackPattern is how the model acknowledges a notification in its text.
 var ackPattern = regexp.MustCompile(`\[ack:([0-9a-f]{1,64})\]`)
 
 // New returns the agent of a core and a model with the configured limits.
-func New(c *core.Core, m Model, cfg config.LLM) *Agent {
+func New(c *core.Core, m Model, cfg config.LLM, opts *Options) *Agent {
 	if cfg.MaxToolRounds <= 0 {
 		cfg.MaxToolRounds = config.DefaultMaxToolRounds
 	}
 	if cfg.MaxHistoryTurns <= 0 {
 		cfg.MaxHistoryTurns = config.DefaultMaxHistoryTurns
 	}
-	return &Agent{core: c, model: m, cfg: cfg}
+	a := &Agent{core: c, model: m, cfg: cfg}
+	if opts != nil {
+		a.opts = *opts
+	}
+	return a
 }
 
 // TurnRequest asks for one LLM turn of a session, after a turn the router
@@ -124,7 +136,7 @@ func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 			onText = nil // nothing of an internal turn is shown
 		}
 		resp, attempts, err := a.model.Complete(ctx, req, onText)
-		ex := &agentplane.LLMExchange{Model: a.model.Name(), Messages: req.Messages, Tools: names, Attempts: attempts, Internal: r.Task != ""}
+		ex := &agentplane.LLMExchange{Model: a.model.Name(), Messages: req.Messages, Tools: names, Aware: req.Aware, Attempts: attempts, Internal: r.Task != ""}
 		if err != nil {
 			ex.Error = err.Error()
 		} else {
@@ -140,8 +152,8 @@ func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 		}
 		text, acked := acknowledgements(resp.Text)
 		reply.Text += text
-		if len(acked) > 0 && a.Acknowledged != nil {
-			a.Acknowledged(ctx, r.SessionID, acked)
+		if len(acked) > 0 && a.opts.Acknowledged != nil {
+			a.opts.Acknowledged(ctx, r.Principal, acked)
 		}
 		if len(resp.ToolCalls) == 0 {
 			return reply, nil
@@ -250,8 +262,8 @@ func (a *Agent) Request(ctx context.Context, sess *agentplane.Session, roles []s
 // request builds the request from the session's chain.
 func (a *Agent) request(ctx context.Context, sess *agentplane.Session, recs []audit.Record, roles []string) (Request, []string) {
 	var aware []string
-	if a.Awareness != nil {
-		aware = a.Awareness(ctx, sess)
+	if a.opts.Awareness != nil {
+		aware = a.opts.Awareness(ctx, sess)
 	}
 	msgs := append([]agentplane.LLMMessage{{Role: "system", Content: a.systemPrompt(sess, aware)}}, History(recs, a.cfg.MaxHistoryTurns)...)
 	var tools []map[string]any
@@ -260,7 +272,7 @@ func (a *Agent) request(ctx context.Context, sess *agentplane.Session, recs []au
 		tools = append(tools, t.Spec.OpenAIFunction())
 		names = append(names, t.Spec.Name)
 	}
-	return Request{Messages: msgs, Tools: tools, Temperature: a.cfg.Temperature}, names
+	return Request{Messages: msgs, Tools: tools, Temperature: a.cfg.Temperature, Aware: aware}, names
 }
 
 // systemPrompt is the mode's summary, the active work context and its

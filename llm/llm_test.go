@@ -38,7 +38,7 @@ func newEnv(t *testing.T, mode string, timeout time.Duration, script ...llmtest.
 		timeout = 5 * time.Second
 	}
 	s := llm.Settings{LLM: config.LLM{BaseURL: srv.URL, Model: "test-model", Timeout: timeout, MaxToolRounds: 4, MaxHistoryTurns: 10}}
-	a := llm.New(c, llm.NewOpenAI(s, nil), s.LLM)
+	a := llm.New(c, llm.NewOpenAI(s, nil), s.LLM, nil)
 	sess, err := c.Start(context.Background(), core.Start{Mode: mode, Principal: "p"})
 	if err != nil {
 		t.Fatal(err)

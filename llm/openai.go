@@ -25,6 +25,10 @@ type Request struct {
 	Messages    []agentplane.LLMMessage
 	Tools       []map[string]any
 	Temperature *float64
+	// Aware are the awareness lines the system prompt holds (not sent on
+	// their own): what came from outside the session's chain, recorded
+	// with the exchange so that replay builds the same prompt.
+	Aware []string
 }
 
 // Model answers a request, streaming text deltas to onText as they

@@ -12,7 +12,7 @@
 // elicitation, the question is put to the human through it (the client's
 // UI is the human's channel), and a yes runs exactly that call.
 //
-//	s := mcpserver.New(c, nil)
+//	s := mcpserver.New(rt, nil)                // rt from plane.Open
 //	http.Handle("/mcp", s.Handler())          // or: s.Run(ctx, auth.Local, &mcp.StdioTransport{})
 package mcpserver
 
@@ -32,22 +32,19 @@ import (
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/workflow"
 )
 
 // Options configure a Server. nil means defaults.
 type Options struct {
-	Logger  *slog.Logger // nil discards
-	Version string       // the implementation version announced; "" means "dev"
+	Version string // the implementation version announced; "" means "dev"
 	// Extra, when set, adds to every MCP server made (the conformance
 	// fixture server adds the suite's fixture tools).
 	Extra func(*mcp.Server)
 	// SessionTimeout closes an idle streamable-HTTP session; 0 means 30
 	// minutes.
 	SessionTimeout time.Duration
-	// Workflows, when set, adds the workflow meta-tools (workflow_execute,
-	// workflow_continue, …) to every session's tools.
-	Workflows *workflow.Engine
 }
 
 // Server makes MCP servers bound to agentplane sessions. It is safe for
@@ -73,16 +70,17 @@ type owner struct {
 	since     time.Time
 }
 
-// New returns the MCP front end over the core.
-func New(c *core.Core, opts *Options) *Server {
+// New returns the MCP front end over the runtime: its core, and its
+// workflow engine (when it has one) for the workflow meta-tools
+// (workflow_execute, workflow_continue, …). Every bound session re-lists
+// its tools when the runtime's tools change.
+func New(rt *plane.Runtime, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{core: c, log: opts.Logger, impl: &mcp.Implementation{Name: "agentplane", Title: "agentplane", Version: opts.Version},
-		extra: opts.Extra, timeout: opts.SessionTimeout, flows: opts.Workflows, bindings: map[*binding]struct{}{}, owners: map[string]owner{}}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
+	s := &Server{core: rt.Core, log: rt.Logger, impl: &mcp.Implementation{Name: "agentplane", Title: "agentplane", Version: opts.Version},
+		extra: opts.Extra, timeout: opts.SessionTimeout, flows: rt.Workflows, bindings: map[*binding]struct{}{}, owners: map[string]owner{}}
+	rt.OnToolsChanged(s.ToolsChanged)
 	s.sdkLog = slog.New(withoutSessionIDs{s.log.Handler()})
 	if s.impl.Version == "" {
 		s.impl.Version = "dev"

@@ -19,6 +19,7 @@ import (
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/internal/demotest"
 	"github.com/agentplane/agentplane/mcpserver"
+	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -33,11 +34,11 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	out := demo.NewOutbox(nil)
-	c := demotest.Core(t, &core.Options{Tools: []tool.Tool{out.Tool()}})
-	s := mcpserver.New(c, nil)
+	rt := demotest.Runtime(t, plane.Options{Core: core.Options{Tools: []tool.Tool{out.Tool()}}})
+	s := mcpserver.New(rt, nil)
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
-	return &env{core: c, outbox: out, url: hs.URL, srv: s}
+	return &env{core: rt.Core, outbox: out, url: hs.URL, srv: s}
 }
 
 // connect opens an MCP client session over streamable HTTP; changed
@@ -206,21 +207,15 @@ modes: [{key: m, default: true, toolboxes: [t]}]
 toolboxes: [{id: t, catalogs: [modes], tools: [agent_list_modes], mcp_servers: [files]}]
 mcp_servers: [{name: files, url: %q, impact: {echo: read}, connect_timeout_ms: 500}]
 `, late.URL)
-	var srv atomic.Pointer[mcpserver.Server]
-	c, err := core.New(context.Background(), core.Source{YAML: []byte(yaml), Name: "late.yaml"}, &core.Options{MCPRetry: 50 * time.Millisecond,
-		Observer: &core.Observer{ToolsChanged: func() {
-			if s := srv.Load(); s != nil {
-				s.ToolsChanged()
-			}
-		}}})
+	rt, err := plane.Open(context.Background(), plane.Options{Config: core.Source{YAML: []byte(yaml), Name: "late.yaml"}, Core: core.Options{MCPRetry: 50 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	srv.Store(mcpserver.New(c, nil))
-	hs := httptest.NewServer(srv.Load().Handler())
+	t.Cleanup(func() { rt.Close(time.Second) })
+	srv := mcpserver.New(rt, nil) // told by the runtime when tools are mounted late
+	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	e := &env{core: c, url: hs.URL, srv: srv.Load()}
+	e := &env{core: rt.Core, url: hs.URL, srv: srv}
 	cs, changed := e.connect(t, nil)
 	if got := names(t, cs); !slices.Equal(got, []string{"agent_list_modes"}) {
 		t.Fatalf("before: %v", got)

@@ -15,29 +15,20 @@ import (
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/internal/demotest"
 	"github.com/agentplane/agentplane/mcpserver"
-	"github.com/agentplane/agentplane/store"
-	"github.com/agentplane/agentplane/store/sqlite"
+	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/tool"
 	"github.com/agentplane/agentplane/workflow"
 )
 
 func newWorkflowEnv(t *testing.T) *env {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"), &sqlite.Options{Extensions: []store.Extension{workflow.Extension}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := demo.NewOutbox(nil)
-	c := demotest.Core(t, &core.Options{Store: st, Tools: []tool.Tool{out.Tool()}})
-	eng, err := workflow.New(c, &workflow.Options{Poll: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close(5 * time.Second) })
-	s := mcpserver.New(c, &mcpserver.Options{Workflows: eng})
+	rt := demotest.Runtime(t, plane.Options{DB: filepath.Join(t.TempDir(), "m.db"), Core: core.Options{Tools: []tool.Tool{out.Tool()}},
+		Workflows: workflow.Options{Poll: 20 * time.Millisecond}})
+	s := mcpserver.New(rt, nil)
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
-	return &env{core: c, outbox: out, url: hs.URL, srv: s}
+	return &env{core: rt.Core, outbox: out, url: hs.URL, srv: s}
 }
 
 func progressCall(t *testing.T, cs *mcp.ClientSession, name, args string) mcpserver.Progress {

@@ -36,7 +36,7 @@ func BenchmarkNotify(b *testing.B) {
 				c := demotest.Core(b, &core.Options{Store: st})
 				l, _ := notify.NewLedger(st, nil)
 				hub := events.NewHub(st.Records, nil)
-				bus := notify.NewBus(l, c, hub)
+				bus := notify.NewBus(l, c, hub, nil)
 				for p := range producers {
 					sub := hub.Subscribe(notify.UserTopic(fmt.Sprintf("user-%d", p)), 0)
 					go func() {

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -24,23 +24,33 @@ type Bus struct {
 	ledger *Ledger
 	core   *core.Core
 	hub    *events.Hub
-	// AgentDown, when set and true, sends what would go to the agent's
-	// channel straight to the user's (escalated at once): no LLM is
-	// configured, or it is failing.
-	AgentDown func() bool
+	agent  *llm.Agent // nil: no agent; its channel goes to the user at once
+	log    *slog.Logger
+}
 
-	// InternalTurn, when set, is started (in the background) for each new
-	// AGENT/AGENT notification: serve runs Internal with its LLM.
-	InternalTurn func(ctx context.Context, n Notification)
-
-	mu     sync.Mutex
-	leases map[string]int64 // agent-channel notifications the runtime holds: their owner_lease
+// BusOptions configure a Bus. nil means defaults.
+type BusOptions struct {
+	// Agent handles what is addressed to the agent: its channel's
+	// notifications reach its next prompt (build it with the ledger's
+	// Awareness and AgentAck), and an AGENT/AGENT one starts an internal
+	// turn at once. nil: there is no LLM, and what would go to the agent's
+	// channel goes straight to the user's (escalated at once) — a
+	// notification never depends on the model.
+	Agent  *llm.Agent
+	Logger *slog.Logger // nil discards
 }
 
 // NewBus returns the bus over a ledger, the core (sessions, the gate) and
 // the event hub (streams).
-func NewBus(l *Ledger, c *core.Core, hub *events.Hub) *Bus {
-	return &Bus{ledger: l, core: c, hub: hub, leases: map[string]int64{}}
+func NewBus(l *Ledger, c *core.Core, hub *events.Hub, opts *BusOptions) *Bus {
+	b := &Bus{ledger: l, core: c, hub: hub}
+	if opts != nil {
+		b.agent, b.log = opts.Agent, opts.Logger
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	return b
 }
 
 // Ledger returns the bus's ledger.
@@ -94,15 +104,19 @@ func (b *Bus) deliver(ctx context.Context, n Notification) (Notification, error)
 			return n, err
 		}
 	default:
-		if b.AgentDown != nil && b.AgentDown() {
+		if b.agent == nil {
 			// no agent to hand it to: a notification never depends on the model
 			if err := b.Escalate(ctx, n); err != nil {
 				return n, err
 			}
 			return b.ledger.Get(ctx, n.ID)
 		}
-		if n.Target == TargetAgent && n.Handler == HandlerAgent && b.InternalTurn != nil {
-			go b.InternalTurn(context.WithoutCancel(ctx), n) // the agent handles it now, on its own
+		if n.Target == TargetAgent && n.Handler == HandlerAgent {
+			go func() { // the agent handles it now, on its own
+				if err := b.Internal(context.WithoutCancel(ctx), n); err != nil {
+					b.log.Warn("internal turn", "notification", n.ID, "err", err)
+				}
+			}()
 		}
 		return n, nil // the agent's context: dispatched into its next prompt
 	}
@@ -131,105 +145,6 @@ func (b *Bus) Inbox(ctx context.Context, user string, limit int, dispatch bool) 
 	}
 	unread, err := b.ledger.Unread(ctx, user)
 	return list, unread, err
-}
-
-// maxAware bounds the awareness lines of a prompt.
-const maxAware = 8
-
-// Awareness is the LLM's awareness of notifications for a session's next
-// prompt (llm.Agent.Awareness): the agent's own (channel C, for the
-// session or its user) to act on, dispatched by being put there; [SEEN]
-// lines for what the system showed on the floor (read-only: never to be
-// announced again); and a one-sentence digest of the inbox.
-func (b *Bus) Awareness(ctx context.Context, sess *agentplane.Session) []string {
-	if sess.Owner == "" {
-		return nil
-	}
-	var lines []string
-	mine, err := b.ledger.List(ctx, Query{UserID: sess.Owner, Channel: ChannelAgent, States: []State{StatePending, StateDispatched, StateLocked}, Limit: maxAware})
-	if err == nil {
-		for _, n := range mine {
-			if n.Address == AddressSession && n.SessionID != sess.ID {
-				continue
-			}
-			if held, err := b.hold(ctx, n); err == nil {
-				n = held
-			} else {
-				continue // the watchdog took it meanwhile
-			}
-			line := fmt.Sprintf("[NOTIFICATION %s] %s", n.ID, n.Title)
-			if n.Body != "" {
-				line += ": " + n.Body
-			}
-			if n.Directive != "" {
-				line += " (instructions: " + n.Directive + ")"
-			}
-			lines = append(lines, line)
-		}
-		if len(lines) > 0 {
-			lines = append(lines, "When you have handled a notification, write [ack:ID] with its id in your reply (the user does not see it).")
-		}
-	}
-	seen, err := b.ledger.List(ctx, Query{UserID: sess.Owner, Channel: ChannelFloor, States: []State{StateDispatched, StateDelivered}, Limit: maxAware})
-	if err == nil {
-		for _, n := range seen {
-			if n.SessionID == sess.ID && len(lines) < 2*maxAware {
-				lines = append(lines, "[SEEN] "+n.Title+" (the user has seen this; do not announce it again)")
-			}
-		}
-	}
-	if unread, err := b.ledger.Unread(ctx, sess.Owner); err == nil && unread > 0 {
-		lines = append(lines, fmt.Sprintf("The user has %d unread notification%s in their inbox.", unread, map[bool]string{true: "", false: "s"}[unread == 1]))
-	}
-	return lines
-}
-
-// hold makes the agent runtime the owner of an agent-channel notification
-// it puts in a prompt: dispatched, then LOCKED with a lease for its TTL,
-// remembered so the agent's acknowledgement presents it. One the runtime
-// holds already is kept as it is.
-func (b *Bus) hold(ctx context.Context, n Notification) (Notification, error) {
-	b.mu.Lock()
-	lease, mine := b.leases[n.ID]
-	b.mu.Unlock()
-	if n.State == StateLocked {
-		if mine && lease == n.OwnerLease {
-			return n, nil
-		}
-		return n, ErrStale // another owner's
-	}
-	var err error
-	if n.State == StatePending {
-		if n, err = b.ledger.Dispatch(ctx, n.ID); err != nil {
-			return n, err
-		}
-	}
-	ttl := DefaultTTL
-	if n.TTLSeconds > 0 {
-		ttl = time.Duration(n.TTLSeconds) * time.Second
-	}
-	if n, err = b.ledger.Claim(ctx, n.ID, n.OwnerLease, ttl); err != nil {
-		return n, err
-	}
-	b.mu.Lock()
-	b.leases[n.ID] = n.OwnerLease
-	b.mu.Unlock()
-	return n, nil
-}
-
-// AgentAck delivers the agent-channel notifications the model
-// acknowledged (llm.Agent.Acknowledged), with the lease the runtime holds:
-// one the watchdog took over meanwhile stays the watchdog's.
-func (b *Bus) AgentAck(ctx context.Context, _ string, ids []string) {
-	for _, id := range ids {
-		b.mu.Lock()
-		lease, mine := b.leases[id]
-		delete(b.leases, id)
-		b.mu.Unlock()
-		if mine {
-			b.ledger.Deliver(ctx, id, lease)
-		}
-	}
 }
 
 // Describe maps the ledger's errors to the protocol's error codes, for
@@ -277,20 +192,15 @@ func Notifier(bus func() *Bus) tool.Notifier {
 }
 
 // AgentFailed gives the user at once every agent-channel notification the
-// runtime holds for the session's user: the LLM failed to answer, and an
+// agent holds for the session's user: the LLM failed to answer, and an
 // alert must not wait for it (the watchdog would only at its TTL).
 func (b *Bus) AgentFailed(ctx context.Context, sess *agentplane.Session) {
-	b.mu.Lock()
-	held := make(map[string]int64, len(b.leases))
-	for id, lease := range b.leases {
-		held[id] = lease
+	held, err := b.ledger.List(ctx, Query{UserID: sess.Owner, Channel: ChannelAgent, States: []State{StateLocked}, Limit: 500})
+	if err != nil {
+		b.log.Warn("notifications held for a failed agent", "user", sess.Owner, "err", err)
+		return
 	}
-	b.mu.Unlock()
-	for id, lease := range held {
-		n, err := b.ledger.Get(ctx, id)
-		if err != nil || n.UserID != sess.Owner || n.OwnerLease != lease || n.State != StateLocked {
-			continue
-		}
+	for _, n := range held {
 		if n.Address == AddressSession && n.SessionID != sess.ID {
 			continue
 		}

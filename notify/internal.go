@@ -17,8 +17,11 @@ import (
 // to the user at once — escalated to the inbox or the floor by address,
 // carrying the question. The model is told only that the user must
 // confirm, never why. The LLM failing escalates it too.
-func (b *Bus) Internal(ctx context.Context, a *llm.Agent, n Notification) error {
-	held, err := b.hold(ctx, n)
+func (b *Bus) Internal(ctx context.Context, n Notification) error {
+	if b.agent == nil {
+		return b.Escalate(ctx, n)
+	}
+	held, err := b.ledger.hold(ctx, n)
 	if err != nil {
 		return err // another owner has it
 	}
@@ -41,7 +44,7 @@ func (b *Bus) Internal(ctx context.Context, a *llm.Agent, n Notification) error 
 		task += "\nInstructions: " + n.Directive
 	}
 	task += fmt.Sprintf("\nHandle it on your own; the user does not see this turn. When it is handled, write [ack:%s].", n.ID)
-	reply, err := a.Turn(ctx, llm.TurnRequest{SessionID: session, Principal: n.UserID, Task: task})
+	reply, err := b.agent.Turn(ctx, llm.TurnRequest{SessionID: session, Principal: n.UserID, Task: task})
 	switch {
 	case err != nil:
 		b.promote(ctx, held, "")
@@ -58,9 +61,6 @@ func (b *Bus) Internal(ctx context.Context, a *llm.Agent, n Notification) error 
 // its owner's lease and shown on the inbox or the floor, with the
 // question the human must answer, if any.
 func (b *Bus) promote(ctx context.Context, held Notification, question string) error {
-	b.mu.Lock()
-	delete(b.leases, held.ID)
-	b.mu.Unlock()
 	n, err := b.ledger.Escalate(ctx, held.ID, held.OwnerLease)
 	if err != nil {
 		return err

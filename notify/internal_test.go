@@ -41,13 +41,13 @@ func TestInternalTurn(t *testing.T) {
 	out := demo.NewOutbox(nil)
 	c := demotest.Core(t, &core.Options{Store: st, Tools: []tool.Tool{out.Tool()}})
 	l, _ := notify.NewLedger(st, nil)
-	bus := notify.NewBus(l, c, events.NewHub(st.Records, nil))
 	srv := llmtest.New(t,
 		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "catalog_search", Arguments: `{"catalog_id":"mailer_lists","query":"pilot"}`}}},
 		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "send_template", Arguments: `{"list_id":"LIST-9"}`}}},
 	)
 	s := llm.Settings{LLM: config.LLM{BaseURL: srv.URL, Model: "test-model", Timeout: 5 * time.Second, MaxToolRounds: 4, MaxHistoryTurns: 10}}
-	agent := llm.New(c, llm.NewOpenAI(s, nil), s.LLM)
+	agent := llm.New(c, llm.NewOpenAI(s, nil), s.LLM, &llm.Options{Awareness: l.Awareness, Acknowledged: l.AgentAck})
+	bus := notify.NewBus(l, c, events.NewHub(st.Records, nil), &notify.BusOptions{Agent: agent})
 	sess, _ := c.Start(ctx, core.Start{Mode: "sales", Principal: "alice"})
 	c.Turn(ctx, core.TurnRequest{SessionID: sess.ID, Principal: "alice", Input: agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"}})
 
@@ -56,10 +56,14 @@ func TestInternalTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bus.Internal(ctx, agent, e.Notification); err != nil {
-		t.Fatal(err)
+	// the emit started the internal turn; it ends with the notification
+	// promoted
+	var n notify.Notification
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if n, _ = l.Get(ctx, e.ID); n.State == notify.StateEscalated {
+			break
+		}
 	}
-	n, _ := l.Get(ctx, e.ID)
 	if n.State != notify.StateEscalated || n.Channel != notify.ChannelFloor || n.Target != notify.TargetUser {
 		t.Fatalf("not promoted: %+v", n)
 	}
@@ -131,7 +135,7 @@ func TestNotifyUserTool(t *testing.T) {
 	if res := call(`{"title":"Reminder"}`); res.Status != agentplane.StatusFailed || !strings.Contains(res.Message, "not here") {
 		t.Fatalf("%+v", res)
 	}
-	bus = notify.NewBus(l, c, events.NewHub(st.Records, nil))
+	bus = notify.NewBus(l, c, events.NewHub(st.Records, nil), nil)
 	res := call(`{"title":"Reminder","body":"renewals are due","address":"SESSION"}`)
 	if res.Status != agentplane.StatusSuccess || !strings.Contains(string(res.Output), `"channel":"B"`) {
 		t.Fatalf("%+v %s", res, res.Output)

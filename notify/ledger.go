@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/store"
 )
 
@@ -172,7 +173,7 @@ func getOne(ctx context.Context, q querier, id string) (Notification, error) {
 // overwrote a live one with the same dedup key.
 type Emitted struct {
 	Notification
-	Deduplicated bool
+	Deduplicated bool `json:"deduplicated,omitempty"`
 }
 
 // Emit validates a notification, routes it to its one channel and stores
@@ -476,4 +477,101 @@ func (l *Ledger) List(ctx context.Context, q Query) ([]Notification, error) {
 		return err
 	})
 	return out, err
+}
+
+// The agent's hold on what reaches its prompt lives in the ledger, not in
+// a process: an agent-channel notification that is LOCKED is the agent
+// runtime's (the watchdog escalates in the same transaction as it claims,
+// and the inbox's acks never lock the agent's channel), so any instance,
+// or this one restarted, knows what the agent holds and acknowledges it
+// with the lease the row carries.
+
+// maxAware bounds the awareness lines of a prompt.
+const maxAware = 8
+
+// Awareness is the LLM's awareness of notifications for a session's next
+// prompt (llm.Options.Awareness): the agent's own (channel C, for the
+// session or its user) to act on, dispatched and held by being put there;
+// [SEEN] lines for what the system showed on the floor (read-only: never
+// to be announced again); and a one-sentence digest of the inbox.
+func (l *Ledger) Awareness(ctx context.Context, sess *agentplane.Session) []string {
+	if sess.Owner == "" {
+		return nil
+	}
+	var lines []string
+	mine, err := l.List(ctx, Query{UserID: sess.Owner, Channel: ChannelAgent, States: []State{StatePending, StateDispatched, StateLocked}, Limit: maxAware})
+	if err == nil {
+		for _, n := range mine {
+			if n.Address == AddressSession && n.SessionID != sess.ID {
+				continue
+			}
+			if held, err := l.hold(ctx, n); err == nil {
+				n = held
+			} else {
+				continue // the watchdog took it meanwhile
+			}
+			line := fmt.Sprintf("[NOTIFICATION %s] %s", n.ID, n.Title)
+			if n.Body != "" {
+				line += ": " + n.Body
+			}
+			if n.Directive != "" {
+				line += " (instructions: " + n.Directive + ")"
+			}
+			lines = append(lines, line)
+		}
+		if len(lines) > 0 {
+			lines = append(lines, "When you have handled a notification, write [ack:ID] with its id in your reply (the user does not see it).")
+		}
+	}
+	seen, err := l.List(ctx, Query{UserID: sess.Owner, Channel: ChannelFloor, States: []State{StateDispatched, StateDelivered}, Limit: maxAware})
+	if err == nil {
+		for _, n := range seen {
+			if n.SessionID == sess.ID && len(lines) < 2*maxAware {
+				lines = append(lines, "[SEEN] "+n.Title+" (the user has seen this; do not announce it again)")
+			}
+		}
+	}
+	if unread, err := l.Unread(ctx, sess.Owner); err == nil && unread > 0 {
+		lines = append(lines, fmt.Sprintf("The user has %d unread notification%s in their inbox.", unread, map[bool]string{true: "", false: "s"}[unread == 1]))
+	}
+	return lines
+}
+
+// hold makes the agent runtime the owner of an agent-channel notification
+// it puts in a prompt: dispatched, then LOCKED with a lease for its TTL.
+// One the agent holds already (LOCKED, its lease running) is kept as it
+// is; one whose lease ran out is claimed again (the watchdog may have
+// escalated it meanwhile: then ErrStale or ErrIllegal).
+func (l *Ledger) hold(ctx context.Context, n Notification) (Notification, error) {
+	if n.Channel != ChannelAgent {
+		return n, fmt.Errorf("%w: %s is not on the agent's channel", ErrIllegal, n.ID)
+	}
+	if n.State == StateLocked && l.now().Before(n.LeaseUntil) {
+		return n, nil
+	}
+	var err error
+	if n.State == StatePending {
+		if n, err = l.Dispatch(ctx, n.ID); err != nil {
+			return n, err
+		}
+	}
+	ttl := DefaultTTL
+	if n.TTLSeconds > 0 {
+		ttl = time.Duration(n.TTLSeconds) * time.Second
+	}
+	return l.Claim(ctx, n.ID, n.OwnerLease, ttl)
+}
+
+// AgentAck delivers the agent-channel notifications of the user that the
+// model acknowledged (llm.Options.Acknowledged), with the lease their rows
+// carry: only what the agent holds (LOCKED on its channel); one the
+// watchdog took over meanwhile is escalated, and stays the watchdog's.
+func (l *Ledger) AgentAck(ctx context.Context, user string, ids []string) {
+	for _, id := range ids {
+		n, err := l.Get(ctx, id)
+		if err != nil || n.UserID != user || n.Channel != ChannelAgent || n.State != StateLocked {
+			continue
+		}
+		l.run(ctx, id, move{id: id, from: []State{StateLocked}, lease: n.OwnerLease, to: StateDelivered, set: "lease_until = 0"})
+	}
 }

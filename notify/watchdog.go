@@ -137,20 +137,29 @@ func (w *Watchdog) Sweep(ctx context.Context) (Swept, error) {
 // promoted to the user, and delivered on the inbox or the floor by its
 // address. It fails with ErrStale when another owner moved it first.
 func (b *Bus) Escalate(ctx context.Context, n Notification) error {
-	l := b.ledger
-	var err error
-	if n.State == StatePending {
-		if n, err = l.Dispatch(ctx, n.ID); err != nil {
-			return err
-		}
-	}
-	if n, err = l.Claim(ctx, n.ID, n.OwnerLease, time.Minute); err != nil {
-		return err
-	}
-	if n, err = l.Escalate(ctx, n.ID, n.OwnerLease); err != nil {
+	n, err := b.ledger.takeOver(ctx, n)
+	if err != nil {
 		return err
 	}
 	return b.show(ctx, n)
+}
+
+// takeOver claims a notification for the system and escalates it, in one
+// transaction: it is never seen LOCKED by the watchdog (a LOCKED
+// notification on the agent's channel is the agent's).
+func (l *Ledger) takeOver(ctx context.Context, n Notification) (Notification, error) {
+	var moves []move
+	lease := n.OwnerLease
+	if n.State == StatePending {
+		moves = append(moves, move{id: n.ID, from: []State{StatePending}, lease: lease, to: StateDispatched})
+	}
+	until := l.now().Add(time.Minute).UnixNano()
+	moves = append(moves,
+		move{id: n.ID, from: []State{StateDispatched, StateLocked}, lease: lease, expired: true, to: StateLocked,
+			nextLease: true, set: "lease_until = ?", args: []any{until}},
+		move{id: n.ID, from: []State{StateLocked}, lease: lease + 1, to: StateEscalated,
+			set: "channel = ?, target = ?, handler = ?, lease_until = 0", args: []any{Fallback(n.Address), TargetUser, HandlerSystem}})
+	return l.run(ctx, n.ID, moves...)
 }
 
 // show puts a notification on its (system) channel: the inbox streams or

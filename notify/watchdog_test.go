@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/sqlite"
@@ -24,7 +26,11 @@ type busEnv struct {
 	sess string
 }
 
-func newBus(t *testing.T) *busEnv {
+// newBus is a bus with an agent (a model with nothing to say: these
+// notifications reach its prompts, and start no internal turn).
+func newBus(t *testing.T) *busEnv { return newBusWith(t, true) }
+
+func newBusWith(t *testing.T, agent bool) *busEnv {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
 	if err != nil {
@@ -37,11 +43,17 @@ func newBus(t *testing.T) *busEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &busEnv{core: c, bus: notify.NewBus(l, c, events.NewHub(st.Records, nil)), clk: clk, sess: s.ID}
+	var a *llm.Agent
+	if agent {
+		a = llm.New(c, &llm.Script{}, config.LLM{}, &llm.Options{Awareness: l.Awareness, Acknowledged: l.AgentAck})
+	}
+	return &busEnv{core: c, bus: notify.NewBus(l, c, events.NewHub(st.Records, nil), &notify.BusOptions{Agent: a}), clk: clk, sess: s.ID}
 }
 
+// agentNote is for the agent's context, handled by the system (no
+// internal turn).
 func agentNote(address notify.Address, session string, ttl int) notify.Notification {
-	return notify.Notification{Address: address, UserID: "alice", SessionID: session, Target: notify.TargetAgent, Handler: notify.HandlerAgent,
+	return notify.Notification{Address: address, UserID: "alice", SessionID: session, Target: notify.TargetAgent, Handler: notify.HandlerSystem,
 		Title: "build failed", TTLSeconds: ttl}
 }
 
@@ -149,8 +161,7 @@ func TestWatchdogsRace(t *testing.T) {
 // user at once.
 func TestAgentDown(t *testing.T) {
 	ctx := context.Background()
-	e := newBus(t)
-	e.bus.AgentDown = func() bool { return true }
+	e := newBusWith(t, false)
 	got, err := e.bus.Emit(ctx, agentNote(notify.AddressUser, "", 0), 0)
 	if err != nil || got.State != notify.StateEscalated || got.Channel != notify.ChannelInbox {
 		t.Fatalf("%+v %v", got, err)
@@ -167,10 +178,10 @@ func TestAgentAckIsFenced(t *testing.T) {
 	sess, _ := e.core.Session(ctx, e.sess)
 	first, _ := e.bus.Emit(ctx, agentNote(notify.AddressUser, "", 60), 0)
 	second, _ := e.bus.Emit(ctx, agentNote(notify.AddressUser, "", 60), 0)
-	if lines := e.bus.Awareness(ctx, sess); len(lines) < 3 || !strings.Contains(strings.Join(lines, "\n"), "[NOTIFICATION "+first.ID+"]") {
+	if lines := e.bus.Ledger().Awareness(ctx, sess); len(lines) < 3 || !strings.Contains(strings.Join(lines, "\n"), "[NOTIFICATION "+first.ID+"]") {
 		t.Fatalf("%q", lines)
 	}
-	e.bus.AgentAck(ctx, e.sess, []string{first.ID})
+	e.bus.Ledger().AgentAck(ctx, "alice", []string{first.ID})
 	if n, _ := l.Get(ctx, first.ID); n.State != notify.StateDelivered {
 		t.Fatalf("%+v", n)
 	}
@@ -178,7 +189,7 @@ func TestAgentAckIsFenced(t *testing.T) {
 	if s, _ := (&notify.Watchdog{Bus: e.bus}).Sweep(ctx); s.Escalated != 1 {
 		t.Fatalf("%+v", s)
 	}
-	e.bus.AgentAck(ctx, e.sess, []string{second.ID}) // too late
+	e.bus.Ledger().AgentAck(ctx, "alice", []string{second.ID}) // too late
 	if n, _ := l.Get(ctx, second.ID); n.State != notify.StateEscalated || n.OwnerLease != 2 {
 		t.Fatalf("a late ack moved the watchdog's notification: %+v", n)
 	}
@@ -191,7 +202,7 @@ func TestAgentFailed(t *testing.T) {
 	e := newBus(t)
 	sess, _ := e.core.Session(ctx, e.sess)
 	n, _ := e.bus.Emit(ctx, agentNote(notify.AddressUser, "", 600), 0)
-	e.bus.Awareness(ctx, sess) // into a prompt: held
+	e.bus.Ledger().Awareness(ctx, sess) // into a prompt: held
 	if got, _ := e.bus.Ledger().Get(ctx, n.ID); got.State != notify.StateLocked {
 		t.Fatalf("%+v", got)
 	}

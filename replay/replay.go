@@ -207,7 +207,14 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 	if l := c.Config().LLM; l != nil {
 		limits = *l
 	}
-	agent := llm.New(rc, nil, limits) // builds requests only: the answers are the recorded ones
+	// builds requests only: the answers are the recorded ones, and the
+	// awareness lines (from the ledger, outside the chain) the recorded ones
+	agent := llm.New(rc, nil, limits, &llm.Options{Awareness: func(context.Context, *agentplane.Session) []string {
+		if p.cur.LLM != nil {
+			return p.cur.LLM.Aware
+		}
+		return nil
+	}})
 	first := recs[0].State
 	s, err := rc.Gate().Open(ctx, gate.Opening{SessionID: first.ID, Mode: first.Mode, Principal: recs[0].Principal, Owner: first.Owner, UI: first.UI})
 	if err != nil {

@@ -246,7 +246,7 @@ func (r *runner) llmTurn(ctx context.Context, i int, c *core.Core, session strin
 	if l := c.Config().LLM; l != nil {
 		limits = *l
 	}
-	reply, err := llm.New(c, script, limits).Turn(ctx, llm.TurnRequest{SessionID: session, Principal: "test", Roles: roles})
+	reply, err := llm.New(c, script, limits, nil).Turn(ctx, llm.TurnRequest{SessionID: session, Principal: "test", Roles: roles})
 	if err != nil {
 		return nil, err
 	}

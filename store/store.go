@@ -13,8 +13,8 @@
 // opened, put their writes in a Commit as Ops, which run in the commit's
 // transaction, and read through the Querier a SQL driver also is.
 //
-//	st, _ := sqlite.Open(context.Background(), path, &sqlite.Options{Extensions: []store.Extension{ledger.Tables}})
-//	err := st.Commit(ctx, &store.Commit{SessionID: id, Session: next, Record: rec, Ops: []store.Op{ledger.Insert(ev)}})
+//	st, _ := sqlite.Open(context.Background(), path, &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
+//	err := st.Commit(ctx, &store.Commit{SessionID: id, Session: next, Record: rec, Ops: []store.Op{op}})
 package store
 
 import (

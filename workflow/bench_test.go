@@ -78,7 +78,7 @@ func BenchmarkWorkflow(b *testing.B) {
 		for _, sh := range []struct{ layers, width int }{{3, 1}, {1, 10}, {5, 4}} {
 			b.Run(fmt.Sprintf("%s/%dx%d", kind, sh.layers, sh.width), func(b *testing.B) {
 				c, session := benchCore(b, kind)
-				eng, err := workflow.New(c, &workflow.Options{Poll: time.Second})
+				eng, err := workflow.New(c, &workflow.Options{Poll: time.Second, Memory: kind == "memory"})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -32,7 +32,7 @@ type Options struct {
 	Lease time.Duration
 	// Poll is how often Run looks for workflows to take over, and a paused
 	// workflow's runner for commands queued through another instance.
-	// 0 means 1s.
+	// 0 means half the lease, at most 1s.
 	Poll time.Duration
 	// Concurrency is how many tasks of a layer run at once; 0 means 8.
 	Concurrency int
@@ -44,6 +44,10 @@ type Options struct {
 	// by PageRank over the co-usage graph of past workflows.
 	Suggester Suggester
 	Logger    *slog.Logger // nil discards
+	// Memory keeps workflows in memory when the core's store has no tables
+	// (memstore): for tests and embedding, where nothing need survive the
+	// process. Without it, such a store is refused.
+	Memory bool
 }
 
 // Engine runs workflows: it creates them, claims the ones nobody holds,
@@ -81,9 +85,14 @@ func New(c *core.Core, opts *Options) (*Engine, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	var j journal = newMemJournal()
-	if q, ok := c.Store().(store.Querier); ok {
+	var j journal
+	switch q, ok := c.Store().(store.Querier); {
+	case ok:
 		j = &sqlJournal{st: c.Store(), q: q}
+	case opts.Memory:
+		j = newMemJournal()
+	default:
+		return nil, errors.New("workflow: the store keeps no tables (an in-memory store): open SQLite or PostgreSQL with workflow.Extension, or set Options.Memory for workflows that need not survive the process")
 	}
 	e := &Engine{core: c, j: j, owner: opts.Owner, lease: opts.Lease, poll: opts.Poll,
 		concurrency: opts.Concurrency, backoff: opts.Backoff, suggest: opts.Suggester, log: opts.Logger,
@@ -95,7 +104,7 @@ func New(c *core.Core, opts *Options) (*Engine, error) {
 		e.lease = 10 * time.Second
 	}
 	if e.poll <= 0 {
-		e.poll = time.Second
+		e.poll = min(time.Second, e.lease/2)
 	}
 	if e.concurrency <= 0 {
 		e.concurrency = 8

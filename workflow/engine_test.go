@@ -222,6 +222,7 @@ func (e *env) engine(t *testing.T, opts *workflow.Options) *workflow.Engine {
 	if opts.Backoff == 0 {
 		opts.Backoff = time.Millisecond
 	}
+	opts.Memory = true // the journal in memory, where the env's store is
 	eng, err := workflow.New(e.core, opts)
 	if err != nil {
 		t.Fatal(err)

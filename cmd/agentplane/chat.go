@@ -8,11 +8,13 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/plane"
 )
 
 const chatHelp = `Type a message. A number picks from the list shown last.
@@ -27,63 +29,48 @@ const maxPickerRows = 10
 // maxChatLine is the longest line the chat reads; a longer one is refused.
 const maxChatLine = 64 << 10
 
-func (m *Main) chat(ctx context.Context, args []string) int {
-	fs := m.flags("chat")
-	path := fs.String("config", "", "configuration file (default: the embedded demo)")
+func (m *Main) chat(ctx context.Context, args []string) error {
+	fs := m.flags("chat", "[--config FILE] [--db DB] [--session ID] [--mode KEY] [--trace] [--audit-file FILE]")
+	c := m.commonFlags(fs, true)
 	mode := fs.String("mode", "", "mode to start in (default: the configuration's default mode)")
 	showTrace := fs.Bool("trace", false, "print the router's trace after each turn")
 	auditFile := fs.String("audit-file", "", "export the session's audit chain to this JSON Lines file, kept complete after every turn")
-	db := m.dbFlag(fs)
 	resume := fs.String("session", "", "resume this stored session instead of starting a new one")
-	if code, ok := parse(fs, args); !ok {
-		return code
+	if err := parse(fs, args, 0, 0); err != nil {
+		return err
 	}
-	st, ok := m.openStore(ctx, *db, false)
-	if !ok {
-		return 1
+	rt, err := m.open(ctx, c, plane.Options{LLM: true})
+	if err != nil {
+		return err
 	}
-	c, ok := m.load(ctx, *path, st)
-	if !ok {
-		return 1
-	}
-	defer c.Close()
-	if !c.ModeOK(*mode) {
-		fmt.Fprintf(m.Stderr, "agentplane: unknown mode %q\n", *mode)
-		return 1
+	defer rt.Close(time.Minute)
+	if !rt.Core.ModeOK(*mode) {
+		return fmt.Errorf("unknown mode %q", *mode)
 	}
 	var sess *agentplane.Session
-	var err error
 	if *resume != "" {
 		var notes []string
-		sess, notes, err = c.Resume(ctx, *resume, principal)
+		sess, notes, err = rt.Core.Resume(ctx, *resume, principal)
 		for _, n := range notes {
 			fmt.Fprintf(m.Stderr, "agentplane: note: %s\n", n)
 		}
 		if agentplane.ErrorCode(err) == agentplane.CodeNotFound {
-			fmt.Fprintf(m.Stderr, "agentplane: no session %q in %s\n", *resume, shownDB(*db))
-			return 1
+			return fmt.Errorf("no session %q in %s", *resume, rt.DB)
 		}
 	} else {
-		sess, err = c.Start(ctx, core.Start{Mode: *mode, Principal: principal})
+		sess, err = rt.Core.Start(ctx, core.Start{Mode: *mode, Principal: principal})
 	}
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return 1
+		return err
 	}
-	agent, ok := m.agent(ctx, c)
-	if !ok {
-		return 1
-	}
-	ui := &chatUI{m: m, c: c, sess: sess, trace: *showTrace, agent: agent}
+	ui := &chatUI{m: m, c: rt.Core, sess: sess, trace: *showTrace, agent: rt.Agent}
 	if *auditFile != "" {
 		if ui.export, err = audit.OpenFile(*auditFile); err != nil {
-			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-			return 1
+			return err
 		}
 		defer ui.export.Close()
 		if err := ui.exportAudit(ctx); err != nil {
-			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-			return 1
+			return err
 		}
 	}
 	return ui.loop(ctx)
@@ -150,7 +137,7 @@ type inputLine struct {
 	err  error
 }
 
-func (c *chatUI) loop(ctx context.Context) int {
+func (c *chatUI) loop(ctx context.Context) error {
 	m, _ := c.c.Registry().Mode(c.sess.Mode)
 	name := c.sess.Mode
 	if m != nil {
@@ -167,29 +154,26 @@ func (c *chatUI) loop(ctx context.Context) int {
 		select {
 		case <-ctx.Done():
 			c.printf("\n")
-			fmt.Fprintln(c.m.Stderr, "agentplane: interrupted")
-			return 130
+			return errInterrupted
 		case l, ok = <-input:
 		}
 		if !ok {
 			c.printf("\n")
-			return 0
+			return nil
 		}
 		if l.err != nil {
 			c.printf("\n")
 			if errors.Is(l.err, bufio.ErrTooLong) {
-				fmt.Fprintf(c.m.Stderr, "agentplane: a line longer than %d bytes; nothing after it was read\n", maxChatLine)
-			} else {
-				fmt.Fprintf(c.m.Stderr, "agentplane: reading input: %v\n", l.err)
+				return fmt.Errorf("a line longer than %d bytes; nothing after it was read", maxChatLine)
 			}
-			return 1
+			return fmt.Errorf("reading input: %w", l.err)
 		}
 		line := strings.TrimSpace(l.text)
 		switch line {
 		case "":
 			continue
 		case ":quit", ":q", ":exit":
-			return 0
+			return nil
 		case ":help":
 			c.printf("%s", chatHelp)
 			continue
@@ -199,8 +183,7 @@ func (c *chatUI) loop(ctx context.Context) int {
 			continue
 		}
 		if err := c.turn(ctx, line); err != nil {
-			fmt.Fprintf(c.m.Stderr, "agentplane: %v\n", err)
-			return 1
+			return err
 		}
 	}
 }

@@ -104,7 +104,7 @@ func TestNotifyCommand(t *testing.T) {
 	if _, errOut, code := run("show", "nope"); code != 1 || !strings.Contains(errOut, "no such notification") {
 		t.Fatalf("%d %s", code, errOut)
 	}
-	if out, _, code := run("dead"); code != 0 || strings.TrimSpace(out) != "null" {
+	if out, _, code := run("dead"); code != 0 || strings.TrimSpace(out) != "[]" {
 		t.Fatalf("%d %s", code, out)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentplane/agentplane/plane"
 )
 
 func run(t *testing.T, stdin string, args ...string) (string, string, int) {
@@ -191,10 +193,13 @@ func TestChatTranscript(t *testing.T) {
 // FuzzRouteLine checks that no input line makes `agentplane route` panic,
 // and that every line yields a decision or a coded error.
 func FuzzRouteLine(f *testing.F) {
-	c, ok := (&Main{Stderr: io.Discard, Now: time.Now}).routeCore(context.Background(), "")
-	if !ok {
-		f.Fatal("demo core")
+	m := &Main{Stderr: io.Discard, Now: time.Now, Getenv: func(string) string { return "" }}
+	rt, err := m.open(context.Background(), &common{}, plane.Options{Core: m.routing()})
+	if err != nil {
+		f.Fatal(err)
 	}
+	f.Cleanup(func() { rt.Close(0) })
+	c := rt.Core
 	for _, s := range []string{`{"text":"switch to ddr mode"}`, `{"selection":{"command_id":"set_mode","id":"x"}}`, `{"text":1}`, `[]`, `{"text":"a","roles":[null]}`, `{"text":"\u0000"}`} {
 		f.Add([]byte(s))
 	}

@@ -5,106 +5,122 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
-	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/plane"
 )
 
-const notifyUsage = `Usage:
-  agentplane notify send --user U --title T [--address USER|SESSION] [--session S] [--target USER|AGENT]
-                         [--handler SYSTEM|AGENT] [--body B] [--dedup K] [--ttl SECONDS] [--urgency U] [--directive D] [--db DB]
-  agentplane notify list --user U [--channel A|B|C] [--db DB]
-  agentplane notify show ID [--db DB]
-  agentplane notify ack ID --user U [--db DB]
-  agentplane notify dead [--db DB]
-Each prints JSON: the notification(s), with their channel and state in the ledger.
-`
+// notifyVerbs are the subcommands of `agentplane notify`, each with its
+// own flags.
+var notifyVerbs = []struct{ name, args string }{
+	{"send", "--user U --title T [--address USER|SESSION] [--session S] [--target USER|AGENT] [--handler SYSTEM|AGENT] [--body B] [--dedup K] [--ttl SECONDS] [--urgency U] [--directive D]"},
+	{"list", "--user U [--channel A|B|C] [--limit N]"},
+	{"show", "ID"},
+	{"ack", "--user U ID"},
+	{"dead", "[--limit N]"},
+}
 
 // notifyCmd emits, lists, shows and acknowledges notifications in the
-// database's ledger.
-func (m *Main) notifyCmd(ctx context.Context, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprint(m.Stderr, notifyUsage)
-		return 2
+// database's ledger, printing JSON with the API's field names (a list
+// with nothing in it is []).
+func (m *Main) notifyCmd(ctx context.Context, args []string) error {
+	verb := ""
+	if len(args) > 0 {
+		verb = args[0]
 	}
-	verb := args[0]
-	fs := m.flags("notify " + verb)
-	db := m.dbFlag(fs)
-	user := fs.String("user", "", "the user the notification is for (send, list, ack)")
+	var use string
+	for _, v := range notifyVerbs {
+		if v.name == verb {
+			use = v.args
+		}
+	}
+	if use == "" {
+		msg := "notify: a subcommand, one of"
+		for _, v := range notifyVerbs {
+			msg += fmt.Sprintf("\n  agentplane notify %s %s [--config FILE] [--db DB]", v.name, v.args)
+		}
+		return usagef("%s", msg)
+	}
+	fs := m.flags("notify "+verb, use+" [--config FILE] [--db DB]")
+	c := m.commonFlags(fs, true)
 	var n notify.Notification
-	fs.StringVar((*string)(&n.Address), "address", "USER", "USER or SESSION")
-	fs.StringVar(&n.SessionID, "session", "", "the session (address SESSION)")
-	fs.StringVar((*string)(&n.Target), "target", "USER", "USER or AGENT")
-	fs.StringVar((*string)(&n.Handler), "handler", "SYSTEM", "SYSTEM or AGENT")
-	fs.StringVar(&n.Title, "title", "", "the title")
-	fs.StringVar(&n.Body, "body", "", "the body")
-	fs.StringVar(&n.DedupKey, "dedup", "", "a deduplication key")
-	fs.IntVar(&n.TTLSeconds, "ttl", 0, "seconds the agent may hold it")
-	fs.StringVar((*string)(&n.Urgency), "urgency", "", "LOW, NORMAL, HIGH or CRITICAL")
-	fs.StringVar(&n.Directive, "directive", "", "instructions for the agent")
-	channel := fs.String("channel", "", "A, B or C (list)")
-	rest, id := args[1:], ""
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") { // the id, before the flags
-		id, rest = rest[0], rest[1:]
+	var user, channel *string
+	limit := 50
+	switch verb {
+	case "send":
+		user = fs.String("user", "", "the user the notification is for (required)")
+		fs.StringVar((*string)(&n.Address), "address", "USER", "USER or SESSION")
+		fs.StringVar(&n.SessionID, "session", "", "the session (address SESSION)")
+		fs.StringVar((*string)(&n.Target), "target", "USER", "USER or AGENT")
+		fs.StringVar((*string)(&n.Handler), "handler", "SYSTEM", "SYSTEM or AGENT")
+		fs.StringVar(&n.Title, "title", "", "the title (required)")
+		fs.StringVar(&n.Body, "body", "", "the body")
+		fs.StringVar(&n.DedupKey, "dedup", "", "a deduplication key")
+		fs.IntVar(&n.TTLSeconds, "ttl", 0, "seconds the agent may hold it")
+		fs.StringVar((*string)(&n.Urgency), "urgency", "", "LOW, NORMAL, HIGH or CRITICAL")
+		fs.StringVar(&n.Directive, "directive", "", "instructions for the agent")
+	case "list":
+		user = fs.String("user", "", "whose notifications (required)")
+		channel = fs.String("channel", "", "A, B or C (default: all)")
+		fs.IntVar(&limit, "limit", 50, "at most this many, newest first (at most 500)")
+	case "ack":
+		user = fs.String("user", "", "the user acknowledging it (required)")
+	case "dead":
+		fs.IntVar(&limit, "limit", 50, "at most this many, newest first (at most 500)")
 	}
-	if err := fs.Parse(rest); err != nil {
-		return 2
+	ids := 0
+	if verb == "show" || verb == "ack" {
+		ids = 1
 	}
-	if id == "" {
-		id = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		fmt.Fprint(m.Stderr, notifyUsage)
-		return 2
+	if err := parse(fs, args[1:], ids, ids); err != nil {
+		return err
 	}
-	positional := fs.NArg()
-	if id != "" {
-		positional = 1
+	if user != nil && *user == "" {
+		fs.Usage()
+		return usagef("notify %s needs --user", verb)
 	}
-	st, ok := m.openStore(ctx, *db, false)
-	if !ok {
-		return 1
+	if limit < 1 || limit > 500 {
+		return usagef("--limit %d: want 1 to 500", limit)
 	}
-	c, ok := m.load(ctx, "", st)
-	if !ok {
-		return 1
-	}
-	defer c.Close()
-	l, err := notify.NewLedger(st, nil)
+	rt, err := m.open(ctx, c, plane.Options{})
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return 1
+		return err
 	}
-	bus := notify.NewBus(l, c, events.NewHub(st.Records, nil))
+	defer rt.Close(0)
+	if rt.Bus == nil {
+		return fmt.Errorf("notifications are kept in a database: %s keeps none", rt.DB)
+	}
+	l := rt.Bus.Ledger()
 	var out any
-	switch {
-	case verb == "send" && positional == 0:
+	switch verb {
+	case "send":
 		n.UserID = *user
-		out, err = bus.Emit(ctx, n, 0)
-	case verb == "list" && positional == 0 && *user != "":
-		out, err = l.List(ctx, notify.Query{UserID: *user, Channel: notify.Channel(*channel), Limit: 500})
-	case verb == "show" && positional == 1:
-		out, err = l.Get(ctx, id)
-	case verb == "ack" && positional == 1 && *user != "":
-		out, err = l.Ack(ctx, id, *user)
-	case verb == "dead" && positional == 0:
-		out, err = l.Dead(ctx, 500)
-	default:
-		fmt.Fprint(m.Stderr, notifyUsage)
-		return 2
+		out, err = rt.Bus.Emit(ctx, n, 0)
+	case "list":
+		out, err = nonNil(l.List(ctx, notify.Query{UserID: *user, Channel: notify.Channel(*channel), Limit: limit}))
+	case "show":
+		out, err = l.Get(ctx, fs.Arg(0))
+	case "ack":
+		out, err = l.Ack(ctx, fs.Arg(0), *user)
+	case "dead":
+		out, err = nonNil(l.Dead(ctx, limit))
 	}
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", notify.Describe(err))
-		return 1
+		return notify.Describe(err)
 	}
 	return printJSON(m.Stdout, out)
 }
 
-func printJSON(w io.Writer, v any) int {
+// nonNil makes a list that is nil an empty one: JSON [] rather than null.
+func nonNil(list []notify.Notification, err error) ([]notify.Notification, error) {
+	if list == nil {
+		list = []notify.Notification{}
+	}
+	return list, err
+}
+
+func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return 1
-	}
-	return 0
+	return enc.Encode(v)
 }

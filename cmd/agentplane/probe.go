@@ -5,28 +5,28 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/probe"
 )
 
 // probe runs `agentplane probe [--config FILE] [--trace]`: utterances made
 // from the configuration that must not act, routed in every mode; exit 1
 // when any would.
-func (m *Main) probe(ctx context.Context, args []string) int {
-	fs := m.flags("probe")
-	path := fs.String("config", "", "configuration file (default: the embedded demo)")
+func (m *Main) probe(ctx context.Context, args []string) error {
+	fs := m.flags("probe", "[--config FILE] [--trace]")
+	c := m.commonFlags(fs, false)
 	trace := fs.Bool("trace", false, "print the router's trace of each hijack")
-	if code, ok := parse(fs, args); !ok {
-		return code
+	if err := parse(fs, args, 0, 0); err != nil {
+		return err
 	}
-	c, ok := m.routeCore(ctx, *path)
-	if !ok {
-		return 1
-	}
-	defer c.Close()
-	rep, err := probe.Run(ctx, c, nil)
+	rt, err := m.open(ctx, c, plane.Options{Core: m.routing()})
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return 1
+		return err
+	}
+	defer rt.Close(0)
+	rep, err := probe.Run(ctx, rt.Core, nil)
+	if err != nil {
+		return err
 	}
 	for _, h := range rep.Sorted() {
 		what := "invokes " + h.Decision.CommandID + "(" + h.Decision.ResolvedID + ")"
@@ -42,9 +42,9 @@ func (m *Main) probe(ctx context.Context, args []string) int {
 			fmt.Fprintf(m.Stdout, "  · %s\n", strings.Join(h.Decision.Trace, "\n  · "))
 		}
 	}
-	fmt.Fprintf(m.Stdout, "%s: %d utterances, %d turns routed, %d would act\n", source(*path), rep.Utterances, rep.Turns, len(rep.Hijacks))
+	fmt.Fprintf(m.Stdout, "%s: %d utterances, %d turns routed, %d would act\n", rt.Core.Name(), rep.Utterances, rep.Turns, len(rep.Hijacks))
 	if len(rep.Hijacks) > 0 {
-		return 1
+		return exitCode(1)
 	}
-	return 0
+	return nil
 }

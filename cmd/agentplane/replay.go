@@ -5,40 +5,35 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/replay"
 )
 
 // replay runs `agentplane replay [--config FILE] LOG`.
-func (m *Main) replay(ctx context.Context, args []string) int {
-	fs := m.flags("replay")
-	path := fs.String("config", "", "configuration file (default: the embedded demo)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(m.Stderr, "usage: agentplane replay [--config FILE] LOG.jsonl")
-		return 2
+func (m *Main) replay(ctx context.Context, args []string) error {
+	fs := m.flags("replay", "[--config FILE] LOG.jsonl")
+	c := m.commonFlags(fs, false)
+	if err := parse(fs, args, 1, 1); err != nil {
+		return err
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return 1
+		return err
 	}
 	defer f.Close()
-	c, ok := m.load(ctx, *path, memory())
-	if !ok {
-		return 1
-	}
-	defer c.Close()
-	n, err := replay.Run(ctx, c, f, m.Stdout)
+	rt, err := m.open(ctx, c, plane.Options{})
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return 1
+		return err
+	}
+	defer rt.Close(0)
+	n, err := replay.Run(ctx, rt.Core, f, m.Stdout)
+	if err != nil {
+		return err
 	}
 	if n > 0 {
 		fmt.Fprintf(m.Stdout, "%d divergence(s)\n", n)
-		return 1
+		return exitCode(1)
 	}
 	fmt.Fprintf(m.Stdout, "%s: replayed without divergence\n", fs.Arg(0))
-	return 0
+	return nil
 }

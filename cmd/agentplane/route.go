@@ -12,6 +12,7 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/internal/canonjson"
+	"github.com/agentplane/agentplane/plane"
 )
 
 // routeInput is one line of `agentplane route` input.
@@ -35,17 +36,17 @@ type routeError struct {
 // maxLine bounds one input line; longer lines are reported and skipped.
 const maxLine = 64 << 10
 
-func (m *Main) route(ctx context.Context, args []string) int {
-	fs := m.flags("route")
-	path := fs.String("config", "", "configuration file (default: the embedded demo)")
-	if code, ok := parse(fs, args); !ok {
-		return code
+func (m *Main) route(ctx context.Context, args []string) error {
+	fs := m.flags("route", "[--config FILE]")
+	c := m.commonFlags(fs, false)
+	if err := parse(fs, args, 0, 0); err != nil {
+		return err
 	}
-	c, ok := m.routeCore(ctx, *path)
-	if !ok {
-		return 1
+	rt, err := m.open(ctx, c, plane.Options{Core: m.routing()})
+	if err != nil {
+		return err
 	}
-	defer c.Close()
+	defer rt.Close(0)
 	in := bufio.NewReaderSize(m.Stdin, 64<<10)
 	out := bufio.NewWriterSize(m.Stdout, 64<<10)
 	defer out.Flush()
@@ -58,14 +59,13 @@ func (m *Main) route(ctx context.Context, args []string) int {
 			break
 		}
 		if err != nil && !errors.Is(err, errLineTooLong) {
-			fmt.Fprintf(m.Stderr, "agentplane route: reading input: %v\n", err)
-			return 1
+			return fmt.Errorf("route: reading input: %w", err)
 		}
 		var v any
 		if err != nil {
 			v = lineError(agentplane.CodeInputTooLong, fmt.Sprintf("line %d: %v", lineNo, err))
 		} else {
-			d, rerr := routeLine(ctx, c, line)
+			d, rerr := routeLine(ctx, rt.Core, line)
 			if rerr != nil {
 				v = lineError(agentplane.ErrorCode(rerr), fmt.Sprintf("line %d: %s", lineNo, agentplane.ErrorMessage(rerr)))
 			} else {
@@ -76,8 +76,7 @@ func (m *Main) route(ctx context.Context, args []string) int {
 			failed = true
 		}
 		if err := enc.Encode(v); err != nil {
-			fmt.Fprintf(m.Stderr, "agentplane route: %v\n", err)
-			return 1
+			return fmt.Errorf("route: %w", err)
 		}
 		if in.Buffered() == 0 {
 			out.Flush() // interactive use: answer before blocking on the next line
@@ -87,9 +86,9 @@ func (m *Main) route(ctx context.Context, args []string) int {
 		}
 	}
 	if failed {
-		return 1
+		return exitCode(1) // each failed line says why
 	}
-	return 0
+	return nil
 }
 
 func lineError(code, msg string) routeError {
@@ -128,17 +127,9 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// routeCore is the runtime of `route`: no store to keep, no tools to run.
-func (m *Main) routeCore(ctx context.Context, path string) (*core.Core, bool) {
-	opts := m.options(path, memory())
-	opts.SkipMCP = true
-	c, err := core.New(ctx, source(path), opts)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: invalid configuration %s:\n%v\n", source(path), err)
-		return nil, false
-	}
-	return c, true
-}
+// routing are the core options of the commands that route and run no
+// tools (route, validate, probe): no MCP server is connected.
+func (m *Main) routing() core.Options { return core.Options{SkipMCP: true} }
 
 func routeLine(ctx context.Context, c *core.Core, line []byte) (agentplane.Decision, error) {
 	if err := canonjson.Check(line); err != nil {

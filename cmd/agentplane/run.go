@@ -9,64 +9,73 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
-	"github.com/agentplane/agentplane/llm"
-	"github.com/agentplane/agentplane/notify"
-	"github.com/agentplane/agentplane/store"
-	"github.com/agentplane/agentplane/store/memstore"
-	"github.com/agentplane/agentplane/store/postgres"
-	"github.com/agentplane/agentplane/store/sqlite"
-	"github.com/agentplane/agentplane/workflow"
+	"github.com/agentplane/agentplane/plane"
 )
 
 // Main is the agentplane program, with its standard streams and clock
-// injected so tests run it in-process.
+// injected so tests run it in-process. Each command returns an error; Run
+// prints it and maps it to the exit status in one place.
 type Main struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
 	Now    func() time.Time    // nil means time.Now
 	Getenv func(string) string // nil means os.Getenv
-	Logger *slog.Logger        // nil means text to Stderr, warnings and up
+	Logger *slog.Logger        // nil means warnings and up to Stderr, for a person to read
 }
 
-const usage = `agentplane — the control plane between a person, an LLM and tools
+// command is one of agentplane's commands: how it is called, what it
+// does, and what runs it.
+type command struct {
+	name, args, what string
+	run              func(m *Main, ctx context.Context, args []string) error
+}
 
-Usage:
-  agentplane serve    [--config FILE] [--db DB] [--addr HOST:PORT] [--drain-timeout D] [--log-level L]
-                                                                the HTTP API, event streams and metrics
-                                                                (default 127.0.0.1:8080)
-  agentplane mcp      [--config FILE] [--db DB]                 an MCP server over stdio (one session, the local user)
-  agentplane notify   send|list|show|ack|dead [flags]           the notification ledger (agentplane notify for help)
-  agentplane workflow validate [--config FILE] FILE             every problem of a workflow definition, with its line
-  agentplane chat     [--config FILE] [--db DB] [--session ID] [--mode KEY] [--trace] [--audit-file FILE]
-                                                                terminal chat; --session resumes a stored one
-  agentplane route    [--config FILE]                           JSON lines in, decisions out
-  agentplane validate [--config FILE]                           check a configuration
-  agentplane test     [--config FILE] FILE.yaml...              run conversation test files
-  agentplane replay   [--config FILE] LOG.jsonl                 re-run recorded sessions, print divergences
-  agentplane audit verify FILE                                  check the hash chains of an audit log
-  agentplane audit export [--db DB] --session ID                a stored session's chain as JSON Lines
-  agentplane tools list [--config FILE] [--mode KEY]            the active tools, impact and schema
-  agentplane tools call [--config FILE] [--mode KEY] NAME ARGS  run one through the gate, print the result
-  agentplane probe    [--config FILE] [--trace]                 utterances that must not act, made from the
-                                                                configuration: list any that would
+// commands are agentplane's commands, in the order help lists them.
+var commands = []command{
+	{"serve", "[--config FILE] [--db DB] [--addr HOST:PORT] [flags]", "the HTTP API, event streams, MCP and the web page", (*Main).serve},
+	{"chat", "[--config FILE] [--db DB] [--session ID] [--mode KEY] [--trace] [--audit-file FILE]", "terminal chat; --session resumes a stored one", (*Main).chat},
+	{"mcp", "[--config FILE] [--db DB]", "an MCP server over stdio (one session, the local user)", (*Main).mcp},
+	{"route", "[--config FILE]", "JSON lines in, decisions out", (*Main).route},
+	{"validate", "[--config FILE]", "check a configuration", (*Main).validate},
+	{"test", "[--config FILE] FILE.yaml...", "run conversation test files", (*Main).test},
+	{"probe", "[--config FILE] [--trace]", "utterances that must not act, made from the configuration: list any that would", (*Main).probe},
+	{"replay", "[--config FILE] LOG.jsonl", "re-run recorded sessions, print divergences", (*Main).replay},
+	{"audit", "verify FILE | export [--db DB] --session ID", "check an audit log's hash chains; a stored session's chain as JSON Lines", (*Main).audit},
+	{"tools", "list|call [--config FILE] [--mode KEY] [flags]", "the active tools; run one through the gate", (*Main).toolsCmd},
+	{"notify", "send|list|show|ack|dead [--config FILE] [--db DB] [flags]", "the notification ledger", (*Main).notifyCmd},
+	{"workflow", "validate|run|status|approve|continue|abort|resume [flags]", "workflows: check a definition, run one, answer its pauses", (*Main).workflowCmd},
+	{"version", "", "this binary's version, commit and Go version", (*Main).version},
+}
 
+// usage is the help every command is listed in.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("agentplane — the control plane between a person, an LLM and tools\n\nUsage:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  agentplane %-8s %s\n  %-19s %s\n", c.name, c.args, "", c.what)
+	}
+	b.WriteString(`
+Run agentplane COMMAND --help for a command's flags.
 Without --config, the embedded demo configuration (a sales assistant) is used.
-DB is a SQLite file path or a postgres:// URL (default $AGENTPLANE_DB, else .agentplane/agentplane.db).
-`
+DB is a SQLite file or a postgres:// URL (default $AGENTPLANE_DB, else ` + DefaultDB + `).
+`)
+	return b.String()
+}
 
 // principal is who the terminal's user is to the gate and the audit log.
 const principal = agentplane.LocalPrincipal
 
-// Run runs the command line args and returns the exit status: 0 success,
-// 1 failure (invalid configuration, a failed input line, a store that
-// failed), 2 usage error, 130 interrupted.
+// Run runs the command line and returns the exit status: 0 success, 1
+// failure (an invalid configuration, a failed input line, a store that
+// failed), 2 a usage error, 130 interrupted.
 func (m *Main) Run(ctx context.Context, args []string) int {
 	if m.Now == nil {
 		m.Now = time.Now
@@ -75,65 +84,148 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		m.Getenv = os.Getenv
 	}
 	if m.Logger == nil {
-		m.Logger = slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		m.Logger = slog.New(&terminal{mu: &sync.Mutex{}, w: m.Stderr, level: slog.LevelWarn})
 	}
-	if len(args) == 0 {
-		fmt.Fprint(m.Stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "serve":
-		return m.serve(ctx, args[1:])
-	case "mcp":
-		return m.mcp(ctx, args[1:])
-	case "notify":
-		return m.notifyCmd(ctx, args[1:])
-	case "workflow":
-		return m.workflowCmd(ctx, args[1:])
-	case "chat":
-		return m.chat(ctx, args[1:])
-	case "route":
-		return m.route(ctx, args[1:])
-	case "validate":
-		return m.validate(ctx, args[1:])
-	case "audit":
-		return m.audit(ctx, args[1:])
-	case "test":
-		return m.test(ctx, args[1:])
-	case "replay":
-		return m.replay(ctx, args[1:])
-	case "tools":
-		return m.toolsCmd(ctx, args[1:])
-	case "probe":
-		return m.probe(ctx, args[1:])
-	case "help", "-h", "--help":
-		fmt.Fprint(m.Stdout, usage)
-		return 0
-	}
-	fmt.Fprintf(m.Stderr, "agentplane: unknown command %q\n\n%s", args[0], usage)
-	return 2
+	return m.exit(m.dispatch(ctx, args))
 }
 
-func (m *Main) flags(name string) *flag.FlagSet {
+func (m *Main) dispatch(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(m.Stderr, usage())
+		return exitCode(2)
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		fmt.Fprint(m.Stdout, usage())
+		return nil
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(m, ctx, args[1:])
+		}
+	}
+	fmt.Fprintf(m.Stderr, "agentplane: unknown command %q\n\n%s", args[0], usage())
+	return exitCode(2)
+}
+
+// exitCode ends a run with a status whose reason was printed already.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// usageError is a command line that cannot run: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// errInterrupted ends a command stopped by a signal: exit status 130.
+var errInterrupted = errors.New("interrupted")
+
+// configError is a configuration that does not load, with its name.
+type configError struct {
+	name  string
+	probs config.Problems
+}
+
+func (e *configError) Error() string {
+	return fmt.Sprintf("invalid configuration %s:\n%v", e.name, e.probs)
+}
+
+// exit prints err as a user reads it and returns the exit status.
+func (m *Main) exit(err error) int {
+	var code exitCode
+	var use *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &code):
+		return int(code)
+	case errors.As(err, &use):
+		fmt.Fprintf(m.Stderr, "agentplane: %s\n", use.msg)
+		return 2
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintln(m.Stderr, "agentplane: interrupted")
+		return 130
+	}
+	fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
+	return 1
+}
+
+// flags returns a command's flag set; parse parses it.
+func (m *Main) flags(name, args string) *flag.FlagSet {
 	fs := flag.NewFlagSet("agentplane "+name, flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: agentplane %s %s\n", name, args)
+		fs.PrintDefaults()
+	}
 	return fs
 }
 
-// parse parses flags and refuses positional arguments; it returns the exit
-// status to use when parsing ended the run (help or a bad flag).
-func parse(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
+// parse parses a command's flags, which may come before, between or after
+// its positional arguments ("--" ends the flags), and checks that it got
+// between least and most positional arguments (most < 0: any number).
+// fs.Args() are the positional arguments afterwards.
+func parse(fs *flag.FlagSet, args []string, least, most int) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return exitCode(2) // the flag package said what was wrong
 		}
-		return 2, false
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
-		return 2, false
+	fs.Parse(append([]string{"--"}, pos...)) // fs.Args() are the positional ones
+	switch n := len(pos); {
+	case n < least:
+		fs.Usage()
+		return exitCode(2)
+	case most >= 0 && n > most:
+		return usagef("unexpected argument %q", pos[most])
 	}
-	return 0, true
+	return nil
+}
+
+// common are the flags of every command that opens the runtime.
+type common struct {
+	config string
+	db     string
+}
+
+// DefaultDB is the database used when neither --db nor $AGENTPLANE_DB
+// says otherwise.
+const DefaultDB = ".agentplane/agentplane.db"
+
+// commonFlags adds --config, and --db when the command keeps anything.
+func (m *Main) commonFlags(fs *flag.FlagSet, db bool) *common {
+	c := m.dbFlag(fs, db)
+	fs.StringVar(&c.config, "config", "", "configuration file (default: the embedded demo)")
+	return c
+}
+
+// dbFlag adds --db when db is set.
+func (m *Main) dbFlag(fs *flag.FlagSet, db bool) *common {
+	c := &common{}
+	if db {
+		def := m.Getenv("AGENTPLANE_DB")
+		if def == "" {
+			def = DefaultDB
+		}
+		fs.StringVar(&c.db, "db", def, "database: a SQLite file or a postgres:// URL ($AGENTPLANE_DB)")
+	}
+	return c
 }
 
 // source is the configuration to load: the file, or the embedded demo.
@@ -144,150 +236,21 @@ func source(path string) core.Source {
 	return core.Source{Path: path}
 }
 
-// options are the core options of a command: the demo's send tool only
-// for the demo configuration, the clock, the logger.
-func (m *Main) options(path string, st store.Store) *core.Options {
-	o := &core.Options{Store: st, Now: m.Now, Logger: m.Logger}
-	if path == "" {
-		o.Tools = demo.Tools(m.Now)
+// open opens the runtime a command needs over its common flags (c.db ""
+// keeps everything in memory); o adds what the command needs besides.
+func (m *Main) open(ctx context.Context, c *common, o plane.Options) (*plane.Runtime, error) {
+	o.Config, o.DB = source(c.config), c.db
+	if c.config == "" && o.Core.Tools == nil {
+		o.Core.Tools = demo.Tools(m.Now) // the demo's send tool
 	}
-	return o
-}
-
-// load builds the runtime for a command over the store (nil: in memory),
-// printing any problem. The caller closes the core, which closes the store.
-func (m *Main) load(ctx context.Context, path string, st store.Store) (*core.Core, bool) {
-	return m.loadWith(ctx, path, m.options(path, st))
-}
-
-// loadWith is load with the core options given (options, changed).
-func (m *Main) loadWith(ctx context.Context, path string, opts *core.Options) (*core.Core, bool) {
-	c, err := core.New(ctx, source(path), opts)
-	if err != nil {
-		if opts.Store != nil {
-			opts.Store.Close()
-		}
-		var probs config.Problems
-		if errors.As(err, &probs) {
-			fmt.Fprintf(m.Stderr, "agentplane: invalid configuration %s:\n%v\n", source(path), err)
-		} else {
-			fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		}
-		return nil, false
+	o.Core.Now, o.Getenv = m.Now, m.Getenv
+	if o.Logger == nil {
+		o.Logger = m.Logger
 	}
-	return c, true
-}
-
-// DefaultDB is the database used when neither --db nor $AGENTPLANE_DB
-// says otherwise.
-const DefaultDB = ".agentplane/agentplane.db"
-
-// dbFlag adds --db to fs: a SQLite file or a postgres:// URL.
-func (m *Main) dbFlag(fs *flag.FlagSet) *string {
-	def := m.Getenv("AGENTPLANE_DB")
-	if def == "" {
-		def = DefaultDB
+	rt, err := plane.Open(ctx, o)
+	var probs config.Problems
+	if errors.As(err, &probs) {
+		return nil, &configError{name: o.Config.String(), probs: probs}
 	}
-	return fs.String("db", def, "database: a SQLite file or a postgres:// URL (default $AGENTPLANE_DB, else "+DefaultDB+")")
-}
-
-// isPostgres reports whether db names a PostgreSQL database.
-func isPostgres(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
-}
-
-// shownDB is how messages name a database: never with a password.
-func shownDB(db string) string {
-	if isPostgres(db) {
-		return postgres.Redact(db)
-	}
-	return db
-}
-
-// openStore opens the database named by --db, printing a problem. A
-// read-only open creates and migrates nothing.
-func (m *Main) openStore(ctx context.Context, db string, readOnly bool) (store.Store, bool) {
-	var st store.Store
-	var err error
-	exts := extensions // the subsystems' tables
-	switch {
-	case isPostgres(db):
-		st, err = postgres.Open(ctx, db, &postgres.Options{Extensions: exts})
-	case readOnly:
-		st, err = sqlite.Open(ctx, db, &sqlite.Options{ReadOnly: true})
-	default:
-		st, err = sqlite.Open(ctx, db, &sqlite.Options{Extensions: exts})
-	}
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return nil, false
-	}
-	return st, true
-}
-
-// extensions are the subsystems' tables every store is opened with.
-var extensions = []store.Extension{notify.Extension, workflow.Extension}
-
-// memory is the store of commands that keep nothing.
-func memory() store.Store { return memstore.New() }
-
-func (m *Main) validate(ctx context.Context, args []string) int {
-	fs := m.flags("validate")
-	path := fs.String("config", "", "configuration file (default: the embedded demo)")
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
-	src := source(*path)
-	opts := m.options(*path, memory())
-	opts.SkipMCP = true
-	c, err := core.New(ctx, src, opts)
-	if err != nil {
-		var probs config.Problems
-		if errors.As(err, &probs) {
-			for _, p := range probs {
-				fmt.Fprintln(m.Stdout, p)
-			}
-			fmt.Fprintf(m.Stdout, "%s: %d problem(s)\n", src, len(probs))
-		} else {
-			fmt.Fprintf(m.Stdout, "%v\n", err)
-		}
-		return 1
-	}
-	defer c.Close()
-	cfg := c.Config()
-	fmt.Fprintf(m.Stdout, "%s: valid (%d modes, %d toolboxes, %d catalogs, %d commands, %d tools)\n",
-		src, len(cfg.Modes), len(cfg.Toolboxes), len(cfg.Catalogs), len(cfg.Commands), len(cfg.Tools))
-	// the LLM endpoint, when one is configured: its key, its reachability, its model
-	s, ok, err := llm.FromEnv(cfg.LLM, m.Getenv)
-	if err == nil && ok {
-		err = llm.NewOpenAI(s, nil).Check(ctx)
-	}
-	if err != nil {
-		fmt.Fprintln(m.Stdout, err)
-		return 1
-	}
-	if ok {
-		fmt.Fprintf(m.Stdout, "llm: %s serves %s\n", s.BaseURL, s.Model)
-	}
-	return 0
-}
-
-// agent returns the LLM connection the configuration and the environment
-// set up (nil when none), printing a problem: a key variable that is not
-// set stops the command; an endpoint that does not answer, or does not
-// serve the model, is a warning (its turns fail clearly until it does).
-func (m *Main) agent(ctx context.Context, c *core.Core) (*llm.Agent, bool) {
-	s, ok, err := llm.FromEnv(c.Config().LLM, m.Getenv)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %s: %v\n", c.Name(), err)
-		return nil, false
-	}
-	if !ok {
-		return nil, true
-	}
-	model := llm.NewOpenAI(s, nil)
-	if err := model.Check(ctx); err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: warning: %v; LLM turns fail until it answers\n", err)
-	}
-	return llm.New(c, model, s.LLM), true
+	return rt, err
 }

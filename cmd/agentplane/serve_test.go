@@ -21,6 +21,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
 	"github.com/agentplane/agentplane/store/sqlite"
@@ -280,7 +281,7 @@ func storedChain(t *testing.T, db, session string) []audit.Record {
 	t.Helper()
 	var st store.Store
 	var err error
-	if isPostgres(db) {
+	if plane.IsPostgres(db) {
 		st, err = postgres.Open(context.Background(), db, nil)
 	} else {
 		st, err = sqlite.Open(context.Background(), db, nil)

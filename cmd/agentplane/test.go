@@ -6,31 +6,29 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/scenario"
 	"github.com/agentplane/agentplane/tool"
 )
 
 // test runs `agentplane test [--config FILE] PATH...`: conversation test
 // files against a configuration.
-func (m *Main) test(ctx context.Context, args []string) int {
-	fs := m.flags("test")
-	path := fs.String("config", "", "configuration file (default: the embedded demo)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+func (m *Main) test(ctx context.Context, args []string) error {
+	fs := m.flags("test", "[--config FILE] FILE.yaml...")
+	cf := m.commonFlags(fs, false)
+	if err := parse(fs, args, 1, -1); err != nil {
+		return err
 	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(m.Stderr, "usage: agentplane test [--config FILE] FILE.yaml...")
-		return 2
+	rt, err := m.open(ctx, cf, plane.Options{})
+	if err != nil {
+		return err
 	}
-	c, ok := m.load(ctx, *path, memory())
-	if !ok {
-		return 1
-	}
-	defer c.Close()
+	defer rt.Close(0)
+	c := rt.Core
 	// Each file gets its own demo outbox, on its own clock; the other
 	// tools are shared.
 	var tools scenario.Tools
-	if *path == "" {
+	if cf.config == "" {
 		tools = func(now func() time.Time) (*tool.Registry, error) {
 			r := tool.NewRegistry()
 			for _, name := range c.Tools().Names() {
@@ -64,7 +62,7 @@ func (m *Main) test(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(m.Stdout, "%d passed, %d failed\n", fs.NArg()-failed, failed)
 	if failed > 0 {
-		return 1
+		return exitCode(1)
 	}
-	return 0
+	return nil
 }

@@ -10,55 +10,57 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/plane"
 )
 
 // toolsCmd runs `agentplane tools list|call`.
-func (m *Main) toolsCmd(ctx context.Context, args []string) int {
+func (m *Main) toolsCmd(ctx context.Context, args []string) error {
+	const use = "list|call [--config FILE] [--mode KEY] [--roles R,R] [--origin ORIGIN] [NAME ARGS_JSON]"
 	if len(args) == 0 || (args[0] != "list" && args[0] != "call") {
-		fmt.Fprintln(m.Stderr, "usage: agentplane tools list [--config FILE] [--mode KEY] [--roles R,R]\n       agentplane tools call [--config FILE] [--mode KEY] [--roles R,R] [--origin ORIGIN] NAME ARGS_JSON")
-		return 2
+		return usagef("tools %s", use)
 	}
-	fs := m.flags("tools " + args[0])
-	path := fs.String("config", "", "configuration file (default: the embedded demo)")
+	verb := args[0]
+	fs := m.flags("tools "+verb, map[string]string{"list": "[--config FILE] [--mode KEY] [--roles R,R]",
+		"call": "[--config FILE] [--mode KEY] [--roles R,R] [--origin ORIGIN] NAME ARGS_JSON"}[verb])
+	c := m.commonFlags(fs, false)
 	mode := fs.String("mode", "", "mode (default: the configuration's default mode)")
 	roles := fs.String("roles", "", "the principal's roles, comma-separated")
 	origin := fs.String("origin", string(gate.OriginAPI), "who asks: user, api, llm, mcp, workflow, agent_internal")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	want := 0
+	if verb == "call" {
+		want = 2
+	}
+	if err := parse(fs, args[1:], want, want); err != nil {
+		return err
 	}
 	o := gate.Origin(*origin)
 	if !o.Valid() {
-		fmt.Fprintf(m.Stderr, "agentplane: --origin %q: want one of user, api, llm, mcp, workflow, agent_internal\n", *origin)
-		return 2
+		return usagef("--origin %q: want one of user, api, llm, mcp, workflow, agent_internal", *origin)
 	}
-	c, ok := m.load(ctx, *path, memory())
-	if !ok {
-		return 1
+	rt, err := m.open(ctx, c, plane.Options{})
+	if err != nil {
+		return err
 	}
-	defer c.Close()
+	defer rt.Close(0)
+	cc := rt.Core
 	if *mode == "" {
-		*mode = c.Registry().DefaultMode()
-	} else if !c.ModeOK(*mode) {
-		fmt.Fprintf(m.Stderr, "agentplane: unknown mode %q\n", *mode)
-		return 1
+		*mode = cc.Registry().DefaultMode()
+	} else if !cc.ModeOK(*mode) {
+		return fmt.Errorf("unknown mode %q", *mode)
 	}
 	var roleList []string
 	if *roles != "" {
 		roleList = strings.Split(*roles, ",")
 	}
-	if args[0] == "list" {
-		if fs.NArg() != 0 {
-			fmt.Fprintf(m.Stderr, "agentplane: unexpected argument %q\n", fs.Arg(0))
-			return 2
-		}
+	if verb == "list" {
 		w := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(w, "TOOL\tIMPACT\tRISK\tCONFIRMS\tINPUT SCHEMA\n")
-		for _, t := range c.ActiveTools(*mode, roleList) {
+		for _, t := range cc.ActiveTools(*mode, roleList) {
 			s := t.Spec
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Impact, s.Risk, policyText[t.Policy], s.InputSchema)
 		}
 		w.Flush()
-		for _, srv := range c.MCPServers() {
+		for _, srv := range cc.MCPServers() {
 			h := srv.Health()
 			if h.Up {
 				fmt.Fprintf(m.Stdout, "MCP server %s: up, %d tools\n", srv.Name(), h.ToolCount)
@@ -66,29 +68,23 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) int {
 				fmt.Fprintf(m.Stdout, "MCP server %s: down (%s)\n", srv.Name(), h.Error)
 			}
 		}
-		return 0
+		return nil
 	}
-	if fs.NArg() != 2 {
-		fmt.Fprintln(m.Stderr, "usage: agentplane tools call [flags] NAME ARGS_JSON")
-		return 2
-	}
-	sess, err := c.Start(ctx, core.Start{Mode: *mode, Principal: principal})
+	sess, err := cc.Start(ctx, core.Start{Mode: *mode, Principal: principal})
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return 1
+		return err
 	}
-	res, err := c.Execute(ctx, gate.Invocation{SessionID: sess.ID, Tool: fs.Arg(0), Args: json.RawMessage(fs.Arg(1)),
+	res, err := cc.Execute(ctx, gate.Invocation{SessionID: sess.ID, Tool: fs.Arg(0), Args: json.RawMessage(fs.Arg(1)),
 		Origin: o, Principal: principal, Roles: roleList, RequestID: "cli-1"})
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return 1
+		return err
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Fprintln(m.Stdout, string(b))
 	if res.Status != agentplane.StatusSuccess {
-		return 1
+		return exitCode(1) // the result says why
 	}
-	return 0
+	return nil
 }
 
 // policyText is how `tools list` shows a confirmation policy.

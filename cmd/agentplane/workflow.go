@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -12,147 +11,132 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/workflow"
 )
 
-const workflowUsage = `Usage:
-  agentplane workflow validate [--config FILE] FILE
-  agentplane workflow run      [--config FILE] [--db DB] [--session ID] [--mode MODE] [--resume-policy manual|automatic] FILE
-  agentplane workflow status   [--config FILE] [--db DB] WORKFLOW
-  agentplane workflow approve  [--config FILE] [--db DB] [--reject] [--feedback TEXT] WORKFLOW CHECKPOINT
-  agentplane workflow continue [--config FILE] [--db DB] WORKFLOW
-  agentplane workflow abort    [--config FILE] [--db DB] --reason TEXT WORKFLOW
-  agentplane workflow resume   [--config FILE] [--db DB] [--checkpoint ID] [--decision continue|rollback|modify] [--modifications JSON] WORKFLOW
-Flags come before the arguments. Each command runs the workflow to its next pause or its end, printing its events.`
+// workflowVerbs are the subcommands of `agentplane workflow`.
+var workflowVerbs = []struct{ name, args string }{
+	{"validate", "[--config FILE] FILE"},
+	{"run", "[--config FILE] [--db DB] [--session ID] [--mode MODE] [--resume-policy manual|automatic] FILE"},
+	{"status", "[--config FILE] [--db DB] WORKFLOW"},
+	{"approve", "[--config FILE] [--db DB] [--reject] [--feedback TEXT] WORKFLOW CHECKPOINT"},
+	{"continue", "[--config FILE] [--db DB] WORKFLOW"},
+	{"abort", "[--config FILE] [--db DB] --reason TEXT WORKFLOW"},
+	{"resume", "[--config FILE] [--db DB] [--checkpoint ID] [--decision continue|rollback|modify] [--modifications JSON] WORKFLOW"},
+}
 
 // workflowCmd is `agentplane workflow ...`: validate a definition, or run
 // a workflow and answer its pauses, as the local principal, against the
 // database (another process holding the workflow — serve — processes the
-// command; this one waits for it).
-func (m *Main) workflowCmd(ctx context.Context, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(m.Stderr, workflowUsage)
-		return 2
+// command; this one waits for it), printing its events until it pauses
+// or ends.
+func (m *Main) workflowCmd(ctx context.Context, args []string) error {
+	sub, use := "", ""
+	if len(args) > 0 {
+		sub = args[0]
 	}
-	sub, args := args[0], args[1:]
+	for _, v := range workflowVerbs {
+		if v.name == sub {
+			use = v.args
+		}
+	}
+	if use == "" {
+		msg := "workflow: a subcommand, one of"
+		for _, v := range workflowVerbs {
+			msg += fmt.Sprintf("\n  agentplane workflow %s %s", v.name, v.args)
+		}
+		return usagef("%s", msg)
+	}
+	args = args[1:]
 	if sub == "validate" {
 		return m.workflowValidate(ctx, args)
 	}
-	fs := m.flags("workflow " + sub)
-	path := fs.String("config", "", "configuration file (default: the embedded demo)")
-	db := m.dbFlag(fs)
+	fs := m.flags("workflow "+sub, use)
+	c := m.commonFlags(fs, true)
 	var (
 		session, mode, policy         *string
 		reject                        *bool
 		feedback, reason              *string
 		checkpoint, decision, changes *string
-		want                          int
+		want                          = 1
 	)
 	switch sub {
 	case "run":
 		session = fs.String("session", "", "the session the tasks run in (default: a new one)")
 		mode = fs.String("mode", "", "the new session's mode (default: the default mode)")
 		policy = fs.String("resume-policy", "manual", "after a crash: manual (wait for workflow resume) or automatic")
-		want = 1
-	case "status", "continue":
-		want = 1
 	case "approve":
 		reject = fs.Bool("reject", false, "reject the layer: the workflow is aborted")
 		feedback = fs.String("feedback", "", "why")
 		want = 2
 	case "abort":
 		reason = fs.String("reason", "", "why (required)")
-		want = 1
 	case "resume":
 		checkpoint = fs.String("checkpoint", "", "the checkpoint to resume from (default: the newest)")
 		decision = fs.String("decision", "continue", "continue, rollback (to --checkpoint) or modify")
 		changes = fs.String("modifications", "", `with modify: {"args": {"task": {...}}, "skip": ["task"]}`)
-		want = 1
-	default:
-		fmt.Fprintln(m.Stderr, workflowUsage)
-		return 2
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if err := parse(fs, args, want, want); err != nil {
+		return err
 	}
-	if fs.NArg() != want {
-		fmt.Fprintln(m.Stderr, workflowUsage)
-		return 2
-	}
-	st, ok := m.openStore(ctx, *db, false)
-	if !ok {
-		return 1
-	}
-	c, ok := m.load(context.WithoutCancel(ctx), *path, st)
-	if !ok {
-		return 1
-	}
-	defer c.Close()
-	eng, err := workflow.New(c, &workflow.Options{Logger: m.Logger, Lease: 5 * time.Second, Poll: 100 * time.Millisecond})
+	rt, err := m.open(ctx, c, plane.Options{})
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return 1
+		return err
 	}
-	defer eng.Close(time.Minute)
+	defer rt.Close(time.Minute)
+	eng := rt.Workflows
+	if eng == nil {
+		return fmt.Errorf("workflows are kept in a database: %s keeps none", rt.DB)
+	}
 	if err := eng.ClaimDue(ctx); err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return 1
+		return err
 	}
-	principal := agentplane.LocalPrincipal
 	var w *workflow.Workflow
 	switch sub {
 	case "run":
-		w, err = m.startWorkflow(ctx, c, eng, fs.Arg(0), *session, *mode, *policy)
-		if err == nil {
-			m.follow(ctx, eng, w.ID, 0)
-			return m.showWorkflow(ctx, eng, w.ID)
+		if w, err = m.startWorkflow(ctx, rt.Core, eng, fs.Arg(0), *session, *mode, *policy); err != nil {
+			return err
 		}
+		m.follow(ctx, eng, w.ID, 0)
+		return m.showWorkflow(ctx, eng, w.ID)
 	case "status":
-		w, err = eng.Get(ctx, fs.Arg(0), principal)
-		if err == nil {
-			return m.showWorkflow(ctx, eng, w.ID)
+		if w, err = eng.Get(ctx, fs.Arg(0), principal); err != nil {
+			return err
 		}
-	default:
-		var cmd workflow.Command
-		if cmd, err = m.workflowCommand(ctx, eng, sub, fs.Args(), reject, feedback, reason, checkpoint, decision, changes); err == nil {
-			var before *workflow.Workflow
-			if before, err = eng.Get(ctx, fs.Arg(0), principal); err == nil {
-				if _, err = eng.Command(ctx, before.ID, principal, cmd); err == nil {
-					m.follow(ctx, eng, before.ID, before.Seq)
-					return m.showWorkflow(ctx, eng, before.ID)
-				}
-			}
-		}
+		return m.showWorkflow(ctx, eng, w.ID)
 	}
-	fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-	return 1
+	cmd, err := m.workflowCommand(ctx, eng, sub, fs.Args(), reject, feedback, reason, checkpoint, decision, changes)
+	if err != nil {
+		return err
+	}
+	before, err := eng.Get(ctx, fs.Arg(0), principal)
+	if err != nil {
+		return err
+	}
+	if _, err := eng.Command(ctx, before.ID, principal, cmd); err != nil {
+		return err
+	}
+	m.follow(ctx, eng, before.ID, before.Seq)
+	return m.showWorkflow(ctx, eng, before.ID)
 }
 
 // workflowValidate is `agentplane workflow validate [--config FILE] FILE`:
 // every problem of a definition, with its line, against the
 // configuration's tools.
-func (m *Main) workflowValidate(ctx context.Context, args []string) int {
-	fs := m.flags("workflow validate")
-	path := fs.String("config", "", "configuration file (default: the embedded demo)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(m.Stderr, "Usage: agentplane workflow validate [--config FILE] FILE")
-		return 2
+func (m *Main) workflowValidate(ctx context.Context, args []string) error {
+	fs := m.flags("workflow validate", "[--config FILE] FILE")
+	c := m.commonFlags(fs, false)
+	if err := parse(fs, args, 1, 1); err != nil {
+		return err
 	}
 	file := fs.Arg(0)
-	opts := m.options(*path, memory())
-	opts.SkipMCP = true
-	c, ok := m.loadWith(ctx, *path, opts)
-	if !ok {
-		return 1
+	rt, err := m.open(ctx, c, plane.Options{Core: m.routing()})
+	if err != nil {
+		return err
 	}
-	defer c.Close()
-	def, err := m.readWorkflow(c, file)
+	defer rt.Close(0)
+	def, err := m.readWorkflow(rt.Core, file)
 	var probs workflow.Problems
 	switch {
 	case errors.As(err, &probs):
@@ -160,14 +144,14 @@ func (m *Main) workflowValidate(ctx context.Context, args []string) int {
 			fmt.Fprintln(m.Stdout, p)
 		}
 		fmt.Fprintf(m.Stdout, "%s: %d problem(s)\n", file, len(probs))
-		return 1
+		return exitCode(1)
 	case err != nil:
 		fmt.Fprintf(m.Stdout, "%v\n", err)
-		return 1
+		return exitCode(1)
 	}
 	layers, _ := def.Layers()
 	fmt.Fprintf(m.Stdout, "%s: valid (%d tasks in %d layers)\n", file, len(def.Tasks), len(layers))
-	return 0
+	return nil
 }
 
 // readWorkflow reads and checks a definition file against the core's
@@ -300,11 +284,10 @@ func describeEvent(ev workflow.Event) string {
 
 // showWorkflow prints where a workflow stands and what it waits for; the
 // exit status is 1 when it failed or was aborted.
-func (m *Main) showWorkflow(ctx context.Context, eng *workflow.Engine, id string) int {
+func (m *Main) showWorkflow(ctx context.Context, eng *workflow.Engine, id string) error {
 	w, err := eng.Get(ctx, id, agentplane.LocalPrincipal)
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
-		return 1
+		return err
 	}
 	fmt.Fprintf(m.Stdout, "workflow %s: %s after %d layer(s)\n", w.ID, w.Status, w.Layer)
 	for _, t := range w.Tasks {
@@ -330,7 +313,7 @@ func (m *Main) showWorkflow(ctx context.Context, eng *workflow.Engine, id string
 		fmt.Fprintf(m.Stdout, "reason: %s\n", w.Reason)
 	}
 	if w.Status == workflow.StatusFailed || w.Status == workflow.StatusAborted {
-		return 1
+		return exitCode(1)
 	}
-	return 0
+	return nil
 }

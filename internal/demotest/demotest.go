@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/plane"
 )
 
 // Start is when the clock starts.
@@ -27,6 +28,19 @@ func Core(tb testing.TB, opts *core.Options) *core.Core {
 // WithYAML is Core on a changed demo configuration.
 func WithYAML(tb testing.TB, yaml []byte, opts *core.Options) *core.Core {
 	tb.Helper()
+	o := Options(opts)
+	c, err := core.New(context.Background(), core.Source{YAML: yaml, Name: demo.Name}, &o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Options returns opts (nil: none) with the test defaults where it sets
+// nothing: the clock that moves one second per reading, sequential ids and
+// tokens, the demo's tools.
+func Options(opts *core.Options) core.Options {
 	o := core.Options{}
 	if opts != nil {
 		o = *opts
@@ -47,10 +61,22 @@ func WithYAML(tb testing.TB, yaml []byte, opts *core.Options) *core.Core {
 	if o.Tools == nil {
 		o.Tools = demo.Tools(o.Now)
 	}
-	c, err := core.New(context.Background(), core.Source{YAML: yaml, Name: demo.Name}, &o)
+	return o
+}
+
+// Runtime opens the runtime (package plane) for a test, closed when it
+// ends: o.Config defaults to the demo configuration, and o.Core's unset
+// fields to Options'.
+func Runtime(tb testing.TB, o plane.Options) *plane.Runtime {
+	tb.Helper()
+	if o.Config.Path == "" && o.Config.YAML == nil {
+		o.Config = core.Source{YAML: demo.YAML, Name: demo.Name}
+	}
+	o.Core = Options(&o.Core)
+	rt, err := plane.Open(context.Background(), o)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { c.Close() })
-	return c
+	tb.Cleanup(func() { rt.Close(5 * time.Second) })
+	return rt
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/mcpserver"
+	"github.com/agentplane/agentplane/plane"
 )
 
 func main() {
@@ -43,13 +44,13 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Tools: demo.Tools(nil)})
+	rt, err := plane.Open(ctx, plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, Core: core.Options{Tools: demo.Tools(nil)}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
-	m := mcpserver.New(c, &mcpserver.Options{Extra: Register})
-	srv := &http.Server{Addr: *addr, Handler: httpapi.New(c, &httpapi.Options{MCP: m.Handler()}).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	defer rt.Close(time.Minute)
+	m := mcpserver.New(rt, &mcpserver.Options{Extra: Register})
+	srv := &http.Server{Addr: *addr, Handler: httpapi.New(rt, &httpapi.Options{MCP: m.Handler()}).Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		srv.Shutdown(context.Background())

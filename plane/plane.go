@@ -1,0 +1,326 @@
+// Package plane opens the runtime every agentplane command works with, in
+// one place: the store, the core over the configuration, the event hub,
+// the notification ledger and bus, the LLM agent and the workflow engine,
+// each built once with what it needs passed in, and closed in reverse
+// order. Front ends (the terminal, httpapi, mcpserver) take the Runtime
+// and assemble none of these parts themselves.
+//
+//	rt, err := plane.Open(ctx, plane.Options{Config: core.Source{Path: "agentplane.yaml"}, DB: ".agentplane/agentplane.db", LLM: true})
+//	if err != nil { ... }
+//	defer rt.Close(30 * time.Second)
+//	rt.Start(ctx) // the watchdog, workflow takeover, other instances' events
+package plane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/store/postgres"
+	"github.com/agentplane/agentplane/store/sqlite"
+	"github.com/agentplane/agentplane/workflow"
+)
+
+// Options say what to open. Config and DB are every command's common
+// flags (--config, --db).
+type Options struct {
+	// Config is the configuration: a file, or YAML in memory (the embedded
+	// demo).
+	Config core.Source
+	// DB keeps sessions, audit chains, notifications and workflows: a
+	// SQLite file, a postgres:// URL, or "" for memory (nothing survives
+	// the process; there are no notifications and no workflows).
+	DB string
+	// PGEvents is how, on PostgreSQL, this instance learns of other
+	// instances' commits: "poll" (default) or "notify" (see Start).
+	PGEvents string
+	// Core are the core's options (the program's tools, the clock, ids,
+	// the HTTP client, timeouts; an Observer for metrics). The runtime sets
+	// its Store, Logger and Notifier, and adds its own to the Observer.
+	Core core.Options
+	// Hub are the event hub's options; its Logger is the runtime's.
+	Hub events.Options
+	// Workflows are the workflow engine's options; its Logger is the
+	// runtime's.
+	Workflows workflow.Options
+	// LLM connects the LLM the configuration (and the environment, see
+	// llm.FromEnv) names: continue_with_llm turns are answered, and the
+	// agent's notifications reach it. An endpoint that does not answer is
+	// a warning; a key variable that is not set is an error.
+	LLM bool
+	// Getenv reads the environment (API keys, the LLM's settings); nil
+	// means os.Getenv.
+	Getenv func(string) string
+	// Logger receives what the runtime logs; nil discards it.
+	Logger *slog.Logger
+}
+
+// Runtime is one agentplane process's runtime. Its fields are set by Open
+// and read-only afterwards; the parts are safe for concurrent use.
+type Runtime struct {
+	Store store.Store
+	Core  *core.Core
+	// Hub fans committed records out to event streams; it is woken by
+	// every commit through the core.
+	Hub *events.Hub
+	// Ledger and Bus are the notifications; nil on a memory store.
+	Ledger *notify.Ledger
+	Bus    *notify.Bus
+	// Agent answers turns the router hands to the LLM; nil when no LLM is
+	// configured or Options.LLM is false.
+	Agent *llm.Agent
+	// Workflows runs workflows; nil on a memory store.
+	Workflows *workflow.Engine
+	// Keys are the configuration's API keys (none: the local principal).
+	Keys   *auth.Keys
+	Logger *slog.Logger
+	// DB names the database in messages, never with a password.
+	DB string
+
+	pgEvents string
+	mu       sync.Mutex
+	changed  []func() // told when tools were mounted late
+	stop     context.CancelFunc
+	bg       sync.WaitGroup
+	closed   bool
+}
+
+// Open opens the store, builds the core over the configuration (an
+// invalid one is a config.Problems error), and the parts that need them,
+// each with what it depends on: the ledger before the LLM agent (its
+// awareness of notifications), the agent before the bus (which hands it
+// its notifications), the core before all. ctx bounds the opening only;
+// Close ends the runtime.
+func Open(ctx context.Context, o Options) (*Runtime, error) {
+	rt := &Runtime{Logger: o.Logger, pgEvents: o.PGEvents, DB: Shown(o.DB)}
+	if rt.Logger == nil {
+		rt.Logger = slog.New(slog.DiscardHandler)
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	switch rt.pgEvents {
+	case "":
+		rt.pgEvents = "poll"
+	case "poll", "notify":
+	default:
+		return nil, fmt.Errorf("plane: PGEvents %q: want poll or notify", o.PGEvents)
+	}
+	st, err := OpenStore(ctx, o.DB, &StoreOptions{PGNotify: rt.pgEvents == "notify"})
+	if err != nil {
+		return nil, err
+	}
+	rt.Store = st
+	ho := o.Hub
+	ho.Logger = rt.Logger
+	rt.Hub = events.NewHub(st.Records, &ho)
+	_, sql := st.(store.Querier)
+	if sql {
+		if rt.Ledger, err = notify.NewLedger(st, &notify.Options{Now: o.Core.Now}); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	co := o.Core
+	co.Store, co.Logger = st, rt.Logger
+	co.Observer = rt.observer(o.Core.Observer)
+	// agent_notify_user emits through the bus, which is built on the core:
+	// the tool reads it from the runtime, whole before anything runs
+	co.Notifier = notify.Notifier(func() *notify.Bus { return rt.Bus })
+	// the core outlives ctx (it closes with the runtime)
+	if rt.Core, err = core.New(context.WithoutCancel(ctx), o.Config, &co); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if rt.Keys, err = auth.New(rt.Core.Config().Auth, getenv); err != nil {
+		rt.Core.Close()
+		return nil, fmt.Errorf("%s: %w", rt.Core.Name(), err)
+	}
+	if o.LLM {
+		if rt.Agent, err = rt.agent(ctx, getenv, &co); err != nil {
+			rt.Core.Close()
+			return nil, err
+		}
+	}
+	if rt.Ledger != nil {
+		rt.Bus = notify.NewBus(rt.Ledger, rt.Core, rt.Hub, &notify.BusOptions{Agent: rt.Agent, Logger: rt.Logger})
+	}
+	if sql || o.Workflows.Memory {
+		wo := o.Workflows
+		wo.Logger = rt.Logger
+		if rt.Workflows, err = workflow.New(rt.Core, &wo); err != nil {
+			rt.Core.Close()
+			return nil, err
+		}
+	}
+	return rt, nil
+}
+
+// agent connects the configured LLM: nil when none is configured.
+func (rt *Runtime) agent(ctx context.Context, getenv func(string) string, co *core.Options) (*llm.Agent, error) {
+	s, ok, err := llm.FromEnv(rt.Core.Config().LLM, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rt.Core.Name(), err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	model := llm.NewOpenAI(s, co.HTTPClient)
+	if err := model.Check(ctx); err != nil {
+		rt.Logger.Warn("the LLM does not answer; its turns fail until it does", "err", err)
+	}
+	var lo *llm.Options
+	if rt.Ledger != nil {
+		lo = &llm.Options{Awareness: rt.Ledger.Awareness, Acknowledged: rt.Ledger.AgentAck}
+	}
+	return llm.New(rt.Core, model, s.LLM, lo), nil
+}
+
+// observer is the core's observer: the caller's (metrics), the hub woken
+// by every commit, and tools mounted late told to OnToolsChanged's
+// listeners.
+func (rt *Runtime) observer(given *core.Observer) *core.Observer {
+	var obs core.Observer
+	if given != nil {
+		obs = *given
+	}
+	committed, toolsChanged := obs.Committed, obs.ToolsChanged
+	obs.Committed = func(session string, seq int64, took time.Duration) {
+		rt.Hub.Committed(session, seq, took)
+		if committed != nil {
+			committed(session, seq, took)
+		}
+	}
+	obs.ToolsChanged = func() {
+		rt.mu.Lock()
+		fns := append([]func(){}, rt.changed...)
+		rt.mu.Unlock()
+		for _, fn := range fns {
+			fn()
+		}
+		if toolsChanged != nil {
+			toolsChanged()
+		}
+	}
+	return &obs
+}
+
+// OnToolsChanged registers fn to be told when tools were mounted after the
+// start (an MCP server that was down came up): the tools active in a mode
+// may differ. fn must not block.
+func (rt *Runtime) OnToolsChanged(fn func()) {
+	rt.mu.Lock()
+	rt.changed = append(rt.changed, fn)
+	rt.mu.Unlock()
+}
+
+// Start runs the background work of a serving process until Close: the
+// notification watchdog, the workflow engine taking over what nobody holds
+// (after a crash, another instance's), and, on PostgreSQL, following other
+// instances' commits for the event streams — by polling the followed
+// sessions' chain heads every 50 ms (commits pay nothing) or by
+// LISTEN/NOTIFY (about 1 ms, but concurrent commits slow down).
+func (rt *Runtime) Start(ctx context.Context) {
+	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	rt.mu.Lock()
+	rt.stop = stop
+	rt.mu.Unlock()
+	if rt.Bus != nil {
+		rt.bg.Go(func() { (&notify.Watchdog{Bus: rt.Bus, Logger: rt.Logger}).Run(ctx) })
+	}
+	if rt.Workflows != nil {
+		rt.bg.Go(func() { rt.Workflows.Run(ctx) })
+	}
+	if pg, ok := rt.Store.(*postgres.Store); ok {
+		if rt.pgEvents == "notify" {
+			rt.bg.Go(func() { pg.Listen(ctx, rt.Hub.Notify) })
+		} else {
+			rt.bg.Go(func() { rt.Hub.Poll(ctx, 50*time.Millisecond, pg.Heads) })
+		}
+	}
+}
+
+// Close ends the runtime in the reverse order of Open: the background work
+// stops, running workflow layers get up to drain to finish (the workflows
+// are released for the next instance), then the core closes (MCP servers,
+// the store). It is safe to call more than once.
+func (rt *Runtime) Close(drain time.Duration) error {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil
+	}
+	rt.closed = true
+	stop := rt.stop
+	rt.mu.Unlock()
+	if rt.Workflows != nil {
+		rt.Workflows.Close(drain)
+	}
+	if stop != nil {
+		stop()
+	}
+	rt.bg.Wait()
+	return rt.Core.Close()
+}
+
+// StoreOptions configure OpenStore. nil means defaults.
+type StoreOptions struct {
+	// ReadOnly opens an existing SQLite database for reading only: nothing
+	// is created or migrated.
+	ReadOnly bool
+	// PGNotify makes every PostgreSQL commit NOTIFY other instances.
+	PGNotify bool
+}
+
+// Extensions are the subsystems' tables every store is opened with.
+var Extensions = []store.Extension{notify.Extension, workflow.Extension}
+
+// OpenStore opens the database db names — a SQLite file, a postgres:// URL,
+// or "" for memory — with the subsystems' tables.
+func OpenStore(ctx context.Context, db string, o *StoreOptions) (store.Store, error) {
+	if o == nil {
+		o = &StoreOptions{}
+	}
+	switch {
+	case db == "":
+		return memstore.New(), nil
+	case IsPostgres(db):
+		if o.ReadOnly {
+			return nil, errors.New("plane: a read-only store is a SQLite file; PostgreSQL is read with a read-only role")
+		}
+		return postgres.Open(ctx, db, &postgres.Options{Notify: o.PGNotify, Extensions: Extensions})
+	case o.ReadOnly:
+		return sqlite.Open(ctx, db, &sqlite.Options{ReadOnly: true})
+	}
+	return sqlite.Open(ctx, db, &sqlite.Options{Extensions: Extensions})
+}
+
+// IsPostgres reports whether db names a PostgreSQL database.
+func IsPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// Shown is how messages name a database: never with a password; "memory"
+// for none.
+func Shown(db string) string {
+	switch {
+	case db == "":
+		return "memory"
+	case IsPostgres(db):
+		return postgres.Redact(db)
+	}
+	return db
+}
