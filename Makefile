@@ -1,5 +1,5 @@
 # agentplane — `make help` lists the targets.
-.PHONY: help test race vet fuzz bench peers ci run serve mcp-conformance
+.PHONY: help test race vet fuzz bench peers ci run serve mcp-conformance release
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -10,7 +10,7 @@ run: ## terminal chat on the embedded demo configuration
 serve: ## the HTTP API, event streams and MCP server on 127.0.0.1:8080
 	go run ./cmd/agentplane serve
 
-test: ## all tests
+test: ## the tests (PostgreSQL's and the browser's run where AGENTPLANE_TEST_POSTGRES is set and chromium is on PATH)
 	go test ./...
 
 race: ## all tests with the race detector, shuffled
@@ -50,6 +50,9 @@ peers: ## peers side by side: CLINC150 vs scikit-learn and fastText (apt-get ins
 
 mcp-conformance: ## the official MCP conformance suite and Inspector against serve and the fixture server (MCP_TOOLS=DIR; not in CI)
 	bash scripts/mcp-conformance.sh
+
+release: ## a reproducible release build for linux/darwin × amd64/arm64 with checksums, in dist/
+	bash scripts/release.sh
 
 ci: ## what CI runs
 	bash .ci/run

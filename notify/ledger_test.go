@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -55,8 +54,8 @@ func TestRoute(t *testing.T) {
 	}
 }
 
-// drivers returns the ledger's stores to test: SQLite always, PostgreSQL
-// when AGENTPLANE_TEST_POSTGRES is set.
+// drivers returns the ledger's stores to test: SQLite, and PostgreSQL
+// (skipped, and saying why, where no server is configured).
 func drivers(t testing.TB) map[string]func(t testing.TB) store.Store {
 	out := map[string]func(t testing.TB) store.Store{
 		"sqlite": func(t testing.TB) store.Store {
@@ -67,9 +66,6 @@ func drivers(t testing.TB) map[string]func(t testing.TB) store.Store {
 			t.Cleanup(func() { s.Close() })
 			return s
 		},
-	}
-	if os.Getenv("AGENTPLANE_TEST_POSTGRES") == "" {
-		return out
 	}
 	out["postgres"] = func(t testing.TB) store.Store {
 		s, err := postgres.Open(context.Background(), pgtest.Schema(t), &postgres.Options{Extensions: []store.Extension{notify.Extension}})

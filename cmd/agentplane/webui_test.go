@@ -25,6 +25,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/agentplane/agentplane/demo"
+	"github.com/agentplane/agentplane/internal/testenv"
 	"github.com/agentplane/agentplane/internal/llmtest"
 )
 
@@ -205,15 +206,9 @@ type page struct {
 
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
-	exe := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			exe = p
-			break
-		}
-	}
+	exe := testenv.Browser()
 	if exe == "" {
-		if os.Getenv("AGENTPLANE_REQUIRE_BROWSER") != "" {
+		if os.Getenv(testenv.RequireBrowserVar) != "" {
 			t.Fatal("no chromium on PATH, and AGENTPLANE_REQUIRE_BROWSER is set")
 		}
 		t.Skip("no chromium on PATH: the web page's browser tests need Debian's chromium (apt-get install chromium)")

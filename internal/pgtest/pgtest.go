@@ -1,6 +1,7 @@
 // Package pgtest gives tests a PostgreSQL schema of their own on the
 // server $AGENTPLANE_TEST_POSTGRES names (.ci/run sets it); without it,
-// or with the server unreachable, the test skips and says why.
+// or with the server unreachable, the test skips and says why — or fails,
+// where $AGENTPLANE_REQUIRE_POSTGRES is set (.ci/run sets that too).
 package pgtest
 
 import (
@@ -12,15 +13,21 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentplane/agentplane/internal/testenv"
 )
 
 var schemas atomic.Int64
 
-// URL returns $AGENTPLANE_TEST_POSTGRES, or skips the test.
+// URL returns the test server's URL, or skips (or fails) the test.
 func URL(tb testing.TB) string {
-	url := os.Getenv("AGENTPLANE_TEST_POSTGRES")
-	if url == "" {
-		tb.Skip("AGENTPLANE_TEST_POSTGRES is not set: no PostgreSQL to test against (.ci/run sets it)")
+	tb.Helper()
+	url, why := testenv.Postgres()
+	if why != "" {
+		if os.Getenv(testenv.RequirePostgresVar) != "" {
+			tb.Fatalf("%s, and %s is set", why, testenv.RequirePostgresVar)
+		}
+		tb.Skipf("%s: no PostgreSQL to test against (.ci/run sets it)", why)
 	}
 	return url
 }
@@ -33,7 +40,7 @@ func Schema(tb testing.TB) string {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		tb.Skipf("PostgreSQL at AGENTPLANE_TEST_POSTGRES is not reachable: %v", err)
+		tb.Fatalf("PostgreSQL at %s: %v", testenv.PostgresVar, err)
 	}
 	defer conn.Close(ctx)
 	name := fmt.Sprintf("t_%d_%d", os.Getpid(), schemas.Add(1))

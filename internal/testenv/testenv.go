@@ -1,0 +1,100 @@
+// Package testenv says which of the test suites that need something
+// outside Go — a PostgreSQL server, a Chromium browser — can run here,
+// and tells the person running `go test ./...` which were skipped and how
+// to run them. Where the environment asks for a suite
+// (AGENTPLANE_REQUIRE_POSTGRES, AGENTPLANE_REQUIRE_BROWSER; .ci/run sets
+// both), its absence fails the tests that need it instead.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The variables that enable and require the suites.
+const (
+	PostgresVar        = "AGENTPLANE_TEST_POSTGRES"
+	RequirePostgresVar = "AGENTPLANE_REQUIRE_POSTGRES"
+	RequireBrowserVar  = "AGENTPLANE_REQUIRE_BROWSER"
+)
+
+// Postgres returns the PostgreSQL URL the tests use, or why there is none
+// (the variable is unset, or the server does not answer). It asks the
+// server once per test binary.
+func Postgres() (url string, why string) {
+	postgres.once.Do(func() { postgres.url, postgres.why = findPostgres() })
+	return postgres.url, postgres.why
+}
+
+var postgres struct {
+	once     sync.Once
+	url, why string
+}
+
+func findPostgres() (url string, why string) {
+	url = os.Getenv(PostgresVar)
+	if url == "" {
+		return "", PostgresVar + " is not set"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "", fmt.Sprintf("PostgreSQL at %s is not reachable: %v", PostgresVar, err)
+	}
+	conn.Close(ctx)
+	return url, ""
+}
+
+// Browser returns the Chromium (or Chrome) executable on PATH, or "".
+func Browser() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// Skipped names the suites that cannot run here, each with how to run
+// it.
+func Skipped() []string {
+	var out []string
+	if _, why := Postgres(); why != "" {
+		out = append(out, "PostgreSQL ("+why+"; set "+PostgresVar+"=postgres://USER@HOST:5432/DB?sslmode=disable)")
+	}
+	if Browser() == "" {
+		out = append(out, "the web page in a browser (no chromium on PATH; apt-get install chromium)")
+	}
+	return out
+}
+
+// Announce tells the person running `go test ./...` — on the go
+// command's own standard error, which a passing package's output never
+// reaches — which suites are skipped, in one line. It says nothing when
+// none is, or when the tests were not started by the go command (Linux
+// only: elsewhere it says nothing).
+func Announce() {
+	skipped := Skipped()
+	if len(skipped) == 0 {
+		return
+	}
+	ppid := os.Getppid()
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", ppid))
+	if err != nil || strings.TrimSpace(string(comm)) != "go" {
+		return
+	}
+	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", ppid), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "agentplane: these test suites were skipped: %s\n", strings.Join(skipped, "; "))
+}
