@@ -1,5 +1,5 @@
 # agentplane — `make help` lists the targets.
-.PHONY: help test race vet fuzz bench peers ci run serve mcp-conformance release
+.PHONY: help test race vet fuzz bench peers ci run serve mcp-conformance release image
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -53,6 +53,9 @@ mcp-conformance: ## the official MCP conformance suite and Inspector against ser
 
 release: ## a reproducible release build for linux/darwin × amd64/arm64 with checksums, in dist/
 	bash scripts/release.sh
+
+image: ## the container image (FROM scratch) with buildah, smoke-tested, as dist/agentplane-image.tar (apt-get install buildah)
+	bash scripts/image.sh
 
 ci: ## what CI runs
 	bash .ci/run

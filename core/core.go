@@ -1,10 +1,10 @@
-// Package core is agentplane's runtime: one value, built once from a
-// configuration and options, that holds the compiled configuration, the
+// Package core holds what turns and actions need: one value, built once
+// from a configuration and options, with the compiled configuration, the
 // router, the gate, the tools (built-in, the program's own, HTTP and those
 // mounted from MCP servers), the store, the clock, the id source and the
-// logger. Every front end — the terminal chat, `route`, `tools`, `replay`,
-// `test`, and the server, MCP, notifications and workflows after them —
-// takes a *Core and assembles none of those parts itself.
+// logger. The runtime every command opens (package plane) builds it first
+// and the notifications, the LLM agent and the workflows on it; front ends
+// assemble none of those parts themselves.
 //
 //	c, err := core.New(ctx, core.Source{Path: "agentplane.yaml"}, &core.Options{Store: st})
 //	defer c.Close()

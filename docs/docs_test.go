@@ -1,0 +1,199 @@
+package docs_test
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the generated parts of the documentation")
+
+// pages are the documentation files: the README and docs/*.md.
+func pages(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{"../README.md"}, files...)
+}
+
+var (
+	link    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
+	fence   = regexp.MustCompile("(?ms)^```.*?^```")
+)
+
+// slug is a heading's anchor as GitHub makes it.
+func slug(h string) string {
+	h = strings.ToLower(strings.TrimSpace(h))
+	var b strings.Builder
+	for _, r := range h {
+		switch {
+		case r == ' ' || r == '-':
+			b.WriteByte('-')
+		case r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// anchors are a page's headings' anchors.
+func anchors(t *testing.T, file string) map[string]bool {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, m := range heading.FindAllStringSubmatch(string(fence.ReplaceAll(raw, nil)), -1) {
+		out[slug(m[1])] = true
+	}
+	return out
+}
+
+// TestLinks: every relative link in the README and the docs pages names
+// a file of the repository, and an anchor, when it has one, a heading of
+// that file.
+func TestLinks(t *testing.T) {
+	for _, page := range pages(t) {
+		raw, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := fence.ReplaceAll(raw, nil)
+		for _, m := range link.FindAllSubmatch(text, -1) {
+			target := string(m[1])
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := page
+			if file != "" {
+				path = filepath.Join(filepath.Dir(page), file)
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("%s: link to %s: no such file", page, target)
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(path, ".md") && !anchors(t, path)[anchor] {
+				t.Errorf("%s: link to %s: no heading with that anchor in %s", page, target, path)
+			}
+		}
+	}
+}
+
+// TestConfigurationReference: every field of the configuration file is in
+// its reference, docs/configuration.md.
+func TestConfigurationReference(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, "../config", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]bool{}
+	for _, p := range pkgs {
+		ast.Inspect(p, func(n ast.Node) bool {
+			if f, ok := n.(*ast.Field); ok && f.Tag != nil {
+				tag, _ := strconv.Unquote(f.Tag.Value)
+				if name, _, _ := strings.Cut(reflect.StructTag(tag).Get("yaml"), ","); name != "" && name != "-" {
+					fields[name] = true
+				}
+			}
+			return true
+		})
+	}
+	if len(fields) < 50 {
+		t.Fatalf("found only %d fields in package config", len(fields))
+	}
+	ref, err := os.ReadFile("configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range fields {
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).Match(ref) {
+			t.Errorf("docs/configuration.md does not describe the field %q", name)
+		}
+	}
+}
+
+// The package map in docs/architecture.md is generated from go list: each
+// package, the first sentence of its doc comment, and the agentplane
+// packages it imports.
+const (
+	mapStart = "<!-- the package map: go test ./docs -run TestPackageMap -update writes it -->"
+	mapEnd   = "<!-- end of the package map -->"
+)
+
+// TestPackageMap: the package map in docs/architecture.md is what go list
+// says of the code (-update rewrites it).
+func TestPackageMap(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}\t{{.Doc}}\t{{join .Imports \" \"}}", "../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const module = "github.com/agentplane/agentplane"
+	short := func(p string) string {
+		if p == module {
+			return "agentplane"
+		}
+		return strings.TrimPrefix(p, module+"/")
+	}
+	var b bytes.Buffer
+	b.WriteString(mapStart + "\n\n| package | holds | imports (agentplane packages) |\n| --- | --- | --- |\n")
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		path, rest, _ := strings.Cut(sc.Text(), "\t")
+		doc, imports, _ := strings.Cut(rest, "\t")
+		if strings.HasPrefix(path, module+"/bench/") {
+			continue // the benchmarks' own programs
+		}
+		var ours []string
+		for _, imp := range strings.Fields(imports) {
+			if imp == module || strings.HasPrefix(imp, module+"/") {
+				ours = append(ours, short(imp))
+			}
+		}
+		slices.Sort(ours)
+		deps := strings.Join(ours, "`, `")
+		if deps != "" {
+			deps = "`" + deps + "`"
+		}
+		if deps == "" {
+			deps = "—"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", short(path), strings.ReplaceAll(doc, "|", `\|`), deps)
+	}
+	b.WriteString("\n" + mapEnd)
+	page, err := os.ReadFile("architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, end := bytes.Index(page, []byte(mapStart)), bytes.Index(page, []byte(mapEnd))
+	if start < 0 || end < start {
+		t.Fatalf("docs/architecture.md has no package map between %q and %q", mapStart, mapEnd)
+	}
+	want := slices.Concat(page[:start], b.Bytes(), page[end+len(mapEnd):])
+	if *update {
+		if err := os.WriteFile("architecture.md", want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(page, want) {
+		t.Fatal("the package map in docs/architecture.md is not what go list says: go test ./docs -run TestPackageMap -update")
+	}
+}
