@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/gate"
@@ -82,6 +84,10 @@ type Options struct {
 	// through (serve's notification bus); nil: the tool answers that
 	// notifications are not served here.
 	Notifier tool.Notifier
+	// Tracer, when set, traces turns, executions and calls of mounted MCP
+	// servers (package telemetry); nil: no tracing, at no cost. A derived
+	// core (replay, conversation tests) traces nothing.
+	Tracer trace.Tracer
 }
 
 // Observer receives what the runtime does. Every field may be nil; none
@@ -115,6 +121,7 @@ type Core struct {
 	newID  func() string
 	log    *slog.Logger
 	obs    Observer
+	tracer trace.Tracer
 
 	mcp     []*mcpclient.Server
 	stop    context.CancelFunc
@@ -167,7 +174,7 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 	if opts == nil {
 		opts = &Options{}
 	}
-	c := &Core{name: name, cfg: cfg, store: opts.Store, now: opts.Now, newID: opts.NewID, log: opts.Logger}
+	c := &Core{name: name, cfg: cfg, store: opts.Store, now: opts.Now, newID: opts.NewID, log: opts.Logger, tracer: opts.Tracer}
 	if c.store == nil {
 		c.store = memstore.New()
 	}
@@ -201,7 +208,7 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 		gst = observed{Store: c.store, committed: c.obs.Committed}
 	}
 	c.gate, err = gate.New(c.reg, gst, &gate.Options{Now: c.now, NewToken: opts.NewToken, Tools: c.tools,
-		ToolTimeout: opts.ToolTimeout, Logger: c.log})
+		ToolTimeout: opts.ToolTimeout, Logger: c.log, Tracer: c.tracer})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -250,7 +257,7 @@ func (c *Core) mountTools(ctx context.Context, opts *Options) error {
 			impact[k] = tool.Impact(v)
 		}
 		srv := mcpclient.Mount(ctx, mcpclient.Spec{Name: m.Name, Prefix: m.Prefix, Command: m.Command, URL: m.URL,
-			Impact: impact, ConnectTimeout: m.ConnectTimeout, CallTimeout: m.CallTimeout, HTTPClient: opts.HTTPClient})
+			Impact: impact, ConnectTimeout: m.ConnectTimeout, CallTimeout: m.CallTimeout, HTTPClient: opts.HTTPClient, Tracer: c.tracer})
 		c.mcp = append(c.mcp, srv)
 		mount := func(tools []tool.Tool) {
 			for _, t := range tools {

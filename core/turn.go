@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/telemetry"
 )
 
 // Start asks for a new session.
@@ -227,4 +231,29 @@ func (c *Core) Intent(ctx context.Context, r gate.IntentRequest) (agentplane.Exe
 		c.obs.Executed(res, time.Since(start))
 	}
 	return res, err
+}
+
+// TraceTurn starts the span of a user turn (invoke_agent in the GenAI
+// conventions) for a front end to take the turn in — the router's
+// decision, the gate's executions and the LLM's calls are its children —
+// and returns the function that ends it with the turn's decision (nil:
+// none was made) and error. Without a tracer it returns ctx and a no-op.
+func (c *Core) TraceTurn(ctx context.Context, session string) (context.Context, func(*agentplane.Decision, error)) {
+	if c.tracer == nil {
+		return ctx, func(*agentplane.Decision, error) {}
+	}
+	ctx, span := c.tracer.Start(ctx, "invoke_agent agentplane", trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentName("agentplane"), semconv.GenAIConversationID(session)))
+	return ctx, func(d *agentplane.Decision, err error) {
+		if d != nil {
+			span.SetAttributes(telemetry.Action.String(string(d.Action)))
+			if d.CommandID != "" {
+				span.SetAttributes(telemetry.Command.String(d.CommandID))
+			}
+		}
+		if err != nil {
+			telemetry.Fail(span, agentplane.ErrorCode(err), agentplane.ErrorMessage(err))
+		}
+		span.End()
+	}
 }

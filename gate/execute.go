@@ -21,6 +21,13 @@ import (
 // The steps, in order; each does nothing once an earlier one has decided
 // the result.
 func (g *Gate) Execute(ctx context.Context, inv Invocation) (agentplane.ExecutionResult, error) {
+	if g.tracer != nil {
+		return g.traced(ctx, inv)
+	}
+	return g.execute(ctx, inv)
+}
+
+func (g *Gate) execute(ctx context.Context, inv Invocation) (agentplane.ExecutionResult, error) {
 	var x execution                                     // on the stack: nothing keeps it
 	if res, done, err := g.begin(ctx, &inv, &x); done { // load the session, look up the request key
 		return res, err

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/registry"
@@ -130,6 +131,7 @@ type Gate struct {
 	toolTimeout time.Duration
 	log         *slog.Logger
 	argSchemas  map[string]*jsonschema.Schema // by command id
+	tracer      trace.Tracer                  // nil: tracing is off
 }
 
 // Options configure a Gate. nil means defaults.
@@ -139,6 +141,9 @@ type Options struct {
 	Tools       *tool.Registry   // the tools that run, built-in ones included; nil means none
 	ToolTimeout time.Duration    // how long a tool may run; 0 means 30s
 	Logger      *slog.Logger     // nil discards
+	// Tracer, when set, traces every execution as an execute_tool span
+	// (package telemetry); nil means no tracing, at no cost.
+	Tracer trace.Tracer
 }
 
 // New returns a gate over the registry and store.
@@ -153,7 +158,7 @@ func New(reg *registry.Registry, st store.Store, opts *Options) (*Gate, error) {
 		opts = &Options{}
 	}
 	g := &Gate{reg: reg, store: st, now: opts.Now, newToken: opts.NewToken, tools: opts.Tools,
-		toolTimeout: opts.ToolTimeout, log: opts.Logger}
+		toolTimeout: opts.ToolTimeout, log: opts.Logger, tracer: opts.Tracer}
 	if g.tools == nil {
 		g.tools = tool.NewRegistry()
 	}

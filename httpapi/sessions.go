@@ -175,11 +175,21 @@ func (s *Server) postTurn(w http.ResponseWriter, r *http.Request, p auth.Princip
 	return nil
 }
 
-// turn takes one turn for the principal, for the API and the WebSocket.
-func (s *Server) turn(ctx context.Context, sess *agentplane.Session, p auth.Principal, body TurnBody, key string) (TurnAnswer, error) {
+// turn takes one turn for the principal, for the API and the WebSocket,
+// in the turn's span when tracing: the router's decision, the gate and
+// the LLM's calls in it.
+func (s *Server) turn(ctx context.Context, sess *agentplane.Session, p auth.Principal, body TurnBody, key string) (a TurnAnswer, err error) {
 	if body.Text == "" && body.Selection == nil {
 		return TurnAnswer{}, invalid("a turn needs text or a selection")
 	}
+	ctx, end := s.core.TraceTurn(ctx, sess.ID)
+	defer func() {
+		if err != nil {
+			end(nil, err)
+		} else {
+			end(&a.Decision, nil)
+		}
+	}()
 	in := agentplane.TurnInput{Text: body.Text, Selection: body.Selection, UI: sess.UI, Roles: p.Roles}
 	if body.UI != nil {
 		in.UI = *body.UI
@@ -188,7 +198,7 @@ func (s *Server) turn(ctx context.Context, sess *agentplane.Session, p auth.Prin
 	if err != nil {
 		return TurnAnswer{}, err
 	}
-	a := TurnAnswer{Decision: t.Decision, Result: t.Result, Snapshot: t.Session.Snapshot(s.core.Now()),
+	a = TurnAnswer{Decision: t.Decision, Result: t.Result, Snapshot: t.Session.Snapshot(s.core.Now()),
 		ConfirmationToken: t.ConfirmationToken, ConfirmIntent: s.confirmIntent(t.Session, t.ConfirmationToken), Seq: t.Seq, Repeated: t.Repeated}
 	if s.agent != nil && !t.Repeated && t.Decision.Action == agentplane.ActionContinueLLM && t.Decision.ReasonCode != agentplane.ReasonConfirmationDeclined {
 		if a.LLM, err = s.llmTurn(ctx, sess.ID, p); err != nil {

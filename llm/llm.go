@@ -23,11 +23,16 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/telemetry"
 )
 
 // Agent answers continue_with_llm turns. It is safe for concurrent use.
@@ -50,6 +55,14 @@ type Options struct {
 	// sees) for the turn's principal: the agent channel's delivery
 	// (notify.Ledger.AgentAck).
 	Acknowledged func(ctx context.Context, principal string, ids []string)
+	// Tracer, when set, traces each call of the model as a chat span
+	// (package telemetry: model, token usage, finish reasons); nil: no
+	// tracing.
+	Tracer trace.Tracer
+	// CaptureContent adds the messages sent and received to chat spans
+	// (gen_ai.input.messages, gen_ai.output.messages); off by default: what
+	// people write stays out of traces unless asked for.
+	CaptureContent bool
 }
 
 // ackPattern is how the model acknowledges a notification in its text.
@@ -135,7 +148,7 @@ func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 		if r.Task != "" {
 			onText = nil // nothing of an internal turn is shown
 		}
-		resp, attempts, err := a.model.Complete(ctx, req, onText)
+		resp, attempts, err := a.complete(ctx, req, onText)
 		ex := &agentplane.LLMExchange{Model: a.model.Name(), Messages: req.Messages, Tools: names, Aware: req.Aware, Attempts: attempts, Internal: r.Task != ""}
 		if err != nil {
 			ex.Error = err.Error()
@@ -444,3 +457,39 @@ func (s *Script) Complete(_ context.Context, req Request, onText func(string)) (
 
 // Name returns "script".
 func (s *Script) Name() string { return "script" }
+
+// complete calls the model, in a chat span when tracing.
+func (a *Agent) complete(ctx context.Context, req Request, onText func(string)) (agentplane.LLMResponse, int, error) {
+	if a.opts.Tracer == nil {
+		return a.model.Complete(ctx, req, onText)
+	}
+	model := a.model.Name()
+	ctx, span := a.opts.Tracer.Start(ctx, "chat "+model, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(semconv.GenAIOperationNameChat, semconv.GenAIProviderNameOpenAI, semconv.GenAIRequestModel(model)))
+	defer span.End()
+	if req.Temperature != nil {
+		span.SetAttributes(semconv.GenAIRequestTemperature(*req.Temperature))
+	}
+	if a.opts.CaptureContent {
+		if b, err := json.Marshal(req.Messages); err == nil {
+			span.SetAttributes(semconv.GenAIInputMessagesKey.String(string(b)))
+		}
+	}
+	resp, attempts, err := a.model.Complete(ctx, req, onText)
+	span.SetAttributes(attribute.Int("agentplane.llm.attempts", attempts))
+	if err != nil {
+		telemetry.Fail(span, "llm_error", err.Error())
+		return resp, attempts, err
+	}
+	span.SetAttributes(semconv.GenAIResponseModel(model), semconv.GenAIUsageInputTokens(int(resp.Usage.PromptTokens)),
+		semconv.GenAIUsageOutputTokens(int(resp.Usage.CompletionTokens)))
+	if resp.FinishReason != "" {
+		span.SetAttributes(semconv.GenAIResponseFinishReasons(resp.FinishReason))
+	}
+	if a.opts.CaptureContent {
+		if b, err := json.Marshal(resp); err == nil {
+			span.SetAttributes(semconv.GenAIOutputMessagesKey.String(string(b)))
+		}
+	}
+	return resp, attempts, nil
+}

@@ -23,8 +23,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/agentplane/agentplane/telemetry"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -46,6 +49,10 @@ type Spec struct {
 	// each failure up to 30s; 0 means 1s.
 	Backoff    time.Duration
 	HTTPClient *http.Client
+	// Tracer, when set, traces each call as a tools/call client span and
+	// sends its trace context in the request's _meta (traceparent); nil:
+	// no tracing.
+	Tracer trace.Tracer
 }
 
 // Health is how a server is.
@@ -286,10 +293,18 @@ func (m *mounted) Call(ctx context.Context, args json.RawMessage) (json.RawMessa
 		return nil, err
 	}
 
+	ctx, span := telemetry.Start(s.spec.Tracer, ctx, "tools/call "+m.remote, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(semconv.McpMethodNameToolsCall, semconv.GenAIToolName(m.remote), semconv.GenAIOperationNameExecuteTool))
+	defer span.End()
 	ctx, cancel := context.WithTimeout(ctx, s.spec.CallTimeout)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: m.remote, Arguments: args})
+	params := &mcp.CallToolParams{Name: m.remote, Arguments: args}
+	if meta := telemetry.InjectMeta(ctx, nil); meta != nil {
+		params.Meta = meta
+	}
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
+		telemetry.Fail(span, "mcp_error", err.Error())
 		if ctx.Err() != nil {
 			return nil, tool.Errorf("timeout", "MCP server %s: %s did not answer within %s", s.spec.Name, m.remote, s.spec.CallTimeout)
 		}
@@ -303,6 +318,7 @@ func (m *mounted) Call(ctx context.Context, args json.RawMessage) (json.RawMessa
 		return nil, tool.Errorf("mcp_error", "MCP server %s: %s: %v", s.spec.Name, m.remote, err)
 	}
 	if res.IsError {
+		telemetry.Fail(span, "tool_error", text(res))
 		return nil, tool.Errorf("tool_error", "MCP server %s: %s: %s", s.spec.Name, m.remote, text(res))
 	}
 	var out []byte

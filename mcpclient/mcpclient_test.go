@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/agentplane/agentplane/mcpclient"
 	"github.com/agentplane/agentplane/tool"
@@ -277,5 +279,46 @@ func TestReconnectHoldsNoLock(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second): // a liveness bound, far above any scheduling delay
 		t.Fatal("Health and Tools waited for a call or reconnect in progress")
+	}
+}
+
+// A call of a mounted tool inside a trace sends the trace context in the
+// request's _meta (traceparent), from its tools/call client span.
+func TestTraceContextInMeta(t *testing.T) {
+	t.Parallel()
+	got := make(chan string, 1)
+	type in struct {
+		Text string `json:"text"`
+	}
+	type out struct {
+		Said string `json:"said"`
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "traced", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
+		func(ctx context.Context, req *mcp.CallToolRequest, i in) (*mcp.CallToolResult, out, error) {
+			tp, _ := req.Params.Meta["traceparent"].(string)
+			got <- tp
+			return nil, out{Said: i.Text}, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(hs.Close)
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	srv := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "traced", URL: hs.URL, Tracer: tp.Tracer("test")})
+	t.Cleanup(func() { srv.Close() })
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "turn")
+	if _, err := byName(t, srv)["traced_echo"].Call(ctx, json.RawMessage(`{"text":"hi"}`)); err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+	var call tracetest.SpanStub
+	for _, sp := range spans.GetSpans() {
+		if sp.Name == "tools/call echo" {
+			call = sp
+		}
+	}
+	want := "00-" + parent.SpanContext().TraceID().String() + "-" + call.SpanContext.SpanID().String() + "-01"
+	if tp := <-got; tp != want || call.Parent.SpanID() != parent.SpanContext().SpanID() {
+		t.Fatalf("_meta.traceparent %q, want %q", tp, want)
 	}
 }

@@ -27,12 +27,15 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/telemetry"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -57,6 +60,7 @@ type Server struct {
 	extra   func(*mcp.Server)
 	timeout time.Duration
 	flows   *workflow.Engine
+	tracer  trace.Tracer // nil: tracing is off
 
 	mu       sync.Mutex
 	bindings map[*binding]struct{}
@@ -79,7 +83,7 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{core: rt.Core, log: rt.Logger, impl: &mcp.Implementation{Name: "agentplane", Title: "agentplane", Version: opts.Version},
-		extra: opts.Extra, timeout: opts.SessionTimeout, flows: rt.Workflows, bindings: map[*binding]struct{}{}, owners: map[string]owner{}}
+		extra: opts.Extra, timeout: opts.SessionTimeout, flows: rt.Workflows, tracer: rt.Tracer, bindings: map[*binding]struct{}{}, owners: map[string]owner{}}
 	rt.OnToolsChanged(s.ToolsChanged)
 	s.sdkLog = slog.New(withoutSessionIDs{s.log.Handler()})
 	if s.impl.Version == "" {
@@ -376,6 +380,12 @@ func (b *binding) setMode(mode string) {
 // client supports it.
 func (b *binding) call(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if b.s.tracer != nil { // the client's trace goes on through the gate
+			var span trace.Span
+			ctx, span = b.s.tracer.Start(telemetry.ExtractMeta(ctx, req.Params.Meta), "tools/call "+name, trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(semconv.McpMethodNameToolsCall, semconv.GenAIToolName(name), semconv.GenAIOperationNameExecuteTool))
+			defer span.End()
+		}
 		session, err := b.open(ctx)
 		if err != nil {
 			return nil, err

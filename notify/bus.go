@@ -8,10 +8,14 @@ import (
 	"log/slog"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/telemetry"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -26,6 +30,7 @@ type Bus struct {
 	hub    *events.Hub
 	agent  *llm.Agent // nil: no agent; its channel goes to the user at once
 	log    *slog.Logger
+	tracer trace.Tracer // nil: tracing is off
 }
 
 // BusOptions configure a Bus. nil means defaults.
@@ -38,6 +43,9 @@ type BusOptions struct {
 	// notification never depends on the model.
 	Agent  *llm.Agent
 	Logger *slog.Logger // nil discards
+	// Tracer, when set, traces each emitted notification's routing and
+	// dispatch (package telemetry); nil: no tracing.
+	Tracer trace.Tracer
 }
 
 // NewBus returns the bus over a ledger, the core (sessions, the gate) and
@@ -45,7 +53,7 @@ type BusOptions struct {
 func NewBus(l *Ledger, c *core.Core, hub *events.Hub, opts *BusOptions) *Bus {
 	b := &Bus{ledger: l, core: c, hub: hub}
 	if opts != nil {
-		b.agent, b.log = opts.Agent, opts.Logger
+		b.agent, b.log, b.tracer = opts.Agent, opts.Logger, opts.Tracer
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -65,7 +73,20 @@ var ErrUnknownSession = errors.New("notify: unknown session")
 
 // Emit stores a notification and delivers it on its channel when it is
 // new. A SESSION notification's session must exist and be the user's.
-func (b *Bus) Emit(ctx context.Context, n Notification, lease int64) (Emitted, error) {
+func (b *Bus) Emit(ctx context.Context, n Notification, lease int64) (e Emitted, err error) {
+	if b.tracer != nil {
+		var span trace.Span
+		ctx, span = b.tracer.Start(ctx, "notify", trace.WithAttributes(attribute.String("agentplane.notification.address", string(n.Address)),
+			attribute.String("agentplane.notification.target", string(n.Target)), attribute.String("agentplane.notification.handler", string(n.Handler))))
+		defer func() {
+			span.SetAttributes(telemetry.Channel.String(string(e.Channel)), attribute.String("agentplane.notification.state", string(e.State)),
+				attribute.Bool("agentplane.notification.deduplicated", e.Deduplicated))
+			if err != nil {
+				telemetry.Fail(span, "notify", err.Error())
+			}
+			span.End()
+		}()
+	}
 	if n.Address == AddressSession && n.SessionID != "" && n.UserID != "" {
 		if _, err := b.core.Owned(ctx, n.SessionID, n.UserID); err != nil {
 			if agentplane.ErrorCode(err) == agentplane.CodeNotFound {
@@ -76,7 +97,7 @@ func (b *Bus) Emit(ctx context.Context, n Notification, lease int64) (Emitted, e
 	}
 	ch, _ := Route(n.Address, n.Target, n.Handler)
 	live := ch == ChannelInbox && b.hub.Following(UserTopic(n.UserID))
-	e, err := b.ledger.emit(ctx, n, lease, live)
+	e, err = b.ledger.emit(ctx, n, lease, live)
 	if err != nil || e.Deduplicated {
 		return e, err
 	}

@@ -17,9 +17,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
@@ -30,6 +34,7 @@ import (
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/store/postgres"
 	"github.com/agentplane/agentplane/store/sqlite"
+	"github.com/agentplane/agentplane/telemetry"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -65,6 +70,10 @@ type Options struct {
 	Getenv func(string) string
 	// Logger receives what the runtime logs; nil discards it.
 	Logger *slog.Logger
+	// TracerProvider, when set, is where the runtime's spans go (a program
+	// embedding agentplane passes its own); nil: the OTEL_* environment
+	// decides (package telemetry), and tracing is off by default.
+	TracerProvider trace.TracerProvider
 }
 
 // Runtime is one agentplane process's runtime. Its fields are set by Open
@@ -86,10 +95,15 @@ type Runtime struct {
 	// Keys are the configuration's API keys (none: the local principal).
 	Keys   *auth.Keys
 	Logger *slog.Logger
+	// Tracer traces turns, executions, LLM calls, MCP calls, workflows and
+	// notifications when the OTEL_* environment asks for it (package
+	// telemetry); nil: tracing is off.
+	Tracer trace.Tracer
 	// DB names the database in messages, never with a password.
 	DB string
 
 	pgEvents string
+	shutdown func(context.Context) error // the tracer provider's: flushes the spans
 	mu       sync.Mutex
 	changed  []func() // told when tools were mounted late
 	stop     context.CancelFunc
@@ -119,8 +133,19 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	default:
 		return nil, fmt.Errorf("plane: PGEvents %q: want poll or notify", o.PGEvents)
 	}
+	if o.TracerProvider != nil {
+		rt.shutdown, rt.Tracer = func(context.Context) error { return nil }, telemetry.Tracer(o.TracerProvider) // the caller's to flush
+	} else {
+		tp, shutdown, err := telemetry.FromEnv(ctx, getenv, "agentplane", moduleVersion())
+		if err != nil {
+			return nil, err
+		}
+		rt.shutdown, rt.Tracer = shutdown, telemetry.Tracer(nilIfNone(tp))
+	}
+	shutdown := rt.shutdown
 	st, err := OpenStore(ctx, o.DB, &StoreOptions{PGNotify: rt.pgEvents == "notify"})
 	if err != nil {
+		shutdown(ctx)
 		return nil, err
 	}
 	rt.Store = st
@@ -131,11 +156,12 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if sql {
 		if rt.Ledger, err = notify.NewLedger(st, &notify.Options{Now: o.Core.Now}); err != nil {
 			st.Close()
+			shutdown(ctx)
 			return nil, err
 		}
 	}
 	co := o.Core
-	co.Store, co.Logger = st, rt.Logger
+	co.Store, co.Logger, co.Tracer = st, rt.Logger, rt.Tracer
 	co.Observer = rt.observer(o.Core.Observer)
 	// agent_notify_user emits through the bus, which is built on the core:
 	// the tool reads it from the runtime, whole before anything runs
@@ -143,26 +169,30 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	// the core outlives ctx (it closes with the runtime)
 	if rt.Core, err = core.New(context.WithoutCancel(ctx), o.Config, &co); err != nil {
 		st.Close()
+		shutdown(ctx)
 		return nil, err
 	}
 	if rt.Keys, err = auth.New(rt.Core.Config().Auth, getenv); err != nil {
 		rt.Core.Close()
+		shutdown(ctx)
 		return nil, fmt.Errorf("%s: %w", rt.Core.Name(), err)
 	}
 	if o.LLM {
 		if rt.Agent, err = rt.agent(ctx, getenv, &co); err != nil {
 			rt.Core.Close()
+			shutdown(ctx)
 			return nil, err
 		}
 	}
 	if rt.Ledger != nil {
-		rt.Bus = notify.NewBus(rt.Ledger, rt.Core, rt.Hub, &notify.BusOptions{Agent: rt.Agent, Logger: rt.Logger})
+		rt.Bus = notify.NewBus(rt.Ledger, rt.Core, rt.Hub, &notify.BusOptions{Agent: rt.Agent, Logger: rt.Logger, Tracer: rt.Tracer})
 	}
 	if sql || o.Workflows.Memory {
 		wo := o.Workflows
-		wo.Logger = rt.Logger
+		wo.Logger, wo.Tracer = rt.Logger, rt.Tracer
 		if rt.Workflows, err = workflow.New(rt.Core, &wo); err != nil {
 			rt.Core.Close()
+			shutdown(ctx)
 			return nil, err
 		}
 	}
@@ -182,9 +212,9 @@ func (rt *Runtime) agent(ctx context.Context, getenv func(string) string, co *co
 	if err := model.Check(ctx); err != nil {
 		rt.Logger.Warn("the LLM does not answer; its turns fail until it does", "err", err)
 	}
-	var lo *llm.Options
+	lo := &llm.Options{Tracer: rt.Tracer, CaptureContent: strings.EqualFold(getenv(telemetry.EnvCaptureContent), "true")}
 	if rt.Ledger != nil {
-		lo = &llm.Options{Awareness: rt.Ledger.Awareness, Acknowledged: rt.Ledger.AgentAck}
+		lo.Awareness, lo.Acknowledged = rt.Ledger.Awareness, rt.Ledger.AgentAck
 	}
 	return llm.New(rt.Core, model, s.LLM, lo), nil
 }
@@ -273,7 +303,29 @@ func (rt *Runtime) Close(drain time.Duration) error {
 		stop()
 	}
 	rt.bg.Wait()
-	return rt.Core.Close()
+	err := rt.Core.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := rt.shutdown(ctx); serr != nil {
+		rt.Logger.Warn("the spans could not all be exported", "err", serr)
+	}
+	return err
+}
+
+// nilIfNone turns a nil provider into a nil interface.
+func nilIfNone(tp *sdktrace.TracerProvider) trace.TracerProvider {
+	if tp == nil {
+		return nil
+	}
+	return tp
+}
+
+// moduleVersion is the binary's module version, for the traces' resource.
+func moduleVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
 }
 
 // StoreOptions configure OpenStore. nil means defaults.

@@ -13,6 +13,7 @@ import (
 	"github.com/agentplane/agentplane/internal/canonjson"
 	"github.com/agentplane/agentplane/internal/httpbody"
 	"github.com/agentplane/agentplane/internal/sameorigin"
+	"github.com/agentplane/agentplane/telemetry"
 )
 
 // MaxProviderBody is the largest response an HTTP provider may send.
@@ -99,6 +100,7 @@ func (p *HTTPProvider) Items(ctx context.Context) ([]agentplane.ResolverItem, er
 		return nil, fmt.Errorf("GET %s: %w", p.URL, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	telemetry.InjectHTTP(ctx, req.Header) // traceparent, when the call is traced
 	for k, v := range p.Headers {
 		req.Header.Set(k, v)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentplane/agentplane/internal/httpbody"
 	"github.com/agentplane/agentplane/internal/sameorigin"
+	"github.com/agentplane/agentplane/telemetry"
 )
 
 // MaxHTTPBody is the largest response an HTTP tool may return.
@@ -66,6 +67,7 @@ func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	telemetry.InjectHTTP(ctx, req.Header) // traceparent, when the call is traced
 	if k := ci.Key(); k != "" {
 		req.Header.Set("Idempotency-Key", k)
 	}

@@ -14,10 +14,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/telemetry"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -44,6 +48,10 @@ type Options struct {
 	// by PageRank over the co-usage graph of past workflows.
 	Suggester Suggester
 	Logger    *slog.Logger // nil discards
+	// Tracer, when set, traces each layer a workflow runs and each command
+	// it processes (package telemetry), with its tasks' executions as
+	// children; nil: no tracing.
+	Tracer trace.Tracer
 	// Memory keeps workflows in memory when the core's store has no tables
 	// (memstore): for tests and embedding, where nothing need survive the
 	// process. Without it, such a store is refused.
@@ -65,6 +73,7 @@ type Engine struct {
 	backoff     time.Duration
 	suggest     Suggester
 	log         *slog.Logger
+	tracer      trace.Tracer
 
 	ctx  context.Context // cancelled by Kill: tasks stop where they are
 	kill context.CancelFunc
@@ -95,7 +104,7 @@ func New(c *core.Core, opts *Options) (*Engine, error) {
 		return nil, errors.New("workflow: the store keeps no tables (an in-memory store): open SQLite or PostgreSQL with workflow.Extension, or set Options.Memory for workflows that need not survive the process")
 	}
 	e := &Engine{core: c, j: j, owner: opts.Owner, lease: opts.Lease, poll: opts.Poll,
-		concurrency: opts.Concurrency, backoff: opts.Backoff, suggest: opts.Suggester, log: opts.Logger,
+		concurrency: opts.Concurrency, backoff: opts.Backoff, suggest: opts.Suggester, log: opts.Logger, tracer: opts.Tracer,
 		stop: make(chan struct{}), runners: map[string]*runner{}, changed: map[string]chan struct{}{}}
 	if e.owner == "" {
 		e.owner = "engine-" + randomHex(6)
@@ -569,7 +578,7 @@ func (r *runner) loop() {
 			return
 		default:
 		}
-		did, err := r.command(ctx)
+		did, err := r.traced(ctx, "workflow command", r.command)
 		if err != nil {
 			r.fail(err)
 			return
@@ -584,7 +593,7 @@ func (r *runner) loop() {
 		case Terminal(status):
 			return
 		case status == StatusRunning:
-			if err := r.step(ctx); err != nil {
+			if _, err := r.traced(ctx, "workflow layer", func(ctx context.Context) (bool, error) { return true, r.step(ctx) }); err != nil {
 				r.fail(err)
 				return
 			}
@@ -599,6 +608,26 @@ func (r *runner) loop() {
 			t.Stop()
 		}
 	}
+}
+
+// traced runs one step of the runner (a layer, a command) in a span when
+// tracing; a command span is kept only when a command was there.
+func (r *runner) traced(ctx context.Context, name string, step func(context.Context) (bool, error)) (bool, error) {
+	if r.e.tracer == nil {
+		return step(ctx)
+	}
+	ctx, span := r.e.tracer.Start(ctx, name, trace.WithAttributes(telemetry.Workflow.String(r.w.ID)))
+	did, err := step(ctx)
+	r.mu.Lock()
+	span.SetAttributes(telemetry.Layer.Int(r.w.Layer), attribute.String("agentplane.workflow.status", r.w.Status))
+	r.mu.Unlock()
+	if err != nil {
+		telemetry.Fail(span, "workflow", err.Error())
+	}
+	if did || err != nil {
+		span.End()
+	}
+	return did, err
 }
 
 // fail stops the runner after a write failed: the stored workflow is what

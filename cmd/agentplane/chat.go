@@ -200,7 +200,9 @@ func (c *chatUI) turn(ctx context.Context, line string) error {
 		in = agentplane.TurnInput{UI: true, Selection: &agentplane.Selection{CommandID: c.pickCommand, ID: c.picks[n-1]}}
 	}
 	c.picks, c.pickCommand = nil, ""
+	ctx, end := c.c.TraceTurn(ctx, c.sess.ID)
 	t, err := c.c.Turn(ctx, core.TurnRequest{SessionID: c.sess.ID, Principal: principal, Input: in})
+	defer func() { end(&t.Decision, err) }()
 	if err != nil {
 		if code := agentplane.ErrorCode(err); code != agentplane.CodeInternal {
 			c.printf("! %s (%s)\n", agentplane.ErrorMessage(err), code)
