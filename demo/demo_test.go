@@ -28,7 +28,7 @@ func TestOutboxSendsOncePerRequest(t *testing.T) {
 	send := o.Tool()
 	sess := &agentplane.Session{ID: "s", Mode: "sales", Version: 3, AWC: agentplane.ActiveWorkContext{EntityType: "email_template",
 		Entity: &agentplane.EntityHeader{ID: "TPL-123", DisplayName: "Q1 CFO Outreach"}}}
-	ctx := tool.WithCallInfo(context.Background(), tool.CallInfo{SessionID: "s", RequestID: "r1", Session: sess})
+	ctx := tool.WithCallInfo(context.Background(), tool.CallInfo{Context: agentplane.InvocationContext{SessionID: "s", RequestID: "r1", ActiveWorkContext: sess.AWC}, Session: sess})
 	a, err := send.Call(ctx, json.RawMessage(`{"list_id":"LIST-9"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestOutboxSendsOncePerRequest(t *testing.T) {
 	if s.TemplateID != "TPL-123" || s.ListID != "LIST-9" || s.RequestID != "r1" || s.ID != 1 {
 		t.Fatalf("send = %+v", s)
 	}
-	ctx2 := tool.WithCallInfo(context.Background(), tool.CallInfo{SessionID: "s", RequestID: "r2", Session: &agentplane.Session{ID: "s"}})
+	ctx2 := tool.WithCallInfo(context.Background(), tool.CallInfo{Context: agentplane.InvocationContext{SessionID: "s", RequestID: "r2"}, Session: &agentplane.Session{ID: "s"}})
 	if _, err := send.Call(ctx2, json.RawMessage(`{"list_id":"LIST-9"}`)); err == nil || !strings.Contains(err.Error(), "no email template is active") {
 		t.Fatalf("send without a template: %v", err)
 	}
@@ -56,7 +56,7 @@ func TestOutboxSendsNothingAfterItsContextEnds(t *testing.T) {
 	t.Parallel()
 	o := NewOutbox(nil)
 	sess := &agentplane.Session{ID: "s", AWC: agentplane.ActiveWorkContext{EntityType: "email_template", Entity: &agentplane.EntityHeader{ID: "TPL-123"}}}
-	ctx, cancel := context.WithCancel(tool.WithCallInfo(context.Background(), tool.CallInfo{SessionID: "s", RequestID: "r", Session: sess}))
+	ctx, cancel := context.WithCancel(tool.WithCallInfo(context.Background(), tool.CallInfo{Context: agentplane.InvocationContext{SessionID: "s", RequestID: "r", ActiveWorkContext: sess.AWC}, Session: sess}))
 	cancel()
 	if _, err := o.Tool().Call(ctx, json.RawMessage(`{"list_id":"LIST-9"}`)); err == nil {
 		t.Fatal("a call whose context had ended succeeded")

@@ -75,7 +75,8 @@ func (o *Outbox) send(ctx context.Context, args json.RawMessage) (json.RawMessag
 		return nil, tool.Errorf("bad_args", "list_id is required")
 	}
 	ci, _ := tool.CallInfoFrom(ctx)
-	if ci.Session == nil || ci.Session.AWC.Entity == nil || ci.Session.AWC.EntityType != "email_template" {
+	awc := ci.Context.ActiveWorkContext
+	if awc.Entity == nil || awc.EntityType != "email_template" {
 		return nil, tool.Errorf("no_template", "no email template is active; open one first")
 	}
 	o.mu.Lock()
@@ -83,13 +84,13 @@ func (o *Outbox) send(ctx context.Context, args json.RawMessage) (json.RawMessag
 	if err := ctx.Err(); err != nil {
 		return nil, err // the gate gave up on this call: send nothing
 	}
-	if i, seen := o.byRequest[ci.RequestID]; seen && ci.RequestID != "" {
+	if i, seen := o.byRequest[ci.Key()]; seen && ci.Key() != "" {
 		return json.Marshal(o.sends[i]) // a retry: the send happened once
 	}
-	s := Send{ID: len(o.sends) + 1, TemplateID: ci.Session.AWC.Entity.ID, ListID: in.ListID, RequestID: ci.RequestID, Time: o.now().UTC()}
+	s := Send{ID: len(o.sends) + 1, TemplateID: awc.Entity.ID, ListID: in.ListID, RequestID: ci.Key(), Time: o.now().UTC()}
 	o.sends = append(o.sends, s)
-	if ci.RequestID != "" {
-		o.byRequest[ci.RequestID] = len(o.sends) - 1
+	if ci.Key() != "" {
+		o.byRequest[ci.Key()] = len(o.sends) - 1
 	}
 	return json.Marshal(s)
 }

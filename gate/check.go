@@ -9,6 +9,7 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/internal/canonjson"
 	"github.com/agentplane/agentplane/registry"
+	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -54,7 +55,11 @@ func (x *execution) checkCommand() {
 		return
 	}
 	src, _ := reg.Source(cmd.Source)
-	ix, _, err := src.Index(x.ctx)
+	ctx := x.ctx
+	if src.Provided() { // the items the session's person is served
+		ctx = resolve.WithCaller(ctx, resolve.SessionCaller(x.sess, inv.Roles, x.mode))
+	}
+	ix, _, err := src.Index(ctx)
 	if err != nil {
 		x.res = failed(agentplane.CodeSourceUnavailable, cmd.Tool, "%v", err)
 		return

@@ -77,6 +77,7 @@ func (x *execution) confirm() {
 		s := t.Spec()
 		spec = &s
 	}
+	x.authorized = agentplane.Authorization{Kind: agentplane.AuthorizedByPolicy}
 	if !NeedsConfirmation(x.cmd, spec, x.inv.Origin) {
 		return
 	}
@@ -84,6 +85,7 @@ func (x *execution) confirm() {
 	switch {
 	case inv.Origin == OriginWorkflow && inv.Approval != "":
 		// the human approved the workflow's layer holding this call
+		x.authorized = agentplane.Authorization{Kind: agentplane.AuthorizedByApproval, Approval: inv.Approval}
 	case inv.ConfirmationToken != "":
 		x.checkToken()
 	case inv.Confirmed:
@@ -135,6 +137,7 @@ func (x *execution) checkToken() {
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "the session changed since the confirmation was asked (version %d, now %d)", conf.Version, x.sess.Version)
 	default:
 		x.use = digest // used up by the claim, before anything runs
+		x.authorized = agentplane.Authorization{Kind: agentplane.AuthorizedByHuman}
 	}
 }
 
@@ -157,6 +160,7 @@ func (x *execution) checkPending() {
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "the pending confirmation expired at %s", pc.ExpiresAt.UTC().Format(time.RFC3339))
 	default:
 		x.yes = true // used up by the claim, before anything runs
+		x.authorized = agentplane.Authorization{Kind: agentplane.AuthorizedByHuman}
 	}
 }
 

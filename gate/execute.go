@@ -78,6 +78,8 @@ type execution struct {
 	claimed   bool // the key is held: something runs outside the commit
 	claimedAt time.Time
 	yes       bool // the human's yes in a turn answers the session's pending confirmation
+	// authorized is why the call may run, for its invocation context
+	authorized agentplane.Authorization
 
 	// acted: a tool that may change something was called, so the run is
 	// recorded whatever else happens to the session meanwhile

@@ -40,7 +40,7 @@ func (x *execution) run() {
 	}
 	x.acted = t.Spec().Impact != tool.ImpactRead
 	timeout := x.g.toolTimeout
-	ci := tool.CallInfo{SessionID: x.sess.ID, RequestID: x.inv.RequestID, IdempotencyKey: x.inv.IdempotencyKey, Session: x.sess.Clone(), Roles: x.inv.Roles}
+	ci := tool.CallInfo{Context: x.invocationContext(), Session: x.sess.Clone()}
 	ctx, cancel := context.WithTimeout(tool.WithCallInfo(x.ctx, ci), timeout)
 	defer cancel() // the tool must stop acting once its context is done (see tool.Tool)
 	type answer struct {
@@ -94,4 +94,29 @@ func (x *execution) unavailable() {
 		what = fmt.Sprintf("%s=%q", x.cmd.Parameter, x.item.Header.ID)
 	}
 	x.res = failed(agentplane.CodeToolUnavailable, x.tool, "%s would run tool %s with %s, but the tool is not connected", x.action, x.tool, what)
+}
+
+// invocationContext is what the tool is told about the call: built once,
+// here, from what the gate decided on.
+func (x *execution) invocationContext() agentplane.InvocationContext {
+	inv := x.inv
+	key := inv.IdempotencyKey
+	if key == "" {
+		key = inv.RequestID
+	}
+	roles := inv.Roles
+	if roles == nil {
+		roles = []string{}
+	}
+	return agentplane.InvocationContext{
+		Principal:         agentplane.ContextPrincipal{UserID: inv.Principal, Roles: roles},
+		Origin:            string(inv.Origin),
+		SessionID:         x.sess.ID,
+		Mode:              x.mode,
+		ActiveWorkContext: x.sess.AWC,
+		SnapshotVersion:   x.sess.Version,
+		RequestID:         inv.RequestID,
+		IdempotencyKey:    key,
+		Authorization:     x.authorized,
+	}
 }

@@ -1108,8 +1108,9 @@ func TestNotifications(t *testing.T) {
 	if e.call("GET", "/v1/notifications/"+a2.ID, alice, nil, &got); got.State != notify.StateDelivered {
 		t.Fatalf("%+v", got)
 	}
-	// C: the agent's, in the LLM's next prompt, with the floor's notice as seen
-	c := emit(alice, map[string]any{"address": "SESSION", "session_id": s.SessionID, "target": "AGENT", "handler": "AGENT", "title": "Build 42 failed",
+	// C: the agent's, in the LLM's next prompt, with the floor's notice as
+	// seen (target AGENT, handled by the system: no internal turn now)
+	c := emit(alice, map[string]any{"address": "SESSION", "session_id": s.SessionID, "target": "AGENT", "handler": "SYSTEM", "title": "Build 42 failed",
 		"agent_instructions": map[string]string{"directive": "tell the user only if they work on it"}}, 201)
 	if c.Channel != notify.ChannelAgent || c.State != notify.StatePending {
 		t.Fatalf("%+v", c)

@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -424,7 +425,7 @@ func (s *Server) getCatalogItems(w http.ResponseWriter, r *http.Request, p auth.
 		return invalid("query parameter q is not valid UTF-8")
 	}
 	src := agentplane.ResolverSource{CatalogID: r.PathValue("catalog"), ProviderID: r.PathValue("provider")}
-	m, err := tool.SearchSource(r.Context(), s.core.Registry(), sess.Mode, p.Roles, src, query, limit)
+	m, err := tool.SearchSource(r.Context(), s.core.Registry(), resolve.SessionCaller(sess, p.Roles, ""), src, query, limit)
 	var te *tool.Error
 	if errors.As(err, &te) {
 		switch te.Code {

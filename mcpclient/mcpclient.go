@@ -27,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/telemetry"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -299,7 +300,14 @@ func (m *mounted) Call(ctx context.Context, args json.RawMessage) (json.RawMessa
 	ctx, cancel := context.WithTimeout(ctx, s.spec.CallTimeout)
 	defer cancel()
 	params := &mcp.CallToolParams{Name: m.remote, Arguments: args}
-	if meta := telemetry.InjectMeta(ctx, nil); meta != nil {
+	meta := telemetry.InjectMeta(ctx, nil) // traceparent, when traced
+	if ci, ok := tool.CallInfoFrom(ctx); ok && ci.Context.SessionID != "" {
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		meta[agentplane.MetaContextKey] = ci.Context // who asks, on what, how authorised
+	}
+	if meta != nil {
 		params.Meta = meta
 	}
 	res, err := cs.CallTool(ctx, params)

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/internal/canonjson"
@@ -33,6 +35,36 @@ type HTTPProvider struct {
 	// redirect to another origin is refused (it would carry the configured
 	// headers there).
 	Client *http.Client
+}
+
+// ContextHeader is the request header in which an HTTP provider is told
+// who asks (Caller): {"principal": {"user_id", "roles"}, "mode",
+// "active_work_context"} as JSON, non-ASCII characters escaped. Items are
+// cached per caller, so a provider may answer each person with their own.
+const ContextHeader = "Agentplane-Context"
+
+// header is the caller as ContextHeader carries it.
+func (c Caller) header() string {
+	roles := c.Roles
+	if roles == nil {
+		roles = []string{}
+	}
+	b, _ := json.Marshal(struct {
+		Principal agentplane.ContextPrincipal  `json:"principal"`
+		Mode      string                       `json:"mode"`
+		AWC       agentplane.ActiveWorkContext `json:"active_work_context"`
+	}{agentplane.ContextPrincipal{UserID: c.UserID, Roles: roles}, c.Mode, c.AWC})
+	var out strings.Builder
+	for _, r := range string(b) { // header values are ASCII
+		if r < 0x80 {
+			out.WriteRune(r)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			fmt.Fprintf(&out, `\u%04x`, u)
+		}
+	}
+	return out.String()
 }
 
 // WireItem is the JSON form of a resolver item, shared by HTTP providers
@@ -101,6 +133,9 @@ func (p *HTTPProvider) Items(ctx context.Context) ([]agentplane.ResolverItem, er
 	}
 	req.Header.Set("Accept", "application/json")
 	telemetry.InjectHTTP(ctx, req.Header) // traceparent, when the call is traced
+	if c, ok := CallerFrom(ctx); ok {
+		req.Header.Set(ContextHeader, c.header())
+	}
 	for k, v := range p.Headers {
 		req.Header.Set(k, v)
 	}

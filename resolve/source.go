@@ -3,6 +3,8 @@ package resolve
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,18 +29,79 @@ func (f ProviderFunc) Items(ctx context.Context) ([]agentplane.ResolverItem, err
 // DefaultTTL is how long provider items are cached when no TTL is configured.
 const DefaultTTL = time.Minute
 
+// Caller is who a provider answers: the principal, the session's mode
+// and its active work context, so that a provider can answer per person
+// (their own tickets) and per situation. A Go provider reads it with
+// CallerFrom; an HTTP provider gets it in the Agentplane-Context header.
+type Caller struct {
+	UserID string
+	Roles  []string
+	Mode   string
+	AWC    agentplane.ActiveWorkContext
+}
+
+// SessionCaller is the caller of a session: its owner (the local
+// principal for a session nobody owns) with the roles given, in the mode
+// given ("" for the session's), on its active work context.
+func SessionCaller(s *agentplane.Session, roles []string, mode string) Caller {
+	user := s.Owner
+	if user == "" {
+		user = agentplane.LocalPrincipal
+	}
+	if mode == "" {
+		mode = s.Mode
+	}
+	return Caller{UserID: user, Roles: roles, Mode: mode, AWC: s.AWC}
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying the caller a provider answers; the
+// router, the gate and catalog searches set it.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller ctx carries, if any.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
+}
+
+// scope is the cache key of what a provider answered a caller: one person
+// never gets another's items, nor items fetched for another mode or
+// another active item.
+func (c Caller) scope() string {
+	roles := slices.Clone(c.Roles)
+	slices.Sort(roles)
+	var b strings.Builder
+	b.WriteString(c.UserID)
+	for _, part := range append(roles, "\x00"+c.Mode, c.AWC.EntityType) {
+		b.WriteByte(0)
+		b.WriteString(part)
+	}
+	if c.AWC.Entity != nil {
+		b.WriteByte(0)
+		b.WriteString(c.AWC.Entity.ID)
+	}
+	return b.String()
+}
+
 // Source serves the index of one catalog or provider. A static source is
 // indexed once; a provider-backed source fetches and indexes its items on
-// first use and again when they are older than the TTL.
+// first use and again when they are older than the TTL — for each caller
+// (principal, roles, mode, active item) separately, so that what a
+// provider answers one person is never served to another. At most
+// MaxScopes callers' indexes are kept; the one used longest ago goes first.
 //
-// A fetch is shared: callers arriving while one runs wait for it when
-// there is no index yet, and are served the index they have when there is
-// one. When a fetch fails, the last good index keeps serving (and the
-// failure is reported with it); with none, Index returns the error. After
-// a failure no fetch is tried before a backoff has passed (1s, doubling up
-// to a minute, on the source's clock), so a slow or dead provider costs a
-// turn one fetch at most, not one per slot it resolves. Safe for
-// concurrent use.
+// A fetch is shared: callers of one scope arriving while one runs wait for
+// it when there is no index yet, and are served the index they have when
+// there is one. When a fetch fails, the last good index keeps serving (and
+// the failure is reported with it); with none, Index returns the error.
+// After a failure no fetch is tried before a backoff has passed (1s,
+// doubling up to a minute, on the source's clock), so a slow or dead
+// provider costs a turn one fetch at most, not one per slot it resolves.
+// Safe for concurrent use.
 type Source struct {
 	id       agentplane.ResolverSource
 	provider Provider
@@ -46,14 +109,25 @@ type Source struct {
 	now      func() time.Time
 	fetches  singleflight.Group
 
-	mu        sync.Mutex
+	mu      sync.Mutex
+	index   *Index            // a static source's; a provider's latest, of any scope (Current)
+	scopes  map[string]*scope // a provider's, by Caller.scope
+	counter uint64            // orders the scopes' last uses
+}
+
+// scope is what a provider answered one caller.
+type scope struct {
 	index     *Index
 	fetchedAt time.Time
 	fetching  bool
 	lastErr   error         // the last failed fetch, until one succeeds
 	retryAt   time.Time     // no fetch before this after a failure
 	backoff   time.Duration // the wait after the last failure
+	used      uint64
 }
+
+// MaxScopes bounds how many callers' indexes a provider source keeps.
+const MaxScopes = 1024
 
 // Backoff after failed fetches: from minBackoff, doubling to maxBackoff.
 const (
@@ -71,7 +145,7 @@ func NewStaticSource(id agentplane.ResolverSource, items []agentplane.ResolverIt
 }
 
 // NewProviderSource serves the items of p, cached for ttl (DefaultTTL if
-// zero). now is the clock; nil means time.Now.
+// zero) per caller. now is the clock; nil means time.Now.
 func NewProviderSource(id agentplane.ResolverSource, p Provider, ttl time.Duration, now func() time.Time) *Source {
 	if ttl <= 0 {
 		ttl = DefaultTTL
@@ -79,14 +153,20 @@ func NewProviderSource(id agentplane.ResolverSource, p Provider, ttl time.Durati
 	if now == nil {
 		now = time.Now
 	}
-	return &Source{id: id, provider: p, ttl: ttl, now: now}
+	return &Source{id: id, provider: p, ttl: ttl, now: now, scopes: map[string]*scope{}}
 }
+
+// Provided reports whether a provider serves the source's items (what it
+// answers depends on the caller: see Index).
+func (s *Source) Provided() bool { return s.provider != nil }
 
 // ID returns which catalog or provider this is.
 func (s *Source) ID() agentplane.ResolverSource { return s.id }
 
-// Current returns the index the source holds now, fetching nothing: nil
-// for a provider that has not answered yet.
+// Current returns the index the source holds now, fetching nothing: for a
+// provider, the one it answered last, for any caller (nil when it has not
+// answered yet). It is for what does not belong to a caller — shaping the
+// configuration's own examples — never for showing items.
 func (s *Source) Current() *Index {
 	if s.provider == nil {
 		return s.index
@@ -96,21 +176,32 @@ func (s *Source) Current() *Index {
 	return s.index
 }
 
-// Index returns the current index. stale is non-nil when a refresh failed
+// Index returns the current index for the caller ctx carries (WithCaller;
+// none is a caller of its own). stale is non-nil when a refresh failed
 // and an older index is served; err is non-nil, with an
 // agentplane.CodeSourceUnavailable code, when there is no index at all.
 func (s *Source) Index(ctx context.Context) (ix *Index, stale error, err error) {
 	if s.provider == nil {
 		return s.index, nil, nil
 	}
+	caller, _ := CallerFrom(ctx)
+	key := caller.scope()
 	s.mu.Lock()
+	sc := s.scopes[key]
+	if sc == nil {
+		sc = &scope{}
+		s.evict()
+		s.scopes[key] = sc
+	}
+	s.counter++
+	sc.used = s.counter
 	now := s.now()
-	ix, last := s.index, s.lastErr
+	ix, last := sc.index, sc.lastErr
 	switch {
-	case ix != nil && now.Sub(s.fetchedAt) < s.ttl:
+	case ix != nil && now.Sub(sc.fetchedAt) < s.ttl:
 		s.mu.Unlock()
 		return ix, nil, nil
-	case now.Before(s.retryAt) || ix != nil && s.fetching:
+	case now.Before(sc.retryAt) || ix != nil && sc.fetching:
 		// backing off after a failure, or another caller is refreshing:
 		// serve what there is now
 		s.mu.Unlock()
@@ -119,31 +210,48 @@ func (s *Source) Index(ctx context.Context) (ix *Index, stale error, err error) 
 		}
 		return nil, nil, last
 	}
-	s.fetching = true
+	sc.fetching = true
 	s.mu.Unlock()
-	s.fetches.Do("fetch", func() (any, error) {
+	s.fetches.Do(key, func() (any, error) {
 		fresh, ferr := s.fetch(ctx)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.fetching = false
+		sc.fetching = false
 		if ferr != nil {
-			s.lastErr = &agentplane.Error{Code: agentplane.CodeSourceUnavailable, Message: fmt.Sprintf("%s: %v", s.id, ferr)}
-			s.backoff = min(max(2*s.backoff, minBackoff), maxBackoff)
-			s.retryAt = now.Add(s.backoff)
+			sc.lastErr = &agentplane.Error{Code: agentplane.CodeSourceUnavailable, Message: fmt.Sprintf("%s: %v", s.id, ferr)}
+			sc.backoff = min(max(2*sc.backoff, minBackoff), maxBackoff)
+			sc.retryAt = now.Add(sc.backoff)
 			return nil, nil
 		}
-		s.index, s.fetchedAt, s.lastErr, s.backoff, s.retryAt = fresh, now, nil, 0, time.Time{}
+		sc.index, sc.fetchedAt, sc.lastErr, sc.backoff, sc.retryAt = fresh, now, nil, 0, time.Time{}
+		s.index = fresh
 		return nil, nil
 	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.lastErr != nil {
-		if s.index != nil {
-			return s.index, s.lastErr, nil
+	if sc.lastErr != nil {
+		if sc.index != nil {
+			return sc.index, sc.lastErr, nil
 		}
-		return nil, nil, s.lastErr
+		return nil, nil, sc.lastErr
 	}
-	return s.index, nil, nil
+	return sc.index, nil, nil
+}
+
+// evict makes room for one more scope: the one used longest ago goes.
+// s.mu is held.
+func (s *Source) evict() {
+	if len(s.scopes) < MaxScopes {
+		return
+	}
+	var oldest string
+	var at uint64
+	for k, sc := range s.scopes {
+		if oldest == "" || sc.used < at {
+			oldest, at = k, sc.used
+		}
+	}
+	delete(s.scopes, oldest)
 }
 
 func (s *Source) fetch(ctx context.Context) (ix *Index, err error) {

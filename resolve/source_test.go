@@ -2,6 +2,8 @@ package resolve
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -175,5 +177,66 @@ func TestDecodeItemsIsStrict(t *testing.T) {
 		if _, err := DecodeItems([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v", body, err)
 		}
+	}
+}
+
+// TestProviderAnswersEachCaller: an HTTP provider is told who asks (the
+// Agentplane-Context header) and may answer each person with their own
+// items; what it answered one person is never served to another, nor in
+// another mode or on another active item — each is cached on its own.
+func TestProviderAnswersEachCaller(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	fetches := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var c struct {
+			Principal struct {
+				UserID string   `json:"user_id"`
+				Roles  []string `json:"roles"`
+			} `json:"principal"`
+			Mode string `json:"mode"`
+			AWC  struct {
+				Entity *struct{ ID string } `json:"entity_header"`
+			} `json:"active_work_context"`
+		}
+		if err := json.Unmarshal([]byte(r.Header.Get(ContextHeader)), &c); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		mu.Lock()
+		fetches[c.Principal.UserID]++
+		mu.Unlock()
+		fmt.Fprintf(w, `[{"id":"T-%s-1","display_name":"%s's ticket in %s"}]`, c.Principal.UserID, c.Principal.UserID, c.Mode)
+	}))
+	t.Cleanup(srv.Close)
+	src := NewProviderSource(agentplane.ResolverSource{CatalogID: "tickets"}, &HTTPProvider{URL: srv.URL}, time.Minute, nil)
+	items := func(c Caller) string {
+		ix, _, err := src.Index(WithCaller(context.Background(), c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix.Item(ix.Items(10)[0]).Header.DisplayName
+	}
+	alice := Caller{UserID: "alice", Roles: []string{"agent"}, Mode: "desk"}
+	bob := Caller{UserID: "bøb", Mode: "desk"}
+	if got := items(alice); got != "alice's ticket in desk" {
+		t.Fatalf("alice: %q", got)
+	}
+	if got := items(bob); got != "bøb's ticket in desk" {
+		t.Fatalf("bob got %q", got)
+	}
+	if got := items(alice); got != "alice's ticket in desk" || fetches["alice"] != 1 {
+		t.Fatalf("alice again: %q after %d fetches (the cache is per caller)", got, fetches["alice"])
+	}
+	other := alice
+	other.Mode = "triage"
+	if got := items(other); got != "alice's ticket in triage" {
+		t.Fatalf("another mode: %q", got)
+	}
+	active := alice
+	active.AWC = agentplane.ActiveWorkContext{EntityType: "ticket", Entity: &agentplane.EntityHeader{ID: "T-9", DisplayName: "x"}}
+	items(active)
+	if fetches["alice"] != 3 {
+		t.Fatalf("%d fetches for alice: a new active item is a new question", fetches["alice"])
 	}
 }

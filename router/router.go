@@ -335,7 +335,11 @@ func (t *turn) index(src agentplane.ResolverSource) (*resolve.Index, error) {
 	if !ok {
 		return nil, agentplane.Errorf(agentplane.CodeSourceUnavailable, "%s is not configured", src)
 	}
-	ix, stale, err := s.Index(t.ctx)
+	ctx := t.ctx
+	if s.Provided() { // a provider answers the session's person
+		ctx = resolve.WithCaller(ctx, resolve.SessionCaller(t.sess, t.in.Roles, t.mode))
+	}
+	ix, stale, err := s.Index(ctx)
 	if err != nil {
 		t.tracef("%v", err)
 		return nil, err

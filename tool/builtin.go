@@ -76,7 +76,7 @@ func NotifyUser(notify Notifier) Tool {
 			if user == "" {
 				user = agentplane.LocalPrincipal
 			}
-			return notify(ctx, NotifyRequest{SessionID: ci.SessionID, UserID: user, Address: in.Address, Title: in.Title, Body: in.Body, Urgency: in.Urgency})
+			return notify(ctx, NotifyRequest{SessionID: ci.Context.SessionID, UserID: user, Address: in.Address, Title: in.Title, Body: in.Body, Urgency: in.Urgency})
 		},
 	}
 }
@@ -139,7 +139,7 @@ func CatalogSearch(c Catalogs) Tool {
 			if ci.Session == nil {
 				return nil, Errorf("no_session", "the call carries no session")
 			}
-			m, err := SearchSource(ctx, c, ci.Session.Mode, ci.Roles, agentplane.ResolverSource{CatalogID: in.CatalogID}, in.Query, in.Limit)
+			m, err := SearchSource(ctx, c, resolve.SessionCaller(ci.Session, ci.Context.Principal.Roles, ci.Context.Mode), agentplane.ResolverSource{CatalogID: in.CatalogID}, in.Query, in.Limit)
 			if err != nil {
 				return nil, err
 			}
@@ -164,11 +164,13 @@ type CatalogMatches struct {
 }
 
 // SearchSource searches a resolver source (a catalog, or a code-backed
-// provider) active in the mode for the roles; it serves catalog_search and
+// provider) active in the caller's mode for its roles, as the caller is
+// served it (a provider answers per person); it serves catalog_search and
 // the web UI's pickers. An empty query lists the source's first items
 // (match "all"). limit ≤ 0 means 5; at most 50. Errors are *Error:
 // bad_args, inactive_catalog, catalog_unavailable.
-func SearchSource(ctx context.Context, c Catalogs, mode string, roles []string, src agentplane.ResolverSource, query string, limit int) (CatalogMatches, error) {
+func SearchSource(ctx context.Context, c Catalogs, caller resolve.Caller, src agentplane.ResolverSource, query string, limit int) (CatalogMatches, error) {
+	mode, roles := caller.Mode, caller.Roles
 	if limit <= 0 {
 		limit = 5
 	}
@@ -183,6 +185,9 @@ func SearchSource(ctx context.Context, c Catalogs, mode string, roles []string, 
 		return CatalogMatches{}, Errorf("inactive_catalog", "catalog %q is not active in mode %q", src.CatalogID, mode)
 	}
 	s, _ := c.Source(src)
+	if s.Provided() { // a provider answers the caller, and only them
+		ctx = resolve.WithCaller(ctx, caller)
+	}
 	ix, _, err := s.Index(ctx)
 	if err != nil {
 		return CatalogMatches{}, Errorf("catalog_unavailable", "%v", err)

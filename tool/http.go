@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/internal/httpbody"
 	"github.com/agentplane/agentplane/internal/sameorigin"
 	"github.com/agentplane/agentplane/telemetry"
@@ -17,9 +18,12 @@ import (
 const MaxHTTPBody = 1 << 20
 
 // HTTP is a tool that POSTs its arguments to a URL. The request body is
-// {"args": ARGS, "session_id": ..., "request_id": ...}; the Idempotency-Key
-// header carries the call's key (CallInfo.Key: the request id unless the
-// caller set another), so a retried request is recognisable downstream. A 2xx JSON body is the result; a timeout, another status, a
+// {"args": ARGS, "context": INVOCATION_CONTEXT, "session_id": ...,
+// "request_id": ...} (the context: agentplane.InvocationContext, who asks,
+// in which mode, on which active item, how the call was authorised); the
+// Idempotency-Key header carries the call's key (CallInfo.Key: the request
+// id unless the caller set another), so a retried request is recognisable
+// downstream. A 2xx JSON body is the result; a timeout, another status, a
 // body that is not JSON or is larger than MaxHTTPBody is an *Error naming
 // the status and quoting the start of the body.
 type HTTP struct {
@@ -44,6 +48,15 @@ func ByKey(t Tool) bool {
 	return ok
 }
 
+// contextOf is the invocation context to send, nil when the call has
+// none (a tool called outside the gate).
+func contextOf(ci CallInfo) *agentplane.InvocationContext {
+	if ci.Context.SessionID == "" {
+		return nil
+	}
+	return &ci.Context
+}
+
 // Call posts the arguments.
 func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 	timeout := h.Timeout
@@ -54,10 +67,11 @@ func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 	defer cancel()
 	ci, _ := CallInfoFrom(ctx)
 	body, err := json.Marshal(struct {
-		Args      json.RawMessage `json:"args"`
-		SessionID string          `json:"session_id,omitempty"`
-		RequestID string          `json:"request_id,omitempty"`
-	}{args, ci.SessionID, ci.RequestID})
+		Args      json.RawMessage               `json:"args"`
+		Context   *agentplane.InvocationContext `json:"context,omitempty"`
+		SessionID string                        `json:"session_id,omitempty"`
+		RequestID string                        `json:"request_id,omitempty"`
+	}{args, contextOf(ci), ci.Context.SessionID, ci.Context.RequestID})
 	if err != nil {
 		return nil, Errorf("bad_args", "%v", err)
 	}

@@ -269,24 +269,23 @@ func (f *Func) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 	return f.Fn(ctx, args)
 }
 
-// CallInfo is what a tool may know about the call besides its arguments.
+// CallInfo is what a tool may know about the call besides its arguments:
+// the invocation context every tool gets (Context: who, where, on what,
+// how authorised; HTTP and MCP tools get the same), and, for tools
+// compiled into the binary, the whole session. Both are read only.
 type CallInfo struct {
-	SessionID string
-	RequestID string
-	// IdempotencyKey is what a downstream service dedups the call by;
-	// "" means RequestID (see Key).
-	IdempotencyKey string
-	Session        *agentplane.Session // the session as it was when the call began; read only
-	Roles          []string            // the principal's roles
+	Context agentplane.InvocationContext
+	// Session is the session as it was when the call was decided on.
+	Session *agentplane.Session
 }
 
-// Key is the call's idempotency key downstream: IdempotencyKey, or the
-// request id.
+// Key is the call's idempotency key downstream: the context's
+// IdempotencyKey, or its request id.
 func (ci CallInfo) Key() string {
-	if ci.IdempotencyKey != "" {
-		return ci.IdempotencyKey
+	if ci.Context.IdempotencyKey != "" {
+		return ci.Context.IdempotencyKey
 	}
-	return ci.RequestID
+	return ci.Context.RequestID
 }
 
 type callInfoKey struct{}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -100,7 +101,8 @@ func TestHTTPTool(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	spec := tool.Spec{Name: "send", Usage: "Sends.", InputSchema: json.RawMessage(`{"type":"object"}`), Impact: tool.ImpactExternal, Risk: tool.RiskMedium}
-	ctx := tool.WithCallInfo(context.Background(), tool.CallInfo{SessionID: "s1", RequestID: "req-7"})
+	ctx := tool.WithCallInfo(context.Background(), tool.CallInfo{Context: agentplane.InvocationContext{SessionID: "s1", RequestID: "req-7", Mode: "sales",
+		Principal: agentplane.ContextPrincipal{UserID: "alice", Roles: []string{"agent"}}, Authorization: agentplane.Authorization{Kind: agentplane.AuthorizedByHuman}}})
 	h := &tool.HTTP{S: spec, URL: srv.URL + "/ok"}
 	out, err := h.Call(ctx, json.RawMessage(`{"list_id":"LIST-9"}`))
 	if err != nil || string(out) != `{"sent": true}` {
@@ -108,7 +110,9 @@ func TestHTTPTool(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if got.idemKey != "req-7" || got.body["session_id"] != "s1" || got.body["args"].(map[string]any)["list_id"] != "LIST-9" {
+	cx, _ := got.body["context"].(map[string]any)
+	if got.idemKey != "req-7" || got.body["session_id"] != "s1" || got.body["args"].(map[string]any)["list_id"] != "LIST-9" ||
+		cx["mode"] != "sales" || cx["principal"].(map[string]any)["user_id"] != "alice" || cx["authorization"].(map[string]any)["kind"] != "human_confirmation" {
 		t.Fatalf("request: %+v", got)
 	}
 	for path, want := range map[string]string{

@@ -37,13 +37,22 @@ type downstream struct {
 	// the client gave up on it, the service still acts on it then).
 	stall   chan struct{}
 	stalled int
+	// auth is the last call's authorization, as its invocation context said
+	auth map[string]any
 }
 
 func newDownstream(t *testing.T) (*downstream, *httptest.Server) {
 	d := &downstream{seen: map[string]int{}, acted: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
+		var body struct {
+			Context struct {
+				Authorization map[string]any `json:"authorization"`
+			} `json:"context"`
+		}
+		json.NewDecoder(r.Body).Decode(&body)
 		d.mu.Lock()
+		d.auth = body.Context.Authorization
 		if key == "" {
 			d.noKey++
 		}
@@ -346,6 +355,12 @@ func TestLayersApprovalAndReferences(t *testing.T) {
 		keys, requests, doubled := e.down.counts()
 		if keys != 1 || requests != 1 || len(doubled) != 0 {
 			t.Fatalf("downstream: %d keys, %d requests, doubled %v", keys, requests, doubled)
+		}
+		e.down.mu.Lock()
+		auth := e.down.auth // the service was told the call runs under the human's approval of its layer
+		e.down.mu.Unlock()
+		if auth["kind"] != agentplane.AuthorizedByApproval || auth["approval"] == "" {
+			t.Fatalf("the approved call's authorization: %v", auth)
 		}
 		want := "workflow_started checkpoint_saved layer_started task_completed:files task_completed:other layer_complete checkpoint_saved " +
 			"layer_started task_completed:words layer_complete checkpoint_saved approval_required layer_started task_completed:publish " +

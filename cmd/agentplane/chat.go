@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/resolve"
 )
 
 const chatHelp = `Type a message. A number picks from the list shown last.
@@ -310,6 +311,9 @@ func (c *chatUI) picker(ctx context.Context, d agentplane.Decision) {
 	src, ok := reg.Source(d.Source())
 	if !ok {
 		return
+	}
+	if src.Provided() {
+		ctx = resolve.WithCaller(ctx, resolve.SessionCaller(c.sess, nil, ""))
 	}
 	ix, _, err := src.Index(ctx)
 	if err != nil {

@@ -1,6 +1,6 @@
 // Package schemas embeds the JSON Schemas of the chat control protocol:
-// intent, state_snapshot, execution_result and the router's decision
-// (draft 2020-12).
+// intent, state_snapshot, execution_result and the router's decision, and
+// the invocation context tools receive (draft 2020-12).
 package schemas
 
 import (
@@ -21,10 +21,13 @@ const (
 	Decision        = "decision"
 	StateSnapshot   = "state_snapshot"
 	ExecutionResult = "execution_result"
+	// InvocationContext is what a tool is told about a call besides its
+	// arguments (agentplane.InvocationContext).
+	InvocationContext = "invocation_context"
 )
 
 // Names lists the published schemas.
-var Names = []string{Intent, StateSnapshot, ExecutionResult, Decision}
+var Names = []string{Intent, StateSnapshot, ExecutionResult, Decision, InvocationContext}
 
 // File returns a published schema's JSON by name.
 func File(name string) ([]byte, error) { return files.ReadFile(name + ".schema.json") }
