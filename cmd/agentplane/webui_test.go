@@ -25,8 +25,8 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/agentplane/agentplane/demo"
-	"github.com/agentplane/agentplane/internal/testenv"
 	"github.com/agentplane/agentplane/internal/llmtest"
+	"github.com/agentplane/agentplane/internal/testenv"
 )
 
 // The web page is tested in a real headless Chromium (Debian's chromium,
