@@ -29,7 +29,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -44,8 +43,8 @@ const SchemaURL = semconv.SchemaURL
 const Scope = "github.com/agentplane/agentplane"
 
 // The environment variables that turn tracing on and shape it (the
-// exporter reads the other OTEL_EXPORTER_OTLP_* variables itself:
-// headers, timeout, compression, certificates).
+// exporter reads OTEL_EXPORTER_OTLP_[TRACES_]HEADERS, _TIMEOUT and
+// _COMPRESSION too).
 const (
 	envDisabled  = "OTEL_SDK_DISABLED"
 	envExporter  = "OTEL_TRACES_EXPORTER"
@@ -67,7 +66,8 @@ const (
 // OTEL_TRACES_EXPORTER=none turn it off. The protocol is http/protobuf
 // (grpc is not built in: an error says so). Sampling follows
 // OTEL_TRACES_SAMPLER (default: parent-based, always on), the resource
-// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES. An https endpoint is
+// verified against the system's certificates.
 func FromEnv(ctx context.Context, getenv func(string) string, service, version string) (*sdktrace.TracerProvider, func(context.Context) error, error) {
 	off := func(context.Context) error { return nil }
 	exporter := strings.TrimSpace(getenv(envExporter))
@@ -89,16 +89,12 @@ func FromEnv(ctx context.Context, getenv func(string) string, service, version s
 			break
 		}
 	}
-	var opts []otlptracehttp.Option
-	switch {
-	case endpoint != "":
-		opts = append(opts, otlptracehttp.WithEndpointURL(endpoint)) // the whole URL, as given
-	case base != "":
-		opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimRight(base, "/")+"/v1/traces"))
+	if endpoint == "" {
+		endpoint = strings.TrimRight(base, "/") + "/v1/traces" // the signal's path under the base
 	}
-	exp, err := otlptracehttp.New(ctx, opts...)
+	exp, err := newExporter(endpoint, getenv)
 	if err != nil {
-		return nil, off, fmt.Errorf("telemetry: the OTLP exporter: %w", err)
+		return nil, off, fmt.Errorf("telemetry: %w", err)
 	}
 	res, err := resource.New(ctx, resource.WithAttributes(semconv.ServiceName(service), semconv.ServiceVersion(version)), resource.WithFromEnv())
 	if err != nil {
