@@ -54,7 +54,12 @@ type ProviderSpec struct {
 type HTTPProviderSpec struct {
 	URL     string
 	Headers map[string]string
-	Timeout time.Duration
+	// HeadersEnv are headers whose values are secrets: header name →
+	// the environment variable holding the value, read when the runtime
+	// starts (an unset variable stops it, naming the variable) and never
+	// written anywhere.
+	HeadersEnv map[string]string
+	Timeout    time.Duration
 }
 
 // ResolverSource names where a command's selectable ids come from: exactly

@@ -82,9 +82,11 @@ type APIKey struct {
 // PREFIX_TOOL.
 type MCPServer struct {
 	Name           string
-	Prefix         string   // the name when the file gives none
-	Command        []string // stdio
-	URL            string   // streamable HTTP
+	Prefix         string            // the name when the file gives none
+	Command        []string          // stdio
+	URL            string            // streamable HTTP
+	Headers        map[string]string // sent with every request over HTTP
+	HeadersEnv     map[string]string // header name → the environment variable holding its value (see HTTPProviderSpec)
 	Impact         map[string]string
 	ConnectTimeout time.Duration
 	CallTimeout    time.Duration

@@ -108,6 +108,22 @@ modes: [{key: a, default: true, toolboxes: [t]}]
 toolboxes: [{id: t, mcp_servers: [files, nope]}]
 mcp_servers: [{name: files}]`,
 			`mcp_servers[0]: needs a command (stdio) or a url`},
+		{"HeaderEnvName", `version: 1
+modes: [{key: a, default: true}]
+tools: [{name: t, description: d, impact: read, http: {url: "http://x/y", headers_env: {Authorization: "TOKEN-1"}}}]`,
+			`tools[0].http.headers_env.Authorization: "TOKEN-1" is not an environment variable name`},
+		{"HeaderTwice", `version: 1
+modes: [{key: a, default: true}]
+tools: [{name: t, description: d, impact: read, http: {url: "http://x/y", headers: {X-Key: a}, headers_env: {X-Key: KEY}}}]`,
+			`tools[0].http.headers_env.X-Key: also in headers`},
+		{"HeaderBadName", `version: 1
+modes: [{key: a, default: true}]
+catalogs: [{id: k, entity_type: e, provider: {http: {url: "http://x/", headers: {"a b": c}}}}]`,
+			`catalogs[0].provider.http.headers.a b: not a valid header name`},
+		{"HeaderOverStdio", `version: 1
+modes: [{key: a, default: true}]
+mcp_servers: [{name: files, command: [x], headers_env: {Authorization: T}}]`,
+			`mcp_servers[0]: headers are for a server over HTTP`},
 		{"MCPServerUnknownRef", `version: 1
 modes: [{key: a, default: true, toolboxes: [t]}]
 toolboxes: [{id: t, mcp_servers: [nope]}]`,

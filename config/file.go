@@ -44,6 +44,8 @@ type mcpServerFile struct {
 	Name             string            `yaml:"name"`
 	Command          []string          `yaml:"command"`
 	URL              string            `yaml:"url"`
+	Headers          map[string]string `yaml:"headers"`
+	HeadersEnv       map[string]string `yaml:"headers_env"`
 	Prefix           string            `yaml:"prefix"`
 	Impact           map[string]string `yaml:"impact"`
 	ConnectTimeoutMS int               `yaml:"connect_timeout_ms"`
@@ -88,9 +90,10 @@ type providerFile struct {
 }
 
 type httpFile struct {
-	URL       string            `yaml:"url"`
-	Headers   map[string]string `yaml:"headers"`
-	TimeoutMS int               `yaml:"timeout_ms"`
+	URL        string            `yaml:"url"`
+	Headers    map[string]string `yaml:"headers"`
+	HeadersEnv map[string]string `yaml:"headers_env"`
+	TimeoutMS  int               `yaml:"timeout_ms"`
 }
 
 type resolverFile struct {

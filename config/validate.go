@@ -268,8 +268,38 @@ func (v *validator) checkHTTP(path string, h *httpFile) *agentplane.HTTPProvider
 	if h.TimeoutMS < 0 {
 		v.add(path+".timeout_ms", "must not be negative")
 	}
-	return &agentplane.HTTPProviderSpec{URL: h.URL, Headers: h.Headers, Timeout: time.Duration(h.TimeoutMS) * time.Millisecond}
+	v.checkHeaders(path, h.Headers, h.HeadersEnv)
+	return &agentplane.HTTPProviderSpec{URL: h.URL, Headers: h.Headers, HeadersEnv: h.HeadersEnv, Timeout: time.Duration(h.TimeoutMS) * time.Millisecond}
 }
+
+// checkHeaders checks configured headers: valid names and values, and
+// for secrets the names of the environment variables holding them.
+func (v *validator) checkHeaders(path string, headers, fromEnv map[string]string) {
+	for name, val := range headers {
+		if !headerName.MatchString(name) {
+			v.add(path+".headers."+name, "not a valid header name")
+		}
+		if strings.ContainsAny(val, "\r\n") {
+			v.add(path+".headers."+name, "a header value cannot hold a line break")
+		}
+	}
+	for name, env := range fromEnv {
+		switch {
+		case !headerName.MatchString(name):
+			v.add(path+".headers_env."+name, "not a valid header name")
+		case !envName.MatchString(env):
+			v.add(path+".headers_env."+name, "%q is not an environment variable name", env)
+		}
+		if _, both := headers[name]; both {
+			v.add(path+".headers_env."+name, "also in headers: give the header one value")
+		}
+	}
+}
+
+var (
+	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
 func (v *validator) checkCatalogs() []agentplane.Catalog {
 	var out []agentplane.Catalog
@@ -372,7 +402,9 @@ func (v *validator) checkMCPServers() []MCPServer {
 		case len(m.Command) > 0 && m.URL != "":
 			v.add(p, "has both a command and a url: choose one")
 		case m.URL != "":
-			v.checkHTTP(p, &httpFile{URL: m.URL})
+			v.checkHTTP(p, &httpFile{URL: m.URL, Headers: m.Headers, HeadersEnv: m.HeadersEnv})
+		case len(m.Headers) > 0 || len(m.HeadersEnv) > 0:
+			v.add(p, "headers are for a server over HTTP (url), not one over stdio")
 		}
 		prefix := m.Prefix
 		if prefix == "" {
@@ -391,7 +423,7 @@ func (v *validator) checkMCPServers() []MCPServer {
 		if m.ConnectTimeoutMS < 0 || m.TimeoutMS < 0 {
 			v.add(p, "timeouts must not be negative")
 		}
-		out = append(out, MCPServer{Name: m.Name, Prefix: prefix, Command: m.Command, URL: m.URL, Impact: m.Impact,
+		out = append(out, MCPServer{Name: m.Name, Prefix: prefix, Command: m.Command, URL: m.URL, Headers: m.Headers, HeadersEnv: m.HeadersEnv, Impact: m.Impact,
 			ConnectTimeout: time.Duration(m.ConnectTimeoutMS) * time.Millisecond, CallTimeout: time.Duration(m.TimeoutMS) * time.Millisecond})
 	}
 	return out

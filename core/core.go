@@ -21,6 +21,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,6 +88,10 @@ type Options struct {
 	// through (serve's notification bus); nil: the tool answers that
 	// notifications are not served here.
 	Notifier tool.Notifier
+	// Getenv reads the environment: the secret headers the configuration
+	// names (headers_env) of HTTP tools, providers and MCP servers. nil
+	// means os.Getenv.
+	Getenv func(string) string
 	// Tracer, when set, traces turns, executions and calls of mounted MCP
 	// servers (package telemetry); nil: no tracing, at no cost. A derived
 	// core (replay, conversation tests) traces nothing.
@@ -190,8 +198,15 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	var err error
-	c.reg, err = registry.New(cfg, &registry.Options{Providers: opts.Providers, Now: c.now, HTTPClient: opts.HTTPClient})
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	wired, err := withSecrets(cfg, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	c.reg, err = registry.New(wired, &registry.Options{Providers: opts.Providers, Now: c.now, HTTPClient: opts.HTTPClient})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -199,7 +214,7 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	ctx, c.stop = context.WithCancel(ctx)
-	if err := c.mountTools(ctx, opts); err != nil {
+	if err := c.mountTools(ctx, wired, opts); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -232,10 +247,11 @@ func (o observed) Commit(ctx context.Context, c *store.Commit) error {
 }
 
 // mountTools registers the tools: built-in, the program's own, the
-// configuration's HTTP tools and its MCP servers' tools.
-func (c *Core) mountTools(ctx context.Context, opts *Options) error {
+// configuration's HTTP tools and its MCP servers' tools, as wired (with
+// their secret headers).
+func (c *Core) mountTools(ctx context.Context, wired *config.Config, opts *Options) error {
 	c.tools = tool.NewRegistry()
-	declared, err := tool.FromConfig(c.cfg, opts.HTTPClient)
+	declared, err := tool.FromConfig(wired, opts.HTTPClient)
 	if err != nil {
 		return err
 	}
@@ -248,7 +264,7 @@ func (c *Core) mountTools(ctx context.Context, opts *Options) error {
 	if retry <= 0 {
 		retry = 5 * time.Second
 	}
-	for _, m := range c.cfg.MCPServers {
+	for _, m := range wired.MCPServers {
 		if opts.SkipMCP {
 			break
 		}
@@ -256,7 +272,7 @@ func (c *Core) mountTools(ctx context.Context, opts *Options) error {
 		for k, v := range m.Impact {
 			impact[k] = tool.Impact(v)
 		}
-		srv := mcpclient.Mount(ctx, mcpclient.Spec{Name: m.Name, Prefix: m.Prefix, Command: m.Command, URL: m.URL,
+		srv := mcpclient.Mount(ctx, mcpclient.Spec{Name: m.Name, Prefix: m.Prefix, Command: m.Command, URL: m.URL, Headers: m.Headers,
 			Impact: impact, ConnectTimeout: m.ConnectTimeout, CallTimeout: m.CallTimeout, HTTPClient: opts.HTTPClient, Tracer: c.tracer})
 		c.mcp = append(c.mcp, srv)
 		mount := func(tools []tool.Tool) {
@@ -414,4 +430,57 @@ func (c *Core) Route(ctx context.Context, sess *agentplane.Session, in agentplan
 		in.Now = c.now()
 	}
 	return c.router.Route(ctx, sess, in)
+}
+
+// withSecrets returns the configuration as the core wires it: the
+// secret headers it names (headers_env) read from the environment into
+// the headers its HTTP tools, providers and MCP servers send. cfg is not
+// changed, so Config never holds a secret. Every variable that is not set
+// is named in the error, with where the configuration asks for it.
+func withSecrets(cfg *config.Config, getenv func(string) string) (*config.Config, error) {
+	var missing []string
+	fill := func(path string, headers, fromEnv map[string]string) map[string]string {
+		merged := make(map[string]string, len(headers)+len(fromEnv))
+		for k, v := range headers {
+			merged[k] = v
+		}
+		for header, env := range fromEnv {
+			v := getenv(env)
+			if v == "" {
+				missing = append(missing, fmt.Sprintf("%s.headers_env.%s: environment variable %s is not set", path, header, env))
+				continue
+			}
+			merged[header] = v
+		}
+		return merged
+	}
+	w := *cfg
+	w.Tools = slices.Clone(cfg.Tools)
+	for i := range w.Tools {
+		if h := w.Tools[i].HTTP; h != nil && len(h.HeadersEnv) > 0 {
+			c := *h
+			c.Headers = fill(fmt.Sprintf("tools[%d].http", i), h.Headers, h.HeadersEnv)
+			w.Tools[i].HTTP = &c
+		}
+	}
+	w.Catalogs = slices.Clone(cfg.Catalogs)
+	for i := range w.Catalogs {
+		if p := w.Catalogs[i].Provider; p != nil && p.HTTP != nil && len(p.HTTP.HeadersEnv) > 0 {
+			c, h := *p, *p.HTTP
+			h.Headers = fill(fmt.Sprintf("catalogs[%d].provider.http", i), p.HTTP.Headers, p.HTTP.HeadersEnv)
+			c.HTTP = &h
+			w.Catalogs[i].Provider = &c
+		}
+	}
+	w.MCPServers = slices.Clone(cfg.MCPServers)
+	for i := range w.MCPServers {
+		if m := &w.MCPServers[i]; len(m.HeadersEnv) > 0 {
+			m.Headers = fill(fmt.Sprintf("mcp_servers[%d]", i), m.Headers, m.HeadersEnv)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("secret headers: %s", strings.Join(missing, "; "))
+	}
+	return &w, nil
 }

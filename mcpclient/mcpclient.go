@@ -41,6 +41,9 @@ type Spec struct {
 	Prefix  string   // tools are mounted as PREFIX_TOOL; the name when empty
 	Command []string // stdio: the command and its arguments
 	URL     string   // streamable HTTP: the endpoint
+	// Headers are sent with every request over streamable HTTP (a key the
+	// server wants: the configuration's headers and headers_env).
+	Headers map[string]string
 	// Impact overrides the impact of named tools (server tool names). A tool
 	// is external unless the server annotates it read-only or this says so.
 	Impact         map[string]tool.Impact
@@ -133,9 +136,37 @@ func (s *Server) transport() (mcp.Transport, error) {
 	case len(s.spec.Command) > 0:
 		return &mcp.CommandTransport{Command: exec.Command(s.spec.Command[0], s.spec.Command[1:]...)}, nil
 	case s.spec.URL != "":
-		return &mcp.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: s.spec.HTTPClient, MaxRetries: 1}, nil
+		client := s.spec.HTTPClient
+		if len(s.spec.Headers) > 0 {
+			base := http.DefaultClient
+			if client != nil {
+				base = client
+			}
+			c := *base
+			c.Transport = headerTransport{base: base.Transport, headers: s.spec.Headers}
+			client = &c
+		}
+		return &mcp.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: client, MaxRetries: 1}, nil
 	}
 	return nil, errors.New("neither a command nor a URL")
+}
+
+// headerTransport sends the configured headers with every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context()) // a RoundTripper must not change the request it is given
+	for k, v := range t.headers {
+		r.Header.Set(k, v)
+	}
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return base.RoundTrip(r)
 }
 
 // connect (re)connects and lists the tools, one attempt at a time; callers

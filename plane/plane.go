@@ -65,7 +65,8 @@ type Options struct {
 	// agent's notifications reach it. An endpoint that does not answer is
 	// a warning; a key variable that is not set is an error.
 	LLM bool
-	// Getenv reads the environment (API keys, the LLM's settings); nil
+	// Getenv reads the environment (API keys, the LLM's settings, the
+	// configuration's secret headers); nil
 	// means os.Getenv.
 	Getenv func(string) string
 	// Logger receives what the runtime logs; nil discards it.
@@ -161,7 +162,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		}
 	}
 	co := o.Core
-	co.Store, co.Logger, co.Tracer = st, rt.Logger, rt.Tracer
+	co.Store, co.Logger, co.Tracer, co.Getenv = st, rt.Logger, rt.Tracer, getenv
 	co.Observer = rt.observer(o.Core.Observer)
 	// agent_notify_user emits through the bus, which is built on the core:
 	// the tool reads it from the runtime, whole before anything runs
