@@ -26,10 +26,10 @@ func TestEmittedObjectsMatchSchemas(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	// a send tool that is not connected: its results are failures
-	down := &tool.Func{S: demo.Tools(nil)[0].Spec(), Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	down := func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		return nil, tool.ErrUnavailable
-	}}
-	c := demotest.Core(t, &core.Options{Now: func() time.Time { return now }, Tools: []tool.Tool{down}})
+	}
+	c := demotest.Core(t, &core.Options{Now: func() time.Time { return now }, Programs: demo.SendWith(down)})
 	g := c.Gate()
 	ctx := context.Background()
 	sess, _ := c.Start(ctx, core.Start{})

@@ -104,6 +104,10 @@ type Tool struct {
 	InputSchema map[string]any
 	Timeout     time.Duration                // how long a call may run; 0 means the gate's default
 	HTTP        *agentplane.HTTPProviderSpec // POST target; nil for other transports
+	// Program names the implementation the program running the
+	// configuration supplies in code (Options.Programs); "" for other
+	// transports.
+	Program string
 }
 
 // Router holds the router settings.
@@ -140,6 +144,9 @@ type Options struct {
 	// Tools are names of tools registered in code besides
 	// agentplane.BuiltinTools.
 	Tools []string
+	// Programs are the names of the tool implementations the program
+	// supplies in code, which declared tools may name (tools[].program).
+	Programs []string
 }
 
 // Problem is one thing wrong with a configuration.

@@ -136,6 +136,7 @@ type toolFile struct {
 	InputSchema          map[string]any `yaml:"input_schema"`
 	TimeoutMS            int            `yaml:"timeout_ms"`
 	HTTP                 *httpFile      `yaml:"http"`
+	Program              string         `yaml:"program"`
 }
 
 type routerFile struct {

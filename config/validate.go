@@ -272,6 +272,14 @@ func (v *validator) checkHTTP(path string, h *httpFile) *agentplane.HTTPProvider
 	return &agentplane.HTTPProviderSpec{URL: h.URL, Headers: h.Headers, HeadersEnv: h.HeadersEnv, Timeout: time.Duration(h.TimeoutMS) * time.Millisecond}
 }
 
+// shipped says which programs there are.
+func shipped(programs []string) string {
+	if len(programs) == 0 {
+		return "it ships none"
+	}
+	return "it ships: " + strings.Join(programs, ", ")
+}
+
 // checkHeaders checks configured headers: valid names and values, and
 // for secrets the names of the environment variables holding them.
 func (v *validator) checkHeaders(path string, headers, fromEnv map[string]string) {
@@ -380,10 +388,18 @@ func (v *validator) checkTools() []Tool {
 		if t.TimeoutMS < 0 {
 			v.add(p+".timeout_ms", "must not be negative")
 		}
-		if t.HTTP == nil {
-			v.add(p, "missing http: a declared tool needs a transport ({http: {url: ...}})")
-		} else {
+		switch {
+		case t.HTTP != nil && t.Program != "":
+			v.add(p, "has both http and program: choose one")
+		case t.HTTP != nil:
 			tool.HTTP = v.checkHTTP(p+".http", t.HTTP)
+		case t.Program != "":
+			if !slices.Contains(v.opts.Programs, t.Program) {
+				v.add(p+".program", "%q is not a program this binary ships (%s)", t.Program, shipped(v.opts.Programs))
+			}
+			tool.Program = t.Program
+		default:
+			v.add(p, "missing a transport: http: {url: ...} for a service, or program: NAME for one the binary ships")
 		}
 		out = append(out, tool)
 	}

@@ -59,6 +59,10 @@ type Options struct {
 	// demo's send tool); configurations may name them without declaring
 	// them.
 	Tools []tool.Tool
+	// Programs are the tool implementations in code that tools the
+	// configuration declares may name (tools[].program), by name: the
+	// agentplane binary ships the demo's outbox.
+	Programs map[string]tool.Program
 	// Providers are the code-backed resolver providers, by name.
 	Providers map[string]resolve.Provider
 	// Now is the clock; nil means time.Now.
@@ -148,6 +152,10 @@ func Load(src Source, opts *Options) (*config.Config, error) {
 	for _, t := range opts.Tools {
 		co.Tools = append(co.Tools, t.Spec().Name)
 	}
+	for name := range opts.Programs {
+		co.Programs = append(co.Programs, name)
+	}
+	slices.Sort(co.Programs)
 	if src.Path != "" {
 		return config.Load(src.Path, co)
 	}
@@ -251,7 +259,7 @@ func (o observed) Commit(ctx context.Context, c *store.Commit) error {
 // their secret headers).
 func (c *Core) mountTools(ctx context.Context, wired *config.Config, opts *Options) error {
 	c.tools = tool.NewRegistry()
-	declared, err := tool.FromConfig(wired, opts.HTTPClient)
+	declared, err := tool.FromConfig(wired, opts.HTTPClient, opts.Programs)
 	if err != nil {
 		return err
 	}

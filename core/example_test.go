@@ -11,7 +11,7 @@ import (
 
 func ExampleCore_Turn() {
 	ctx := context.Background()
-	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Tools: demo.Tools(nil)}) // an in-memory store
+	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Programs: demo.Programs(nil)}) // an in-memory store
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -20,18 +20,18 @@ import (
 var start = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
 // newCore builds the runtime on the demo configuration the way
-// cmd/agentplane does (the demo's send tool unless tools are given), with
+// cmd/agentplane does (the demo's outbox unless programs are given), with
 // a fixed clock and sequential ids, over an in-memory store.
-func newCore(tb testing.TB, tools ...tool.Tool) *core.Core {
+func newCore(tb testing.TB, programs map[string]tool.Program) *core.Core {
 	tb.Helper()
 	clock := start
 	now := func() time.Time { clock = clock.Add(time.Second); return clock }
-	if tools == nil {
-		tools = demo.Tools(now)
+	if programs == nil {
+		programs = demo.Programs(now)
 	}
 	n := 0
 	c, err := core.New(context.Background(), core.Source{YAML: demo.YAML, Name: demo.Name},
-		&core.Options{Now: now, NewID: func() string { n++; return fmt.Sprintf("s%d", n) }, Tools: tools})
+		&core.Options{Now: now, NewID: func() string { n++; return fmt.Sprintf("s%d", n) }, Programs: programs})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func turn(t *testing.T, c *core.Core, id string, in agentplane.TurnInput) core.T
 // Flow A — one-and-done: switch to DDR mode.
 func TestFlowA(t *testing.T) {
 	t.Parallel()
-	c := newCore(t)
+	c := newCore(t, nil)
 	s := startSession(t, c, "")
 	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "switch to DDR mode"})
 	if tr.Decision.Action != agentplane.ActionInvokeCommand || tr.Decision.CommandID != "set_mode" || tr.Decision.ResolvedID != "ddr" {
@@ -79,7 +79,7 @@ func TestFlowA(t *testing.T) {
 // Flow B — launcher with UI: work on email templates, pick one.
 func TestFlowB(t *testing.T) {
 	t.Parallel()
-	c := newCore(t)
+	c := newCore(t, nil)
 	s := startSession(t, c, "")
 	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "I want to work on email templates", UI: true})
 	d := tr.Decision
@@ -108,7 +108,7 @@ func TestFlowB(t *testing.T) {
 // Flow C — the active template and its related persona, then the LLM.
 func TestFlowC(t *testing.T) {
 	t.Parallel()
-	c := newCore(t)
+	c := newCore(t, nil)
 	s := startSession(t, c, "")
 	turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
 	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "rewrite this template for the CFO persona"})
@@ -124,7 +124,7 @@ func TestFlowC(t *testing.T) {
 // Flow D — a side-effecting command asks for confirmation first.
 func TestFlowD(t *testing.T) {
 	t.Parallel()
-	c := newCore(t)
+	c := newCore(t, nil)
 	s := startSession(t, c, "sales")
 	turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
 	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "send this to the Q1 pilot list"})
@@ -153,10 +153,9 @@ func TestFlowD(t *testing.T) {
 // stays pending, so the human may try again.
 func TestFlowDToolUnavailable(t *testing.T) {
 	t.Parallel()
-	spec := demo.Tools(nil)[0].Spec()
-	c := newCore(t, &tool.Func{S: spec, Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	c := newCore(t, demo.SendWith(func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%w: the mail system is down", tool.ErrUnavailable)
-	}})
+	}))
 	s := startSession(t, c, "sales")
 	turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
 	asked := turn(t, c, s.ID, agentplane.TurnInput{Text: "send this to the Q1 pilot list"})
@@ -171,7 +170,7 @@ func TestFlowDToolUnavailable(t *testing.T) {
 
 func TestFlowDDeclined(t *testing.T) {
 	t.Parallel()
-	c := newCore(t)
+	c := newCore(t, nil)
 	s := startSession(t, c, "sales")
 	turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
 	turn(t, c, s.ID, agentplane.TurnInput{Text: "send it to the Q1 pilot list"})
@@ -187,7 +186,7 @@ func TestFlowDDeclined(t *testing.T) {
 
 func TestQuestionThenNumber(t *testing.T) {
 	t.Parallel()
-	c := newCore(t)
+	c := newCore(t, nil)
 	s := startSession(t, c, "")
 	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "open the outreach template"})
 	if tr.Decision.Action != agentplane.ActionAskQuestion || len(tr.Decision.Options) != 2 {
@@ -201,7 +200,7 @@ func TestQuestionThenNumber(t *testing.T) {
 
 func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 	t.Parallel()
-	c := newCore(t)
+	c := newCore(t, nil)
 	st, g := c.Store(), c.Gate()
 	ctx := context.Background()
 	s, _ := g.Open(ctx, gate.Opening{SessionID: "x", Mode: "general"})
@@ -257,7 +256,7 @@ func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 
 func TestRequestIDIsIdempotent(t *testing.T) {
 	t.Parallel()
-	c := newCore(t)
+	c := newCore(t, nil)
 	st, g := c.Store(), c.Gate()
 	ctx := context.Background()
 	s, _ := g.Open(ctx, gate.Opening{SessionID: "x", Mode: "general"})
@@ -290,7 +289,7 @@ func TestRequestIDIsIdempotent(t *testing.T) {
 
 func TestAuditedConversationVerifies(t *testing.T) {
 	t.Parallel()
-	c := newCore(t)
+	c := newCore(t, nil)
 	ctx := context.Background()
 	s := startSession(t, c, "sales")
 	for _, text := range []string{"open the q1 cfo outreach template", "send it to the q1 pilot list", "yes", "hi", "/mode ddr"} {
@@ -317,7 +316,7 @@ func TestAuditedConversationVerifies(t *testing.T) {
 // once and nothing is pending.
 func TestPreconditionsBeforeConfirmation(t *testing.T) {
 	t.Parallel()
-	c := newCore(t)
+	c := newCore(t, nil)
 	s := startSession(t, c, "sales")
 	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "send this to the Q1 pilot list"})
 	if tr.Decision.Action != agentplane.ActionInvokeCommand || tr.Result == nil || tr.Result.Error == nil ||

@@ -22,12 +22,12 @@ import (
 
 // countingSend is the demo's send tool as a fake that counts its calls and
 // holds each until hold returns.
-func countingSend(sends *atomic.Int32, hold func()) tool.Tool {
-	return &tool.Func{S: demo.NewOutbox(nil).Tool().Spec(), Fn: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+func countingSend(sends *atomic.Int32, hold func()) map[string]tool.Program {
+	return demo.SendWith(func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 		sends.Add(1)
 		hold()
 		return json.RawMessage(`{"sent":true}`), nil
-	}}
+	})
 }
 
 // TestOneConfirmationOneRun: one confirmation question answered at once by
@@ -48,7 +48,7 @@ func TestOneConfirmationOneRun(t *testing.T) {
 					time.Sleep(time.Millisecond)
 				}
 			}
-			c := demotest.Core(t, &core.Options{Tools: []tool.Tool{countingSend(&sends, hold)}})
+			c := demotest.Core(t, &core.Options{Programs: countingSend(&sends, hold)})
 			ctx := context.Background()
 			s := startSession(t, c, "sales")
 			turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
@@ -141,7 +141,7 @@ func TestRunOnAMovedSessionIsRecorded(t *testing.T) {
 		}
 		close(moved)
 	}
-	c = demotest.Core(t, &core.Options{Tools: []tool.Tool{countingSend(&sends, hold)}})
+	c = demotest.Core(t, &core.Options{Programs: countingSend(&sends, hold)})
 	ctx := context.Background()
 	s := startSession(t, c, "sales")
 	sessID = s.ID
@@ -165,7 +165,7 @@ func TestRunOnAMovedSessionIsRecorded(t *testing.T) {
 		log.Write(append(r.Raw, '\n'))
 	}
 	var out bytes.Buffer
-	rc := demotest.Core(t, &core.Options{Tools: []tool.Tool{countingSend(new(atomic.Int32), func() {})}})
+	rc := demotest.Core(t, &core.Options{Programs: countingSend(new(atomic.Int32), func() {})})
 	if n, err := replay.Run(ctx, rc, &log, &out); err != nil || n != 0 {
 		t.Fatalf("replay: %d divergences, %v\n%s", n, err, out.String())
 	}

@@ -14,7 +14,7 @@ import (
 // nothing is routed, run or recorded twice, whatever the decision was.
 func TestRetriedTurnsAreAnsweredFromTheirRecord(t *testing.T) {
 	out := demo.NewOutbox(nil)
-	c := newCore(t, out.Tool())
+	c := newCore(t, out.Programs())
 	ctx := context.Background()
 	s := startSession(t, c, "sales")
 	send := func(id, text string) (core.Turn, error) {
@@ -59,7 +59,7 @@ func TestRetriedTurnsAreAnsweredFromTheirRecord(t *testing.T) {
 // A session opened with a request id is opened once: the retry gets the
 // session as it was opened.
 func TestStartOnce(t *testing.T) {
-	c := newCore(t)
+	c := newCore(t, nil)
 	ctx := context.Background()
 	first, created, err := c.StartOnce(ctx, core.Start{Mode: "ddr", Principal: "alice"}, "k1")
 	if err != nil || !created || first.Owner != "alice" || first.Mode != "ddr" {
@@ -85,7 +85,7 @@ func TestStartOnce(t *testing.T) {
 // A principal reaches its own sessions only; the local principal also
 // reaches the sessions nobody owns.
 func TestOwnedSessions(t *testing.T) {
-	c := newCore(t)
+	c := newCore(t, nil)
 	ctx := context.Background()
 	alice, _ := c.Start(ctx, core.Start{Principal: "alice"})
 	nobody, _ := c.Start(ctx, core.Start{}) // a session stored before owners

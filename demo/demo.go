@@ -18,13 +18,13 @@ var YAML []byte
 // Name is the name problems in the demo configuration are reported under.
 const Name = "demo/agentplane.yaml"
 
-// Config parses the demo configuration. The demo's code tools (ToolNames)
-// are added to opts.Tools.
+// Config parses the demo configuration. The demo's programs are added to
+// opts.Programs.
 func Config(opts *config.Options) (*config.Config, error) {
 	o := config.Options{}
 	if opts != nil {
 		o = *opts
 	}
-	o.Tools = append(append([]string(nil), o.Tools...), ToolNames...)
+	o.Programs = append(append([]string(nil), o.Programs...), Program)
 	return config.Parse(YAML, Name, &o)
 }

@@ -25,15 +25,15 @@ func TestDemoConfigIsValid(t *testing.T) {
 func TestOutboxSendsOncePerRequest(t *testing.T) {
 	t.Parallel()
 	o := NewOutbox(func() time.Time { return time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) })
-	send := o.Tool()
+	send := o.Programs()[Program]
 	sess := &agentplane.Session{ID: "s", Mode: "sales", Version: 3, AWC: agentplane.ActiveWorkContext{EntityType: "email_template",
 		Entity: &agentplane.EntityHeader{ID: "TPL-123", DisplayName: "Q1 CFO Outreach"}}}
 	ctx := tool.WithCallInfo(context.Background(), tool.CallInfo{Context: agentplane.InvocationContext{SessionID: "s", RequestID: "r1", ActiveWorkContext: sess.AWC}, Session: sess})
-	a, err := send.Call(ctx, json.RawMessage(`{"list_id":"LIST-9"}`))
+	a, err := send(ctx, json.RawMessage(`{"list_id":"LIST-9"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := send.Call(ctx, json.RawMessage(`{"list_id":"LIST-9"}`)) // a retry of the same request
+	b, _ := send(ctx, json.RawMessage(`{"list_id":"LIST-9"}`)) // a retry of the same request
 	if string(a) != string(b) || len(o.Sends()) != 1 {
 		t.Fatalf("retry sent again: %s / %s, %d sends", a, b, len(o.Sends()))
 	}
@@ -42,7 +42,7 @@ func TestOutboxSendsOncePerRequest(t *testing.T) {
 		t.Fatalf("send = %+v", s)
 	}
 	ctx2 := tool.WithCallInfo(context.Background(), tool.CallInfo{Context: agentplane.InvocationContext{SessionID: "s", RequestID: "r2"}, Session: &agentplane.Session{ID: "s"}})
-	if _, err := send.Call(ctx2, json.RawMessage(`{"list_id":"LIST-9"}`)); err == nil || !strings.Contains(err.Error(), "no email template is active") {
+	if _, err := send(ctx2, json.RawMessage(`{"list_id":"LIST-9"}`)); err == nil || !strings.Contains(err.Error(), "no email template is active") {
 		t.Fatalf("send without a template: %v", err)
 	}
 	if len(o.Sends()) != 1 {
@@ -58,7 +58,7 @@ func TestOutboxSendsNothingAfterItsContextEnds(t *testing.T) {
 	sess := &agentplane.Session{ID: "s", AWC: agentplane.ActiveWorkContext{EntityType: "email_template", Entity: &agentplane.EntityHeader{ID: "TPL-123"}}}
 	ctx, cancel := context.WithCancel(tool.WithCallInfo(context.Background(), tool.CallInfo{Context: agentplane.InvocationContext{SessionID: "s", RequestID: "r", ActiveWorkContext: sess.AWC}, Session: sess}))
 	cancel()
-	if _, err := o.Tool().Call(ctx, json.RawMessage(`{"list_id":"LIST-9"}`)); err == nil {
+	if _, err := o.Programs()[Program](ctx, json.RawMessage(`{"list_id":"LIST-9"}`)); err == nil {
 		t.Fatal("a call whose context had ended succeeded")
 	}
 	if len(o.Sends()) != 0 {

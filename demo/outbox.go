@@ -9,12 +9,13 @@ import (
 	"github.com/agentplane/agentplane/tool"
 )
 
-// ToolNames are the tools the demo provides in code; configurations may
-// name them without declaring them.
-var ToolNames = []string{SendTemplateTool}
-
-// SendTemplateTool is the demo's send tool.
+// SendTemplateTool is the demo's send tool, declared in its
+// configuration on the Program.
 const SendTemplateTool = "send_template"
+
+// Program is the name the demo configuration's send tool gives its
+// implementation (tools[].program), which the agentplane binary ships.
+const Program = "demo_outbox"
 
 // Send is one email template sent to a mailer list.
 type Send struct {
@@ -50,21 +51,10 @@ func (o *Outbox) Sends() []Send {
 	return append([]Send(nil), o.sends...)
 }
 
-// Tool returns the send_template tool over the outbox. It sends the
+// Programs returns the outbox's send as the Program that sends the
 // session's active email template to the list in its arguments.
-func (o *Outbox) Tool() tool.Tool {
-	return &tool.Func{
-		S: tool.Spec{
-			Name: SendTemplateTool,
-			Usage: "Sends the session's active email template to a mailer list. It changes the world (people get mail), " +
-				"so the human confirms first. Find the list id with catalog_search on mailer_lists; never invent one.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"list_id":{"type":"string","description":"Id of the mailer list."}},` +
-				`"required":["list_id"],"additionalProperties":false}`),
-			Impact: tool.ImpactExternal,
-			Risk:   tool.RiskMedium,
-		},
-		Fn: o.send,
-	}
+func (o *Outbox) Programs() map[string]tool.Program {
+	return map[string]tool.Program{Program: o.send}
 }
 
 func (o *Outbox) send(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
@@ -95,7 +85,11 @@ func (o *Outbox) send(ctx context.Context, args json.RawMessage) (json.RawMessag
 	return json.Marshal(s)
 }
 
-// Tools returns the demo's code tools on a new outbox (clock now; nil means
-// time.Now): what a program passes to the core with the demo
-// configuration.
-func Tools(now func() time.Time) []tool.Tool { return []tool.Tool{NewOutbox(now).Tool()} }
+// Programs returns the demo's programs on a new outbox (clock now; nil
+// means time.Now): what a program passes to the core
+// (core.Options.Programs) with the demo configuration.
+func Programs(now func() time.Time) map[string]tool.Program { return NewOutbox(now).Programs() }
+
+// SendWith returns the demo's programs with fn in place of the outbox's
+// send: a mail system that fails, hangs or counts, in tests.
+func SendWith(fn tool.Program) map[string]tool.Program { return map[string]tool.Program{Program: fn} }

@@ -3,6 +3,7 @@ package docs_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"go/ast"
@@ -17,18 +18,25 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentplane/agentplane/docs/schemas"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated parts of the documentation")
 
-// pages are the documentation files: the README and docs/*.md.
+// pages are the documentation files: the README, docs/*.md and the
+// examples' READMEs.
 func pages(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{"../README.md"}, files...)
+	examples, err := filepath.Glob("../examples/*/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(append([]string{"../README.md"}, files...), examples...)
 }
 
 var (
@@ -100,13 +108,20 @@ func TestLinks(t *testing.T) {
 // its reference, docs/configuration.md.
 func TestConfigurationReference(t *testing.T) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, "../config", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	files, err := filepath.Glob("../config/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fields := map[string]bool{}
-	for _, p := range pkgs {
-		ast.Inspect(p, func(n ast.Node) bool {
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
 			if f, ok := n.(*ast.Field); ok && f.Tag != nil {
 				tag, _ := strconv.Unquote(f.Tag.Value)
 				if name, _, _ := strings.Cut(reflect.StructTag(tag).Get("yaml"), ","); name != "" && name != "-" {
@@ -195,5 +210,29 @@ func TestPackageMap(t *testing.T) {
 	}
 	if !bytes.Equal(page, want) {
 		t.Fatal("the package map in docs/architecture.md is not what go list says: go test ./docs -run TestPackageMap -update")
+	}
+}
+
+// TestInvocationContextExample: the invocation context docs/gate.md shows
+// is one its schema accepts.
+func TestInvocationContextExample(t *testing.T) {
+	raw, err := os.ReadFile("gate.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)### What a tool is told.*?```json\n(.*?)```").FindSubmatch(raw)
+	if m == nil {
+		t.Fatal("docs/gate.md shows no invocation context")
+	}
+	var v any
+	if err := json.Unmarshal(m[1], &v); err != nil {
+		t.Fatalf("the example is not JSON: %v", err)
+	}
+	set, err := schemas.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Validate(schemas.InvocationContext, v); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -12,8 +12,8 @@ import (
 
 // BenchmarkExecute measures the gate end to end for a command whose tool
 // is a built-in no-op (set_mode, alternating modes so every execution
-// changes state and has a diff), and beside it the audit work alone, so
-// the gate's own share can be read off.
+// changes state and has a diff), a call of a read tool, and beside them
+// the audit work alone, so the gate's own share can be read off.
 func BenchmarkExecute(b *testing.B) {
 	modes := []string{"ddr", "general"}
 	ctx := context.Background()
@@ -32,6 +32,21 @@ func BenchmarkExecute(b *testing.B) {
 		}
 	}
 	b.Run("memstore", func(b *testing.B) { run(b, newFixture(b, nil), nil) })
+	// a tool the gate calls (agent_get_context, a read): what a call costs
+	// besides the command's effects — the invocation context built for it,
+	// the call in its own goroutine under a timeout, the record
+	b.Run("memstore/tool-call", func(b *testing.B) {
+		f := newFixture(b, nil)
+		f.open(b, "a", "general")
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			r, err := f.g.Execute(ctx, gate.Invocation{SessionID: "a", Tool: "agent_get_context", Origin: gate.OriginUser, Principal: "ann", Roles: []string{"rep"}})
+			if err != nil || r.Status != agentplane.StatusSuccess {
+				b.Fatal(r, err)
+			}
+		}
+	})
 	b.Run("memstore+jsonl", func(b *testing.B) {
 		// each execution exported to an fsync'd JSONL file, as chat --audit-file does
 		file, err := audit.OpenFile(filepath.Join(b.TempDir(), "audit.jsonl"))

@@ -14,7 +14,6 @@ import (
 	"github.com/agentplane/agentplane/internal/demotest"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/sqlite"
-	"github.com/agentplane/agentplane/tool"
 )
 
 // BenchmarkConfirmedCall measures a confirmed external call — the human
@@ -36,10 +35,10 @@ func BenchmarkConfirmedCall(b *testing.B) {
 					}
 					st = s
 				}
-				noop := &tool.Func{S: demo.NewOutbox(nil).Tool().Spec(), Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+				noop := func(context.Context, json.RawMessage) (json.RawMessage, error) {
 					return json.RawMessage(`{"sent":true}`), nil
-				}}
-				c := demotest.Core(b, &core.Options{Store: st, Tools: []tool.Tool{noop}})
+				}
+				c := demotest.Core(b, &core.Options{Store: st, Programs: demo.SendWith(noop)})
 				g := c.Gate()
 				if _, err := g.Open(ctx, gate.Opening{SessionID: "a", Mode: "sales"}); err != nil {
 					b.Fatal(err)

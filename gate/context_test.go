@@ -27,14 +27,14 @@ func TestInvocationContext(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var seen []agentplane.InvocationContext
-	send := &tool.Func{S: demo.NewOutbox(nil).Tool().Spec(), Fn: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	send := func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 		ci, _ := tool.CallInfoFrom(ctx)
 		mu.Lock()
 		seen = append(seen, ci.Context)
 		mu.Unlock()
 		return json.RawMessage(`{"sent":true}`), nil
-	}}
-	c := demotest.Core(t, &core.Options{Tools: []tool.Tool{send}})
+	}
+	c := demotest.Core(t, &core.Options{Programs: demo.SendWith(send)})
 	ctx := context.Background()
 	g := c.Gate()
 	s, _ := c.Start(ctx, core.Start{Mode: "sales", Principal: "ann"})

@@ -53,7 +53,7 @@ func newFixtureTimeout(t testing.TB, send sendFunc, timeout time.Duration) *fixt
 	}
 	c := demotest.Core(t, &core.Options{
 		Now:         func() time.Time { return f.now },
-		Tools:       []tool.Tool{&tool.Func{S: demo.NewOutbox(nil).Tool().Spec(), Fn: send}},
+		Programs:    demo.SendWith(tool.Program(send)),
 		ToolTimeout: timeout,
 	})
 	f.g, f.store = c.Gate(), c.Store()

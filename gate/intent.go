@@ -82,11 +82,11 @@ func (g *Gate) Intent(ctx context.Context, r IntentRequest) (agentplane.Executio
 				return g.refuse(ctx, r, &in, rejected(agentplane.CodeInvalidArgs, "%s: args are not strict JSON: %v", in.Action, err))
 			}
 		}
-		if _, isTool := g.tools.Get(in.Action); isTool {
+		cmd, ok := g.reg.Command(in.Action)
+		if _, isTool := g.tools.Get(in.Action); isTool && !(ok && g.asCommand(ctx, r.SessionID, cmd, in.Args)) {
 			inv.CommandID, inv.Tool, inv.Args = "", in.Action, in.Args
 			return g.Execute(ctx, inv)
 		}
-		cmd, ok := g.reg.Command(in.Action)
 		if ok && cmd.Kind != agentplane.KindLauncher {
 			if msg := g.checkArgs(cmd, in.Args); msg != "" {
 				return g.refuse(ctx, r, &in, rejected(agentplane.CodeInvalidArgs, "%s: %s", cmd.ID, msg))
@@ -104,6 +104,25 @@ func (g *Gate) Intent(ctx context.Context, r IntentRequest) (agentplane.Executio
 		return g.refuse(ctx, r, &in, res)
 	}
 	return g.refuse(ctx, r, &in, rejected(agentplane.CodeInvalidArgs, "intent type %q: want action_call or clarification_request", in.Type))
+}
+
+// asCommand says whether an action that names both a tool and a command
+// runs as the command: when its args are the command's (its one
+// parameter), unless the session's pending confirmation is the LLM's
+// proposal of the tool. So a confirmation is answered the way it was
+// asked, a token or "yes" alike, with the command's effects and wording,
+// and a command that asks for confirmation cannot be run without it by
+// calling its tool by the same name.
+func (g *Gate) asCommand(ctx context.Context, session string, cmd *agentplane.CommandDefinition, args json.RawMessage) bool {
+	if cmd.Kind == agentplane.KindLauncher || g.checkArgs(cmd, args) != "" {
+		return false
+	}
+	sess, err := g.store.Session(ctx, session)
+	if err != nil {
+		return true // the command's execution reports it
+	}
+	pc := sess.PendingConfirmation
+	return pc == nil || pc.Tool != cmd.ID
 }
 
 // checkArgs validates args against the command's schema and returns what is

@@ -21,7 +21,6 @@ import (
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/plane"
-	"github.com/agentplane/agentplane/tool"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -42,7 +41,7 @@ func BenchmarkTurns(b *testing.B) {
 					db = filepath.Join(b.TempDir(), "bench.db")
 				}
 				rt, err := plane.Open(context.Background(), plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, DB: db,
-					Core: core.Options{Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}, Observer: httpapi.NewMetrics().Observer(nil)}})
+					Core: core.Options{Programs: demo.Programs(nil), Observer: httpapi.NewMetrics().Observer(nil)}})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -202,7 +201,7 @@ func BenchmarkLLMDelta(b *testing.B) {
 	defer provider.Close()
 	env := map[string]string{"AGENTPLANE_LLM_BASE_URL": provider.URL + "/v1", "AGENTPLANE_LLM_MODEL": "m"}
 	rt, err := plane.Open(context.Background(), plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name},
-		Core: core.Options{Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}}, LLM: true, Getenv: func(k string) string { return env[k] }})
+		Core: core.Options{Programs: demo.Programs(nil)}, LLM: true, Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -275,7 +274,7 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 				db = filepath.Join(b.TempDir(), "bench.db")
 			}
 			rt, err := plane.Open(context.Background(), plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, DB: db,
-				Core: core.Options{Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}}, Workflows: workflow.Options{Memory: true}})
+				Core: core.Options{Programs: demo.Programs(nil)}, Workflows: workflow.Options{Memory: true}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -84,7 +84,7 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	}
 	// SQLite, with the notification ledger's and the workflows' tables
 	rt := demotest.Runtime(t, plane.Options{Config: core.Source{YAML: []byte(yaml), Name: demo.Name}, DB: filepath.Join(t.TempDir(), "e2e.db"),
-		Core:      core.Options{Tools: []tool.Tool{out.Tool()}, Observer: metrics.Observer(nil), NewID: newIDs()},
+		Core:      core.Options{Programs: out.Programs(), Observer: metrics.Observer(nil), NewID: newIDs()},
 		Hub:       events.Options{Queue: o.queue},
 		Workflows: workflow.Options{Poll: 20 * time.Millisecond, Backoff: time.Millisecond},
 		LLM:       o.llm != nil, Getenv: func(k string) string { return vars[k] }})

@@ -107,7 +107,7 @@ func TestTracing(t *testing.T) {
 		llmtest.Reply{Text: "It is sunny in Paris."})
 	y := strings.Replace(string(demo.YAML), "    tools: [agent_list_modes, agent_get_context, agent_set_mode]\n",
 		"    tools: [agent_list_modes, agent_get_context, agent_set_mode, weather]\n", 1)
-	y += fmt.Sprintf("\ntools:\n  - {name: weather, description: The weather in a city., impact: read, http: {url: %q}, "+
+	y += fmt.Sprintf("  - {name: weather, description: The weather in a city., impact: read, http: {url: %q}, "+
 		"input_schema: {type: object, properties: {city: {type: string}}, required: [city]}}\n", weather.URL)
 	vars := map[string]string{"AGENTPLANE_LLM_BASE_URL": llmSrv.URL, "AGENTPLANE_LLM_MODEL": "test-model",
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": otlp.url, "OTEL_SERVICE_NAME": "agentplane-test"}

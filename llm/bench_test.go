@@ -12,7 +12,6 @@ import (
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/internal/llmtest"
 	"github.com/agentplane/agentplane/llm"
-	"github.com/agentplane/agentplane/tool"
 )
 
 // BenchmarkLLMTurn measures the control plane's own cost of an LLM turn
@@ -25,7 +24,7 @@ import (
 func BenchmarkLLMTurn(b *testing.B) {
 	bench := func(b *testing.B, model func() llm.Model) {
 		c, err := core.New(context.Background(), core.Source{YAML: demo.YAML, Name: demo.Name},
-			&core.Options{Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}})
+			&core.Options{Programs: demo.Programs(nil)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -17,7 +17,6 @@ import (
 	"github.com/agentplane/agentplane/internal/llmtest"
 	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/replay"
-	"github.com/agentplane/agentplane/tool"
 )
 
 type env struct {
@@ -32,7 +31,7 @@ type env struct {
 func newEnv(t *testing.T, mode string, timeout time.Duration, script ...llmtest.Reply) *env {
 	t.Helper()
 	out := demo.NewOutbox(nil)
-	c := demotest.Core(t, &core.Options{Tools: []tool.Tool{out.Tool()}})
+	c := demotest.Core(t, &core.Options{Programs: out.Programs()})
 	srv := llmtest.New(t, script...)
 	if timeout == 0 {
 		timeout = 5 * time.Second
@@ -211,7 +210,7 @@ func TestProposedActionNeedsTheHuman(t *testing.T) {
 	e.replaysExactly()
 	// against a configuration where the send tool is gone: what changes
 	changed := demotest.WithYAML(t, []byte(strings.Replace(string(demo.YAML), "tools: [send_template]", "tools: []", 1)),
-		&core.Options{Tools: []tool.Tool{demo.NewOutbox(nil).Tool()}})
+		&core.Options{Programs: demo.Programs(nil)})
 	out := e.replay(changed)
 	for _, want := range []string{"llm tools offered differs", "result differs", `"inactive_action"`} {
 		if !strings.Contains(out, want) {

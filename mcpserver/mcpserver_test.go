@@ -21,7 +21,6 @@ import (
 	"github.com/agentplane/agentplane/mcpserver"
 	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/store"
-	"github.com/agentplane/agentplane/tool"
 )
 
 type env struct {
@@ -34,7 +33,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	out := demo.NewOutbox(nil)
-	rt := demotest.Runtime(t, plane.Options{Core: core.Options{Tools: []tool.Tool{out.Tool()}}})
+	rt := demotest.Runtime(t, plane.Options{Core: core.Options{Programs: out.Programs()}})
 	s := mcpserver.New(rt, nil)
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)

@@ -16,14 +16,13 @@ import (
 	"github.com/agentplane/agentplane/internal/demotest"
 	"github.com/agentplane/agentplane/mcpserver"
 	"github.com/agentplane/agentplane/plane"
-	"github.com/agentplane/agentplane/tool"
 	"github.com/agentplane/agentplane/workflow"
 )
 
 func newWorkflowEnv(t *testing.T) *env {
 	t.Helper()
 	out := demo.NewOutbox(nil)
-	rt := demotest.Runtime(t, plane.Options{DB: filepath.Join(t.TempDir(), "m.db"), Core: core.Options{Tools: []tool.Tool{out.Tool()}},
+	rt := demotest.Runtime(t, plane.Options{DB: filepath.Join(t.TempDir(), "m.db"), Core: core.Options{Programs: out.Programs()},
 		Workflows: workflow.Options{Poll: 20 * time.Millisecond}})
 	s := mcpserver.New(rt, nil)
 	hs := httptest.NewServer(s.Handler())

@@ -23,7 +23,6 @@ import (
 	"github.com/agentplane/agentplane/replay"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/sqlite"
-	"github.com/agentplane/agentplane/tool"
 )
 
 // An internal turn: the agent handles an AGENT/AGENT notification on its
@@ -39,7 +38,7 @@ func TestInternalTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := demo.NewOutbox(nil)
-	c := demotest.Core(t, &core.Options{Store: st, Tools: []tool.Tool{out.Tool()}})
+	c := demotest.Core(t, &core.Options{Store: st, Programs: out.Programs()})
 	l, _ := notify.NewLedger(st, nil)
 	srv := llmtest.New(t,
 		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "catalog_search", Arguments: `{"catalog_id":"mailer_lists","query":"pilot"}`}}},

@@ -22,7 +22,7 @@ func ExampleOpen() {
 	rt, err := plane.Open(ctx, plane.Options{
 		Config: core.Source{YAML: demo.YAML, Name: demo.Name},
 		DB:     filepath.Join(dir, "agentplane.db"),
-		Core:   core.Options{Tools: demo.Tools(nil)},
+		Core:   core.Options{Programs: demo.Programs(nil)},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -21,7 +21,7 @@ func demoSource() core.Source { return core.Source{YAML: demo.YAML, Name: demo.N
 // (unless workflows are asked to live in memory); SQLite has both.
 func TestPartsByStore(t *testing.T) {
 	ctx := context.Background()
-	rt, err := plane.Open(ctx, plane.Options{Config: demoSource(), Core: core.Options{Tools: demo.Tools(nil)}})
+	rt, err := plane.Open(ctx, plane.Options{Config: demoSource(), Core: core.Options{Programs: demo.Programs(nil)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,13 +29,13 @@ func TestPartsByStore(t *testing.T) {
 		t.Fatalf("memory: %+v", rt)
 	}
 	rt.Close(time.Second)
-	rt, err = plane.Open(ctx, plane.Options{Config: demoSource(), Core: core.Options{Tools: demo.Tools(nil)}, Workflows: workflow.Options{Memory: true}})
+	rt, err = plane.Open(ctx, plane.Options{Config: demoSource(), Core: core.Options{Programs: demo.Programs(nil)}, Workflows: workflow.Options{Memory: true}})
 	if err != nil || rt.Workflows == nil {
 		t.Fatalf("memory workflows: %v", err)
 	}
 	rt.Close(time.Second)
 	db := filepath.Join(t.TempDir(), "a.db")
-	rt, err = plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, Core: core.Options{Tools: demo.Tools(nil)}})
+	rt, err = plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, Core: core.Options{Programs: demo.Programs(nil)}})
 	if err != nil || rt.Bus == nil || rt.Workflows == nil || rt.DB != db {
 		t.Fatalf("sqlite: %v %+v", err, rt)
 	}
@@ -47,7 +47,7 @@ func TestPartsByStore(t *testing.T) {
 		t.Fatal("a second Close:", err)
 	}
 	// the store is closed: the file opens again at once
-	rt, err = plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, Core: core.Options{Tools: demo.Tools(nil)}})
+	rt, err = plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, Core: core.Options{Programs: demo.Programs(nil)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestOpenErrors(t *testing.T) {
 	if !errors.As(err, &probs) {
 		t.Fatalf("an invalid configuration: %v", err)
 	}
-	_, err = plane.Open(ctx, plane.Options{Config: demoSource(), Core: core.Options{Tools: demo.Tools(nil)}, LLM: true,
+	_, err = plane.Open(ctx, plane.Options{Config: demoSource(), Core: core.Options{Programs: demo.Programs(nil)}, LLM: true,
 		Getenv: func(k string) string { return map[string]string{"AGENTPLANE_LLM_BASE_URL": "http://127.0.0.1:1/v1"}[k] }})
 	if err == nil || !strings.Contains(err.Error(), "set both AGENTPLANE_LLM_BASE_URL and AGENTPLANE_LLM_MODEL") {
 		t.Fatalf("half an LLM: %v", err)
@@ -72,13 +72,13 @@ func TestOpenErrors(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "k.db")
 	y := string(demo.YAML) + "\nauth:\n  keys:\n    - {user_id: alice, key_env: PLANE_TEST_UNSET}\n"
-	_, err = plane.Open(ctx, plane.Options{Config: core.Source{YAML: []byte(y), Name: "keys.yaml"}, DB: db, Core: core.Options{Tools: demo.Tools(nil)},
+	_, err = plane.Open(ctx, plane.Options{Config: core.Source{YAML: []byte(y), Name: "keys.yaml"}, DB: db, Core: core.Options{Programs: demo.Programs(nil)},
 		Getenv: func(string) string { return "" }})
 	if err == nil || !strings.Contains(err.Error(), "PLANE_TEST_UNSET is not set") {
 		t.Fatalf("an unset key: %v", err)
 	}
 	// the failed open closed its store: the file opens again
-	rt, err := plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, Core: core.Options{Tools: demo.Tools(nil)}})
+	rt, err := plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, Core: core.Options{Programs: demo.Programs(nil)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func load(t *testing.T, src core.Source, opts *core.Options) *core.Core {
 func TestShippedConfigurationsAreClean(t *testing.T) {
 	t.Parallel()
 	for name, c := range map[string]*core.Core{
-		"demo":  load(t, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Tools: demo.Tools(nil)}),
+		"demo":  load(t, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Programs: demo.Programs(nil)}),
 		"media": load(t, core.Source{Path: "../examples/media/agentplane.yaml"}, nil),
 	} {
 		rep, err := probe.Run(context.Background(), c, nil)

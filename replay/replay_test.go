@@ -32,8 +32,8 @@ var utterances = []string{
 
 // sendOutcomes is how the recording's send tool answers, call by call:
 // success, a failure, a hang past the timeout, not connected.
-func sendTool(calls *atomic.Int32) tool.Tool {
-	return &tool.Func{S: demo.Tools(nil)[0].Spec(), Fn: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+func sendTool(calls *atomic.Int32) map[string]tool.Program {
+	return demo.SendWith(func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
 		n := calls.Add(1)
 		switch n % 4 {
 		case 1:
@@ -46,7 +46,7 @@ func sendTool(calls *atomic.Int32) tool.Tool {
 		default:
 			return nil, fmt.Errorf("%w: the mail system is down", tool.ErrUnavailable)
 		}
-	}}
+	})
 }
 
 // recorder runs a recording: the demo runtime with a send tool that
@@ -54,7 +54,7 @@ func sendTool(calls *atomic.Int32) tool.Tool {
 func recorder(t testing.TB) *core.Core {
 	var calls atomic.Int32
 	clock := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
-	return demotest.Core(t, &core.Options{Tools: []tool.Tool{sendTool(&calls)}, ToolTimeout: 20 * time.Millisecond,
+	return demotest.Core(t, &core.Options{Programs: sendTool(&calls), ToolTimeout: 20 * time.Millisecond,
 		Now: func() time.Time { clock = clock.Add(7 * time.Second); return clock }})
 }
 

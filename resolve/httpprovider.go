@@ -131,13 +131,14 @@ func (p *HTTPProvider) Items(ctx context.Context) ([]agentplane.ResolverItem, er
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", p.URL, err)
 	}
+	for k, v := range p.Headers { // first: what agentplane sets is not the configuration's to change
+		req.Header.Set(k, v)
+	}
 	req.Header.Set("Accept", "application/json")
 	telemetry.InjectHTTP(ctx, req.Header) // traceparent, when the call is traced
+	req.Header.Del(ContextHeader)
 	if c, ok := CallerFrom(ctx); ok {
 		req.Header.Set(ContextHeader, c.header())
-	}
-	for k, v := range p.Headers {
-		req.Header.Set(k, v)
 	}
 	resp, err := sameorigin.Client(p.Client).Do(req)
 	if err != nil {

@@ -25,12 +25,13 @@ func demoTools(c *core.Core) scenario.Tools {
 	return func(now func() time.Time) (*tool.Registry, error) {
 		r := tool.NewRegistry()
 		for _, name := range c.Tools().Names() {
-			if name != demo.SendTemplateTool {
-				t, _ := c.Tools().Get(name)
-				r.Register(t)
+			t, _ := c.Tools().Get(name)
+			if name == demo.SendTemplateTool {
+				t = &tool.Func{S: t.Spec(), Fn: demo.Programs(now)[demo.Program]}
 			}
+			r.Register(t)
 		}
-		return r, r.Register(demo.NewOutbox(now).Tool())
+		return r, nil
 	}
 }
 
@@ -129,17 +130,17 @@ func TestBadFiles(t *testing.T) {
 	}
 }
 
-// TestReadmeExample runs the conversation file the README shows, so the
-// documentation cannot go stale.
-func TestReadmeExample(t *testing.T) {
+// TestDocumentedExample runs the conversation file the documentation
+// shows (docs/audit.md), so it cannot go stale.
+func TestDocumentedExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/audit.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)```yaml\n(# a conversation file.*?)```").FindSubmatch(readme)
+	m := regexp.MustCompile("(?s)```yaml\n(# a conversation file.*?)```").FindSubmatch(doc)
 	if m == nil {
-		t.Fatal("the README has no conversation-file example")
+		t.Fatal("docs/audit.md has no conversation-file example")
 	}
 	path := filepath.Join(t.TempDir(), "readme.yaml")
 	os.WriteFile(path, m[1], 0o644)

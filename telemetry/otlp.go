@@ -246,7 +246,7 @@ func anyValue(v attribute.Value) *commonpb.AnyValue {
 	case attribute.STRINGSLICE:
 		return array(v.AsStringSlice(), func(s string) *commonpb.AnyValue { return anyValue(attribute.StringValue(s)) })
 	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.Emit()}}
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.String()}}
 }
 
 func array[T any](vs []T, one func(T) *commonpb.AnyValue) *commonpb.AnyValue {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/agentplane/agentplane"
@@ -28,8 +29,58 @@ const MaxQuery = 256
 // configuration: agent_list_modes over its modes, agent_get_context,
 // catalog_search over its active catalogs, and the session-changing
 // tools. log receives what the tools log; nil discards it.
+//
+// Their descriptions speak of the configuration's own catalogs and modes,
+// never of an example domain.
 func Builtins(cfg *config.Config, catalogs Catalogs, log *slog.Logger, notifier Notifier) []Tool {
-	return append([]Tool{ListModes(ConfigModes(cfg), log), GetContext(), CatalogSearch(catalogs), NotifyUser(notifier)}, effectTools()...)
+	ids := make([]string, 0, len(cfg.Catalogs)+1)
+	for _, c := range cfg.Catalogs {
+		ids = append(ids, c.ID)
+	}
+	modes := make([]string, len(cfg.Modes))
+	for i, m := range cfg.Modes {
+		modes[i] = m.Key
+	}
+	return append([]Tool{ListModes(ConfigModes(cfg), log), GetContext(), CatalogSearch(catalogs, append(ids, agentplane.ModesCatalog)), NotifyUser(notifier)},
+		effectTools(modes, ids)...)
+}
+
+// oneOf describes a value that is one of names: "one of a, b, c".
+func oneOf(what string, names []string) string {
+	if len(names) == 0 {
+		return what + "."
+	}
+	return what + ": one of " + strings.Join(names, ", ") + "."
+}
+
+// object returns an object schema with the given properties (in order;
+// name, then its schema), all required unless listed in optional.
+func object(props [][2]any, optional ...string) json.RawMessage {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","properties":{`)
+	var required []string
+	for i, p := range props {
+		name := p[0].(string)
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(name)
+		v, _ := json.Marshal(p[1])
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+		if !slices.Contains(optional, name) {
+			required = append(required, name)
+		}
+	}
+	b.WriteString(`}`)
+	if len(required) > 0 {
+		r, _ := json.Marshal(required)
+		b.WriteString(`,"required":`)
+		b.Write(r)
+	}
+	b.WriteString(`,"additionalProperties":false}`)
+	return json.RawMessage(b.String())
 }
 
 // NotifyRequest is a notification agent_notify_user asks for: for the
@@ -87,7 +138,7 @@ func GetContext() Tool {
 	return &Func{
 		S: Spec{
 			Name: GetContextName,
-			Usage: "Returns the session's current mode and active work context: the entity being worked on (type, id, name) and its related entities (e.g. the audience persona of an email template). " +
+			Usage: "Returns the session's current mode and active work context: the entity being worked on (type, id, name) and its related entities (the items it belongs with, each with its role). " +
 				"Call it when you need to know what the user is working on and it is not already in your context. It only reads; use the mode and entity tools to change them.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 			Impact:      ImpactRead,
@@ -112,17 +163,18 @@ type Catalogs interface {
 
 // CatalogSearch returns catalog_search: search an active catalog by text,
 // so an LLM finds real ids instead of inventing them.
-func CatalogSearch(c Catalogs) Tool {
+// ids are the configuration's catalogs, named in the schema.
+func CatalogSearch(c Catalogs, ids []string) Tool {
 	return &Func{
 		S: Spec{
 			Name: CatalogSearchName,
-			Usage: "Searches one of the catalogs active in this session (email templates, mailer lists, modes, …) and returns matching items with their ids. " +
+			Usage: "Searches one of the catalogs active in this session and returns matching items with their ids. " +
 				"Call it whenever you need an item's id for another tool: never invent or guess an id. Matching is by name, alias and keyword, tolerant of typos and unfinished words.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-				`"catalog_id":{"type":"string","description":"The catalog to search, e.g. email_templates."},` +
-				`"query":{"type":"string","maxLength":256,"description":"Words of the item's name, alias or keywords."},` +
-				`"limit":{"type":"integer","minimum":1,"maximum":20,"description":"Most items to return (default 5)."}},` +
-				`"required":["catalog_id","query"],"additionalProperties":false}`),
+			InputSchema: object([][2]any{
+				{"catalog_id", map[string]any{"type": "string", "description": oneOf("The catalog to search", ids)}},
+				{"query", map[string]any{"type": "string", "maxLength": MaxQuery, "description": "Words of the item's name, alias or keywords."}},
+				{"limit", map[string]any{"type": "integer", "minimum": 1, "maximum": 20, "description": "Most items to return (default 5)."}},
+			}, "limit"),
 			Impact: ImpactRead,
 			Risk:   RiskLow,
 		},
@@ -211,7 +263,7 @@ func SearchSource(ctx context.Context, c Catalogs, caller resolve.Caller, src ag
 // them to the LLM and MCP clients. The gate runs them through the active
 // command that declares them, so a mode or an entity can only be set the
 // way the configuration allows; their Call is never used.
-func effectTools() []Tool {
+func effectTools(modes, catalogs []string) []Tool {
 	runsInGate := func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		return nil, Errorf("internal", "built-in effect tools run in the gate")
 	}
@@ -219,13 +271,15 @@ func effectTools() []Tool {
 		&Func{S: Spec{Name: SetModeName,
 			Usage: "Switches the session to another mode (see agent_list_modes for the keys and what each mode is for). " +
 				"Call it only when the user asked for the change or agreed to your suggestion; never switch on your own.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"mode":{"type":"string","description":"The mode key, e.g. ddr."}},"required":["mode"],"additionalProperties":false}`),
+			InputSchema: object([][2]any{{"mode", map[string]any{"type": "string", "description": oneOf("The mode's key", modes)}}}),
 			Impact:      ImpactInternal, Risk: RiskLow}, Fn: runsInGate},
 		&Func{S: Spec{Name: SetActiveEntityName,
-			Usage: "Makes an item the session's active work target (e.g. an email template), loading its related entities. " +
+			Usage: "Makes an item the session's active work target, loading its related entities. " +
 				"Find the id with catalog_search first; never invent one. Call it when the user wants to work on that item.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"catalog_id":{"type":"string","description":"The item's catalog, e.g. email_templates."},` +
-				`"id":{"type":"string","description":"The item's id from the catalog."}},"required":["catalog_id","id"],"additionalProperties":false}`),
+			InputSchema: object([][2]any{
+				{"catalog_id", map[string]any{"type": "string", "description": oneOf("The item's catalog", catalogs)}},
+				{"id", map[string]any{"type": "string", "description": "The item's id from the catalog."}},
+			}),
 			Impact: ImpactInternal, Risk: RiskLow}, Fn: runsInGate},
 		&Func{S: Spec{Name: ClearActiveEntityName,
 			Usage:       "Closes the session's active work target, when the user is done with it.",

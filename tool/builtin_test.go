@@ -3,13 +3,17 @@ package tool_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/tool"
 )
 
 // demoGate is the demo runtime's gate and store.
@@ -119,5 +123,52 @@ func TestCatalogSearchQueryIsBounded(t *testing.T) {
 	r := callTool(t, g, "s", "catalog_search", `{"catalog_id":"email_templates","query":"`+strings.Repeat("a", 80_000)+`"}`)
 	if r.Status != agentplane.StatusRejected || r.Error.Code != agentplane.CodeInvalidArgs || !strings.Contains(r.Error.Detail, "maxLength") {
 		t.Fatalf("%+v", r.Error)
+	}
+}
+
+// demoWords are the demo's domain.
+var demoWords = regexp.MustCompile(`(?i)\b(emails?|templates?|mailer|mailer lists?|ddrs?|sales|personas?|outreach)\b`)
+
+// TestBuiltinsSpeakTheConfiguration: the built-in tools describe the
+// configuration's own catalogs and modes and nothing of the demo's domain,
+// and their schemas stay valid object schemas.
+func TestBuiltinsSpeakTheConfiguration(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load("../examples/media/agentplane.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]tool.Spec{}
+	for _, b := range tool.Builtins(cfg, reg, nil, nil) {
+		s := b.Spec()
+		byName[s.Name] = s
+		if w := demoWords.FindString(s.Usage + string(s.InputSchema)); w != "" {
+			t.Errorf("%s speaks of %q in a configuration without it:\n%s\n%s", s.Name, w, s.Usage, s.InputSchema)
+		}
+		var schema map[string]any
+		if err := json.Unmarshal(s.InputSchema, &schema); err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		if err := config.CheckObjectSchema(schema); err != nil {
+			t.Errorf("%s: %v", s.Name, err)
+		}
+	}
+	for name, want := range map[string][]string{
+		tool.CatalogSearchName:   {"pizzas", "albums", "films", "people", "tickets", "modes"},
+		tool.SetActiveEntityName: {"pizzas", "tickets"},
+		tool.SetModeName:         {"home", "support"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(string(byName[name].InputSchema), w) {
+				t.Errorf("%s does not name %q: %s", name, w, byName[name].InputSchema)
+			}
+		}
+	}
+	if strings.Contains(string(byName[tool.SetActiveEntityName].InputSchema), "modes") {
+		t.Errorf("agent_set_active_entity offers the modes catalog: %s", byName[tool.SetActiveEntityName].InputSchema)
 	}
 }

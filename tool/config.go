@@ -9,22 +9,32 @@ import (
 	"github.com/agentplane/agentplane/config"
 )
 
-// FromConfig returns the HTTP tools a configuration declares.
-func FromConfig(cfg *config.Config, client *http.Client) ([]Tool, error) {
+// Program is a tool's implementation in code, which a tool the
+// configuration declares names (tools[].program): the declaration gives
+// the name, description, impact and schema, the program the behaviour.
+type Program func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+
+// FromConfig returns the tools a configuration declares: over HTTP with
+// client, or on the named programs.
+func FromConfig(cfg *config.Config, client *http.Client, programs map[string]Program) ([]Tool, error) {
 	var out []Tool
 	for _, t := range cfg.Tools {
-		if t.HTTP == nil {
-			continue
-		}
 		schema, err := json.Marshal(t.InputSchema)
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: input schema: %w", t.Name, err)
 		}
-		out = append(out, &HTTP{
-			S: Spec{Name: t.Name, Usage: t.Description, InputSchema: schema, Impact: Impact(t.Impact), Risk: Risk(t.Risk),
-				RequiresConfirmation: t.RequiresConfirmation},
-			URL: t.HTTP.URL, Headers: t.HTTP.Headers, Timeout: t.Timeout, Client: client,
-		})
+		s := Spec{Name: t.Name, Usage: t.Description, InputSchema: schema, Impact: Impact(t.Impact), Risk: Risk(t.Risk),
+			RequiresConfirmation: t.RequiresConfirmation}
+		switch {
+		case t.HTTP != nil:
+			out = append(out, &HTTP{S: s, URL: t.HTTP.URL, Headers: t.HTTP.Headers, Timeout: t.Timeout, Client: client})
+		case t.Program != "":
+			fn := programs[t.Program]
+			if fn == nil {
+				return nil, fmt.Errorf("tool %s: no program %q", t.Name, t.Program)
+			}
+			out = append(out, &Func{S: s, Fn: fn})
+		}
 	}
 	return out, nil
 }

@@ -79,14 +79,15 @@ func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 	if err != nil {
 		return nil, Errorf("bad_url", "%v", err)
 	}
+	for k, v := range h.Headers { // first: what agentplane sets is not the configuration's to change
+		req.Header.Set(k, v)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	telemetry.InjectHTTP(ctx, req.Header) // traceparent, when the call is traced
+	req.Header.Del("Idempotency-Key")
 	if k := ci.Key(); k != "" {
 		req.Header.Set("Idempotency-Key", k)
-	}
-	for k, v := range h.Headers {
-		req.Header.Set(k, v)
 	}
 	resp, err := sameorigin.Client(h.Client).Do(req)
 	if err != nil {

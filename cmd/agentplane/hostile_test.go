@@ -38,13 +38,23 @@ const (
 	bobKey   = "bob-key-0123456789abcdef"
 )
 
+// sendOverHTTP returns the demo configuration y with its send tool as an
+// HTTP tool to url instead of the binary's outbox.
+func sendOverHTTP(t *testing.T, y, url string) string {
+	t.Helper()
+	program := "    program: " + demo.Program + "\n"
+	if !strings.Contains(y, program) {
+		t.Fatal("the demo configuration changed: its send tool is not on the outbox program")
+	}
+	return strings.Replace(y, program, fmt.Sprintf("    http: {url: %q}\n", url), 1)
+}
+
 // hostileConfig writes the demo configuration with the send tool as an
 // HTTP tool to the outbox rec, and, when keyed, API keys for alice and bob (from the
 // environment: ALICE_KEY, BOB_KEY).
 func hostileConfig(t *testing.T, rec *outbox, keyed bool) string {
 	t.Helper()
-	y := string(demo.YAML) + fmt.Sprintf("\ntools:\n  - {name: send_template, description: Send the active template to a mailer list., impact: external, "+
-		"http: {url: %q}, input_schema: {type: object, properties: {list_id: {type: string}}, required: [list_id], additionalProperties: false}}\n", rec.url)
+	y := sendOverHTTP(t, string(demo.YAML), rec.url)
 	if keyed {
 		y += "\nauth:\n  keys:\n    - {user_id: alice, key_env: ALICE_KEY}\n    - {user_id: bob, key_env: BOB_KEY}\n"
 	}
@@ -65,8 +75,15 @@ type instance struct {
 // waits until it answers.
 func serveHostile(t *testing.T, bin, cfg string, args ...string) instance {
 	t.Helper()
+	return serveEnv(t, bin, cfg, []string{"ALICE_KEY=" + aliceKey, "BOB_KEY=" + bobKey}, args...)
+}
+
+// serveEnv starts serve with the configuration and arguments, with env
+// (NAME=VALUE) added to the environment; it is killed when the test ends.
+func serveEnv(t *testing.T, bin, cfg string, env []string, args ...string) instance {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--config", cfg}, args...)...)
-	cmd.Env = append(os.Environ(), "ALICE_KEY="+aliceKey, "BOB_KEY="+bobKey)
+	cmd.Env = append(os.Environ(), env...)
 	stdout, _ := cmd.StdoutPipe()
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr

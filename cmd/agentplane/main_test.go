@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -442,12 +444,16 @@ func TestChatEndsOnInterrupt(t *testing.T) {
 	defer w.Close()
 	var out, errOut syncBuffer
 	db := filepath.Join(t.TempDir(), "a.db")
-	m := &Main{Stdin: stdin, Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return db }}
+	m := &Main{Stdin: stdin, Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return map[string]string{"AGENTPLANE_DB": db}[k] }}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
+	done := make(chan int, 1)
 	go func() { done <- m.Run(ctx, []string{"chat"}) }()
 	for !strings.Contains(out.String(), "> ") { // wait until it waits for a line
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case code := <-done:
+			t.Fatalf("the chat ended before it asked for a line: exit %d, %s", code, errOut.String())
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 	cancel()
 	if code := <-done; code != 130 || !strings.Contains(errOut.String(), "interrupted") {
@@ -471,4 +477,29 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestKeygen: a new key each time, long enough for auth.keys, and the
+// digest that configures it.
+func TestKeygen(t *testing.T) {
+	t.Parallel()
+	parse := func() (key, digest string) {
+		out, _, code := run(t, "", "keygen")
+		m := regexp.MustCompile(`^key:\s+([A-Za-z0-9_-]{43})\nkey_sha256: ([0-9a-f]{64})\n$`).FindStringSubmatch(out)
+		if code != 0 || m == nil {
+			t.Fatalf("keygen: exit %d, %q", code, out)
+		}
+		return m[1], m[2]
+	}
+	k1, d1 := parse()
+	k2, _ := parse()
+	if k1 == k2 {
+		t.Fatal("the same key twice")
+	}
+	if sum := sha256.Sum256([]byte(k1)); hex.EncodeToString(sum[:]) != d1 {
+		t.Fatalf("the digest is not the key's: %s", d1)
+	}
+	if _, _, code := run(t, "", "keygen", "extra"); code != 2 {
+		t.Fatalf("keygen with an argument: exit %d", code)
+	}
 }

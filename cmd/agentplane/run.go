@@ -52,6 +52,7 @@ var commands = []command{
 	{"tools", "list|call [--config FILE] [--mode KEY] [flags]", "the active tools; run one through the gate", (*Main).toolsCmd},
 	{"notify", "send|list|show|ack|dead [--config FILE] [--db DB] [flags]", "the notification ledger", (*Main).notifyCmd},
 	{"workflow", "validate|run|status|approve|continue|abort|resume [flags]", "workflows: check a definition, run one, answer its pauses", (*Main).workflowCmd},
+	{"keygen", "", "a new random API key and its SHA-256 for auth.keys", (*Main).keygen},
 	{"version", "", "this binary's version, commit and Go version", (*Main).version},
 }
 
@@ -240,8 +241,8 @@ func source(path string) core.Source {
 // keeps everything in memory); o adds what the command needs besides.
 func (m *Main) open(ctx context.Context, c *common, o plane.Options) (*plane.Runtime, error) {
 	o.Config, o.DB = source(c.config), c.db
-	if c.config == "" && o.Core.Tools == nil {
-		o.Core.Tools = demo.Tools(m.Now) // the demo's send tool
+	if o.Core.Programs == nil {
+		o.Core.Programs = demo.Programs(m.Now) // the binary ships the demo's outbox, for any configuration
 	}
 	o.Core.Now, o.Getenv = m.Now, m.Getenv
 	if o.Logger == nil {

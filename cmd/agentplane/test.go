@@ -27,21 +27,23 @@ func (m *Main) test(ctx context.Context, args []string) error {
 	c := rt.Core
 	// Each file gets its own demo outbox, on its own clock; the other
 	// tools are shared.
-	var tools scenario.Tools
-	if cf.config == "" {
-		tools = func(now func() time.Time) (*tool.Registry, error) {
-			r := tool.NewRegistry()
-			for _, name := range c.Tools().Names() {
-				if name == demo.SendTemplateTool {
-					continue
-				}
-				t, _ := c.Tools().Get(name)
-				if err := r.Register(t); err != nil {
-					return nil, err
-				}
+	outboxed := map[string]bool{}
+	for _, t := range c.Config().Tools {
+		outboxed[t.Name] = t.Program == demo.Program
+	}
+	tools := func(now func() time.Time) (*tool.Registry, error) {
+		r := tool.NewRegistry()
+		send := demo.Programs(now)[demo.Program]
+		for _, name := range c.Tools().Names() {
+			t, _ := c.Tools().Get(name)
+			if outboxed[name] {
+				t = &tool.Func{S: t.Spec(), Fn: send}
 			}
-			return r, r.Register(demo.NewOutbox(now).Tool())
+			if err := r.Register(t); err != nil {
+				return nil, err
+			}
 		}
+		return r, nil
 	}
 	failed := 0
 	for _, file := range fs.Args() {

@@ -94,9 +94,9 @@ func uiConfig(t *testing.T, out *outbox, keyDigest string) string {
 		t.Fatal("the demo configuration changed: no core toolbox to add the slow report to")
 	}
 	y = strings.Replace(y, core, "    tools: [agent_list_modes, agent_get_context, agent_set_mode, slow_report]\n", 1)
-	y += fmt.Sprintf("\ntools:\n  - {name: slow_report, description: A report that takes a while., impact: read, http: {url: %q}}", out.url+"/slow")
-	y += fmt.Sprintf("\n  - {name: send_template, description: Send the active template to a mailer list., impact: external, risk: high, requires_confirmation: true, "+
-		"http: {url: %q}, input_schema: {type: object, properties: {list_id: {type: string}}, required: [list_id], additionalProperties: false}}\n", out.url)
+	y = sendOverHTTP(t, y, out.url)
+	y = strings.Replace(y, "    risk: medium\n    input_schema:", "    risk: high\n    requires_confirmation: true\n    input_schema:", 1)
+	y += fmt.Sprintf("  - {name: slow_report, description: A report that takes a while., impact: read, http: {url: %q}}\n", out.url+"/slow")
 	if keyDigest != "" {
 		y += "\nauth:\n  keys:\n    - {user_id: alice, key_sha256: " + keyDigest + "}\n"
 	}

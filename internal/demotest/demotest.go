@@ -1,5 +1,5 @@
 // Package demotest builds the runtime on the embedded demo configuration
-// for tests: the demo's tools, an in-memory store, a clock that moves one
+// for tests: the demo's programs, an in-memory store, a clock that moves one
 // second per reading from a fixed start, and sequential ids and tokens.
 package demotest
 
@@ -39,7 +39,7 @@ func WithYAML(tb testing.TB, yaml []byte, opts *core.Options) *core.Core {
 
 // Options returns opts (nil: none) with the test defaults where it sets
 // nothing: the clock that moves one second per reading, sequential ids and
-// tokens, the demo's tools.
+// tokens, the demo's programs.
 func Options(opts *core.Options) core.Options {
 	o := core.Options{}
 	if opts != nil {
@@ -58,8 +58,8 @@ func Options(opts *core.Options) core.Options {
 		n := 0
 		o.NewToken = func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprintf("tok-%d", n) }
 	}
-	if o.Tools == nil {
-		o.Tools = demo.Tools(o.Now)
+	if o.Programs == nil {
+		o.Programs = demo.Programs(o.Now)
 	}
 	return o
 }

@@ -44,7 +44,7 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rt, err := plane.Open(ctx, plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, Core: core.Options{Tools: demo.Tools(nil)}})
+	rt, err := plane.Open(ctx, plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, Core: core.Options{Programs: demo.Programs(nil)}})
 	if err != nil {
 		log.Fatal(err)
 	}

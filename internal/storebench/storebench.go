@@ -62,7 +62,7 @@ func executor(b *testing.B, st store.Store, sessions int) func(worker, op int) e
 func executorOn(b *testing.B, st store.Store, sessions int) (func(worker, op int) error, []string) {
 	ctx := context.Background()
 	// the store belongs to the benchmark, which closes it: the core is not closed
-	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Tools: demo.Tools(nil)})
+	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Programs: demo.Programs(nil)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,9 +1,10 @@
 // Package testenv says which of the test suites that need something
-// outside Go — a PostgreSQL server, a Chromium browser — can run here,
-// and tells the person running `go test ./...` which were skipped and how
-// to run them. Where the environment asks for a suite
-// (AGENTPLANE_REQUIRE_POSTGRES, AGENTPLANE_REQUIRE_BROWSER; .ci/run sets
-// both), its absence fails the tests that need it instead.
+// outside Go — a PostgreSQL server, a Chromium browser, a Python
+// interpreter — can run here, and tells the person running `go test ./...`
+// which were skipped and how to run them. Where the environment asks for a
+// suite (AGENTPLANE_REQUIRE_POSTGRES, AGENTPLANE_REQUIRE_BROWSER,
+// AGENTPLANE_REQUIRE_PYTHON; .ci/run sets them all), its absence fails the
+// tests that need it instead.
 package testenv
 
 import (
@@ -23,6 +24,7 @@ const (
 	PostgresVar        = "AGENTPLANE_TEST_POSTGRES"
 	RequirePostgresVar = "AGENTPLANE_REQUIRE_POSTGRES"
 	RequireBrowserVar  = "AGENTPLANE_REQUIRE_BROWSER"
+	RequirePythonVar   = "AGENTPLANE_REQUIRE_PYTHON"
 )
 
 // Postgres returns the PostgreSQL URL the tests use, or why there is none
@@ -63,6 +65,14 @@ func Browser() string {
 	return ""
 }
 
+// Python returns the Python 3 interpreter on PATH, or "".
+func Python() string {
+	if p, err := exec.LookPath("python3"); err == nil {
+		return p
+	}
+	return ""
+}
+
 // Skipped names the suites that cannot run here, each with how to run
 // it.
 func Skipped() []string {
@@ -72,6 +82,9 @@ func Skipped() []string {
 	}
 	if Browser() == "" {
 		out = append(out, "the web page in a browser (no chromium on PATH; apt-get install chromium)")
+	}
+	if Python() == "" {
+		out = append(out, "the Python tool service example (no python3 on PATH; apt-get install python3)")
 	}
 	return out
 }

@@ -173,7 +173,7 @@ func runRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], n, p
 // inbox streams open, acknowledges each, and returns notifications per
 // second from the first emit to the last delivery.
 func runBus(ctx context.Context, st store.Store, n, p int) (float64, error) {
-	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Tools: demo.Tools(nil)})
+	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Programs: demo.Programs(nil)})
 	if err != nil {
 		return 0, err
 	}
@@ -182,7 +182,7 @@ func runBus(ctx context.Context, st store.Store, n, p int) (float64, error) {
 		return 0, err
 	}
 	hub := events.NewHub(st.Records, nil)
-	bus := notify.NewBus(l, c, hub)
+	bus := notify.NewBus(l, c, hub, nil)
 	for w := range p {
 		sub := hub.Subscribe(notify.UserTopic(fmt.Sprintf("user-%d", w)), 0)
 		go func() {
