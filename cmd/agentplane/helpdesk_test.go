@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -35,18 +34,7 @@ func startHelpdesk(t *testing.T) helpdesk {
 	h := helpdesk{token: exampleEnv["DESK_TOKEN"]}
 	cmd := exec.Command(py, "../../examples/helpdesk/service.py", "--port", "0")
 	cmd.Env = append(os.Environ(), "DESK_TOKEN="+h.token)
-	stdout, _ := cmd.StdoutPipe()
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() {
-		cmd.Wait()
-		t.Fatalf("the service printed nothing\n%s", stderr.String())
-	}
+	sc, _, _ := startProcess(t, cmd)
 	const prefix = "helpdesk: listening on "
 	if !strings.HasPrefix(sc.Text(), prefix) {
 		t.Fatalf("the service printed %q", sc.Text())

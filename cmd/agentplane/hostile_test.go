@@ -78,24 +78,33 @@ func serveHostile(t *testing.T, bin, cfg string, args ...string) instance {
 	return serveEnv(t, bin, cfg, []string{"ALICE_KEY=" + aliceKey, "BOB_KEY=" + bobKey}, args...)
 }
 
+// startProcess starts cmd, killed when the test ends, and waits for the
+// first line it prints: the scanner holds it; stdout is the rest, stderr
+// what it printed there.
+func startProcess(t *testing.T, cmd *exec.Cmd) (sc *bufio.Scanner, stdout io.Reader, stderr *syncBuffer) {
+	t.Helper()
+	out, _ := cmd.StdoutPipe()
+	stderr = &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc = bufio.NewScanner(out)
+	if !sc.Scan() {
+		cmd.Wait()
+		t.Fatalf("%s printed nothing\n%s", filepath.Base(cmd.Path), stderr.String())
+	}
+	return sc, out, stderr
+}
+
 // serveEnv starts serve with the configuration and arguments, with env
 // (NAME=VALUE) added to the environment; it is killed when the test ends.
 func serveEnv(t *testing.T, bin, cfg string, env []string, args ...string) instance {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--config", cfg}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	stdout, _ := cmd.StdoutPipe()
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() {
-		cmd.Wait()
-		t.Fatalf("serve printed nothing\n%s", stderr.String())
-	}
+	sc, stdout, stderr := startProcess(t, cmd)
 	i := strings.Index(sc.Text(), "serving http://")
 	if i < 0 {
 		t.Fatalf("serve printed %q", sc.Text())

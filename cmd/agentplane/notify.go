@@ -12,7 +12,7 @@ import (
 
 // notifyVerbs are the subcommands of `agentplane notify`, each with its
 // own flags.
-var notifyVerbs = []struct{ name, args string }{
+var notifyVerbs = []verb{
 	{"send", "--user U --title T [--address USER|SESSION] [--session S] [--target USER|AGENT] [--handler SYSTEM|AGENT] [--body B] [--dedup K] [--ttl SECONDS] [--urgency U] [--directive D]"},
 	{"list", "--user U [--channel A|B|C] [--limit N]"},
 	{"show", "ID"},
@@ -24,22 +24,9 @@ var notifyVerbs = []struct{ name, args string }{
 // database's ledger, printing JSON with the API's field names (a list
 // with nothing in it is []).
 func (m *Main) notifyCmd(ctx context.Context, args []string) error {
-	verb := ""
-	if len(args) > 0 {
-		verb = args[0]
-	}
-	var use string
-	for _, v := range notifyVerbs {
-		if v.name == verb {
-			use = v.args
-		}
-	}
-	if use == "" {
-		msg := "notify: a subcommand, one of"
-		for _, v := range notifyVerbs {
-			msg += fmt.Sprintf("\n  agentplane notify %s %s [--config FILE] [--db DB]", v.name, v.args)
-		}
-		return usagef("%s", msg)
+	verb, use, err := subcommand("notify", notifyVerbs, args, " [--config FILE] [--db DB]")
+	if err != nil {
+		return err
 	}
 	fs := m.flags("notify "+verb, use+" [--config FILE] [--db DB]")
 	c := m.commonFlags(fs, true)

@@ -56,6 +56,27 @@ var commands = []command{
 	{"version", "", "this binary's version, commit and Go version", (*Main).version},
 }
 
+// verb is a subcommand (notify send, workflow run, …) and its arguments.
+type verb struct{ name, args string }
+
+// subcommand finds args[0] among a command's verbs and returns it with its
+// arguments; none, or an unknown one, is a usage error listing them all
+// (each with suffix, the flags they share).
+func subcommand(command string, verbs []verb, args []string, suffix string) (name, use string, err error) {
+	if len(args) > 0 {
+		for _, v := range verbs {
+			if v.name == args[0] {
+				return v.name, v.args, nil
+			}
+		}
+	}
+	msg := command + ": a subcommand, one of"
+	for _, v := range verbs {
+		msg += fmt.Sprintf("\n  agentplane %s %s %s%s", command, v.name, v.args, suffix)
+	}
+	return "", "", usagef("%s", msg)
+}
+
 // usage is the help every command is listed in.
 func usage() string {
 	var b strings.Builder

@@ -16,7 +16,7 @@ import (
 )
 
 // workflowVerbs are the subcommands of `agentplane workflow`.
-var workflowVerbs = []struct{ name, args string }{
+var workflowVerbs = []verb{
 	{"validate", "[--config FILE] FILE"},
 	{"run", "[--config FILE] [--db DB] [--session ID] [--mode MODE] [--resume-policy manual|automatic] FILE"},
 	{"status", "[--config FILE] [--db DB] WORKFLOW"},
@@ -32,21 +32,9 @@ var workflowVerbs = []struct{ name, args string }{
 // command; this one waits for it), printing its events until it pauses
 // or ends.
 func (m *Main) workflowCmd(ctx context.Context, args []string) error {
-	sub, use := "", ""
-	if len(args) > 0 {
-		sub = args[0]
-	}
-	for _, v := range workflowVerbs {
-		if v.name == sub {
-			use = v.args
-		}
-	}
-	if use == "" {
-		msg := "workflow: a subcommand, one of"
-		for _, v := range workflowVerbs {
-			msg += fmt.Sprintf("\n  agentplane workflow %s %s", v.name, v.args)
-		}
-		return usagef("%s", msg)
+	sub, use, err := subcommand("workflow", workflowVerbs, args, "")
+	if err != nil {
+		return err
 	}
 	args = args[1:]
 	if sub == "validate" {
