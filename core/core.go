@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -55,9 +54,8 @@ type Options struct {
 	// Store keeps sessions, audit chains, requests and tokens; the Core
 	// closes it. nil means a new in-memory store.
 	Store store.Store
-	// Tools are the program's own tools besides the built-in ones (the
-	// demo's send tool); configurations may name them without declaring
-	// them.
+	// Tools are the program's own tools besides the built-in ones;
+	// configurations may name them without declaring them.
 	Tools []tool.Tool
 	// Programs are the tool implementations in code that tools the
 	// configuration declares may name (tools[].program), by name: the
@@ -487,7 +485,7 @@ func withSecrets(cfg *config.Config, getenv func(string) string) (*config.Config
 		}
 	}
 	if len(missing) > 0 {
-		sort.Strings(missing)
+		slices.Sort(missing)
 		return nil, fmt.Errorf("secret headers: %s", strings.Join(missing, "; "))
 	}
 	return &w, nil

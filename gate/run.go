@@ -72,13 +72,11 @@ func (x *execution) run() {
 			x.res = failed(agentplane.CodeTimeout, x.tool, "tool %s did not answer within %s", x.tool, timeout)
 		case a.err != nil:
 			x.res = failed(agentplane.CodeToolFailed, x.tool, "tool %s: %v", x.tool, a.err)
-		case len(a.out) > 0 && !json.Valid(a.out):
-			x.res = failed(agentplane.CodeToolFailed, x.tool, "tool %s returned output that is not JSON", x.tool)
-		case len(a.out) > 0 && canonjson.Check(a.out) != nil:
-			// it ran, but its output cannot be kept in the audit log as it is
-			x.res = failed(agentplane.CodeToolFailed, x.tool, "tool %s returned JSON the audit log cannot keep: %v", x.tool, canonjson.Check(a.out))
 		default:
-			x.out = a.out
+			x.out, x.res = a.out, checkOutput(x.tool, a.out) // the output is parsed once, here
+			if x.decided() {
+				x.out = nil
+			}
 		}
 	case <-ctx.Done():
 		x.res = failed(agentplane.CodeTimeout, x.tool, "tool %s did not answer within %s", x.tool, timeout)
@@ -94,6 +92,23 @@ func (x *execution) unavailable() {
 		what = fmt.Sprintf("%s=%q", x.cmd.Parameter, x.item.Header.ID)
 	}
 	x.res = failed(agentplane.CodeToolUnavailable, x.tool, "%s would run tool %s with %s, but the tool is not connected", x.action, x.tool, what)
+}
+
+// checkOutput decides a tool's output that the audit log cannot keep as
+// it is — not JSON, or JSON its reader refuses — a failure; the zero
+// result when it can.
+func checkOutput(name string, out json.RawMessage) agentplane.ExecutionResult {
+	if len(out) == 0 {
+		return agentplane.ExecutionResult{}
+	}
+	err := canonjson.Check(out)
+	switch {
+	case err == nil:
+		return agentplane.ExecutionResult{}
+	case !json.Valid(out):
+		return failed(agentplane.CodeToolFailed, name, "tool %s returned output that is not JSON", name)
+	}
+	return failed(agentplane.CodeToolFailed, name, "tool %s returned JSON the audit log cannot keep: %v", name, err) // it ran, but cannot be recorded as it is
 }
 
 // invocationContext is what the tool is told about the call: built once,

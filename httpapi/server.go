@@ -408,10 +408,7 @@ func CheckAddr(addr string, keys int) error {
 	if err != nil {
 		return fmt.Errorf("--addr %s: %v: want HOST:PORT, e.g. 127.0.0.1:8080", addr, err)
 	}
-	if keys > 0 {
-		return nil
-	}
-	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+	if keys > 0 || loopbackHost(host) {
 		return nil
 	}
 	return fmt.Errorf("--addr %s is not a loopback address and the configuration has no API keys: anyone reaching it would act as the local user; add auth.keys to the configuration, or serve on 127.0.0.1", addr)

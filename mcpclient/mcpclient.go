@@ -332,7 +332,7 @@ func (m *mounted) Call(ctx context.Context, args json.RawMessage) (json.RawMessa
 	defer cancel()
 	params := &mcp.CallToolParams{Name: m.remote, Arguments: args}
 	meta := telemetry.InjectMeta(ctx, nil) // traceparent, when traced
-	if ci, ok := tool.CallInfoFrom(ctx); ok && ci.Context.SessionID != "" {
+	if ci, _ := tool.CallInfoFrom(ctx); ci.Invocation() != nil {
 		if meta == nil {
 			meta = map[string]any{}
 		}

@@ -294,7 +294,6 @@ func (s *Server) prune() {
 			delete(s.bindings, b)
 			b.mu.Lock()
 			delete(s.owners, b.mcpID)
-			delete(live, b.mcpID)
 			b.mu.Unlock()
 		}
 	}

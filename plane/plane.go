@@ -118,7 +118,7 @@ type Runtime struct {
 // awareness of notifications), the agent before the bus (which hands it
 // its notifications), the core before all. ctx bounds the opening only;
 // Close ends the runtime.
-func Open(ctx context.Context, o Options) (*Runtime, error) {
+func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	rt := &Runtime{Logger: o.Logger, pgEvents: o.PGEvents, DB: Shown(o.DB)}
 	if rt.Logger == nil {
 		rt.Logger = slog.New(slog.DiscardHandler)
@@ -143,45 +143,44 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		}
 		rt.shutdown, rt.Tracer = shutdown, telemetry.Tracer(nilIfNone(tp))
 	}
-	shutdown := rt.shutdown
-	st, err := OpenStore(ctx, o.DB, &StoreOptions{PGNotify: rt.pgEvents == "notify"})
-	if err != nil {
-		shutdown(ctx)
+	defer func() { // a part that fails closes what was opened before it
+		if err == nil {
+			return
+		}
+		if rt.Core != nil {
+			rt.Core.Close() // and its store
+		} else if rt.Store != nil {
+			rt.Store.Close()
+		}
+		rt.shutdown(ctx)
+	}()
+	if rt.Store, err = OpenStore(ctx, o.DB, &StoreOptions{PGNotify: rt.pgEvents == "notify"}); err != nil {
 		return nil, err
 	}
-	rt.Store = st
 	ho := o.Hub
 	ho.Logger = rt.Logger
-	rt.Hub = events.NewHub(st.Records, &ho)
-	_, sql := st.(store.Querier)
+	rt.Hub = events.NewHub(rt.Store.Records, &ho)
+	_, sql := rt.Store.(store.Querier)
 	if sql {
-		if rt.Ledger, err = notify.NewLedger(st, &notify.Options{Now: o.Core.Now}); err != nil {
-			st.Close()
-			shutdown(ctx)
+		if rt.Ledger, err = notify.NewLedger(rt.Store, &notify.Options{Now: o.Core.Now}); err != nil {
 			return nil, err
 		}
 	}
 	co := o.Core
-	co.Store, co.Logger, co.Tracer, co.Getenv = st, rt.Logger, rt.Tracer, getenv
+	co.Store, co.Logger, co.Tracer, co.Getenv = rt.Store, rt.Logger, rt.Tracer, getenv
 	co.Observer = rt.observer(o.Core.Observer)
 	// agent_notify_user emits through the bus, which is built on the core:
 	// the tool reads it from the runtime, whole before anything runs
 	co.Notifier = notify.Notifier(func() *notify.Bus { return rt.Bus })
 	// the core outlives ctx (it closes with the runtime)
 	if rt.Core, err = core.New(context.WithoutCancel(ctx), o.Config, &co); err != nil {
-		st.Close()
-		shutdown(ctx)
 		return nil, err
 	}
 	if rt.Keys, err = auth.New(rt.Core.Config().Auth, getenv); err != nil {
-		rt.Core.Close()
-		shutdown(ctx)
 		return nil, fmt.Errorf("%s: %w", rt.Core.Name(), err)
 	}
 	if o.LLM {
 		if rt.Agent, err = rt.agent(ctx, getenv, &co); err != nil {
-			rt.Core.Close()
-			shutdown(ctx)
 			return nil, err
 		}
 	}
@@ -192,8 +191,6 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		wo := o.Workflows
 		wo.Logger, wo.Tracer = rt.Logger, rt.Tracer
 		if rt.Workflows, err = workflow.New(rt.Core, &wo); err != nil {
-			rt.Core.Close()
-			shutdown(ctx)
 			return nil, err
 		}
 	}

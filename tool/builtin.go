@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"slices"
 	"strings"
 
 	"github.com/agentplane/agentplane"
@@ -53,34 +52,11 @@ func oneOf(what string, names []string) string {
 	return what + ": one of " + strings.Join(names, ", ") + "."
 }
 
-// object returns an object schema with the given properties (in order;
-// name, then its schema), all required unless listed in optional.
-func object(props [][2]any, optional ...string) json.RawMessage {
-	var b strings.Builder
-	b.WriteString(`{"type":"object","properties":{`)
-	var required []string
-	for i, p := range props {
-		name := p[0].(string)
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(name)
-		v, _ := json.Marshal(p[1])
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-		if !slices.Contains(optional, name) {
-			required = append(required, name)
-		}
-	}
-	b.WriteString(`}`)
-	if len(required) > 0 {
-		r, _ := json.Marshal(required)
-		b.WriteString(`,"required":`)
-		b.Write(r)
-	}
-	b.WriteString(`,"additionalProperties":false}`)
-	return json.RawMessage(b.String())
+// object is the schema of an object with the properties (name → schema),
+// those named in required required, and no others.
+func object(props map[string]any, required ...string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false})
+	return b
 }
 
 // NotifyRequest is a notification agent_notify_user asks for: for the
@@ -170,11 +146,11 @@ func CatalogSearch(c Catalogs, ids []string) Tool {
 			Name: CatalogSearchName,
 			Usage: "Searches one of the catalogs active in this session and returns matching items with their ids. " +
 				"Call it whenever you need an item's id for another tool: never invent or guess an id. Matching is by name, alias and keyword, tolerant of typos and unfinished words.",
-			InputSchema: object([][2]any{
-				{"catalog_id", map[string]any{"type": "string", "description": oneOf("The catalog to search", ids)}},
-				{"query", map[string]any{"type": "string", "maxLength": MaxQuery, "description": "Words of the item's name, alias or keywords."}},
-				{"limit", map[string]any{"type": "integer", "minimum": 1, "maximum": 20, "description": "Most items to return (default 5)."}},
-			}, "limit"),
+			InputSchema: object(map[string]any{
+				"catalog_id": map[string]any{"type": "string", "description": oneOf("The catalog to search", ids)},
+				"query":      map[string]any{"type": "string", "maxLength": MaxQuery, "description": "Words of the item's name, alias or keywords."},
+				"limit":      map[string]any{"type": "integer", "minimum": 1, "maximum": 20, "description": "Most items to return (default 5)."},
+			}, "catalog_id", "query"),
 			Impact: ImpactRead,
 			Risk:   RiskLow,
 		},
@@ -271,15 +247,15 @@ func effectTools(modes, catalogs []string) []Tool {
 		&Func{S: Spec{Name: SetModeName,
 			Usage: "Switches the session to another mode (see agent_list_modes for the keys and what each mode is for). " +
 				"Call it only when the user asked for the change or agreed to your suggestion; never switch on your own.",
-			InputSchema: object([][2]any{{"mode", map[string]any{"type": "string", "description": oneOf("The mode's key", modes)}}}),
+			InputSchema: object(map[string]any{"mode": map[string]any{"type": "string", "description": oneOf("The mode's key", modes)}}, "mode"),
 			Impact:      ImpactInternal, Risk: RiskLow}, Fn: runsInGate},
 		&Func{S: Spec{Name: SetActiveEntityName,
 			Usage: "Makes an item the session's active work target, loading its related entities. " +
 				"Find the id with catalog_search first; never invent one. Call it when the user wants to work on that item.",
-			InputSchema: object([][2]any{
-				{"catalog_id", map[string]any{"type": "string", "description": oneOf("The item's catalog", catalogs)}},
-				{"id", map[string]any{"type": "string", "description": "The item's id from the catalog."}},
-			}),
+			InputSchema: object(map[string]any{
+				"catalog_id": map[string]any{"type": "string", "description": oneOf("The item's catalog", catalogs)},
+				"id":         map[string]any{"type": "string", "description": "The item's id from the catalog."},
+			}, "catalog_id", "id"),
 			Impact: ImpactInternal, Risk: RiskLow}, Fn: runsInGate},
 		&Func{S: Spec{Name: ClearActiveEntityName,
 			Usage:       "Closes the session's active work target, when the user is done with it.",

@@ -48,15 +48,6 @@ func ByKey(t Tool) bool {
 	return ok
 }
 
-// contextOf is the invocation context to send, nil when the call has
-// none (a tool called outside the gate).
-func contextOf(ci CallInfo) *agentplane.InvocationContext {
-	if ci.Context.SessionID == "" {
-		return nil
-	}
-	return &ci.Context
-}
-
 // Call posts the arguments.
 func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 	timeout := h.Timeout
@@ -71,7 +62,7 @@ func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 		Context   *agentplane.InvocationContext `json:"context,omitempty"`
 		SessionID string                        `json:"session_id,omitempty"`
 		RequestID string                        `json:"request_id,omitempty"`
-	}{args, contextOf(ci), ci.Context.SessionID, ci.Context.RequestID})
+	}{args, ci.Invocation(), ci.Context.SessionID, ci.Context.RequestID})
 	if err != nil {
 		return nil, Errorf("bad_args", "%v", err)
 	}

@@ -279,6 +279,15 @@ type CallInfo struct {
 	Session *agentplane.Session
 }
 
+// Invocation is the invocation context to send downstream: nil for a
+// call made outside the gate (it carries none).
+func (ci CallInfo) Invocation() *agentplane.InvocationContext {
+	if ci.Context.SessionID == "" {
+		return nil
+	}
+	return &ci.Context
+}
+
 // Key is the call's idempotency key downstream: the context's
 // IdempotencyKey, or its request id.
 func (ci CallInfo) Key() string {
