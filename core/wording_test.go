@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -64,6 +65,20 @@ commands:
 	if yes.Result.Message != "Close the ticket: Invoice shows wrong VAT — done." {
 		t.Errorf("the message: %q", yes.Result.Message)
 	}
+	// eight clients pressing Confirm at once: the command runs once
+	s4, asked4 := ask()
+	before := calls.Load()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			c.Intent(ctx, gate.IntentRequest{SessionID: s4.ID, Principal: "dana", Intent: agentplane.Intent{Type: agentplane.IntentActionCall,
+				Action: "close_ticket", Args: json.RawMessage(`{"ticket_id":"T-1"}`), Origin: "user", ConfirmationToken: asked4.ConfirmationToken}})
+		})
+	}
+	wg.Wait()
+	if n := calls.Load() - before; n != 1 {
+		t.Fatalf("8 concurrent confirmations ran the tool %d times", n)
+	}
 	after, _ := c.Session(ctx, s2.ID)
 	if after.PendingConfirmation != nil {
 		t.Errorf("the confirmation is still pending: %+v", after.PendingConfirmation)
@@ -87,7 +102,7 @@ commands:
 	if err != nil || res.Status != agentplane.StatusSuccess {
 		t.Fatalf("the proposal confirmed: %+v %v", res, err)
 	}
-	if calls.Load() != 3 {
-		t.Errorf("%d calls, want 3", calls.Load())
+	if calls.Load() != 4 {
+		t.Errorf("%d calls, want 4", calls.Load())
 	}
 }
