@@ -344,6 +344,7 @@ func OpenStore(ctx context.Context, db string, o *StoreOptions) (store.Store, er
 	if o == nil {
 		o = &StoreOptions{}
 	}
+	// each case returns a nil Store, never a nil pointer in one, on error
 	switch {
 	case db == "":
 		return memstore.New(), nil
@@ -351,11 +352,21 @@ func OpenStore(ctx context.Context, db string, o *StoreOptions) (store.Store, er
 		if o.ReadOnly {
 			return nil, errors.New("plane: a read-only store is a SQLite file; PostgreSQL is read with a read-only role")
 		}
-		return postgres.Open(ctx, db, &postgres.Options{Notify: o.PGNotify, Extensions: Extensions})
-	case o.ReadOnly:
-		return sqlite.Open(ctx, db, &sqlite.Options{ReadOnly: true})
+		st, err := postgres.Open(ctx, db, &postgres.Options{Notify: o.PGNotify, Extensions: Extensions})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
 	}
-	return sqlite.Open(ctx, db, &sqlite.Options{Extensions: Extensions})
+	so := &sqlite.Options{Extensions: Extensions}
+	if o.ReadOnly {
+		so = &sqlite.Options{ReadOnly: true}
+	}
+	st, err := sqlite.Open(ctx, db, so)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // IsPostgres reports whether db names a PostgreSQL database.

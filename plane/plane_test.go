@@ -3,6 +3,7 @@ package plane_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,4 +84,24 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt.Close(time.Second)
+}
+
+// TestOpenStoreFailsWithNoStore: a store that cannot be opened is a nil
+// Store with the error, never a nil pointer inside one (which a caller
+// closing what it opened would call).
+func TestOpenStoreFailsWithNoStore(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, nil, 0o644)
+	bad := filepath.Join(file, "a.db") // under a file: cannot be made
+	for _, db := range []string{bad, "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"} {
+		st, err := plane.OpenStore(context.Background(), db, nil)
+		if err == nil || st != nil {
+			t.Errorf("%s: %v, %#v", db, err, st)
+		}
+	}
+	if _, err := plane.Open(context.Background(), plane.Options{Config: demoSource(), DB: bad}); err == nil {
+		t.Error("opened a runtime on a store that cannot be opened")
+	}
 }
