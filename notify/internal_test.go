@@ -56,10 +56,11 @@ func TestInternalTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the emit started the internal turn; it ends with the notification
-	// promoted
+	// promoted, and then its notice in the session
 	var n notify.Notification
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if n, _ = l.Get(ctx, e.ID); n.State == notify.StateEscalated {
+		recs, _ := c.Records(ctx, sess.ID, 0)
+		if n, _ = l.Get(ctx, e.ID); n.State == notify.StateEscalated && recs[len(recs)-1].Kind == audit.KindNotice {
 			break
 		}
 	}
