@@ -43,6 +43,8 @@ for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1
 auth='Authorization: Bearer smoke-key-0123456789abcdef'
 sid=$(curl -sf -H "$auth" -H 'Content-Type: application/json' -d '{}' "http://127.0.0.1:$port/v1/sessions" | sed -E 's/.*"session_id":"([^"]+)".*/\1/')
 curl -sf -H "$auth" -H 'Content-Type: application/json' -d '{"text":"switch to ddr mode"}' "http://127.0.0.1:$port/v1/sessions/$sid/turns" | grep -q '"mode":"ddr"'
+# buildah does not pass a signal on to what it runs: stop serve itself
+pkill -TERM -f -- "/agentplane serve --config /data/keys.yaml --addr 127.0.0.1:$port" 2>/dev/null || true
 kill "$pid" 2>/dev/null || true
 wait "$pid" 2>/dev/null || true
 echo "image: serve in the image answered a turn (session $sid)"
