@@ -303,6 +303,16 @@ func (m *Model) Knows(label int, word string) bool {
 	return ok
 }
 
+// Spread returns how many labels have an example with the (normalized)
+// word: 1 for a word only one label's examples use, the number of labels
+// for one every label's do.
+func (m *Model) Spread(word string) int {
+	return len(m.vocab[hashAdd(hashStart(kindWord), word)])
+}
+
+// Labels returns the number of labels the model was trained on.
+func (m *Model) Labels() int { return m.labels }
+
 // Classify finds the most likely label for the normalized words among the
 // labels allowed (allowed[label]; all when allowed is nil, none beyond
 // len(allowed) otherwise) and its nearest examples.

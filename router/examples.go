@@ -44,19 +44,22 @@ const (
 // configuration order, then the negative class; it returns the command
 // index of each command label, the negative label (-1 without negative
 // examples), and a nil model when no command has examples.
-func trainExamples(cmds []*agentplane.CommandDefinition, patterns [][]*trigger.Pattern, negatives []string) (*exemplar.Model, []int, int, error) {
+func trainExamples(f trigger.Fillers, cmds []*agentplane.CommandDefinition, patterns [][]*trigger.Pattern, negatives []string) (*exemplar.Model, []int, int, error) {
 	var ex []exemplar.Example
 	var labelCmd []int
+	add := func(label int, words []string) {
+		if w := evidence(f, words, nil); len(w) > 0 {
+			ex = append(ex, exemplar.Example{Label: label, Text: strings.Join(w, " ")})
+		}
+	}
 	for i, c := range cmds {
 		label, before := len(labelCmd), len(ex)
 		for _, e := range c.Examples {
-			ex = append(ex, exemplar.Example{Label: label, Text: e})
+			add(label, resolve.Fields(nil, resolve.Normalize(e)))
 		}
 		for _, p := range patterns[i] {
 			for j := range p.Phrasings[:min(len(p.Phrasings), maxTriggerExamples)] {
-				if w := p.Phrasings[j].Words(); len(w) > 0 {
-					ex = append(ex, exemplar.Example{Label: label, Text: strings.Join(w, " ")})
-				}
+				add(label, p.Phrasings[j].Words())
 			}
 		}
 		if len(ex) > before {
@@ -70,7 +73,7 @@ func trainExamples(cmds []*agentplane.CommandDefinition, patterns [][]*trigger.P
 	if len(negatives) > 0 {
 		neg = len(labelCmd)
 		for _, e := range negatives {
-			ex = append(ex, exemplar.Example{Label: neg, Text: e})
+			add(neg, resolve.Fields(nil, resolve.Normalize(e)))
 		}
 	}
 	m, err := exemplar.Train(ex, nil)
@@ -127,6 +130,10 @@ func (t *turn) examples() (agentplane.Decision, error) {
 		t.tracep("examples: no example of ", cmd.ID, " has the utterance's shape; an action is taken only on one that does")
 		return t.llm(agentplane.ReasonNoControlIntent)
 	}
+	if why := t.rt.notRequest(t.rt.commandIdx[cmd.ID], t.normalizedWords()); why != "" {
+		t.tracep("examples: ", why)
+		return t.llm(agentplane.ReasonNoControlIntent)
+	}
 	if len(cmd.Examples) < minExamples || r.Allowed < minCommands {
 		// A launcher runs nothing (it opens a picker): its own words,
 		// reordered or recombined, may open it.
@@ -157,7 +164,8 @@ func (t *turn) notAsked(cmd *agentplane.CommandDefinition, words []string) strin
 // result's label is the negative label when they are nearest; Allowed
 // counts the commands only.
 func (r *Router) classify(mode string, roles []string, words []string) (exemplar.Result, bool) {
-	if r.detector == nil || len(words) == 0 {
+	var evBuf [32]string
+	if words = evidence(r.fillers, words, evBuf[:0]); r.detector == nil || len(words) == 0 {
 		return exemplar.Result{}, false
 	}
 	var buf [64]bool
@@ -217,3 +225,146 @@ func (r *Router) MatchExamples(mode string, roles []string, text string) (Exampl
 
 // appendNum appends f with three decimals.
 func appendNum(b []byte, f float64) []byte { return strconv.AppendFloat(b, f, 'f', 3, 64) }
+
+// evidence appends to dst the words that carry an utterance's meaning for
+// the example model: without politeness fillers, wherever they stand, and
+// without a leading request preamble ("i would like to"). They are no
+// evidence for any command: every command can be asked for politely.
+// Words made of fillers only ("thank you", "hello") are their own
+// evidence.
+func evidence(f trigger.Fillers, words, dst []string) []string {
+	if dst = f.Remove(words, dst); len(dst) == 0 {
+		return append(dst, words...)
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, p := range preambles {
+			if len(p) < len(dst) && slices.Equal(dst[:len(p)], p) {
+				dst, changed = append(dst[:0], dst[len(p):]...), true
+				break
+			}
+		}
+	}
+	return dst
+}
+
+// head returns the word a request begins with, its evidence's first word
+// that is not an article ("" for none): "could you please show me the
+// alerts" begins with "show", "the alerts page is down" with "alerts".
+func head(f trigger.Fillers, words []string) string {
+	var buf [32]string
+	for _, w := range evidence(f, words, buf[:0]) {
+		if !articles[w] {
+			return w
+		}
+	}
+	return ""
+}
+
+// negations are the words that turn a request around ("don't show me
+// the alerts", "no need for the runbooks"), in normalized form.
+var negations = set("no", "not", "dont", "doesnt", "didnt", "never", "cant", "cannot", "wont", "wouldnt", "shouldnt",
+	"isnt", "arent", "wasnt", "werent", "hasnt", "havent", "nothing", "nobody", "none", "without", "neither", "nor")
+
+// reportWords are the auxiliaries and copulas of statements and reports
+// ("the alerts page is down", "someone has moved the runbooks").
+var reportWords = set("is", "was", "were", "are", "am", "be", "been", "being", "has", "had", "have", "did", "does",
+	"got", "gets", "keeps", "kept", "seems", "seem", "went", "goes", "says", "said", "thinks", "thought", "told")
+
+// reports says whether w states or reports rather than asks: an
+// auxiliary or copula, or a verb in the past tense ("deleted", "crashed").
+func reports(w string) bool {
+	return reportWords[w] || len(w) >= 5 && strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed")
+}
+
+// subjects begin statements about someone or something ("somebody
+// moved…", "my dashboards…", "there are…"); questionHeads begin questions
+// to be answered rather than requests to be shown something ("why…",
+// "does…"). "what", "which" and "where" begin requests as often as not.
+var (
+	subjects = set("i", "im", "ive", "we", "were", "weve", "you", "youre", "he", "she", "they", "theyre", "it", "its",
+		"someone", "somebody", "everyone", "everybody", "nobody", "people", "my", "our", "your", "his", "her", "their",
+		"this", "that", "these", "those", "there", "theres", "thats")
+	questionHeads = set("why", "how", "when", "who", "whom", "whose", "is", "are", "was", "am", "does", "did", "do",
+		"has", "have", "had", "will", "would", "should", "shall", "might", "must", "isnt", "arent", "doesnt", "didnt", "wasnt")
+)
+
+// register is what a launcher's examples and trigger phrasings say about
+// the ways it is asked for: the words they begin with, and whether any is
+// a question ("why…", "does…"), a statement ("my card is bent", for a
+// card-replacement picker) or has a negation. Similarity opens its picker
+// only on an utterance of a kind its examples have.
+type register struct {
+	heads                         map[string]bool
+	questions, statements, negate bool
+}
+
+// requests reports whether the examples are all requests: imperatives and
+// names of what is wanted ("show me the alerts", "alerts please").
+func (g register) requests() bool { return !g.questions && !g.statements }
+
+// registerOf reads the register of a command from its examples and
+// trigger phrasings.
+func registerOf(f trigger.Fillers, c *agentplane.CommandDefinition, patterns []*trigger.Pattern) register {
+	g := register{heads: map[string]bool{}}
+	add := func(words []string) {
+		h := head(f, words)
+		g.heads[h] = true
+		g.questions = g.questions || questionHeads[h]
+		g.statements = g.statements || subjects[h]
+		for _, w := range words {
+			g.negate = g.negate || negations[w]
+		}
+	}
+	for _, e := range c.Examples {
+		add(resolve.Fields(nil, resolve.Normalize(e)))
+	}
+	for _, p := range patterns {
+		for _, ph := range p.Phrasings {
+			add(ph.Words())
+		}
+	}
+	return g
+}
+
+// knows reports whether the launcher's examples have w, or w with or
+// without a plural s.
+func (r *Router) knows(label int, w string) bool {
+	return r.detector.Knows(label, w) || r.detector.Knows(label, w+"s") ||
+		len(w) > 3 && strings.HasSuffix(w, "s") && r.detector.Knows(label, w[:len(w)-1])
+}
+
+// notRequest says why words do not read as a request for the launcher
+// with command index ci, or returns "" when they do. A picker is a hijack
+// of the conversation even though it runs nothing, so similarity opens one
+// only on an utterance of a kind the launcher's examples have (its
+// register): no negation, statement, report or question unless they have
+// one, and, when they are all requests, an utterance that begins as some
+// command's example or trigger does ("call my mom" is no request for the
+// on-call list).
+func (r *Router) notRequest(ci int, words []string) string {
+	cmd, label, g := r.commands[ci], r.cmdLabel[ci], r.registers[ci]
+	var buf [32]string
+	own := false
+	for _, w := range evidence(r.fillers, words, buf[:0]) {
+		switch {
+		case r.knows(label, w):
+			own = own || r.detector.Spread(w) <= max(2, r.detector.Labels()/8)
+		case negations[w] && !g.negate:
+			return "\"" + w + "\" negates, and no example or trigger of " + cmd.ID + " does"
+		case reports(w) && g.requests():
+			return "\"" + w + "\" states or reports, and no example or trigger of " + cmd.ID + " does"
+		}
+	}
+	switch h := head(r.fillers, words); {
+	case subjects[h] && !g.statements:
+		return "it begins with \"" + h + "\", a statement, and no example or trigger of " + cmd.ID + " is one"
+	case questionHeads[h] && !g.questions:
+		return "it begins with \"" + h + "\", a question, and no example or trigger of " + cmd.ID + " is one"
+	case g.requests() && !r.heads[h]:
+		return "no example or trigger begins with \"" + h + "\", and those of " + cmd.ID + " are all requests"
+	case g.requests() && !own:
+		return "no word of it is one of " + cmd.ID + "'s own (its examples have it, few other commands' do)"
+	}
+	return ""
+}

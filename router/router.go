@@ -49,6 +49,8 @@ type Router struct {
 	cmdLabel   []int                // command index -> example model label, -1 without examples
 	shapeCache shapeCache           // the shapes of examples and trigger phrasings
 	droppable  map[string]bool      // words a shape may leave out
+	registers  []register           // command index -> how its examples and triggers ask for it
+	heads      map[string]bool      // the words any command's examples and trigger phrasings begin with
 }
 
 // New compiles the registry's commands for routing: it parses and indexes
@@ -81,7 +83,7 @@ func New(reg *registry.Registry) (*Router, error) {
 	}
 	r.patterns = patterns
 	var err error
-	if r.detector, r.labelCmd, r.negLabel, err = trainExamples(r.commands, patterns, reg.Settings().NegativeExamples); err != nil {
+	if r.detector, r.labelCmd, r.negLabel, err = trainExamples(r.fillers, r.commands, patterns, reg.Settings().NegativeExamples); err != nil {
 		return nil, fmt.Errorf("examples: %w", err)
 	}
 	r.cmdLabel = make([]int, len(r.commands))
@@ -90,6 +92,14 @@ func New(reg *registry.Registry) (*Router, error) {
 	}
 	for l, i := range r.labelCmd {
 		r.cmdLabel[i] = l
+	}
+	r.registers = make([]register, len(r.commands))
+	r.heads = map[string]bool{}
+	for i, c := range r.commands {
+		r.registers[i] = registerOf(r.fillers, c, patterns[i])
+		for h := range r.registers[i].heads {
+			r.heads[h] = true
+		}
 	}
 	return r, nil
 }

@@ -135,6 +135,28 @@ func (f Fillers) Strip(words []string) []string {
 	return words
 }
 
+// Remove appends to dst the words without any filler phrase, wherever
+// it stands: what is left is what carries an utterance's meaning, for
+// measuring similarity ("put milk on my list please" is no nearer to a
+// command whose examples say "please").
+func (f Fillers) Remove(words, dst []string) []string {
+	for i := 0; i < len(words); {
+		n := 0
+		for _, p := range f.phrases {
+			if len(p) <= len(words)-i && slices.Equal(words[i:i+len(p)], p) {
+				n = len(p)
+				break
+			}
+		}
+		if n == 0 {
+			dst = append(dst, words[i])
+			n = 1
+		}
+		i += n
+	}
+	return dst
+}
+
 // Variants appends to dst words and the words left by stripping leading
 // and trailing filler phrases, one phrase at a time: every combination of
 // a leading and a trailing cut, the least stripped first (and, at equal

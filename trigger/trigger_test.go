@@ -186,3 +186,19 @@ func TestFillerVariants(t *testing.T) {
 		t.Fatalf("a lone filler: %q", v)
 	}
 }
+
+func TestFillersRemove(t *testing.T) {
+	f := NewFillers(DefaultFillers)
+	for in, want := range map[string]string{
+		"put milk on my list please":         "put milk on my list",
+		"can you please show me the alerts":  "show me the alerts",
+		"thank you":                          "",
+		"show the runbooks for me right now": "show the runbooks",
+		"pleased to meet you":                "pleased to meet you",
+	} {
+		got := strings.Join(f.Remove(strings.Fields(in), nil), " ")
+		if got != want {
+			t.Errorf("Remove(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
