@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/exemplar"
+	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/trigger"
 )
@@ -89,12 +90,26 @@ func trainExamples(f trigger.Fillers, cmds []*agentplane.CommandDefinition, patt
 // threshold: it opens a picker, which runs nothing. Otherwise the turn
 // goes to the LLM; the trace names the nearest command and examples.
 func (t *turn) examples() (agentplane.Decision, error) {
-	if d, ok := t.shapeMatch(); ok {
+	return t.examplesOr(agentplane.ReasonNoControlIntent)
+}
+
+// examplesOr is examples, going to the LLM with reason when no command is
+// recognised.
+func (t *turn) examplesOr(reason string) (agentplane.Decision, error) {
+	if d, ok := t.matchExamples(); ok {
 		return t.done(d)
+	}
+	return t.llm(reason)
+}
+
+// matchExamples is the work of examples: the decision, or false for none.
+func (t *turn) matchExamples() (agentplane.Decision, bool) {
+	if d, ok := t.shapeMatch(); ok {
+		return d, true
 	}
 	r, ok := t.rt.classify(t.mode, t.in.Roles, t.normalizedWords())
 	if !ok {
-		return t.llm(agentplane.ReasonNoControlIntent)
+		return agentplane.Decision{}, false
 	}
 	if r.Label == t.rt.negLabel {
 		t.buf = appendNum(append(t.buf, "examples: nearest are the negative examples (router.negative_examples), probability "...), r.Probability)
@@ -103,7 +118,7 @@ func (t *turn) examples() (agentplane.Decision, error) {
 			t.buf = append(append(append(t.buf, "  negative example \""...), n.Text...), "\" similarity "...)
 			t.buf = append(appendNum(t.buf, n.Similarity), '\n')
 		}
-		return t.llm(agentplane.ReasonNoControlIntent)
+		return agentplane.Decision{}, false
 	}
 	cmd := t.rt.commands[t.rt.labelCmd[r.Label]]
 	conf, th := r.Confidence(), t.reg.Settings().ExampleThreshold
@@ -124,15 +139,14 @@ func (t *turn) examples() (agentplane.Decision, error) {
 		t.buf = append(appendNum(t.buf, n.Similarity), '\n')
 	}
 	if conf < th {
-		return t.llm(agentplane.ReasonNoControlIntent)
+		return agentplane.Decision{}, false
 	}
 	if cmd.Kind != agentplane.KindLauncher {
-		t.tracep("examples: no example of ", cmd.ID, " has the utterance's shape; an action is taken only on one that does")
-		return t.llm(agentplane.ReasonNoControlIntent)
+		return t.paraphrase(cmd, r)
 	}
 	if why := t.rt.notRequest(t.rt.commandIdx[cmd.ID], t.normalizedWords()); why != "" {
 		t.tracep("examples: ", why)
-		return t.llm(agentplane.ReasonNoControlIntent)
+		return agentplane.Decision{}, false
 	}
 	if len(cmd.Examples) < minExamples || r.Allowed < minCommands {
 		// A launcher runs nothing (it opens a picker): its own words,
@@ -140,10 +154,56 @@ func (t *turn) examples() (agentplane.Decision, error) {
 		if why := t.notAsked(cmd, t.normalizedWords()); why != "" {
 			t.tracep("examples: ", why, " (similarity alone decides only for ",
 				strconv.Itoa(minExamples), "+ examples among ", strconv.Itoa(minCommands), "+ commands)")
-			return t.llm(agentplane.ReasonNoControlIntent)
+			return agentplane.Decision{}, false
 		}
 	}
-	return t.done(t.browse(cmd))
+	return t.browse(cmd), true
+}
+
+// paraphrase asks whether to run an executable command recognised by
+// similarity, with no example of the utterance's shape ("could you give
+// payments api a kick"): only for a command with many examples among many
+// commands (as for launchers), on a request of a kind its examples have,
+// naming exactly one item of its source. It never acts: the decision is
+// one confirmation question — the command's own when it confirms anyway —
+// and a "yes" runs it through the gate.
+func (t *turn) paraphrase(cmd *agentplane.CommandDefinition, r exemplar.Result) (agentplane.Decision, bool) {
+	if len(cmd.Examples) < minExamples || r.Allowed < minCommands {
+		t.tracep("examples: no example of ", cmd.ID, " has the utterance's shape; an action is taken only on one that does (or asked about, with ",
+			strconv.Itoa(minExamples), "+ examples among ", strconv.Itoa(minCommands), "+ commands)")
+		return agentplane.Decision{}, false
+	}
+	words := t.normalizedWords()
+	if why := t.rt.notRequest(t.rt.commandIdx[cmd.ID], words); why != "" {
+		t.tracep("examples: ", why)
+		return agentplane.Decision{}, false
+	}
+	if !t.reg.SourceActive(t.mode, t.in.Roles, cmd.Source) || len(words) > maxItemSearchWords {
+		return agentplane.Decision{}, false
+	}
+	ix, err := t.index(cmd.Source)
+	if err != nil {
+		return agentplane.Decision{}, false
+	}
+	s, e, item, ok := strictSpan(ix, words)
+	if !ok {
+		t.tracep("examples: ", cmd.ID, " fits, but no words of the utterance name one item of ", cmd.Source.String())
+		return agentplane.Decision{}, false
+	}
+	for _, rest := range [][]string{words[:s], words[e:]} {
+		if _, _, other, ok := strictSpan(ix, rest); ok && other.Header.ID != item.Header.ID {
+			t.tracep("examples: the utterance names ", item.Header.ID, " and ", other.Header.ID, ": not choosing")
+			return agentplane.Decision{}, false
+		}
+	}
+	if why := registry.Preconditions(cmd, t.mode, t.sess.AWC); why != "" {
+		t.tracep("examples: ", cmd.ID, " fits, but its preconditions fail (", why, "): not asking")
+		return agentplane.Decision{}, false
+	}
+	t.tracep("examples: ", cmd.ID, " recognised by similarity with \"", t.slotText(words, s, e), "\" as its item (", item.Header.ID,
+		"): asking before acting, never acting on similarity alone")
+	return agentplane.Decision{Action: agentplane.ActionAskQuestion, QuestionText: registry.ConfirmationQuestion(cmd, item.Header.DisplayName),
+		Options: []string{"Yes", "No"}, CommandID: cmd.ID, ResolvedID: item.Header.ID}, true
 }
 
 // notAsked says why the words, politeness fillers aside, do not ask for
@@ -233,32 +293,58 @@ func appendNum(b []byte, f float64) []byte { return strconv.AppendFloat(b, f, 'f
 // Words made of fillers only ("thank you", "hello") are their own
 // evidence.
 func evidence(f trigger.Fillers, words, dst []string) []string {
-	if dst = f.Remove(words, dst); len(dst) == 0 {
-		return append(dst, words...)
-	}
+	w := words
 	for changed := true; changed; {
 		changed = false
 		for _, p := range preambles {
-			if len(p) < len(dst) && slices.Equal(dst[:len(p)], p) {
-				dst, changed = append(dst[:0], dst[len(p):]...), true
+			if len(p) < len(w) && slices.Equal(w[:len(p)], p) {
+				w, changed = w[len(p):], true
 				break
 			}
 		}
+		if k := f.Strip(w); len(k) != len(w) {
+			w, changed = k, true
+		}
+	}
+	if dst = f.Remove(w, dst); len(dst) == 0 {
+		return append(dst, words...)
 	}
 	return dst
 }
 
 // head returns the word a request begins with, its evidence's first word
 // that is not an article ("" for none): "could you please show me the
-// alerts" begins with "show", "the alerts page is down" with "alerts".
+// alerts" begins with "show", "the alerts page is down" with "alerts". A
+// "what", "which" or "where" followed by an auxiliary is a question and
+// its head is both words ("what do", "where is"); followed by anything
+// else it may be a request ("which hosts are there"), and the head is the
+// one word.
 func head(f trigger.Fillers, words []string) string {
 	var buf [32]string
-	for _, w := range evidence(f, words, buf[:0]) {
-		if !articles[w] {
-			return w
+	ev := evidence(f, words, buf[:0])
+	for i, w := range ev {
+		if articles[w] {
+			continue
 		}
+		if wh[w] && i+1 < len(ev) && auxiliaries[ev[i+1]] {
+			return w + " " + ev[i+1]
+		}
+		return w
 	}
 	return ""
+}
+
+var (
+	wh          = set("what", "which", "where", "whats", "wheres")
+	auxiliaries = set("do", "does", "did", "is", "are", "was", "were", "can", "could", "should", "would", "will", "have", "has", "am", "shall", "might", "must")
+)
+
+// stem returns w without an -ing ending ("giving" -> "giv"), or w.
+func stem(w string) string {
+	if len(w) > 5 && strings.HasSuffix(w, "ing") {
+		return w[:len(w)-3]
+	}
+	return w
 }
 
 // negations are the words that turn a request around ("don't show me
@@ -285,7 +371,7 @@ var (
 	subjects = set("i", "im", "ive", "we", "were", "weve", "you", "youre", "he", "she", "they", "theyre", "it", "its",
 		"someone", "somebody", "everyone", "everybody", "nobody", "people", "my", "our", "your", "his", "her", "their",
 		"this", "that", "these", "those", "there", "theres", "thats")
-	questionHeads = set("why", "how", "when", "who", "whom", "whose", "is", "are", "was", "am", "does", "did", "do",
+	questionHeads = set("why", "how", "when", "who", "whom", "whose", "is", "are", "was", "am", "does", "did",
 		"has", "have", "had", "will", "would", "should", "shall", "might", "must", "isnt", "arent", "doesnt", "didnt", "wasnt")
 )
 
@@ -310,7 +396,7 @@ func registerOf(f trigger.Fillers, c *agentplane.CommandDefinition, patterns []*
 	add := func(words []string) {
 		h := head(f, words)
 		g.heads[h] = true
-		g.questions = g.questions || questionHeads[h]
+		g.questions = g.questions || questionHeads[h] || strings.Contains(h, " ")
 		g.statements = g.statements || subjects[h]
 		for _, w := range words {
 			g.negate = g.negate || negations[w]
@@ -359,9 +445,9 @@ func (r *Router) notRequest(ci int, words []string) string {
 	switch h := head(r.fillers, words); {
 	case subjects[h] && !g.statements:
 		return "it begins with \"" + h + "\", a statement, and no example or trigger of " + cmd.ID + " is one"
-	case questionHeads[h] && !g.questions:
+	case (questionHeads[h] || strings.Contains(h, " ")) && !g.questions:
 		return "it begins with \"" + h + "\", a question, and no example or trigger of " + cmd.ID + " is one"
-	case g.requests() && !r.heads[h]:
+	case g.requests() && !r.heads[h] && !r.heads[stem(h)] && !r.heads[stem(h)+"e"]:
 		return "no example or trigger begins with \"" + h + "\", and those of " + cmd.ID + " are all requests"
 	case g.requests() && !own:
 		return "no word of it is one of " + cmd.ID + "'s own (its examples have it, few other commands' do)"

@@ -3,11 +3,13 @@ package router_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/internal/clinc150"
 	"github.com/agentplane/agentplane/internal/opsdesk"
 	"github.com/agentplane/agentplane/router"
@@ -19,7 +21,15 @@ func opsRegistry(tb testing.TB) *router.Router {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return registryOf(tb, "opsdesk.yaml", raw)
+	cfg, err := config.Parse(raw, "opsdesk.yaml", &config.Options{Programs: opsdesk.Programs()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	reg, err := compile(cfg, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return reg
 }
 
 // TestOpsdeskCLINC150 routes every CLINC150 test and out-of-scope test
@@ -101,5 +111,123 @@ func TestLauncherGuards(t *testing.T) {
 		if dec.Action != agentplane.ActionOpenPicker || dec.CommandID != cmd {
 			t.Errorf("%q -> %s %s, want a picker for %s\n%s", text, dec.Action, dec.CommandID, cmd, strings.Join(dec.Trace, "\n"))
 		}
+	}
+}
+
+// routeOps routes text in the ops mode of the operations desk.
+func routeOps(t *testing.T, reg *router.Router, sess *agentplane.Session, text string, ui bool) agentplane.Decision {
+	t.Helper()
+	dec, err := reg.Route(context.Background(), sess, agentplane.TurnInput{Text: text, UI: ui, Now: now})
+	if err != nil {
+		t.Fatalf("%q: %v", text, err)
+	}
+	return dec
+}
+
+func opsWith(entityType, id, name string) *agentplane.Session {
+	s := sessionIn(opsdesk.Ops)
+	s.AWC = agentplane.ActiveWorkContext{EntityType: entityType, Entity: &agentplane.EntityHeader{ID: id, DisplayName: name}}
+	return s
+}
+
+// TestCommandWithoutItem: a trigger whose item is only a determiner, a
+// deictic or the kind's name asks for the item (a picker, one question
+// without UI); a deictic with an item of the command's catalog active is
+// that item; a determiner never resolves by itself.
+func TestCommandWithoutItem(t *testing.T) {
+	reg := opsRegistry(t)
+	for _, text := range []string{"acknowledge an incident", "bounce the service", "page someone", "restart it", "wake up a responder"} {
+		d := routeOps(t, reg, sessionIn(opsdesk.Ops), text, true)
+		if text == "page someone" { // "someone" is no determiner: it may name an item; nothing is guessed
+			if d.Action == agentplane.ActionInvokeCommand {
+				t.Errorf("%q invoked %s(%s)", text, d.CommandID, d.ResolvedID)
+			}
+			continue
+		}
+		if d.Action != agentplane.ActionOpenPicker || d.PrefilterText != "" || d.HighlightID != "" {
+			t.Errorf("%q -> %s %s prefilter %q highlight %q; want an unfiltered picker\n%s", text, d.Action, d.CommandID, d.PrefilterText, d.HighlightID, strings.Join(d.Trace, "\n"))
+		}
+		d = routeOps(t, reg, sessionIn(opsdesk.Ops), text, false)
+		if d.Action != agentplane.ActionAskQuestion || d.ResolvedID != "" || len(d.OptionIDs) == 0 {
+			t.Errorf("%q without UI -> %s %q %v; want one question listing items", text, d.Action, d.QuestionText, d.OptionIDs)
+		}
+	}
+	// "an" is a token of "Minh An": a determiner alone resolves to nobody.
+	if d := routeOps(t, reg, sessionIn(opsdesk.Ops), "page an", true); d.HighlightID != "" || d.ResolvedID != "" {
+		t.Errorf("page an -> %s highlight %q resolved %q", d.Action, d.HighlightID, d.ResolvedID)
+	}
+	// the active deployment is "this deployment"
+	d := routeOps(t, reg, opsWith("deployment", "DEP-2", "checkout-web v7.2"), "revert this deployment", true)
+	if d.Action != agentplane.ActionAskQuestion || d.CommandID != "rollback_deployment" || d.ResolvedID != "DEP-2" {
+		t.Errorf("revert this deployment with DEP-2 active -> %s %s(%s) %q", d.Action, d.CommandID, d.ResolvedID, d.QuestionText)
+	}
+	d = routeOps(t, reg, opsWith("incident", "INC-2", "INC-4412 login failures"), "ack it", true)
+	if d.Action != agentplane.ActionAskQuestion || d.CommandID != "ack_incident" || d.ResolvedID != "INC-2" {
+		t.Errorf("ack it with INC-2 active -> %s %s(%s)", d.Action, d.CommandID, d.ResolvedID)
+	}
+	// an item of another catalog active is not "this deployment"
+	d = routeOps(t, reg, opsWith("service", "SER-1", "Payments API"), "revert this deployment", true)
+	if d.Action != agentplane.ActionOpenPicker || d.CommandID != "rollback_deployment" {
+		t.Errorf("revert this deployment with a service active -> %s %s(%s)", d.Action, d.CommandID, d.ResolvedID)
+	}
+}
+
+// TestSlotSubSpan: a slot that does not resolve as a whole resolves by the
+// longest run naming one item, with the rest in the trace — unless the
+// rest negates or names another item; and a slot that names nothing does
+// not end routing.
+func TestSlotSubSpan(t *testing.T) {
+	reg := opsRegistry(t)
+	d := routeOps(t, reg, sessionIn(opsdesk.Ops), "restart the containers behind search indexer", true)
+	if d.Action != agentplane.ActionAskQuestion || d.ResolvedID != "SER-4" || !traceHas(d, "left over: \"the containers behind\"") &&
+		!traceHas(d, "left over: \"containers behind\"") {
+		t.Errorf("-> %s %s(%s)\n%s", d.Action, d.CommandID, d.ResolvedID, strings.Join(d.Trace, "\n"))
+	}
+	for _, text := range []string{"restart search indexer and auth gateway", "restart everything except search indexer but not auth gateway",
+		"restart anything but not search indexer"} {
+		d := routeOps(t, reg, sessionIn(opsdesk.Ops), text, true)
+		if d.ResolvedID != "" || d.Action == agentplane.ActionInvokeCommand {
+			t.Errorf("%q -> %s %s(%s)\n%s", text, d.Action, d.CommandID, d.ResolvedID, strings.Join(d.Trace, "\n"))
+		}
+	}
+	// "pull up {item}" is a trigger of work_on_dashboard; "the slowest
+	// metrics" names no dashboard, and the metrics launcher's examples fit.
+	d = routeOps(t, reg, sessionIn(opsdesk.Ops), "pull up the slowest metrics", true)
+	if d.Action != agentplane.ActionOpenPicker || d.CommandID != "work_on_metric" || !traceHas(d, "trying the examples") {
+		t.Errorf("open the latest deploys -> %s %s\n%s", d.Action, d.CommandID, strings.Join(d.Trace, "\n"))
+	}
+}
+
+func traceHas(d agentplane.Decision, s string) bool {
+	for _, l := range d.Trace {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestParaphraseAsks: an executable recognised by similarity (many
+// examples among many commands) with its item named is asked about, never
+// run; one that confirms anyway asks its own question, once. A statement,
+// a negation or a mode with few commands asks nothing.
+func TestParaphraseAsks(t *testing.T) {
+	reg := opsRegistry(t)
+	for _, ui := range []bool{true, false} {
+		d := routeOps(t, reg, sessionIn(opsdesk.Ops), "would you mind giving checkout web a fresh restart", ui)
+		if d.Action != agentplane.ActionAskQuestion || d.CommandID != "restart_service" || d.ResolvedID != "SER-3" ||
+			!slices.Equal(d.Options, []string{"Yes", "No"}) || !d.IsConfirmationQuestion() {
+			t.Errorf("ui %v -> %s %s(%s) %q %v\n%s", ui, d.Action, d.CommandID, d.ResolvedID, d.QuestionText, d.Options, strings.Join(d.Trace, "\n"))
+		}
+	}
+	for _, text := range []string{"we gave checkout web a restart an hour ago", "no restart for checkout web today",
+		"how often does checkout web get restarted", "would you mind giving a fresh restart"} {
+		if d := routeOps(t, reg, sessionIn(opsdesk.Ops), text, true); d.Action != agentplane.ActionContinueLLM {
+			t.Errorf("%q -> %s %s(%s)\n%s", text, d.Action, d.CommandID, d.ResolvedID, strings.Join(d.Trace, "\n"))
+		}
+	}
+	s := sessionIn(opsdesk.General) // 7 commands with examples: similarity decides nothing
+	if d := routeOps(t, reg, s, "would you mind giving checkout web a fresh restart", true); d.Action != agentplane.ActionContinueLLM {
+		t.Errorf("general -> %s %s(%s)", d.Action, d.CommandID, d.ResolvedID)
 	}
 }

@@ -629,11 +629,21 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 	if err != nil {
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonSourceUnavailable}, qualityNone
 	}
+	if exact := ix.ResolveExact(text, 2); !exact.Strict() {
+		if d, q, ok := t.missingItem(cmd, ix, text); ok {
+			return d, q
+		}
+	}
 	var res resolve.Result
 	if strictOnly {
 		res = ix.ResolveExact(text, t.reg.Settings().MaxOptions)
 	} else {
 		res = ix.Resolve(text, t.reg.Settings().MaxOptions)
+	}
+	if !res.Strict() {
+		if item, ok := t.subSpan(cmd, ix, text); ok {
+			return t.invokeOrConfirm(cmd, item), qualityStrict
+		}
 	}
 	note := ""
 	if strictOnly {
@@ -725,5 +735,128 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 	if evaluated == 0 {
 		return t.examples()
 	}
-	return t.done(best) // a continue_with_llm best has its reason traced already
+	if bestQuality == qualityNone {
+		// a trigger's words matched, but what it names is not there:
+		// another command's examples may fit the utterance
+		t.tracep("no matched trigger named anything: trying the examples")
+		return t.examplesOr(best.ReasonCode)
+	}
+	return t.done(best)
+}
+
+// determiners and deictics stand where an item would ("restart a
+// service", "cancel this order") without naming one.
+var (
+	determiners = set("a", "an", "the", "some", "any", "one", "another")
+	deictics    = set("this", "that", "it", "these", "those", "them", "same", "current")
+)
+
+// missingItem reads a slot that names no item — determiners, deictics
+// and words for the kind of item only ("an incident", "the service",
+// "it") — as the command asked for without its item: a deictic with an
+// item of the command's own catalog active is that item; otherwise a
+// picker (a question without UI), as the slash form without an argument.
+// It reports false for a slot with any other word.
+func (t *turn) missingItem(cmd *agentplane.CommandDefinition, ix *resolve.Index, text string) (agentplane.Decision, int, bool) {
+	var buf [16]string
+	words := resolve.Fields(buf[:0], resolve.Normalize(text))
+	if len(words) == 0 {
+		return agentplane.Decision{}, 0, false
+	}
+	kind := t.kindWords(cmd.Source)
+	deictic := false
+	for _, w := range words {
+		switch {
+		case deictics[w]:
+			deictic = true
+		case determiners[w] || kind[w]:
+		default:
+			return agentplane.Decision{}, 0, false
+		}
+	}
+	if deictic {
+		if awc := t.sess.AWC; awc.Entity != nil && awc.EntityType == t.entityType(cmd.Source) {
+			if item, ok := ix.Lookup(awc.Entity.ID); ok {
+				t.tracep("\"", text, "\" is the active ", awc.EntityType, " ", item.Header.ID, " (", item.Header.DisplayName, ")")
+				return t.invokeOrConfirm(cmd, item), qualityStrict, true
+			}
+		}
+		t.tracep("\"", text, "\" points at an item, and no item of ", cmd.Source.String(), " is active: ", cmd.ID, " without its item")
+	} else {
+		t.tracep("\"", text, "\" names no item: ", cmd.ID, " without its item")
+	}
+	d := t.browse(cmd)
+	if d.Action == agentplane.ActionContinueLLM {
+		return d, qualityNone, true
+	}
+	return d, qualityCandidate, true
+}
+
+// entityType returns the entity type of a source's items ("" for none).
+func (t *turn) entityType(src agentplane.ResolverSource) string {
+	if c, ok := t.reg.Catalog(src.CatalogID); ok {
+		return c.EntityType
+	}
+	return ""
+}
+
+// kindWords returns the words that name the kind of a source's items —
+// its entity type and display name, singular and plural ("incident",
+// "incidents", "order") — which name no item.
+func (t *turn) kindWords(src agentplane.ResolverSource) map[string]bool {
+	m := map[string]bool{}
+	add := func(s string) {
+		for _, w := range resolve.Fields(nil, resolve.Normalize(strings.ReplaceAll(s, "_", " "))) {
+			m[w] = true
+			if len(w) > 3 && strings.HasSuffix(w, "s") {
+				m[w[:len(w)-1]] = true
+			} else {
+				m[w+"s"] = true
+			}
+		}
+	}
+	add(t.entityType(src))
+	if c, ok := t.reg.Catalog(src.CatalogID); ok {
+		add(c.DisplayName)
+	}
+	add(src.CatalogID)
+	add(src.ProviderID)
+	return m
+}
+
+// subSpan finds, in a slot that does not resolve as a whole ("the pods of
+// payments api"), the longest run of words naming exactly one item of the
+// command's source, when the words left over do not change the meaning:
+// no negation and no other item among them. The trace names the leftover.
+func (t *turn) subSpan(cmd *agentplane.CommandDefinition, ix *resolve.Index, text string) (*agentplane.ResolverItem, bool) {
+	var buf [16]string
+	words := resolve.Fields(buf[:0], resolve.Normalize(text))
+	if len(words) < 2 || len(words) > maxItemSearchWords {
+		return nil, false
+	}
+	s, e, item, ok := strictSpan(ix, words)
+	if !ok || e-s == len(words) {
+		return nil, false
+	}
+	for _, w := range words[:s] {
+		if negations[w] {
+			t.tracep("\"", words[s:e][0], "…\" names ", item.Header.ID, ", but \"", w, "\" beside it changes the meaning: not taking it")
+			return nil, false
+		}
+	}
+	for _, w := range words[e:] {
+		if negations[w] {
+			t.tracep("\"", w, "\" beside the item ", item.Header.ID, " changes the meaning: not taking it")
+			return nil, false
+		}
+	}
+	for _, rest := range [][]string{words[:s], words[e:]} {
+		if _, _, other, ok := strictSpan(ix, rest); ok && other.Header.ID != item.Header.ID {
+			t.tracep("the slot names ", item.Header.ID, " and ", other.Header.ID, ": not choosing")
+			return nil, false
+		}
+	}
+	left := strings.Join(append(append([]string(nil), words[:s]...), words[e:]...), " ")
+	t.tracep("\"", strings.Join(words[s:e], " "), "\" in the slot names ", item.Header.ID, " (", item.Header.DisplayName, "); left over: \"", left, "\"")
+	return item, true
 }

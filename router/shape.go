@@ -33,6 +33,7 @@ const slot = "\x00"
 var preambles = [][]string{
 	{"i", "would", "like", "to"}, {"i", "would", "love", "to"}, {"id", "like", "to"}, {"id", "love", "to"},
 	{"i", "would", "like"}, {"id", "like"}, {"i", "want", "to"}, {"i", "need", "to"},
+	{"would", "you", "mind"}, {"do", "you", "mind"}, {"is", "it", "possible", "to"}, {"would", "it", "be", "possible", "to"},
 	{"i", "want"}, {"i", "wanna"}, {"i", "need"}, {"let", "me"}, {"can", "i"}, {"could", "i"}, {"may", "i"},
 }
 
@@ -56,14 +57,14 @@ func shapeKey(f trigger.Fillers, words []string, s, e int, toks []string, key []
 	t := toks
 	for changed := true; changed; {
 		changed = false
-		if k := f.Strip(t); len(k) != len(t) {
-			t, changed = k, true
-		}
 		for _, p := range preambles {
 			if len(p) < len(t) && slices.Equal(t[:len(p)], p) {
 				t, changed = t[len(p):], true
 				break
 			}
+		}
+		if k := f.Strip(t); len(k) != len(t) {
+			t, changed = k, true
 		}
 	}
 	key = key[:0]

@@ -112,7 +112,10 @@ var executables = []struct {
 		[]string{"roll back %s", "revert %s", "rollback the %s deploy"}},
 }
 
-// Config returns the configuration as YAML a user could have written.
+// Config returns the configuration as YAML a user could have written. Its
+// tools run on programs named as the tools are (restart_service,
+// ack_incident, page_person, rollback_deployment), which core.Options.Programs
+// supplies.
 func Config() ([]byte, error) {
 	type m = map[string]any
 	var catalogs, cmds, tools, toolboxes []any
@@ -128,12 +131,16 @@ func Config() ([]byte, error) {
 			ex = append(ex, fmt.Sprintf(f, k.nouns[i%len(k.nouns)]))
 		}
 		set := "work_on_" + k.entity
+		triggers := []string{"(open|work on) [the] {item} " + strings.ReplaceAll(k.entity, "_", " ")}
+		if k.id == "dashboards" { // a trigger whose words other requests share
+			triggers = append(triggers, "pull up [the] {item} [dashboard]")
+		}
 		cmds = append(cmds,
 			m{"id": "open_" + k.id, "display_name": "Browse " + strings.ToLower(k.name), "kind": "launcher",
 				"target_catalog": k.id, "on_select": set, "examples": ex},
 			m{"id": set, "display_name": "Work on a " + strings.ReplaceAll(k.entity, "_", " "), "tool": "agent_set_active_entity",
 				"parameter": k.entity + "_id", "resolver": m{"catalog": k.id}, "sets_active_context": true,
-				"active_entity_type": k.entity, "triggers": []string{"(open|work on) [the] {item} " + strings.ReplaceAll(k.entity, "_", " ")}})
+				"active_entity_type": k.entity, "triggers": triggers})
 		box := m{"id": k.id, "display_name": k.name, "catalogs": []string{k.id},
 			"commands": []string{"open_" + k.id, set}, "tools": []string{"catalog_search", "agent_set_active_entity"}}
 		for _, e := range executables {
@@ -166,7 +173,7 @@ func Config() ([]byte, error) {
 		}
 		cmds = append(cmds, c)
 		tools = append(tools, m{"name": e.tool, "description": strings.ReplaceAll(e.id, "_", " ") + " (a test tool).",
-			"impact": "external", "http": m{"url": "http://127.0.0.1:9/" + e.tool}, "input_schema": m{"type": "object", "properties": m{"id": m{"type": "string"}},
+			"impact": "external", "program": e.tool, "input_schema": m{"type": "object", "properties": m{"id": m{"type": "string"}},
 				"required": []string{"id"}, "additionalProperties": false}})
 	}
 	return yaml.Marshal(m{
@@ -184,4 +191,14 @@ func Config() ([]byte, error) {
 			"triggers": []string{"(switch|change|go) to [the] {item} mode"}}}, cmds...),
 		"tools": tools,
 	})
+}
+
+// Programs returns the names of the programs the configuration's tools run
+// on.
+func Programs() []string {
+	var out []string
+	for _, e := range executables {
+		out = append(out, e.tool)
+	}
+	return out
 }

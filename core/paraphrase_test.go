@@ -1,0 +1,58 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/internal/opsdesk"
+	"github.com/agentplane/agentplane/tool"
+)
+
+// TestParaphraseIsAskedThenRunOnce: an executable recognised by similarity
+// alone is asked about (one question, even for a command that confirms
+// anyway), runs nothing until "yes", and then runs once through the gate
+// without a second question.
+func TestParaphraseIsAskedThenRunOnce(t *testing.T) {
+	raw, err := opsdesk.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ran []string
+	programs := map[string]tool.Program{}
+	for _, name := range opsdesk.Programs() {
+		programs[name] = func(_ context.Context, args json.RawMessage) (json.RawMessage, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			ran = append(ran, name+string(args))
+			return json.RawMessage(`{"ok":true}`), nil
+		}
+	}
+	c, err := core.New(context.Background(), core.Source{YAML: raw, Name: "opsdesk.yaml"}, &core.Options{Programs: programs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := startSession(t, c, opsdesk.Ops)
+	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "could you give search indexer a quick bounce for me"})
+	if d := tr.Decision; d.Action != agentplane.ActionAskQuestion || d.CommandID != "restart_service" || d.ResolvedID != "SER-4" || tr.ConfirmationToken == "" {
+		t.Fatalf("paraphrase -> %s %s(%s) token %q\n%v", d.Action, d.CommandID, d.ResolvedID, tr.ConfirmationToken, d.Trace)
+	}
+	if len(ran) != 0 {
+		t.Fatalf("ran before yes: %v", ran)
+	}
+	tr = turn(t, c, s.ID, agentplane.TurnInput{Text: "yes"})
+	if tr.Decision.Action != agentplane.ActionInvokeCommand || tr.Result == nil || tr.Result.Status != agentplane.StatusSuccess {
+		t.Fatalf("yes -> %s %+v", tr.Decision.Action, tr.Result)
+	}
+	if len(ran) != 1 || ran[0] != `restart_service{"id":"SER-4"}` {
+		t.Fatalf("ran %v, want restart_service(SER-4) once", ran)
+	}
+	if tr.Session.PendingConfirmation != nil {
+		t.Errorf("a second question is pending: %+v", tr.Session.PendingConfirmation)
+	}
+}
