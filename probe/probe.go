@@ -4,8 +4,10 @@
 // of what someone else wants, statements and mentions of an item, the
 // item inside a long message — routes each in every mode, with and without
 // UI, with nothing active and with the item active, and reports every one
-// that would invoke a command or ask to confirm one, with the router's
-// trace. A clean configuration reports none.
+// the router would not hand to the LLM — an invocation, a confirmation, a
+// picker or a question (a picker is a hijack of the conversation too,
+// though it runs nothing) — with its kind and the router's trace. A clean
+// configuration reports none.
 //
 //	rep, err := probe.Run(ctx, c, nil)
 //	for _, h := range rep.Hijacks { fmt.Println(h.Text, h.Decision.CommandID) }
@@ -32,13 +34,47 @@ type Options struct {
 	PhrasingsPerTrigger int
 }
 
-// Hijack is a probe utterance the router would act on.
+// Hijack is a probe utterance the router would not hand to the LLM.
 type Hijack struct {
 	Text     string
 	Mode     string
 	UI       bool
 	Active   string // the id of the item active in the session, or ""
+	Kind     Kind
 	Decision agentplane.Decision
+}
+
+// Kind is what a hijack does.
+type Kind string
+
+// The kinds of hijack, worst first.
+const (
+	Invokes  Kind = "invokes"  // runs a command
+	Confirms Kind = "confirms" // asks to confirm running one
+	Picker   Kind = "picker"   // opens a picker
+	Question Kind = "question" // asks which item
+)
+
+// KindOf returns what a decision other than continue_with_llm does.
+func KindOf(d agentplane.Decision) Kind {
+	switch {
+	case d.Action == agentplane.ActionInvokeCommand:
+		return Invokes
+	case d.IsConfirmationQuestion():
+		return Confirms
+	case d.Action == agentplane.ActionOpenPicker:
+		return Picker
+	}
+	return Question
+}
+
+// Count returns how many hijacks are of each kind.
+func (r Report) Count() map[Kind]int {
+	m := map[Kind]int{}
+	for _, h := range r.Hijacks {
+		m[h.Kind]++
+	}
+	return m
 }
 
 // Report is what a probe found.
@@ -152,12 +188,12 @@ func Run(ctx context.Context, c *core.Core, opts *Options) (Report, error) {
 					if err != nil {
 						continue // malformed input is refused, not acted on
 					}
-					if d.Action == agentplane.ActionInvokeCommand || d.IsConfirmationQuestion() {
+					if d.Action != agentplane.ActionContinueLLM {
 						active := ""
 						if s.AWC.Entity != nil {
 							active = s.AWC.Entity.ID
 						}
-						rep.Hijacks = append(rep.Hijacks, Hijack{Text: p.text, Mode: m.Key, UI: ui, Active: active, Decision: d})
+						rep.Hijacks = append(rep.Hijacks, Hijack{Text: p.text, Mode: m.Key, UI: ui, Active: active, Kind: KindOf(d), Decision: d})
 					}
 				}
 			}

@@ -196,6 +196,17 @@ func (t *turn) paraphrase(cmd *agentplane.CommandDefinition, r exemplar.Result) 
 			return agentplane.Decision{}, false
 		}
 	}
+	label, asked := t.rt.cmdLabel[t.rt.commandIdx[cmd.ID]], false
+	for i, w := range words {
+		if (i < s || i >= e) && t.rt.own(label, w) {
+			asked = true
+			break
+		}
+	}
+	if !asked {
+		t.tracep("examples: besides its item, no word of the utterance is one of ", cmd.ID, "'s own: it names the item, it asks for nothing")
+		return agentplane.Decision{}, false
+	}
 	if why := registry.Preconditions(cmd, t.mode, t.sess.AWC); why != "" {
 		t.tracep("examples: ", cmd.ID, " fits, but its preconditions fail (", why, "): not asking")
 		return agentplane.Decision{}, false
@@ -339,6 +350,14 @@ var (
 	auxiliaries = set("do", "does", "did", "is", "are", "was", "were", "can", "could", "should", "would", "will", "have", "has", "am", "shall", "might", "must")
 )
 
+// own reports whether w is a word of the label's own: its examples have
+// it (or its plural or singular) and at most one in eight of the labels'
+// do (at least two), so it says what the command is about rather than how
+// every command is asked for.
+func (r *Router) own(label int, w string) bool {
+	return r.knows(label, w) && r.detector.Spread(w) <= max(2, r.detector.Labels()/8)
+}
+
 // stem returns w without an -ing ending ("giving" -> "giv"), or w.
 func stem(w string) string {
 	if len(w) > 5 && strings.HasSuffix(w, "ing") {
@@ -435,7 +454,7 @@ func (r *Router) notRequest(ci int, words []string) string {
 	for _, w := range evidence(r.fillers, words, buf[:0]) {
 		switch {
 		case r.knows(label, w):
-			own = own || r.detector.Spread(w) <= max(2, r.detector.Labels()/8)
+			own = own || r.own(label, w)
 		case negations[w] && !g.negate:
 			return "\"" + w + "\" negates, and no example or trigger of " + cmd.ID + " does"
 		case reports(w) && g.requests():

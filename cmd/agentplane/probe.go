@@ -11,7 +11,8 @@ import (
 
 // probe runs `agentplane probe [--config FILE] [--trace]`: utterances made
 // from the configuration that must not act, routed in every mode; exit 1
-// when any would.
+// when any is not handed to the LLM (an invocation, a confirmation, a
+// picker or a question).
 func (m *Main) probe(ctx context.Context, args []string) error {
 	fs := m.flags("probe", "[--config FILE] [--trace]")
 	c := m.commonFlags(fs, false)
@@ -29,9 +30,16 @@ func (m *Main) probe(ctx context.Context, args []string) error {
 		return err
 	}
 	for _, h := range rep.Sorted() {
-		what := "invokes " + h.Decision.CommandID + "(" + h.Decision.ResolvedID + ")"
-		if h.Decision.IsConfirmationQuestion() {
-			what = "asks to confirm " + h.Decision.CommandID + "(" + h.Decision.ResolvedID + ")"
+		var what string
+		switch d := h.Decision; h.Kind {
+		case probe.Invokes:
+			what = "invokes " + d.CommandID + "(" + d.ResolvedID + ")"
+		case probe.Confirms:
+			what = "asks to confirm " + d.CommandID + "(" + d.ResolvedID + ")"
+		case probe.Picker:
+			what = "opens a picker on " + d.Source().String() + " for " + d.CommandID
+		default:
+			what = "asks \"" + d.QuestionText + "\" for " + d.CommandID
 		}
 		active := ""
 		if h.Active != "" {
@@ -42,7 +50,9 @@ func (m *Main) probe(ctx context.Context, args []string) error {
 			fmt.Fprintf(m.Stdout, "  · %s\n", strings.Join(h.Decision.Trace, "\n  · "))
 		}
 	}
-	fmt.Fprintf(m.Stdout, "%s: %d utterances, %d turns routed, %d would act\n", rt.Core.Name(), rep.Utterances, rep.Turns, len(rep.Hijacks))
+	n := rep.Count()
+	fmt.Fprintf(m.Stdout, "%s: %d utterances, %d turns routed, %d not handed to the LLM (%d invoke, %d confirm, %d picker, %d question)\n",
+		rt.Core.Name(), rep.Utterances, rep.Turns, len(rep.Hijacks), n[probe.Invokes], n[probe.Confirms], n[probe.Picker], n[probe.Question])
 	if len(rep.Hijacks) > 0 {
 		return exitCode(1)
 	}
