@@ -503,3 +503,24 @@ func TestKeygen(t *testing.T) {
 		t.Fatalf("keygen with an argument: exit %d", code)
 	}
 }
+
+// TestEvalCommand: the demo's labelled file passes; a file with a wrong
+// label reports it and exits 1 under --min-accuracy.
+func TestEvalCommand(t *testing.T) {
+	out, _, code := run(t, "", "eval", "--min-accuracy", "1", "../../examples/routing.jsonl")
+	if code != 0 || !strings.Contains(out, "decided as expected (100.00 %)") || !strings.Contains(out, "0 kept from the LLM") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(`{"text": "switch to ddr mode", "expect": {"action": "continue_with_llm"}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := run(t, "", "eval", "--min-accuracy", "0.9", "--trace", bad)
+	if code != 1 || !strings.Contains(out, `line 1 "switch to ddr mode"`) || !strings.Contains(out, "1 kept from the LLM") ||
+		!strings.Contains(out, "decision: invoke_command set_mode(ddr)") || !strings.Contains(stderr, "under --min-accuracy") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, stderr)
+	}
+	if _, stderr, code := run(t, "", "eval", "--min-accuracy", "2", bad); code == 0 || !strings.Contains(stderr, "between 0 and 1") {
+		t.Errorf("--min-accuracy 2: exit %d %s", code, stderr)
+	}
+}

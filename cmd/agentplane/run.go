@@ -47,6 +47,7 @@ var commands = []command{
 	{"validate", "[--config FILE]", "check a configuration", (*Main).validate},
 	{"test", "[--config FILE] FILE.yaml...", "run conversation test files", (*Main).test},
 	{"probe", "[--config FILE] [--trace]", "utterances that must not act, made from the configuration: list any that would", (*Main).probe},
+	{"eval", "[--config FILE] [--min-accuracy F] [--trace] FILE.jsonl", "labelled utterances: per-command precision and recall, confusions, misses, thresholds", (*Main).eval},
 	{"replay", "[--config FILE] LOG.jsonl", "re-run recorded sessions, print divergences", (*Main).replay},
 	{"audit", "verify FILE | export [--db DB] --session ID", "check an audit log's hash chains; a stored session's chain as JSON Lines", (*Main).audit},
 	{"tools", "list|call [--config FILE] [--mode KEY] [flags]", "the active tools; run one through the gate", (*Main).toolsCmd},
