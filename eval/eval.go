@@ -254,8 +254,8 @@ func suggest(rt *router.Router, cases []Case) []Suggestion {
 	byCmd := map[string][]point{}
 	for _, c := range cases {
 		m, ok := rt.MatchExamples(rt.Registry().ModeOf(c.Mode), nil, c.Text)
-		if !ok {
-			continue
+		if !ok || m.Declined != "" {
+			continue // no threshold makes the router act on it
 		}
 		want := c.Expect.CommandID
 		if cmd, ok := rt.Registry().Command(m.CommandID); ok && cmd.Kind == agentplane.KindLauncher && cmd.OnSelect == want {

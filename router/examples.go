@@ -275,6 +275,10 @@ type ExampleMatch struct {
 	Similarity  float64 // cosine similarity to its nearest example
 	Nearest     []exemplar.Neighbor
 	Negative    bool // the negative examples are nearer than any command's
+	// Declined says why Route would not act on the match at any threshold
+	// (the utterance is not a request of a kind the command's examples
+	// have); "" when the threshold decides.
+	Declined string
 }
 
 // MatchExamples returns the active command nearest to text by the
@@ -290,8 +294,10 @@ func (r *Router) MatchExamples(mode string, roles []string, text string) (Exampl
 	if res.Label == r.negLabel {
 		return ExampleMatch{Negative: true, Probability: res.Probability, Similarity: res.Similarity, Nearest: res.Nearest}, false
 	}
-	return ExampleMatch{CommandID: r.commands[r.labelCmd[res.Label]].ID, Confidence: res.Confidence(),
-		Probability: res.Probability, Similarity: res.Similarity, Nearest: res.Nearest}, true
+	ci := r.labelCmd[res.Label]
+	return ExampleMatch{CommandID: r.commands[ci].ID, Confidence: res.Confidence(),
+		Probability: res.Probability, Similarity: res.Similarity, Nearest: res.Nearest,
+		Declined: r.notRequest(ci, resolve.Fields(nil, resolve.Normalize(text)))}, true
 }
 
 // appendNum appends f with three decimals.
@@ -455,7 +461,10 @@ func (r *Router) notRequest(ci int, words []string) string {
 		switch {
 		case r.knows(label, w):
 			own = own || r.own(label, w)
-		case negations[w] && !g.negate:
+		case negations[w] && !g.negate && (g.requests() || w == head(r.fillers, words)):
+			// a statement may say what is wrong ("my card doesn't work")
+			// where a launcher is asked for with statements; a negated
+			// request ("don't …") is never one
 			return "\"" + w + "\" negates, and no example or trigger of " + cmd.ID + " does"
 		case reports(w) && g.requests():
 			return "\"" + w + "\" states or reports, and no example or trigger of " + cmd.ID + " does"

@@ -31,7 +31,8 @@ const slot = "\x00"
 // preambles are request openings that carry no intent of their own, in
 // normalized words, longest first.
 var preambles = [][]string{
-	{"i", "would", "like", "to"}, {"i", "would", "love", "to"}, {"id", "like", "to"}, {"id", "love", "to"},
+	{"i", "would", "like", "you", "to"}, {"id", "like", "you", "to"}, {"i", "need", "you", "to"}, {"i", "want", "you", "to"},
+	{"i", "would", "like", "to"}, {"i", "would", "love", "to"}, {"id", "like", "to"}, {"id", "love", "to"}, {"i", "wish", "to"},
 	{"i", "would", "like"}, {"id", "like"}, {"i", "want", "to"}, {"i", "need", "to"},
 	{"would", "you", "mind"}, {"do", "you", "mind"}, {"is", "it", "possible", "to"}, {"would", "it", "be", "possible", "to"},
 	{"i", "want"}, {"i", "wanna"}, {"i", "need"}, {"let", "me"}, {"can", "i"}, {"could", "i"}, {"may", "i"},

@@ -181,11 +181,11 @@ func tune(reg *router.Router, d *clinc150.Dataset, want float64, out io.Writer) 
 	var all []obs
 	for _, u := range d.Val {
 		m, found := reg.MatchExamples(clinc150.Mode, nil, u.Text)
-		all = append(all, obs{conf: m.Confidence, ok: found && m.CommandID == u.Intent, in: true})
+		all = append(all, obs{conf: acted(m), ok: found && m.CommandID == u.Intent, in: true})
 	}
 	for _, u := range d.OOSVal {
 		m, _ := reg.MatchExamples(clinc150.Mode, nil, u.Text)
-		all = append(all, obs{conf: m.Confidence})
+		all = append(all, obs{conf: acted(m)})
 	}
 	slices.SortFunc(all, func(a, b obs) int { return cmp.Compare(a.conf, b.conf) })
 	nin, nout := len(d.Val), len(d.OOSVal)
@@ -218,6 +218,16 @@ func tune(reg *router.Router, d *clinc150.Dataset, want float64, out io.Writer) 
 	}
 	fmt.Fprintf(out, "tuned on val + oos_val: threshold %.4f, in-scope accuracy %.2f %%, out-of-scope recall %.2f %%\n", best, 100*bestAcc, 100*bestRec)
 	return best, nil
+}
+
+// acted is the confidence a threshold is compared with for a match: 0
+// when the router declines it whatever the threshold (not a request of a
+// kind the command's examples have), so tuning sees what Route decides.
+func acted(m router.ExampleMatch) float64 {
+	if m.Declined != "" {
+		return 0
+	}
+	return m.Confidence
 }
 
 // score is in-scope accuracy and out-of-scope recall on the test splits

@@ -64,7 +64,7 @@ func (m *Main) eval(ctx context.Context, args []string) error {
 		}
 	}
 	if len(rep.Suggestions) > 0 {
-		fmt.Fprintln(w, "\nexample thresholds (router.example_threshold; the model's confidence alone, before the router's other checks):")
+		fmt.Fprintln(w, "\nexample thresholds (router.example_threshold, over the matches the router would act on at some threshold):")
 		for _, s := range rep.Suggestions {
 			if s.Threshold == s.Current {
 				fmt.Fprintf(w, "  %-32s %.3f serves this file best as it is\n", s.CommandID, s.Current)
