@@ -332,6 +332,13 @@ func (ix *Index) lookup(idHash uint64, id string) (int32, bool) {
 	return 0, false
 }
 
+// HasWord reports whether the normalized word is a word of some item's
+// display name, aliases or keywords.
+func (ix *Index) HasWord(w string) bool {
+	_, ok := ix.vocab[w]
+	return ok
+}
+
 // Len returns the number of items.
 func (ix *Index) Len() int { return len(ix.items) }
 

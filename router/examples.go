@@ -185,16 +185,14 @@ func (t *turn) paraphrase(cmd *agentplane.CommandDefinition, r exemplar.Result) 
 	if err != nil {
 		return agentplane.Decision{}, false
 	}
-	s, e, item, ok := strictSpan(ix, words)
+	ws := newWordSpans(t.norm)
+	s, e, item, ok := strictSpanIn(ix, ws, 0, ws.n)
 	if !ok {
 		t.tracep("examples: ", cmd.ID, " fits, but no words of the utterance name one item of ", cmd.Source.String())
 		return agentplane.Decision{}, false
 	}
-	for _, rest := range [][]string{words[:s], words[e:]} {
-		if _, _, other, ok := strictSpan(ix, rest); ok && other.Header.ID != item.Header.ID {
-			t.tracep("examples: the utterance names ", item.Header.ID, " and ", other.Header.ID, ": not choosing")
-			return agentplane.Decision{}, false
-		}
+	if t.otherItem(ix, ws, s, e, item) {
+		return agentplane.Decision{}, false
 	}
 	label, asked := t.rt.cmdLabel[t.rt.commandIdx[cmd.ID]], false
 	for i, w := range words {

@@ -42,15 +42,17 @@ type Router struct {
 	slash      map[string]int // command id or alias -> command index
 	triggers   *trigger.Set
 	fillers    trigger.Fillers
-	patterns   [][]*trigger.Pattern // command index -> its triggers
-	detector   *exemplar.Model      // commands recognised from examples; nil without any
-	labelCmd   []int                // example model label -> command index
-	negLabel   int                  // the label of the negative examples; -1 without any
-	cmdLabel   []int                // command index -> example model label, -1 without examples
-	shapeCache shapeCache           // the shapes of examples and trigger phrasings
-	droppable  map[string]bool      // words a shape may leave out
-	registers  []register           // command index -> how its examples and triggers ask for it
-	heads      map[string]bool      // the words any command's examples and trigger phrasings begin with
+	patterns   [][]*trigger.Pattern                          // command index -> its triggers
+	detector   *exemplar.Model                               // commands recognised from examples; nil without any
+	labelCmd   []int                                         // example model label -> command index
+	negLabel   int                                           // the label of the negative examples; -1 without any
+	cmdLabel   []int                                         // command index -> example model label, -1 without examples
+	shapeCache shapeCache                                    // the shapes of examples and trigger phrasings
+	droppable  map[string]bool                               // words a shape may leave out
+	registers  []register                                    // command index -> how its examples and triggers ask for it
+	heads      map[string]bool                               // the words any command's examples and trigger phrasings begin with
+	kinds      map[agentplane.ResolverSource]map[string]bool // a source -> the words for the kind of its items
+	recognise  map[string]bool                               // mode -> some command of it may be recognised from examples alone
 }
 
 // New compiles the registry's commands for routing: it parses and indexes
@@ -92,6 +94,21 @@ func New(reg *registry.Registry) (*Router, error) {
 	}
 	for l, i := range r.labelCmd {
 		r.cmdLabel[i] = l
+	}
+	r.recognise = map[string]bool{}
+	for _, m := range reg.Config().Modes {
+		for _, tb := range reg.ModeToolboxes(m.Key) {
+			for _, i := range reg.ToolboxCommands(tb.ID) {
+				c := r.commands[i]
+				r.recognise[m.Key] = r.recognise[m.Key] || c.Kind == agentplane.KindLauncher || len(c.Examples) > 0
+			}
+		}
+	}
+	r.kinds = map[agentplane.ResolverSource]map[string]bool{}
+	for _, c := range r.commands {
+		if _, ok := r.kinds[c.Source]; !ok {
+			r.kinds[c.Source] = kindWords(reg, c.Source)
+		}
 	}
 	r.registers = make([]register, len(r.commands))
 	r.heads = map[string]bool{}
@@ -629,18 +646,18 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 	if err != nil {
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonSourceUnavailable}, qualityNone
 	}
-	if exact := ix.ResolveExact(text, 2); !exact.Strict() {
-		if d, q, ok := t.missingItem(cmd, ix, text); ok {
-			return d, q
-		}
-	}
 	var res resolve.Result
 	if strictOnly {
 		res = ix.ResolveExact(text, t.reg.Settings().MaxOptions)
 	} else {
 		res = ix.Resolve(text, t.reg.Settings().MaxOptions)
 	}
-	if !res.Strict() {
+	if res.Tier != resolve.TierExact {
+		if d, q, ok := t.missingItem(cmd, ix, text); ok {
+			return d, q
+		}
+	}
+	if !res.Strict() && !strictOnly { // with a candidate in hand, an earlier slot was searched
 		if item, ok := t.subSpan(cmd, ix, text); ok {
 			return t.invokeOrConfirm(cmd, item), qualityStrict
 		}
@@ -735,9 +752,10 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 	if evaluated == 0 {
 		return t.examples()
 	}
-	if bestQuality == qualityNone {
+	if bestQuality == qualityNone && t.rt.recognise[t.mode] {
 		// a trigger's words matched, but what it names is not there:
-		// another command's examples may fit the utterance
+		// another command's examples may fit the utterance (a mode with
+		// no launcher and no examples has none that could)
 		t.tracep("no matched trigger named anything: trying the examples")
 		return t.examplesOr(best.ReasonCode)
 	}
@@ -758,14 +776,18 @@ var (
 // picker (a question without UI), as the slash form without an argument.
 // It reports false for a slot with any other word.
 func (t *turn) missingItem(cmd *agentplane.CommandDefinition, ix *resolve.Index, text string) (agentplane.Decision, int, bool) {
-	var buf [16]string
-	words := resolve.Fields(buf[:0], resolve.Normalize(text))
-	if len(words) == 0 {
+	kind := t.rt.kinds[cmd.Source]
+	if first, _, _ := strings.Cut(text, " "); plainWord(first) && !determiners[first] && !deictics[first] && !kind[first] {
+		return agentplane.Decision{}, 0, false // the common case, decided without normalizing
+	}
+	rest := resolve.Normalize(text)
+	if rest == "" {
 		return agentplane.Decision{}, 0, false
 	}
-	kind := t.kindWords(cmd.Source)
 	deictic := false
-	for _, w := range words {
+	for rest != "" {
+		var w string
+		w, rest, _ = strings.Cut(rest, " ")
 		switch {
 		case deictics[w]:
 			deictic = true
@@ -792,6 +814,17 @@ func (t *turn) missingItem(cmd *agentplane.CommandDefinition, ix *resolve.Index,
 	return d, qualityCandidate, true
 }
 
+// plainWord reports whether w is lower-case ASCII letters and digits, as
+// normalization leaves a word.
+func plainWord(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return w != ""
+}
+
 // entityType returns the entity type of a source's items ("" for none).
 func (t *turn) entityType(src agentplane.ResolverSource) string {
 	if c, ok := t.reg.Catalog(src.CatalogID); ok {
@@ -801,9 +834,9 @@ func (t *turn) entityType(src agentplane.ResolverSource) string {
 }
 
 // kindWords returns the words that name the kind of a source's items —
-// its entity type and display name, singular and plural ("incident",
-// "incidents", "order") — which name no item.
-func (t *turn) kindWords(src agentplane.ResolverSource) map[string]bool {
+// its entity type, catalog id and display name, singular and plural
+// ("incident", "incidents", "order") — which name no item.
+func kindWords(reg *registry.Registry, src agentplane.ResolverSource) map[string]bool {
 	m := map[string]bool{}
 	add := func(s string) {
 		for _, w := range resolve.Fields(nil, resolve.Normalize(strings.ReplaceAll(s, "_", " "))) {
@@ -815,8 +848,8 @@ func (t *turn) kindWords(src agentplane.ResolverSource) map[string]bool {
 			}
 		}
 	}
-	add(t.entityType(src))
-	if c, ok := t.reg.Catalog(src.CatalogID); ok {
+	if c, ok := reg.Catalog(src.CatalogID); ok {
+		add(c.EntityType)
 		add(c.DisplayName)
 	}
 	add(src.CatalogID)
@@ -829,34 +862,50 @@ func (t *turn) kindWords(src agentplane.ResolverSource) map[string]bool {
 // command's source, when the words left over do not change the meaning:
 // no negation and no other item among them. The trace names the leftover.
 func (t *turn) subSpan(cmd *agentplane.CommandDefinition, ix *resolve.Index, text string) (*agentplane.ResolverItem, bool) {
-	var buf [16]string
-	words := resolve.Fields(buf[:0], resolve.Normalize(text))
-	if len(words) < 2 || len(words) > maxItemSearchWords {
+	if !strings.Contains(strings.TrimSpace(text), " ") {
+		return nil, false // one word: the whole slot was tried
+	}
+	ws := newWordSpans(resolve.Normalize(text))
+	if ws.n < 2 {
 		return nil, false
 	}
-	s, e, item, ok := strictSpan(ix, words)
-	if !ok || e-s == len(words) {
+	s, e, item, ok := strictSpanIn(ix, ws, 0, ws.n)
+	if !ok || e-s == ws.n {
 		return nil, false
 	}
-	for _, w := range words[:s] {
-		if negations[w] {
-			t.tracep("\"", words[s:e][0], "…\" names ", item.Header.ID, ", but \"", w, "\" beside it changes the meaning: not taking it")
-			return nil, false
-		}
-	}
-	for _, w := range words[e:] {
-		if negations[w] {
+	for i := range ws.n {
+		if w := ws.span(i, i+1); (i < s || i >= e) && negations[w] {
 			t.tracep("\"", w, "\" beside the item ", item.Header.ID, " changes the meaning: not taking it")
 			return nil, false
 		}
 	}
-	for _, rest := range [][]string{words[:s], words[e:]} {
-		if _, _, other, ok := strictSpan(ix, rest); ok && other.Header.ID != item.Header.ID {
-			t.tracep("the slot names ", item.Header.ID, " and ", other.Header.ID, ": not choosing")
-			return nil, false
+	if t.otherItem(ix, ws, s, e, item) {
+		return nil, false
+	}
+	before, after, sep := spanOrEmpty(ws, 0, s), spanOrEmpty(ws, e, ws.n), ""
+	if before != "" && after != "" {
+		sep = " … "
+	}
+	t.tracep("\"", ws.span(s, e), "\" in the slot names ", item.Header.ID, " (", item.Header.DisplayName, "); left over: \"", before, sep, after, "\"")
+	return item, true
+}
+
+// spanOrEmpty is ws.span(s, e), or "" for no words.
+func spanOrEmpty(ws *wordSpans, s, e int) string {
+	if s >= e {
+		return ""
+	}
+	return ws.span(s, e)
+}
+
+// otherItem reports, and traces, whether the words of ws outside s..e-1
+// name an item other than item.
+func (t *turn) otherItem(ix *resolve.Index, ws *wordSpans, s, e int, item *agentplane.ResolverItem) bool {
+	for _, r := range [2][2]int{{0, s}, {e, ws.n}} {
+		if _, _, other, ok := strictSpanIn(ix, ws, r[0], r[1]); ok && other.Header.ID != item.Header.ID {
+			t.tracep("the words name ", item.Header.ID, " and ", other.Header.ID, ": not choosing")
+			return true
 		}
 	}
-	left := strings.Join(append(append([]string(nil), words[:s]...), words[e:]...), " ")
-	t.tracep("\"", strings.Join(words[s:e], " "), "\" in the slot names ", item.Header.ID, " (", item.Header.DisplayName, "); left over: \"", left, "\"")
-	return item, true
+	return false
 }

@@ -95,6 +95,62 @@ func strictSpan(ix *resolve.Index, words []string) (s, e int, item *agentplane.R
 	return 0, 0, nil, false
 }
 
+// wordSpans gives the text of runs of words of a normalized string, where
+// words are separated by exactly one space, as substrings: no allocation.
+type wordSpans struct {
+	text  string
+	start [maxItemSearchWords + 1]int // byte offset of each word; one past the end after the last
+	n     int                         // words; 0 for more than maxItemSearchWords
+}
+
+func newWordSpans(norm string) *wordSpans {
+	ws := &wordSpans{text: norm}
+	if norm == "" {
+		return ws
+	}
+	ws.start[0] = 0
+	for i := 0; i < len(norm); i++ {
+		if norm[i] == ' ' {
+			if ws.n++; ws.n == maxItemSearchWords {
+				ws.n = 0
+				return ws
+			}
+			ws.start[ws.n] = i + 1
+		}
+	}
+	ws.n++
+	ws.start[ws.n] = len(norm) + 1
+	return ws
+}
+
+// span returns words s..e-1.
+func (ws *wordSpans) span(s, e int) string { return ws.text[ws.start[s] : ws.start[e]-1] }
+
+// strictSpanIn is strictSpan over words lo..hi-1 of ws. A run is looked
+// up only when each of its words is a word of some item's names or has a
+// digit (as ids mostly do): the others name nothing exactly.
+func strictSpanIn(ix *resolve.Index, ws *wordSpans, lo, hi int) (s, e int, item *agentplane.ResolverItem, ok bool) {
+	var named [maxItemSearchWords]bool
+	for i := lo; i < hi; i++ {
+		w := ws.span(i, i+1)
+		named[i] = ix.HasWord(w) || strings.ContainsAny(w, "0123456789")
+	}
+	for n := min(hi-lo, maxSlotWords); n > 0; n-- {
+	spans:
+		for s := lo; s+n <= hi; s++ {
+			for i := s; i < s+n; i++ {
+				if !named[i] {
+					continue spans
+				}
+			}
+			if res := ix.ResolveExact(ws.span(s, s+n), 2); res.Strict() {
+				return s, s + n, ix.Item(res.Items[0]), true
+			}
+		}
+	}
+	return 0, 0, nil, false
+}
+
 // origin is where a shape comes from: a command and the example or
 // trigger phrasing that has it.
 type origin struct {

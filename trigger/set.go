@@ -99,14 +99,16 @@ var DefaultFillers = []string{
 // Fillers strips politeness phrases from the start and end of an utterance.
 type Fillers struct {
 	phrases [][]string
+	first   map[string]bool // the first word of each phrase
 }
 
 // NewFillers normalizes the phrases. Longer phrases are tried first.
 func NewFillers(phrases []string) Fillers {
-	var f Fillers
+	f := Fillers{first: map[string]bool{}}
 	for _, p := range phrases {
 		if w := resolve.Fields(nil, resolve.Normalize(p)); len(w) > 0 {
 			f.phrases = append(f.phrases, w)
+			f.first[w[0]] = true
 		}
 	}
 	// longest first, stable
@@ -143,6 +145,9 @@ func (f Fillers) Remove(words, dst []string) []string {
 	for i := 0; i < len(words); {
 		n := 0
 		for _, p := range f.phrases {
+			if !f.first[words[i]] {
+				break
+			}
 			if len(p) <= len(words)-i && slices.Equal(words[i:i+len(p)], p) {
 				n = len(p)
 				break
