@@ -2,15 +2,12 @@ package router_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
-	"github.com/agentplane/agentplane/internal/clinc150"
 	"github.com/agentplane/agentplane/internal/opsdesk"
 	"github.com/agentplane/agentplane/router"
 )
@@ -30,45 +27,6 @@ func opsRegistry(tb testing.TB) *router.Router {
 		tb.Fatal(err)
 	}
 	return reg
-}
-
-// TestOpsdeskCLINC150 routes every CLINC150 test and out-of-scope test
-// utterance in each mode of the operations desk, with UI: requests to some
-// other assistant. At most 0.5 % may decide anything but continue_with_llm
-// in any mode, and none may invoke a command.
-func TestOpsdeskCLINC150(t *testing.T) {
-	d := clincData(t)
-	reg := opsRegistry(t)
-	utterances := append(append([]clinc150.Utterance(nil), d.Test...), d.OOSTest...)
-	for _, m := range []string{opsdesk.General, opsdesk.Ops, opsdesk.Triage} {
-		fired := map[string]int{}
-		var fires []string
-		n := 0
-		for _, u := range utterances {
-			dec, err := reg.Route(context.Background(), sessionIn(m), agentplane.TurnInput{Text: u.Text, UI: true, Now: now})
-			if err != nil {
-				t.Fatalf("%q: %v", u.Text, err)
-			}
-			if dec.Action == agentplane.ActionContinueLLM {
-				continue
-			}
-			n++
-			fired[string(dec.Action)]++
-			fires = append(fires, fmt.Sprintf("%q -> %s %s(%s)", u.Text, dec.Action, dec.CommandID, dec.ResolvedID))
-			if dec.Action == agentplane.ActionInvokeCommand {
-				t.Errorf("mode %s: invoked: %s", m, fires[len(fires)-1])
-			}
-		}
-		rate := float64(n) / float64(len(utterances))
-		t.Logf("mode %s: %d of %d (%.3f %%) decided something other than continue_with_llm: %v", m, n, len(utterances), 100*rate, fired)
-		sort.Strings(fires)
-		for _, f := range fires {
-			t.Log("  ", f)
-		}
-		if rate > 0.005 {
-			t.Errorf("mode %s: false trigger rate %.3f %% > 0.5 %%", m, 100*rate)
-		}
-	}
 }
 
 // TestLauncherGuards: in a mode where similarity alone opens a launcher's
