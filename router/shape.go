@@ -35,6 +35,7 @@ var preambles = [][]string{
 	{"i", "would", "like", "to"}, {"i", "would", "love", "to"}, {"id", "like", "to"}, {"id", "love", "to"}, {"i", "wish", "to"},
 	{"i", "would", "like"}, {"id", "like"}, {"i", "want", "to"}, {"i", "need", "to"},
 	{"would", "you", "mind"}, {"do", "you", "mind"}, {"is", "it", "possible", "to"}, {"would", "it", "be", "possible", "to"},
+	{"i", "would", "really", "like", "to"}, {"i", "really", "need", "to"}, {"i", "have", "to"}, {"i", "got", "to"}, {"i", "must"},
 	{"i", "want"}, {"i", "wanna"}, {"i", "need"}, {"let", "me"}, {"can", "i"}, {"could", "i"}, {"may", "i"},
 }
 
