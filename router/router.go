@@ -42,17 +42,17 @@ type Router struct {
 	slash      map[string]int // command id or alias -> command index
 	triggers   *trigger.Set
 	fillers    trigger.Fillers
-	patterns   [][]*trigger.Pattern                          // command index -> its triggers
-	detector   *exemplar.Model                               // commands recognised from examples; nil without any
-	labelCmd   []int                                         // example model label -> command index
-	negLabel   int                                           // the label of the negative examples; -1 without any
-	cmdLabel   []int                                         // command index -> example model label, -1 without examples
-	shapeCache shapeCache                                    // the shapes of examples and trigger phrasings
-	droppable  map[string]bool                               // words a shape may leave out
-	registers  []register                                    // command index -> how its examples and triggers ask for it
-	heads      map[string]bool                               // the words any command's examples and trigger phrasings begin with
-	kinds      map[agentplane.ResolverSource]map[string]bool // a source -> the words for the kind of its items
-	recognise  map[string]bool                               // mode -> some command of it may be recognised from examples alone
+	patterns   [][]*trigger.Pattern                               // command index -> its triggers
+	detector   *exemplar.Model                                    // commands recognised from examples; nil without any
+	labelCmd   []int                                              // example model label -> command index
+	negLabel   int                                                // the label of the negative examples; -1 without any
+	cmdLabel   []int                                              // command index -> example model label, -1 without examples
+	shapeCache shapeCache                                         // the shapes of examples and trigger phrasings
+	droppable  map[string]bool                                    // words a shape may leave out
+	registers  []register                                         // command index -> how its examples and triggers ask for it
+	heads      map[string]bool                                    // the words any command's examples and trigger phrasings begin with
+	slotWords  map[*agentplane.CommandDefinition]map[string]uint8 // a command -> the words that stand for its item without naming one
+	recognise  map[string]bool                                    // mode -> some command of it may be recognised from examples alone
 }
 
 // New compiles the registry's commands for routing: it parses and indexes
@@ -104,11 +104,24 @@ func New(reg *registry.Registry) (*Router, error) {
 			}
 		}
 	}
-	r.kinds = map[agentplane.ResolverSource]map[string]bool{}
+	bySource := map[agentplane.ResolverSource]map[string]uint8{}
+	r.slotWords = map[*agentplane.CommandDefinition]map[string]uint8{}
 	for _, c := range r.commands {
-		if _, ok := r.kinds[c.Source]; !ok {
-			r.kinds[c.Source] = kindWords(reg, c.Source)
+		m, ok := bySource[c.Source]
+		if !ok {
+			m = map[string]uint8{}
+			for w := range kindWords(reg, c.Source) {
+				m[w] |= wordKind
+			}
+			for w := range determiners {
+				m[w] |= wordDeterminer
+			}
+			for w := range deictics {
+				m[w] |= wordDeictic
+			}
+			bySource[c.Source] = m
 		}
+		r.slotWords[c] = m
 	}
 	r.registers = make([]register, len(r.commands))
 	r.heads = map[string]bool{}
@@ -182,6 +195,8 @@ type turn struct {
 	words  []string // normalized words of the text, once computed
 	norm   string   // the normalized text, once computed
 	wbuf   [16]string
+	// searched is the last slot searched for an item in its runs of words
+	searched string
 }
 
 // runMode is the mode commands are checked in: a launcher's target mode
@@ -657,7 +672,11 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 			return d, q
 		}
 	}
-	if !res.Strict() && !strictOnly { // with a candidate in hand, an earlier slot was searched
+	// a run of the slot may name an item when the slot as a whole names
+	// none, not even by a typo (a typo of a three-word name is no
+	// two-word name); with a candidate in hand, an earlier slot was
+	// searched
+	if res.Tier == resolve.TierNone && !strictOnly {
 		if item, ok := t.subSpan(cmd, ix, text); ok {
 			return t.invokeOrConfirm(cmd, item), qualityStrict
 		}
@@ -762,6 +781,13 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 	return t.done(best)
 }
 
+// The kinds of word that stand for an item without naming one.
+const (
+	wordDeterminer uint8 = 1 << iota
+	wordDeictic
+	wordKind
+)
+
 // determiners and deictics stand where an item would ("restart a
 // service", "cancel this order") without naming one.
 var (
@@ -776,8 +802,8 @@ var (
 // picker (a question without UI), as the slash form without an argument.
 // It reports false for a slot with any other word.
 func (t *turn) missingItem(cmd *agentplane.CommandDefinition, ix *resolve.Index, text string) (agentplane.Decision, int, bool) {
-	kind := t.rt.kinds[cmd.Source]
-	if first, _, _ := strings.Cut(text, " "); plainWord(first) && !determiners[first] && !deictics[first] && !kind[first] {
+	words := t.rt.slotWords[cmd]
+	if first, _, _ := strings.Cut(text, " "); plainWord(first) && words[first] == 0 {
 		return agentplane.Decision{}, 0, false // the common case, decided without normalizing
 	}
 	rest := resolve.Normalize(text)
@@ -788,13 +814,11 @@ func (t *turn) missingItem(cmd *agentplane.CommandDefinition, ix *resolve.Index,
 	for rest != "" {
 		var w string
 		w, rest, _ = strings.Cut(rest, " ")
-		switch {
-		case deictics[w]:
-			deictic = true
-		case determiners[w] || kind[w]:
-		default:
+		k := words[w]
+		if k == 0 {
 			return agentplane.Decision{}, 0, false
 		}
+		deictic = deictic || k&wordDeictic != 0
 	}
 	if deictic {
 		if awc := t.sess.AWC; awc.Entity != nil && awc.EntityType == t.entityType(cmd.Source) {
@@ -865,6 +889,10 @@ func (t *turn) subSpan(cmd *agentplane.CommandDefinition, ix *resolve.Index, tex
 	if !strings.Contains(strings.TrimSpace(text), " ") {
 		return nil, false // one word: the whole slot was tried
 	}
+	if sameButArticle(text, t.searched) {
+		return nil, false // "the x y" after "x y": its runs were searched
+	}
+	t.searched = text
 	ws := newWordSpans(resolve.Normalize(text))
 	if ws.n < 2 {
 		return nil, false
@@ -888,6 +916,19 @@ func (t *turn) subSpan(cmd *agentplane.CommandDefinition, ix *resolve.Index, tex
 	}
 	t.tracep("\"", ws.span(s, e), "\" in the slot names ", item.Header.ID, " (", item.Header.DisplayName, "); left over: \"", before, sep, after, "\"")
 	return item, true
+}
+
+// sameButArticle reports whether a and b differ only by a leading
+// article of one of them.
+func sameButArticle(a, b string) bool {
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	if b == "" || !strings.HasSuffix(a, b) {
+		return false
+	}
+	head := a[:len(a)-len(b)]
+	return head == "the " || head == "a " || head == "an " || head == ""
 }
 
 // spanOrEmpty is ws.span(s, e), or "" for no words.
