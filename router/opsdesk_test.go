@@ -148,6 +148,12 @@ func TestSlotSubSpan(t *testing.T) {
 			t.Errorf("%q -> %s %s(%s)\n%s", text, d.Action, d.CommandID, d.ResolvedID, strings.Join(d.Trace, "\n"))
 		}
 	}
+	// a typo of "Payments API Gateway" is not "Payments API": the slot
+	// names an item by a typo, so its runs are not searched
+	d = routeOps(t, reg, sessionIn(opsdesk.Ops), "restart payments api gatway", true)
+	if d.ResolvedID != "" || d.Action != agentplane.ActionOpenPicker || d.HighlightID != "SER-9" {
+		t.Errorf("restart payments api gatway -> %s %s(%s) highlight %s\n%s", d.Action, d.CommandID, d.ResolvedID, d.HighlightID, strings.Join(d.Trace, "\n"))
+	}
 	// "pull up {item}" is a trigger of work_on_dashboard; "the slowest
 	// metrics" names no dashboard, and the metrics launcher's examples fit.
 	d = routeOps(t, reg, sessionIn(opsdesk.Ops), "pull up the slowest metrics", true)

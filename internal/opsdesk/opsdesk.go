@@ -31,7 +31,7 @@ var kinds = []struct {
 	triage           bool
 }{
 	{"services", "Services", "service", []string{"services", "microservices"},
-		[]string{"Payments API", "Payments Worker", "Checkout Web", "Search Indexer", "Auth Gateway", "Billing Worker", "Notification Relay", "Inventory Sync"}, true},
+		[]string{"Payments API", "Payments Worker", "Checkout Web", "Search Indexer", "Auth Gateway", "Billing Worker", "Notification Relay", "Inventory Sync", "Payments API Gateway"}, true},
 	{"incidents", "Incidents", "incident", []string{"incidents", "outages"},
 		[]string{"INC-4411 checkout latency", "INC-4412 login failures", "INC-4415 disk full on db-3"}, true},
 	{"alerts", "Alerts", "alert", []string{"alerts", "alarms"},
