@@ -29,7 +29,7 @@ import (
 const slot = "\x00"
 
 // preambles are request openings that carry no intent of their own, in
-// normalized words, longest first.
+// normalized words.
 var preambles = [][]string{
 	{"i", "would", "like", "you", "to"}, {"id", "like", "you", "to"}, {"i", "need", "you", "to"}, {"i", "want", "you", "to"},
 	{"i", "would", "like", "to"}, {"i", "would", "love", "to"}, {"id", "like", "to"}, {"id", "love", "to"}, {"i", "wish", "to"},
@@ -37,6 +37,32 @@ var preambles = [][]string{
 	{"would", "you", "mind"}, {"do", "you", "mind"}, {"is", "it", "possible", "to"}, {"would", "it", "be", "possible", "to"},
 	{"i", "would", "really", "like", "to"}, {"i", "really", "need", "to"}, {"i", "have", "to"}, {"i", "got", "to"}, {"i", "must"},
 	{"i", "want"}, {"i", "wanna"}, {"i", "need"}, {"let", "me"}, {"can", "i"}, {"could", "i"}, {"may", "i"},
+}
+
+// preamblesByFirst is preambles by their first word, longest first.
+var preamblesByFirst = func() map[string][][]string {
+	m := map[string][][]string{}
+	for _, p := range preambles {
+		m[p[0]] = append(m[p[0]], p)
+	}
+	for _, ps := range m {
+		slices.SortStableFunc(ps, func(a, b []string) int { return len(b) - len(a) })
+	}
+	return m
+}()
+
+// preamble returns the length of the request preamble words begin with,
+// leaving at least one word; 0 for none.
+func preamble(words []string) int {
+	if len(words) == 0 {
+		return 0
+	}
+	for _, p := range preamblesByFirst[words[0]] {
+		if len(p) < len(words) && slices.Equal(words[:len(p)], p) {
+			return len(p)
+		}
+	}
+	return 0
 }
 
 var articles = map[string]bool{"a": true, "an": true, "the": true}
@@ -59,11 +85,8 @@ func shapeKey(f trigger.Fillers, words []string, s, e int, toks []string, key []
 	t := toks
 	for changed := true; changed; {
 		changed = false
-		for _, p := range preambles {
-			if len(p) < len(t) && slices.Equal(t[:len(p)], p) {
-				t, changed = t[len(p):], true
-				break
-			}
+		if n := preamble(t); n > 0 {
+			t, changed = t[n:], true
 		}
 		if k := f.Strip(t); len(k) != len(t) {
 			t, changed = k, true
