@@ -195,3 +195,33 @@ func TestParaphraseAsks(t *testing.T) {
 		t.Errorf("general -> %s %s(%s)", d.Action, d.CommandID, d.ResolvedID)
 	}
 }
+
+// FuzzRouteOps: no input makes the router panic on the operations desk,
+// where similarity decides and slots are searched, with an item active or
+// not; an invocation always names an item of its command's catalog.
+func FuzzRouteOps(f *testing.F) {
+	reg := opsRegistry(f)
+	for _, s := range []string{"restart the pods of payments api", "ack it", "page an", "would you mind giving checkout web a fresh restart",
+		"don't show me the runbooks", "revert this deployment", "restart payments api gatway", "the the the", "李伟", "page José Álvarez now"} {
+		f.Add(s, true, true)
+	}
+	f.Fuzz(func(t *testing.T, text string, ui, active bool) {
+		sess := sessionIn(opsdesk.Ops)
+		if active {
+			sess = opsWith("service", "SER-3", "Checkout Web")
+		}
+		d, err := reg.Route(context.Background(), sess, agentplane.TurnInput{Text: text, UI: ui, Now: now})
+		if err != nil {
+			if agentplane.ErrorCode(err) == agentplane.CodeInternal {
+				t.Fatalf("uncoded error: %v", err)
+			}
+			return
+		}
+		if len(d.Trace) == 0 {
+			t.Fatal("no trace")
+		}
+		if d.Action == agentplane.ActionInvokeCommand && d.ResolvedID == "" {
+			t.Fatalf("invocation without an item: %+v", d)
+		}
+	})
+}
