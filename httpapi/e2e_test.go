@@ -1067,6 +1067,32 @@ func TestNotifications(t *testing.T) {
 	var eb httpapi.ErrorBody
 	st := e.call("POST", "/v1/notifications/"+a.ID+"/ack", alice, nil, &eb)
 	errCode(t, st, eb, 409, agentplane.CodeInvalidState)
+	// a client that holds no stream: what GET /v1/inbox gives it is
+	// dispatched, so its ack delivers; so does an ack of one never listed
+	cancel()
+	for e.api.Hub().Following(notify.UserTopic("alice")) {
+		time.Sleep(time.Millisecond)
+	}
+	polled := emit(producer, map[string]any{"address": "USER", "user_id": "alice", "target": "USER", "handler": "SYSTEM", "title": "Polled"}, 201)
+	unseen := emit(producer, map[string]any{"address": "USER", "user_id": "alice", "target": "USER", "handler": "SYSTEM", "title": "Unseen"}, 201)
+	if polled.State != notify.StatePending || unseen.State != notify.StatePending {
+		t.Fatalf("with no stream open: %+v %+v", polled, unseen)
+	}
+	if e.call("GET", "/v1/inbox?limit=2", producer, nil, &inbox); len(inbox.Notifications) != 0 {
+		t.Fatalf("the producer sees alice's inbox: %+v", inbox)
+	}
+	if e.call("GET", "/v1/inbox?limit=1", alice, nil, &inbox); len(inbox.Notifications) != 1 || inbox.Notifications[0].ID != unseen.ID ||
+		inbox.Notifications[0].State != notify.StateDispatched || inbox.Unread != 2 {
+		t.Fatalf("the polled page: %+v", inbox)
+	}
+	for _, id := range []string{unseen.ID, polled.ID} {
+		if st := e.call("POST", "/v1/notifications/"+id+"/ack", alice, nil, &acked); st != 200 || acked.State != notify.StateDelivered {
+			t.Fatalf("ack %s: %d %+v", id, st, acked)
+		}
+	}
+	if e.call("GET", "/v1/inbox", alice, nil, &inbox); inbox.Unread != 0 {
+		t.Fatalf("%+v", inbox)
+	}
 	// B: a notice in the session's chain, acked as an event over the WebSocket
 	b := emit(alice, map[string]any{"address": "SESSION", "session_id": s.SessionID, "target": "USER", "handler": "SYSTEM", "title": "Deploy finished"}, 201)
 	if b.Channel != notify.ChannelFloor || b.State != notify.StateDispatched {
@@ -1170,7 +1196,7 @@ func TestNotifications(t *testing.T) {
 	}
 	st = e.call("GET", "/v1/notifications/"+a.ID, producer, nil, &eb)
 	errCode(t, st, eb, 404, agentplane.CodeNotFound)
-	if e.call("GET", "/v1/inbox", alice, nil, &inbox); len(inbox.Notifications) != 2 {
+	if e.call("GET", "/v1/inbox", alice, nil, &inbox); len(inbox.Notifications) != 4 { // the four emitted above
 		t.Fatalf("refused emits were stored: %+v", inbox)
 	}
 }

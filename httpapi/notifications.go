@@ -119,7 +119,7 @@ func (s *Server) getInbox(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if err != nil {
 		return err
 	}
-	list, unread, err := s.bus.Inbox(r.Context(), p.ID, limit, false)
+	list, unread, err := s.bus.Inbox(r.Context(), p.ID, limit)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ type inboxFeed struct {
 
 func (s *Server) openInbox(ctx context.Context, p auth.Principal) (*inboxFeed, error) {
 	sub := s.hub.Subscribe(notify.UserTopic(p.ID), 0)
-	list, _, err := s.bus.Inbox(ctx, p.ID, 500, true)
+	list, _, err := s.bus.Inbox(ctx, p.ID, 500)
 	if err != nil {
 		sub.Close()
 		return nil, err

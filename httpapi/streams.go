@@ -313,7 +313,7 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 		isub := s.hub.Subscribe(notify.UserTopic(p.ID), 0)
 		defer isub.Close()
 		inbox = isub.Events()
-		if list, _, err := s.bus.Inbox(ctx, p.ID, 500, true); err == nil {
+		if list, _, err := s.bus.Inbox(ctx, p.ID, 500); err == nil {
 			for i := len(list) - 1; i >= 0; i-- {
 				if n := list[i]; !n.State.Terminal() {
 					data, _ := json.Marshal(n)

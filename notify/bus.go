@@ -141,7 +141,13 @@ func (b *Bus) deliver(ctx context.Context, n Notification) (Notification, error)
 		}
 		return n, nil // the agent's context: dispatched into its next prompt
 	}
-	return b.ledger.Dispatch(ctx, n.ID)
+	d, err := b.ledger.Dispatch(ctx, n.ID)
+	if errors.Is(err, ErrIllegal) || errors.Is(err, ErrStale) {
+		// its owner acknowledged it first (an ack of a PENDING notice
+		// dispatches it): it is past PENDING, as sending it was to make it
+		return b.ledger.Get(ctx, n.ID)
+	}
+	return d, err
 }
 
 // notice is a notification as the floor shows it.
@@ -150,22 +156,11 @@ func notice(n Notification) *agentplane.Notice {
 }
 
 // Inbox returns a page of a user's inbox (channel A), newest first, with
-// how many of all are not delivered yet; with dispatch, the PENDING ones
-// are marked DISPATCHED (an inbox stream just opened and shows them).
-func (b *Bus) Inbox(ctx context.Context, user string, limit int, dispatch bool) ([]Notification, int, error) {
-	list, err := b.ledger.List(ctx, Query{UserID: user, Channel: ChannelInbox, Limit: limit})
-	if err != nil {
-		return nil, 0, err
-	}
-	for i, n := range list {
-		if n.State == StatePending && dispatch {
-			if d, err := b.ledger.Dispatch(ctx, n.ID); err == nil {
-				list[i] = d
-			}
-		}
-	}
-	unread, err := b.ledger.Unread(ctx, user)
-	return list, unread, err
+// how many of all are not delivered yet; the PENDING ones on the page are
+// marked DISPATCHED in the same transaction (see Ledger.Inbox): a client
+// that polls acknowledges what it was given as one holding a stream does.
+func (b *Bus) Inbox(ctx context.Context, user string, limit int) ([]Notification, int, error) {
+	return b.ledger.Inbox(ctx, user, limit)
 }
 
 // Describe maps the ledger's errors to the protocol's error codes, for

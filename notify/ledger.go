@@ -411,8 +411,12 @@ func (l *Ledger) Fail(ctx context.Context, id string, lease int64) (Notification
 
 // Ack is the user's client acknowledging a notification shown on a
 // system channel: DISPATCHED → LOCKED → DELIVERED, or ESCALATED →
-// DELIVERED, in one transaction. Another user's notification is
-// ErrNotFound.
+// DELIVERED, in one transaction. A PENDING one is acknowledged the same
+// way, PENDING → DISPATCHED first: its owner saw it somewhere (a list, a
+// page of the inbox) that did not dispatch it. Each step is a fenced
+// compare-and-swap, so of two acks, or an ack and a stream's dispatch,
+// racing, one wins and the other is told why. Another user's
+// notification is ErrNotFound.
 func (l *Ledger) Ack(ctx context.Context, id, userID string) (Notification, error) {
 	n, err := l.Get(ctx, id)
 	if err != nil {
@@ -424,12 +428,64 @@ func (l *Ledger) Ack(ctx context.Context, id, userID string) (Notification, erro
 	if n.Channel == ChannelAgent && n.State != StateEscalated {
 		return Notification{}, fmt.Errorf("%w: %s is on the agent's channel; the agent acknowledges it", ErrIllegal, id)
 	}
-	if n.State == StateEscalated {
+	switch n.State {
+	case StateEscalated:
 		return l.run(ctx, id, move{id: id, from: []State{StateEscalated}, lease: n.OwnerLease, to: StateDelivered, userID: userID})
+	case StatePending:
+		return l.run(ctx, id,
+			move{id: id, from: []State{StatePending}, lease: n.OwnerLease, to: StateDispatched, userID: userID},
+			move{id: id, from: []State{StateDispatched}, lease: n.OwnerLease, to: StateLocked, nextLease: true, userID: userID},
+			move{id: id, from: []State{StateLocked}, lease: n.OwnerLease + 1, to: StateDelivered, userID: userID})
 	}
 	return l.run(ctx, id,
 		move{id: id, from: []State{StateDispatched}, lease: n.OwnerLease, to: StateLocked, nextLease: true, userID: userID},
 		move{id: id, from: []State{StateLocked}, lease: n.OwnerLease + 1, to: StateDelivered, userID: userID})
+}
+
+// Inbox returns a page of a user's inbox (channel A), newest first, with
+// how many of all are not delivered yet, and marks the PENDING ones on
+// the page DISPATCHED in the same transaction: what the user's client is
+// given has been dispatched to it, whether it holds a stream or polls, so
+// its ack delivers. Each mark is a fenced compare-and-swap; one another
+// writer moved first is returned as that writer left it.
+func (l *Ledger) Inbox(ctx context.Context, userID string, limit int) ([]Notification, int, error) {
+	limit = min(max(limit, 1), 500)
+	var list []Notification
+	unread := 0
+	now := l.now().UnixNano()
+	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+		list, unread = list[:0], 0
+		err := tx.Query(ctx, `SELECT `+columns+` FROM notifications WHERE user_id = ? AND channel = 'A' ORDER BY created DESC, seq DESC LIMIT ?`,
+			[]any{userID, limit}, func(scan func(...any) error) error {
+				n, err := scanRow(scan)
+				list = append(list, n)
+				return err
+			})
+		if err != nil {
+			return err
+		}
+		for i, n := range list {
+			if n.State != StatePending {
+				continue
+			}
+			rows, err := tx.Exec(ctx, `UPDATE notifications SET state = ?, updated = ? WHERE id = ? AND owner_lease = ? AND state = ?`,
+				StateDispatched, now, n.ID, n.OwnerLease, StatePending)
+			if err != nil {
+				return err
+			}
+			if rows == 1 {
+				list[i].State, list[i].UpdatedAt = StateDispatched, time.Unix(0, now).UTC()
+			} else if list[i], err = getOne(ctx, tx, n.ID); err != nil {
+				return err
+			}
+		}
+		return tx.Query(ctx, `SELECT COUNT(*) FROM notifications WHERE user_id = ? AND channel = 'A' AND state <> 'DELIVERED' AND state <> 'FAILED'`,
+			[]any{userID}, func(scan func(...any) error) error { return scan(&unread) })
+	})
+	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
+		return nil, 0, err
+	}
+	return list, unread, nil
 }
 
 // Unread returns how many of a user's inbox notifications are not

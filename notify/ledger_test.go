@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,9 +113,6 @@ func TestLedger(t *testing.T) {
 				t.Fatalf("sequences %d %d", b.Seq, other.Seq)
 			}
 			// the system channel: dispatched, then acked by its user only
-			if _, err := l.Ack(ctx, a.ID, "alice"); !errors.Is(err, notify.ErrIllegal) {
-				t.Fatalf("ack before dispatch: %v", err)
-			}
 			if n, err := l.Dispatch(ctx, a.ID); err != nil || n.State != notify.StateDispatched {
 				t.Fatalf("%+v %v", n, err)
 			}
@@ -265,6 +263,67 @@ func TestUnread(t *testing.T) {
 			l.Ack(ctx, first.ID, "alice")
 			if n, err := l.Unread(ctx, "alice"); err != nil || n != 59 {
 				t.Fatalf("%d %v", n, err)
+			}
+		})
+	}
+}
+
+// TestInboxAnyClientCanUse: a client that polls the inbox, holding no
+// stream, can acknowledge what it was given (the page dispatched it, in
+// the same transaction), and an ack of a PENDING notification by its
+// owner delivers it; another user's page and ack change nothing; eight
+// clients acknowledging one notification at once deliver it once.
+func TestInboxAnyClientCanUse(t *testing.T) {
+	for name, open := range drivers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			l, err := notify.NewLedger(open(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := l.Emit(ctx, inbox("alice", "one"), 0)
+			b, _ := l.Emit(ctx, inbox("alice", "two"), 0)
+			if page, unread, err := l.Inbox(ctx, "bob", 10); err != nil || len(page) != 0 || unread != 0 {
+				t.Fatalf("bob's page: %v %d %v", page, unread, err)
+			}
+			page, unread, err := l.Inbox(ctx, "alice", 1)
+			if err != nil || len(page) != 1 || page[0].ID != b.ID || page[0].State != notify.StateDispatched || unread != 2 {
+				t.Fatalf("alice's page: %+v %d %v", page, unread, err)
+			}
+			if n, _ := l.Get(ctx, b.ID); n.State != notify.StateDispatched {
+				t.Fatalf("the page was not dispatched in the ledger: %s", n.State)
+			}
+			if n, _ := l.Get(ctx, a.ID); n.State != notify.StatePending {
+				t.Fatalf("a notification off the page moved: %s", n.State)
+			}
+			if n, err := l.Ack(ctx, b.ID, "alice"); err != nil || n.State != notify.StateDelivered {
+				t.Fatalf("ack of the listed one: %+v %v", n, err)
+			}
+			if _, err := l.Ack(ctx, a.ID, "bob"); !errors.Is(err, notify.ErrNotFound) {
+				t.Fatalf("bob acked alice's: %v", err)
+			}
+			// eight clients ack the PENDING one at once: one delivers it,
+			// the others are refused, and it went through every state once
+			var wg sync.WaitGroup
+			var delivered atomic.Int32
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := l.Ack(ctx, a.ID, "alice"); err == nil {
+						delivered.Add(1)
+					} else if !errors.Is(err, notify.ErrIllegal) && !errors.Is(err, notify.ErrStale) {
+						t.Errorf("ack: %v", err)
+					}
+				}()
+			}
+			wg.Wait()
+			n, _ := l.Get(ctx, a.ID)
+			if delivered.Load() != 1 || n.State != notify.StateDelivered || n.OwnerLease != 1 {
+				t.Fatalf("%d acks delivered; %s lease %d", delivered.Load(), n.State, n.OwnerLease)
+			}
+			if page, unread, _ := l.Inbox(ctx, "alice", 10); len(page) != 2 || unread != 0 {
+				t.Fatalf("after: %d listed, %d unread", len(page), unread)
 			}
 		})
 	}

@@ -95,8 +95,15 @@ func TestNotifyCommand(t *testing.T) {
 	if out, _, code := run("list", "--user", "alice"); code != 0 || !strings.Contains(out, sent.ID) {
 		t.Fatalf("%d %s", code, out)
 	}
-	if _, errOut, code := run("ack", sent.ID, "--user", "alice"); code != 1 || !strings.Contains(errOut, "PENDING") {
-		t.Fatalf("acking a notification never shown: %d %s", code, errOut)
+	// listed here, not on a stream: its owner acknowledges it all the same
+	if _, errOut, code := run("ack", sent.ID, "--user", "bob"); code != 1 || !strings.Contains(errOut, "no such notification") {
+		t.Fatalf("bob acked alice's: %d %s", code, errOut)
+	}
+	if out, errOut, code := run("ack", sent.ID, "--user", "alice"); code != 0 || !strings.Contains(out, `"state": "DELIVERED"`) {
+		t.Fatalf("acking a PENDING notification: %d %s %s", code, out, errOut)
+	}
+	if _, errOut, code := run("ack", sent.ID, "--user", "alice"); code != 1 || !strings.Contains(errOut, "DELIVERED") {
+		t.Fatalf("a second ack: %d %s", code, errOut)
 	}
 	if _, errOut, code := run("send", "--user", "alice", "--title", "x", "--address", "SESSION"); code != 1 || !strings.Contains(errOut, "session_id: missing") {
 		t.Fatalf("%d %s", code, errOut)
