@@ -103,6 +103,38 @@ func (c *Core) Records(ctx context.Context, session string, after int64) ([]audi
 	return c.store.Records(ctx, session, after)
 }
 
+// Tail returns a session's audit records from its turns-th last user turn
+// to the end (all of them when it has fewer turns, or turns ≤ 0): what a
+// history of the last turns is built from, read page by page from the
+// end, so its cost does not grow with the session.
+func (c *Core) Tail(ctx context.Context, session string, turns int) ([]audit.Record, error) {
+	if turns <= 0 {
+		return c.store.Records(ctx, session, 0)
+	}
+	var recs []audit.Record // ascending, the pages read so far
+	seen := 0
+	before, page := int64(0), 8*turns
+	for {
+		p, err := c.store.RecordsBefore(ctx, session, before, page)
+		if err != nil {
+			return nil, err
+		}
+		for i := len(p) - 1; i >= 0; i-- {
+			if p[i].Kind != audit.KindTurn {
+				continue
+			}
+			if seen++; seen == turns {
+				return append(p[i:], recs...), nil
+			}
+		}
+		recs = append(p, recs...)
+		if len(p) < page || p[0].Seq <= 1 {
+			return recs, nil // the chain's start
+		}
+		before, page = p[0].Seq, min(2*page, 4096)
+	}
+}
+
 // TurnRequest is one user turn: the session, who speaks, and what.
 type TurnRequest struct {
 	SessionID string

@@ -2,6 +2,8 @@ package llm_test
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/internal/llmtest"
 	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/store/sqlite"
 )
 
 // BenchmarkLLMTurn measures the control plane's own cost of an LLM turn
@@ -73,3 +76,64 @@ func BenchmarkLLMTurn(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkLLMTurnAtLength measures the control plane's cost of an LLM
+// turn (a reply with no tool call, against a model that answers at once)
+// at turn 1, 1,000 and 10,000 of one session kept in SQLite: what the
+// turn reads, builds and writes must not grow with what came before.
+func BenchmarkLLMTurnAtLength(b *testing.B) {
+	for _, n := range []int{1, 1_000, 10_000} {
+		b.Run(fmt.Sprintf("turn=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "a.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Programs: demo.Programs(nil)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			model := &endless{}
+			a := llm.New(c, model, config.LLM{MaxToolRounds: 4, MaxHistoryTurns: 10}, nil)
+			s, _ := c.Start(ctx, core.Start{Mode: "sales", Principal: "p"})
+			turn := func() {
+				if _, err := c.Turn(ctx, core.TurnRequest{SessionID: s.ID, Principal: "p", Input: agentplane.TurnInput{Text: "what does this persona care about?"}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range n - 1 {
+				turn()
+				if _, err := a.Turn(ctx, llm.TurnRequest{SessionID: s.ID, Principal: "p"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				turn()
+				b.StartTimer()
+				start := time.Now()
+				r, err := a.Turn(ctx, llm.TurnRequest{SessionID: s.ID, Principal: "p"})
+				lat = append(lat, time.Since(start))
+				if err != nil || r.Text == "" {
+					b.Fatalf("%+v %v", r, err)
+				}
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		})
+	}
+}
+
+// endless is a model that always answers with the same text at once.
+type endless struct{}
+
+func (endless) Complete(_ context.Context, _ llm.Request, _ func(string)) (agentplane.LLMResponse, int, error) {
+	return agentplane.LLMResponse{Text: "CFOs care about cash flow and predictable spend."}, 1, nil
+}
+
+func (endless) Name() string { return "endless" }

@@ -128,11 +128,12 @@ func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 		if err != nil {
 			return reply, err
 		}
-		var after int64
-		if len(recs) > 0 {
-			after = recs[len(recs)-1].Seq
+		var newer []audit.Record
+		if len(recs) == 0 { // the history's window, read from the end
+			newer, err = a.core.Tail(ctx, r.SessionID, a.cfg.MaxHistoryTurns)
+		} else {
+			newer, err = a.core.Records(ctx, r.SessionID, recs[len(recs)-1].Seq)
 		}
-		newer, err := a.core.Records(ctx, r.SessionID, after)
 		if err != nil {
 			return reply, err
 		}
@@ -264,7 +265,7 @@ func parseCallID(id string) (seq int64, i int, ok bool) {
 // prompt, the history from the audit chain, and the active tools (their
 // names too, for the record). Replay builds it again to compare.
 func (a *Agent) Request(ctx context.Context, sess *agentplane.Session, roles []string) (Request, []string, error) {
-	recs, err := a.core.Records(ctx, sess.ID, 0)
+	recs, err := a.core.Tail(ctx, sess.ID, a.cfg.MaxHistoryTurns)
 	if err != nil {
 		return Request{}, nil, err
 	}

@@ -396,3 +396,44 @@ func TestFromEnv(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 }
+
+// TestHistoryFromTheTail: the history built from the chain's tail (the
+// records from the last turns, read page by page from the end) is the
+// history built from the whole chain, for windows smaller and larger
+// than the session, with tool calls and their results inside the window
+// and at its edge.
+func TestHistoryFromTheTail(t *testing.T) {
+	e := newEnv(t, "sales", 0)
+	for i := range 40 {
+		if i%3 == 0 { // a tool call and its result, then the answer
+			e.llm.Add(llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "catalog_search", Arguments: `{"catalog_id":"mailer_lists","query":"pilot"}`}}},
+				llmtest.Reply{Text: "found it"})
+		} else {
+			e.llm.Add(llmtest.Reply{Text: "ok"})
+		}
+		if i%7 == 0 {
+			e.turn("open the Q1 CFO Outreach template") // handled by the router
+		}
+		e.turn("tell me more, number " + string(rune('a'+i%26)))
+	}
+	ctx := context.Background()
+	all, err := e.core.Records(ctx, e.id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 2, 5, 10, 33, 46, 47, 200} {
+		tail, err := e.core.Tail(ctx, e.id, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tail) == 0 || tail[len(tail)-1].Seq != all[len(all)-1].Seq || n < 40 && len(tail) >= len(all) {
+			t.Fatalf("tail of %d turns: %d of %d records", n, len(tail), len(all))
+		}
+		got, want := llm.History(tail, n), llm.History(all, n)
+		if !slices.EqualFunc(got, want, func(a, b agentplane.LLMMessage) bool {
+			return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && len(a.ToolCalls) == len(b.ToolCalls)
+		}) {
+			t.Fatalf("%d turns: the tail's history (%d messages) is not the chain's (%d)", n, len(got), len(want))
+		}
+	}
+}

@@ -39,6 +39,11 @@ type Store interface {
 	// Records returns the session's audit records with sequence numbers
 	// above after, in order, each with the bytes it is stored as (Raw).
 	Records(ctx context.Context, session string, after int64) ([]audit.Record, error)
+	// RecordsBefore returns the last limit (at least 1) audit records of
+	// the session with sequence numbers below before (before ≤ 0: the
+	// chain's end), in order: a page read from the end, whose cost does
+	// not grow with the chain.
+	RecordsBefore(ctx context.Context, session string, before int64, limit int) ([]audit.Record, error)
 	// Sessions returns a page of an owner's sessions, newest first. A
 	// cursor that is not one Sessions returned is an error with code
 	// invalid_input.

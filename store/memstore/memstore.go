@@ -178,6 +178,31 @@ func (s *Store) Commit(_ context.Context, c *store.Commit) error {
 	return nil
 }
 
+// RecordsBefore returns copies of the last limit audit records of the
+// session below a sequence number (≤ 0: the end), in order.
+func (s *Store) RecordsBefore(_ context.Context, session string, before int64, limit int) ([]audit.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.chains[session]
+	if ch == nil {
+		return nil, nil
+	}
+	end := int64(len(ch.raw)) // records 1..end are raw[0..end-1]
+	if before > 0 {
+		end = min(end, before-1)
+	}
+	start := max(end-int64(max(limit, 1)), 0)
+	out := make([]audit.Record, 0, end-start)
+	for _, raw := range ch.raw[start:end] {
+		r, err := audit.Decode(raw)
+		if err != nil {
+			return nil, fmt.Errorf("memstore: record of %s: %w", session, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // Records returns copies of the session's audit records after a sequence
 // number, in order.
 func (s *Store) Records(_ context.Context, session string, after int64) ([]audit.Record, error) {

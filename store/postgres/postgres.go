@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"net/url"
 	"sort"
@@ -370,6 +371,25 @@ func (s *Store) Confirmation(ctx context.Context, digest string) (store.Confirma
 // order.
 func (s *Store) Records(ctx context.Context, session string, after int64) ([]audit.Record, error) {
 	rows, err := s.pool.Query(ctx, `SELECT record FROM audit WHERE session = $1 AND seq > $2 ORDER BY seq`, session, after)
+	if err != nil {
+		return nil, s.fail("read audit of "+session, err)
+	}
+	defer rows.Close()
+	recs, err := audit.DecodeRows(rows)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: audit of %s: %w", s.url, session, err)
+	}
+	return recs, nil
+}
+
+// RecordsBefore returns the last limit audit records of the session
+// below a sequence number (≤ 0: the end), in order.
+func (s *Store) RecordsBefore(ctx context.Context, session string, before int64, limit int) ([]audit.Record, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := s.pool.Query(ctx, `SELECT record FROM (SELECT seq, record FROM audit WHERE session = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3) page ORDER BY seq`,
+		session, before, max(limit, 1))
 	if err != nil {
 		return nil, s.fail("read audit of "+session, err)
 	}

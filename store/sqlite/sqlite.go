@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,10 +88,11 @@ type chainHead struct {
 
 // The reads, prepared once at Open.
 const (
-	readSession      = `SELECT state FROM sessions WHERE id = ?`
-	readRequest      = `SELECT digest, state, result, seq, claimed_at FROM requests WHERE session = ? AND principal = ? AND request_id = ?`
-	readConfirmation = `SELECT confirmation, used FROM confirmations WHERE digest = ?`
-	readRecords      = `SELECT record FROM audit WHERE session = ? AND seq > ? ORDER BY seq`
+	readSession       = `SELECT state FROM sessions WHERE id = ?`
+	readRequest       = `SELECT digest, state, result, seq, claimed_at FROM requests WHERE session = ? AND principal = ? AND request_id = ?`
+	readConfirmation  = `SELECT confirmation, used FROM confirmations WHERE digest = ?`
+	readRecords       = `SELECT record FROM audit WHERE session = ? AND seq > ? ORDER BY seq`
+	readRecordsBefore = `SELECT record FROM (SELECT seq, record FROM audit WHERE session = ? AND seq < ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`
 )
 
 // request is a commit or a claim waiting for a leader.
@@ -182,7 +184,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	for _, q := range []string{readSession, readRequest, readConfirmation, readRecords} {
+	for _, q := range []string{readSession, readRequest, readConfirmation, readRecords, readRecordsBefore} {
 		st, err := db.Prepare(q)
 		if err != nil {
 			s.closeReads()
@@ -420,6 +422,24 @@ func (s *Store) Confirmation(ctx context.Context, digest string) (store.Confirma
 // order.
 func (s *Store) Records(ctx context.Context, session string, after int64) ([]audit.Record, error) {
 	rows, err := s.reads[readRecords].QueryContext(ctx, session, after)
+	if err != nil {
+		return nil, s.wrap("read audit of "+session, err)
+	}
+	defer rows.Close()
+	recs, err := audit.DecodeRows(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %s: audit of %s: %w", s.path, session, err)
+	}
+	return recs, nil
+}
+
+// RecordsBefore returns the last limit audit records of the session
+// below a sequence number (≤ 0: the end), in order.
+func (s *Store) RecordsBefore(ctx context.Context, session string, before int64, limit int) ([]audit.Record, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := s.reads[readRecordsBefore].QueryContext(ctx, session, before, max(limit, 1))
 	if err != nil {
 		return nil, s.wrap("read audit of "+session, err)
 	}

@@ -126,6 +126,21 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		if none, _ := s.Records(ctx, "a", 5); len(none) != 0 {
 			t.Fatalf("records after the last: %d", len(none))
 		}
+		// pages read from the end
+		for _, c := range []struct {
+			before   int64
+			limit    int
+			first, n int64
+		}{{0, 2, 4, 2}, {0, 9, 1, 5}, {4, 2, 2, 2}, {2, 5, 1, 1}, {1, 3, 0, 0}, {99, 1, 5, 1}, {0, 0, 5, 1}} {
+			page, err := s.RecordsBefore(ctx, "a", c.before, c.limit)
+			if err != nil || int64(len(page)) != c.n || c.n > 0 && (page[0].Seq != c.first || page[len(page)-1].Seq != c.first+c.n-1 ||
+				page[0].Hash != recs[c.first-1].Hash) {
+				t.Fatalf("records before %d, limit %d: %d (%v), want %d from %d", c.before, c.limit, len(page), err, c.n, c.first)
+			}
+		}
+		if page, err := s.RecordsBefore(ctx, "nobody", 0, 5); err != nil || len(page) != 0 {
+			t.Fatalf("a session with no chain: %d, %v", len(page), err)
+		}
 	})
 
 	t.Run("RecordOnlyCommitRecordsTheCurrentState", func(t *testing.T) {
