@@ -38,9 +38,22 @@ type LLMUsage struct {
 // records it: the messages sent, the names of the tools offered, the
 // response, or why there was none.
 type LLMExchange struct {
-	Model    string       `json:"model"`
+	Model string `json:"model"`
+	// Messages are the messages sent — without the conversation history
+	// when HistoryMessages is set: then the system prompt, and what
+	// followed the history (an internal turn's own), because the chain
+	// holds the conversation already and a record that repeated it would
+	// grow every round of a tool loop.
 	Messages []LLMMessage `json:"messages"`
-	Tools    []string     `json:"tools"`
+	// HistoryFrom is the sequence number of the first chain record the
+	// history was read from, and HistoryMessages how many messages it gave,
+	// which stood between the system prompt and the rest.
+	HistoryFrom     int64 `json:"history_from,omitempty"`
+	HistoryMessages int   `json:"history_messages,omitempty"`
+	// Digest is the SHA-256 of every message sent, history included, as
+	// JSON (hex): replay rebuilds the request and checks it exactly.
+	Digest string   `json:"digest,omitempty"`
+	Tools  []string `json:"tools"`
 	// Aware are the awareness lines the system prompt held (notifications
 	// for the agent, what the user saw): input from outside the session's
 	// chain, kept so that replay builds the same prompt.

@@ -17,6 +17,8 @@ package llm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -150,7 +152,8 @@ func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 			onText = nil // nothing of an internal turn is shown
 		}
 		resp, attempts, err := a.complete(ctx, req, onText)
-		ex := &agentplane.LLMExchange{Model: a.model.Name(), Messages: req.Messages, Tools: names, Aware: req.Aware, Attempts: attempts, Internal: r.Task != ""}
+		ex := &agentplane.LLMExchange{Model: a.model.Name(), Tools: names, Aware: req.Aware, Attempts: attempts, Internal: r.Task != ""}
+		Compact(ex, req.Messages, req.History, recs)
 		if err != nil {
 			ex.Error = err.Error()
 		} else {
@@ -279,14 +282,50 @@ func (a *Agent) request(ctx context.Context, sess *agentplane.Session, recs []au
 	if a.opts.Awareness != nil {
 		aware = a.opts.Awareness(ctx, sess)
 	}
-	msgs := append([]agentplane.LLMMessage{{Role: "system", Content: a.systemPrompt(sess, aware)}}, History(recs, a.cfg.MaxHistoryTurns)...)
+	history := History(recs, a.cfg.MaxHistoryTurns)
+	msgs := append([]agentplane.LLMMessage{{Role: "system", Content: a.systemPrompt(sess, aware)}}, history...)
 	var tools []map[string]any
 	var names []string
 	for _, t := range a.core.ActiveTools(sess.Mode, roles) {
 		tools = append(tools, t.Spec.OpenAIFunction())
 		names = append(names, t.Spec.Name)
 	}
-	return Request{Messages: msgs, Tools: tools, Temperature: a.cfg.Temperature, Aware: aware}, names
+	return Request{Messages: msgs, History: len(history), Tools: tools, Temperature: a.cfg.Temperature, Aware: aware}, names
+}
+
+// Compact fills the exchange's messages from the messages sent, whose
+// history (the hist messages after the system prompt, built from recs)
+// the chain holds already: the system prompt and what followed the
+// history are kept, the history is counted, and every message sent is
+// digested.
+func Compact(ex *agentplane.LLMExchange, sent []agentplane.LLMMessage, hist int, recs []audit.Record) {
+	ex.Digest = Digest(sent)
+	if hist == 0 || len(sent) < 1+hist {
+		ex.Messages = sent
+		return
+	}
+	ex.Messages = append(append(make([]agentplane.LLMMessage, 0, len(sent)-hist), sent[0]), sent[1+hist:]...)
+	ex.HistoryMessages = hist
+	if len(recs) > 0 {
+		ex.HistoryFrom = recs[0].Seq
+	}
+}
+
+// Digest is the SHA-256 of messages as JSON, in hex.
+func Digest(msgs []agentplane.LLMMessage) string {
+	b, _ := json.Marshal(msgs) // plain strings and slices: it cannot fail
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// Sent returns the messages an exchange recorded as sent, with history
+// the history Request builds again for it (the caller's): what was
+// sent when the exchange left its history out.
+func Sent(ex *agentplane.LLMExchange, history []agentplane.LLMMessage) []agentplane.LLMMessage {
+	if ex.HistoryMessages == 0 || len(ex.Messages) == 0 {
+		return ex.Messages
+	}
+	return append(append(append(make([]agentplane.LLMMessage, 0, len(ex.Messages)+len(history)), ex.Messages[0]), history...), ex.Messages[1:]...)
 }
 
 // systemPrompt is the mode's summary, the active work context and its

@@ -437,3 +437,54 @@ func TestHistoryFromTheTail(t *testing.T) {
 		}
 	}
 }
+
+// TestExchangeRecordsDoNotRepeatTheConversation: an exchange record keeps
+// the system prompt and leaves out the history the chain holds — its size
+// does not grow with the conversation — and its digest is that of every
+// message sent; replay rebuilds the request and checks it exactly, and
+// says where a changed configuration makes it differ.
+func TestExchangeRecordsDoNotRepeatTheConversation(t *testing.T) {
+	e := newEnv(t, "sales", 0)
+	for i := range 14 {
+		if i == 5 {
+			e.llm.Add(llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "catalog_search", Arguments: `{"catalog_id":"mailer_lists","query":"pilot"}`}}},
+				llmtest.Reply{Text: "found it"})
+		} else {
+			e.llm.Add(llmtest.Reply{Text: "ok"})
+		}
+		e.turn("tell me more, part " + string(rune('a'+i)))
+	}
+	recs, err := e.core.Records(context.Background(), e.id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	req := 0
+	for i, r := range recs {
+		if r.Kind != audit.KindLLM {
+			continue
+		}
+		ex := r.LLM
+		sent := len(e.messages(req))
+		req++
+		if len(ex.Messages) != 1 || ex.Messages[0].Role != "system" || 1+ex.HistoryMessages != sent || ex.HistoryFrom < 1 || ex.HistoryFrom > r.Seq {
+			t.Fatalf("record %d: %d messages kept, %d history from %d; %d sent", r.Seq, len(ex.Messages), ex.HistoryMessages, ex.HistoryFrom, sent)
+		}
+		if d := llm.Digest(llm.Sent(ex, llm.History(recs[:i], 10))); d != ex.Digest {
+			t.Fatalf("record %d: the history built again does not digest as recorded", r.Seq)
+		}
+		sizes = append(sizes, len(r.Raw))
+	}
+	if len(sizes) != 15 || sizes[len(sizes)-1] > sizes[0]+200 {
+		t.Fatalf("exchange record sizes grew with the conversation: %v", sizes)
+	}
+	e.replaysExactly()
+	changed := demotest.WithYAML(t, []byte(strings.Replace(string(demo.YAML), "never send without the user's confirmation", "never send anything", 1)),
+		&core.Options{Programs: demo.Programs(nil)})
+	out := e.replay(changed)
+	for _, want := range []string{"llm system prompt differs", "llm messages (digest) differs"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("replay on a changed mode summary does not say %q:\n%s", want, out)
+		}
+	}
+}

@@ -22,7 +22,10 @@ import (
 // Request is what one call of the model sends: the messages, the tools
 // offered (OpenAI function definitions), and the sampling temperature.
 type Request struct {
-	Messages    []agentplane.LLMMessage
+	Messages []agentplane.LLMMessage
+	// History is how many of Messages, after the system prompt, are the
+	// conversation's history built from the chain.
+	History     int
 	Tools       []map[string]any
 	Temperature *float64
 	// Aware are the awareness lines the system prompt holds (not sent on

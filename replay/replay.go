@@ -269,11 +269,29 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 				return p.count, err
 			}
 			p.compare("llm tools offered", r.LLM.Tools, offered)
-			recorded := r.LLM.Messages
-			if r.LLM.Internal && len(recorded) >= len(req.Messages) {
-				recorded = recorded[:len(req.Messages)] // the conversation; the internal turn's own follows
+			if r.LLM.Digest != "" {
+				// a compact record: its system prompt, the history built
+				// again, and what followed it must digest as recorded
+				sent := req.Messages
+				if len(r.LLM.Messages) > 1 {
+					sent = append(append([]agentplane.LLMMessage(nil), sent...), r.LLM.Messages[1:]...)
+				}
+				if len(r.LLM.Messages) > 0 && len(req.Messages) > 0 {
+					p.compare("llm system prompt", r.LLM.Messages[0], req.Messages[0])
+				}
+				if r.LLM.HistoryMessages > 0 {
+					p.compare("llm history length", r.LLM.HistoryMessages, req.History)
+				}
+				if d := llm.Digest(sent); d != r.LLM.Digest {
+					p.diverge("llm messages (digest)", r.LLM.Digest, d)
+				}
+			} else { // a record that kept every message
+				recorded := r.LLM.Messages
+				if r.LLM.Internal && len(recorded) >= len(req.Messages) {
+					recorded = recorded[:len(req.Messages)] // the conversation; the internal turn's own follows
+				}
+				p.compare("llm messages", recorded, req.Messages)
 			}
-			p.compare("llm messages", recorded, req.Messages)
 			if _, err := rc.Gate().RecordExchange(ctx, r.Session, r.Principal, r.Roles, r.LLM); err != nil {
 				return p.count, err
 			}
