@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/internal/pgtest"
+	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
@@ -326,5 +327,54 @@ func TestInboxAnyClientCanUse(t *testing.T) {
 				t.Fatalf("after: %d listed, %d unread", len(page), unread)
 			}
 		})
+	}
+}
+
+// TestAgentHoldsSurviveARestart: what the agent runtime holds (an
+// agent-channel notification in its prompt, LOCKED with a lease) is in
+// the ledger, not in a process: a ledger opened afresh on the same store —
+// a restarted instance, or another one — puts it in the session's next
+// prompt at once, without waiting for its lease to run out, and the
+// model's ack delivers it with the lease the row carries.
+func TestAgentHoldsSurviveARestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "h.db")
+	open := func() (store.Store, *notify.Ledger) {
+		s, err := sqlite.Open(ctx, path, &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := notify.NewLedger(s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, l
+	}
+	s1, l1 := open()
+	sess := &agentplane.Session{ID: "s1", Owner: "alice", Mode: "general", Version: 1}
+	n, err := l1.Emit(ctx, notify.Notification{Address: notify.AddressUser, UserID: "alice", Target: notify.TargetAgent, Handler: notify.HandlerAgent,
+		Title: "Build 42 failed", TTLSeconds: 3600}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := l1.Awareness(ctx, sess); len(lines) == 0 || !strings.Contains(lines[0], n.ID) {
+		t.Fatalf("the first prompt: %v", lines)
+	}
+	held, _ := l1.Get(ctx, n.ID)
+	if held.State != notify.StateLocked || held.LeaseUntil.Before(time.Now().Add(50*time.Minute)) {
+		t.Fatalf("not held for its TTL: %+v", held)
+	}
+	s1.Close() // the instance stops, its memory gone
+	s2, l2 := open()
+	defer s2.Close()
+	if lines := l2.Awareness(ctx, sess); len(lines) == 0 || !strings.Contains(lines[0], n.ID) {
+		t.Fatalf("after the restart, the prompt lost what the agent holds: %v", lines)
+	}
+	if again, _ := l2.Get(ctx, n.ID); again.OwnerLease != held.OwnerLease || again.State != notify.StateLocked {
+		t.Fatalf("the restart claimed it again instead of keeping the hold: %+v", again)
+	}
+	l2.AgentAck(ctx, "alice", []string{n.ID})
+	if done, _ := l2.Get(ctx, n.ID); done.State != notify.StateDelivered {
+		t.Fatalf("the model's ack after the restart: %s", done.State)
 	}
 }
