@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -314,6 +315,20 @@ func (h *Hub) Following(topic string) bool {
 	defer h.mu.Unlock()
 	t := h.topics[topic]
 	return t != nil && len(t.subs) > 0
+}
+
+// Followed returns the topics with subscribers now whose names begin
+// with prefix (a user's inbox topics: notify.UserTopic).
+func (h *Hub) Followed(prefix string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for name, t := range h.topics {
+		if len(t.subs) > 0 && strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // Close drops every subscription with the reason (a server shutting

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -64,8 +65,52 @@ func NewBus(l *Ledger, c *core.Core, hub *events.Hub, opts *BusOptions) *Bus {
 // Ledger returns the bus's ledger.
 func (b *Bus) Ledger() *Ledger { return b.ledger }
 
+// userTopicPrefix begins every user's inbox topic.
+const userTopicPrefix = "user:"
+
 // UserTopic is the hub topic of a user's inbox streams.
-func UserTopic(user string) string { return "user:" + user }
+func UserTopic(user string) string { return userTopicPrefix + user }
+
+// Follow delivers, every interval until ctx ends, the inbox notifications
+// other instances stored for the users whose inbox streams are open here:
+// an instance with no stream of the user stores them PENDING, and this
+// one finds them (one query for all followed users), dispatches each — a
+// fenced compare-and-swap, so of several instances following the user
+// exactly one sends it — and sends it on its streams. (A notification
+// another instance dispatched to its own streams reaches this one's
+// streams when they reconnect.)
+func (b *Bus) Follow(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		topics := b.hub.Followed(userTopicPrefix)
+		if len(topics) == 0 {
+			continue
+		}
+		users := make([]string, len(topics))
+		for i, tp := range topics {
+			users[i] = strings.TrimPrefix(tp, userTopicPrefix)
+		}
+		pending, err := b.ledger.pendingInbox(ctx, users)
+		if err != nil {
+			b.log.Warn("inbox streams: poll for other instances' notifications", "err", err)
+			continue
+		}
+		for _, n := range pending {
+			d, err := b.ledger.Dispatch(ctx, n.ID)
+			if err != nil {
+				continue // another instance, or an ack, moved it first
+			}
+			data, _ := json.Marshal(d)
+			b.hub.Publish(UserTopic(d.UserID), "notification", data)
+		}
+	}
+}
 
 // ErrUnknownSession is Emit's error for a SESSION notification whose
 // session is not the user's.

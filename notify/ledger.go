@@ -488,6 +488,31 @@ func (l *Ledger) Inbox(ctx context.Context, userID string, limit int) ([]Notific
 	return list, unread, nil
 }
 
+// pendingInbox returns the PENDING inbox notifications of the users,
+// oldest first, at most 500.
+func (l *Ledger) pendingInbox(ctx context.Context, users []string) ([]Notification, error) {
+	var out []Notification
+	for len(users) > 0 {
+		batch := users[:min(len(users), 100)]
+		users = users[len(batch):]
+		args := make([]any, len(batch))
+		for i, u := range batch {
+			args[i] = u
+		}
+		err := l.q.Query(ctx, `SELECT `+columns+` FROM notifications WHERE channel = 'A' AND state = 'PENDING' AND user_id IN (`+
+			strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ")+`) ORDER BY created, seq LIMIT 500`, args,
+			func(scan func(...any) error) error {
+				n, err := scanRow(scan)
+				out = append(out, n)
+				return err
+			})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // Unread returns how many of a user's inbox notifications are not
 // delivered yet (one count, not a listing).
 func (l *Ledger) Unread(ctx context.Context, userID string) (int, error) {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentplane/agentplane/internal/pgtest"
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/internal/pgtest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"

@@ -260,7 +260,8 @@ func (rt *Runtime) OnToolsChanged(fn func()) {
 // (after a crash, another instance's), and, on PostgreSQL, following other
 // instances' commits for the event streams — by polling the followed
 // sessions' chain heads every 50 ms (commits pay nothing) or by
-// LISTEN/NOTIFY (about 1 ms, but concurrent commits slow down).
+// LISTEN/NOTIFY (about 1 ms, but concurrent commits slow down) — and the
+// notifications they stored for the inbox streams open here (every 50 ms).
 func (rt *Runtime) Start(ctx context.Context) {
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	rt.mu.Lock()
@@ -273,6 +274,9 @@ func (rt *Runtime) Start(ctx context.Context) {
 		rt.bg.Go(func() { rt.Workflows.Run(ctx) })
 	}
 	if pg, ok := rt.Store.(*postgres.Store); ok {
+		if rt.Bus != nil { // notifications other instances stored for this one's inbox streams
+			rt.bg.Go(func() { rt.Bus.Follow(ctx, 50*time.Millisecond) })
+		}
 		if rt.pgEvents == "notify" {
 			rt.bg.Go(func() { pg.Listen(ctx, rt.Hub.Notify) })
 		} else {
