@@ -261,7 +261,9 @@ func (rt *Runtime) OnToolsChanged(fn func()) {
 // instances' commits for the event streams — by polling the followed
 // sessions' chain heads every 50 ms (commits pay nothing) or by
 // LISTEN/NOTIFY (about 1 ms, but concurrent commits slow down) — and the
-// notifications they stored for the inbox streams open here (every 50 ms).
+// notifications they stored for the inbox streams open here and the
+// workflow events they wrote for the workflow streams open here (every
+// 50 ms each).
 func (rt *Runtime) Start(ctx context.Context) {
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	rt.mu.Lock()
@@ -276,6 +278,9 @@ func (rt *Runtime) Start(ctx context.Context) {
 	if pg, ok := rt.Store.(*postgres.Store); ok {
 		if rt.Bus != nil { // notifications other instances stored for this one's inbox streams
 			rt.bg.Go(func() { rt.Bus.Follow(ctx, 50*time.Millisecond) })
+		}
+		if rt.Workflows != nil { // other instances' workflow events for this one's workflow streams
+			rt.bg.Go(func() { rt.Workflows.Watch(ctx, 50*time.Millisecond) })
 		}
 		if rt.pgEvents == "notify" {
 			rt.bg.Go(func() { pg.Listen(ctx, rt.Hub.Notify) })

@@ -494,8 +494,55 @@ func (e *Engine) Events(ctx context.Context, id string, after int64, limit int) 
 }
 
 // Changes returns a channel closed when the workflow next writes
-// something in this process; writes elsewhere are seen by polling.
+// something in this process, or — while Watch runs — in another one.
 func (e *Engine) Changes(id string) <-chan struct{} { return e.changes(id) }
+
+// Watch learns, every interval until ctx ends, of the events other
+// instances wrote for the workflows someone here is waiting on (Changes):
+// one read of their last events' sequence numbers, and a wake-up of those
+// that moved (and of those seen for the first time: an event may have
+// come between a waiter's read and its wait).
+func (e *Engine) Watch(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	type head struct {
+		seq  int64
+		tick int // when it was last asked for
+	}
+	seen := map[string]head{} // kept a while after a waiter leaves: it comes back to wait again
+	for tick := 0; ; tick++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.mu.Lock()
+		ids := make([]string, 0, len(e.changed))
+		for id := range e.changed {
+			ids = append(ids, id)
+		}
+		e.mu.Unlock()
+		for id, h := range seen {
+			if tick-h.tick > 200 {
+				delete(seen, id)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		heads, err := e.j.heads(ctx, ids)
+		if err != nil {
+			e.log.Warn("workflow streams: poll the workflows' heads", "err", err)
+			continue
+		}
+		for id, seq := range heads {
+			if last, ok := seen[id]; !ok || seq > last.seq {
+				e.fire(id)
+			}
+			seen[id] = head{seq, tick}
+		}
+	}
+}
 
 func (e *Engine) changes(id string) chan struct{} {
 	e.mu.Lock()

@@ -102,6 +102,9 @@ type journal interface {
 	nextCommand(ctx context.Context, id string) (int64, Command, bool, error)
 	outcome(ctx context.Context, id string, seq int64) (outcome, error)
 	events(ctx context.Context, id string, after int64, limit int) ([]json.RawMessage, []int64, error)
+	// heads returns the sequence number of the last event of each of the
+	// workflows that has any, in one read.
+	heads(ctx context.Context, ids []string) (map[string]int64, error)
 	checkpoints(ctx context.Context, id string, withState bool) ([]Checkpoint, error)
 	list(ctx context.Context, principal string, limit int) ([]*Workflow, error)
 }
@@ -416,6 +419,31 @@ func (j *sqlJournal) events(ctx context.Context, id string, after int64, limit i
 			return nil
 		})
 	return out, seqs, err
+}
+
+func (j *sqlJournal) heads(ctx context.Context, ids []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), 100)]
+		ids = ids[len(batch):]
+		args := make([]any, len(batch))
+		for i, id := range batch {
+			args[i] = id
+		}
+		err := j.q.Query(ctx, `SELECT workflow_id, MAX(seq) FROM workflow_events WHERE workflow_id IN (`+
+			strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ")+`) GROUP BY workflow_id`, args,
+			func(scan func(...any) error) error {
+				var id string
+				var seq int64
+				err := scan(&id, &seq)
+				out[id] = seq
+				return err
+			})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // checkpoints lists the workflow's checkpoints, oldest first; with state

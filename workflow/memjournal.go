@@ -202,6 +202,18 @@ func (j *memJournal) outcome(_ context.Context, id string, seq int64) (outcome, 
 	return outcome{Seq: seq, Status: c.status, Reason: c.reason}, nil
 }
 
+func (j *memJournal) heads(_ context.Context, ids []string) (map[string]int64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := map[string]int64{}
+	for _, id := range ids {
+		if m := j.workflows[id]; m != nil && len(m.events) > 0 {
+			out[id] = m.events[len(m.events)-1].Seq
+		}
+	}
+	return out, nil
+}
+
 func (j *memJournal) events(_ context.Context, id string, after int64, limit int) ([]json.RawMessage, []int64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
