@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -32,6 +33,43 @@ type Bus struct {
 	agent  *llm.Agent // nil: no agent; its channel goes to the user at once
 	log    *slog.Logger
 	tracer trace.Tracer // nil: tracing is off
+
+	mu   sync.Mutex
+	sent map[string]time.Time // inbox notifications put on this instance's streams lately, and when
+}
+
+// showMargin is how far back, before its last look, Follow looks again
+// for inbox notifications (another instance's clock may be behind), and
+// sentFor how long a notification is remembered as sent here.
+const (
+	showMargin = 5 * time.Second
+	sentFor    = 30 * time.Second
+)
+
+// sentHere records that the inbox notification id goes to this
+// instance's streams now; false when it went already.
+func (b *Bus) sentHere(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sent == nil {
+		b.sent = map[string]time.Time{}
+	}
+	if _, ok := b.sent[id]; ok {
+		return false
+	}
+	b.sent[id] = time.Now()
+	return true
+}
+
+// forgetSent drops what was sent longer ago than sentFor.
+func (b *Bus) forgetSent() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, at := range b.sent {
+		if time.Since(at) > sentFor {
+			delete(b.sent, id)
+		}
+	}
 }
 
 // BusOptions configure a Bus. nil means defaults.
@@ -72,42 +110,53 @@ const userTopicPrefix = "user:"
 func UserTopic(user string) string { return userTopicPrefix + user }
 
 // Follow delivers, every interval until ctx ends, the inbox notifications
-// other instances stored for the users whose inbox streams are open here:
-// an instance with no stream of the user stores them PENDING, and this
-// one finds them (one query for all followed users), dispatches each — a
-// fenced compare-and-swap, so of several instances following the user
-// exactly one sends it — and sends it on its streams. (A notification
-// another instance dispatched to its own streams reaches this one's
-// streams when they reconnect.)
+// other instances stored or sent for the users whose inbox streams are
+// open here: one query for all followed users of what changed since the
+// last look (less showMargin, for clocks apart). A PENDING one (stored
+// by an instance with no stream of the user) is dispatched here — a
+// fenced compare-and-swap, so exactly one instance dispatches it — and a
+// DISPATCHED one another instance sent to its own streams is sent to this
+// one's too; each goes to this instance's streams once.
 func (b *Bus) Follow(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
+	since := b.ledger.now().Add(-showMargin)
+	for tick := 1; ; tick++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		if tick%100 == 0 {
+			b.forgetSent()
+		}
 		topics := b.hub.Followed(userTopicPrefix)
 		if len(topics) == 0 {
+			since = b.ledger.now().Add(-showMargin)
 			continue
 		}
 		users := make([]string, len(topics))
 		for i, tp := range topics {
 			users[i] = strings.TrimPrefix(tp, userTopicPrefix)
 		}
-		pending, err := b.ledger.pendingInbox(ctx, users)
+		look := b.ledger.now()
+		changed, err := b.ledger.inboxSince(ctx, users, since)
 		if err != nil {
-			b.log.Warn("inbox streams: poll for other instances' notifications", "err", err)
+			b.log.Warn("inbox streams: look for other instances' notifications", "err", err)
 			continue
 		}
-		for _, n := range pending {
-			d, err := b.ledger.Dispatch(ctx, n.ID)
-			if err != nil {
-				continue // another instance, or an ack, moved it first
+		since = look.Add(-showMargin)
+		for _, n := range changed {
+			if n.State == StatePending {
+				if n, err = b.ledger.Dispatch(ctx, n.ID); err != nil {
+					continue // another instance, or an ack, moved it first: seen next time if it was sent
+				}
 			}
-			data, _ := json.Marshal(d)
-			b.hub.Publish(UserTopic(d.UserID), "notification", data)
+			if !b.sentHere(n.ID) {
+				continue
+			}
+			data, _ := json.Marshal(n)
+			b.hub.Publish(UserTopic(n.UserID), "notification", data)
 		}
 	}
 }
@@ -147,6 +196,7 @@ func (b *Bus) Emit(ctx context.Context, n Notification, lease int64) (e Emitted,
 		return e, err
 	}
 	if live { // stored DISPATCHED: send it now
+		b.sentHere(e.ID)
 		data, _ := json.Marshal(e.Notification)
 		b.hub.Publish(UserTopic(n.UserID), "notification", data)
 		return e, nil
@@ -205,7 +255,11 @@ func notice(n Notification) *agentplane.Notice {
 // marked DISPATCHED in the same transaction (see Ledger.Inbox): a client
 // that polls acknowledges what it was given as one holding a stream does.
 func (b *Bus) Inbox(ctx context.Context, user string, limit int) ([]Notification, int, error) {
-	return b.ledger.Inbox(ctx, user, limit)
+	list, unread, err := b.ledger.Inbox(ctx, user, limit)
+	for _, n := range list {
+		b.sentHere(n.ID) // a stream that opens shows the page; Follow does not send it again
+	}
+	return list, unread, err
 }
 
 // Describe maps the ledger's errors to the protocol's error codes, for

@@ -83,4 +83,39 @@ func TestInboxAcrossInstances(t *testing.T) {
 	if err != nil || len(page) != n || unread != n {
 		t.Fatalf("alice's inbox: %d, %d unread, %v", len(page), unread, err)
 	}
+
+	// alice's streams open on both instances: one emitted on A goes to
+	// A's stream at once (stored DISPATCHED) and to B's through B's
+	// follower, each once
+	onA := a.hub.Subscribe(notify.UserTopic("alice"), 0)
+	defer onA.Close()
+	if _, _, err := a.bus.Inbox(ctx, "alice", 500); err != nil { // the backlog a stream shows when it opens
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond) // A's follower has looked with its stream open: the backlog is not sent again
+	for i := range 10 {
+		e, err := a.bus.Emit(ctx, notify.Notification{Address: notify.AddressUser, UserID: "alice", Target: notify.TargetUser,
+			Handler: notify.HandlerSystem, Title: "deploy finished"}, 0)
+		if err != nil || e.State != notify.StateDispatched {
+			t.Fatalf("emit %d with a stream on A: %+v %v", i, e, err)
+		}
+		for _, sub := range []*events.Sub{onA, alice} {
+			select {
+			case f := <-sub.Events():
+				var got notify.Notification
+				if json.Unmarshal(f.Data, &got); got.ID != e.ID {
+					t.Fatalf("a stream got %s, want %s", f.Data, e.ID)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("notification %d did not reach both instances' streams", i)
+			}
+		}
+	}
+	select {
+	case f := <-alice.Events():
+		t.Fatalf("B's stream got one twice: %s", f.Data)
+	case f := <-onA.Events():
+		t.Fatalf("A's stream got one twice: %s", f.Data)
+	case <-time.After(300 * time.Millisecond):
+	}
 }

@@ -488,19 +488,21 @@ func (l *Ledger) Inbox(ctx context.Context, userID string, limit int) ([]Notific
 	return list, unread, nil
 }
 
-// pendingInbox returns the PENDING inbox notifications of the users,
-// oldest first, at most 500.
-func (l *Ledger) pendingInbox(ctx context.Context, users []string) ([]Notification, error) {
+// inboxSince returns the inbox notifications of the users that are
+// PENDING or DISPATCHED and changed at or after since, oldest first, at
+// most 500.
+func (l *Ledger) inboxSince(ctx context.Context, users []string, since time.Time) ([]Notification, error) {
 	var out []Notification
 	for len(users) > 0 {
 		batch := users[:min(len(users), 100)]
 		users = users[len(batch):]
-		args := make([]any, len(batch))
-		for i, u := range batch {
-			args[i] = u
+		args := make([]any, 0, len(batch)+1)
+		for _, u := range batch {
+			args = append(args, u)
 		}
-		err := l.q.Query(ctx, `SELECT `+columns+` FROM notifications WHERE channel = 'A' AND state = 'PENDING' AND user_id IN (`+
-			strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ")+`) ORDER BY created, seq LIMIT 500`, args,
+		args = append(args, since.UnixNano())
+		err := l.q.Query(ctx, `SELECT `+columns+` FROM notifications WHERE channel = 'A' AND state IN ('PENDING', 'DISPATCHED') AND user_id IN (`+
+			strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ")+`) AND updated >= ? ORDER BY created, seq LIMIT 500`, args,
 			func(scan func(...any) error) error {
 				n, err := scanRow(scan)
 				out = append(out, n)
