@@ -369,6 +369,13 @@ const lastSys = `([...document.querySelectorAll('#log .msg-sys')].map(e => e.fir
 // TestWebPage drives the page through the ACP seed's flows A–D, the
 // inbox, a workflow approval, hostile text, a server restart and a phone
 // width — by typing and clicking, as a person would.
+// hostileMarkdown is an LLM answer in Markdown with HTML, script, a
+// javascript: link and a remote image in it.
+const hostileMarkdown = "# Plan\n\nTwo points:\n\n- **cash flow** first\n- then *risk*\n\n1. draft\n2. send\n\n" +
+	"```\n<script>window.pwned = 1</script>\n<b>bold?</b>\n```\n\n" +
+	"Inline `<img src=x onerror=alert(1)>` and <iframe src=https://evil.example> and [the guide](https://example.com/guide), " +
+	"[click](javascript:alert(1)), ![tracking pixel](https://evil.example/p.png).\n"
+
 func TestWebPage(t *testing.T) {
 	browser := newBrowser(t)
 	llmSrv := llmtest.New(t, llmtest.Reply{Text: "Subject: Close the quarter with confidence. Dear CFO, here is how Q1 ends well.", Chunk: 6, Pause: 40 * time.Millisecond})
@@ -472,6 +479,37 @@ func TestWebPage(t *testing.T) {
 			t.Fatal("the prompt lacks the work context")
 		}
 		p.shot("flow-c")
+	})
+
+	t.Run("the LLM's Markdown, hostile included", func(t *testing.T) {
+		p.t = t
+		llmSrv.Add(llmtest.Reply{Text: hostileMarkdown, Chunk: 40})
+		p.say("what else could the email say?")
+		last := `[...document.querySelectorAll('#log .msg-llm')].pop()`
+		p.wait(`(b => b && !b.classList.contains('streaming') && b.querySelector('h3') !== null)(` + last + `)`)
+		for js, want := range map[string]string{
+			last + `.querySelector('h3').textContent`:                                       "Plan",
+			`String(` + last + `.querySelectorAll('ul > li').length)`:                       "2",
+			`String(` + last + `.querySelectorAll('ol > li').length)`:                       "2",
+			last + `.querySelector('pre code').textContent`:                                 "<script>window.pwned = 1</script>\n<b>bold?</b>",
+			last + `.querySelector('li strong').textContent`:                                "cash flow",
+			last + `.querySelector('p code').textContent`:                                   "<img src=x onerror=alert(1)>",
+			`String(` + last + `.querySelectorAll('a').length)`:                             "1",
+			last + `.querySelector('a').getAttribute('href')`:                               "https://example.com/guide",
+			last + `.querySelector('a').rel`:                                                "noopener noreferrer",
+			`String(` + last + `.querySelectorAll('img, script, iframe, b, style').length)`: "0",
+			`String(window.pwned === undefined)`:                                            "true",
+		} {
+			if got := p.str(js); got != want {
+				t.Errorf("%s = %q, want %q", js, got, want)
+			}
+		}
+		// the javascript: link and the remote image are text, not elements
+		if txt := p.str(last + `.textContent`); !strings.Contains(txt, "javascript:alert(1)") || !strings.Contains(txt, "tracking pixel") ||
+			!strings.Contains(txt, "<iframe src=https://evil.example>") {
+			t.Errorf("what was not linked or fetched is not shown as text: %q", txt)
+		}
+		p.shot("llm-markdown")
 	})
 
 	t.Run("flow D: confirmation dialog", func(t *testing.T) {
@@ -718,7 +756,7 @@ func TestWebPage(t *testing.T) {
 		p.wait(`document.querySelectorAll('#panel-body ul.items li').length === 2`)
 		press(p, `//li[contains(., 'Q1 CFO Outreach')]/button`)
 		p.wait(`new URLSearchParams(location.hash.slice(1)).get('s') === ` + jsString(session))
-		p.wait(`document.getElementById('awc').textContent.includes('Q1 CFO Outreach') && document.querySelectorAll('#log .msg-llm').length === 2`)
+		p.wait(`document.getElementById('awc').textContent.includes('Q1 CFO Outreach') && document.querySelectorAll('#log .msg-llm').length === 3`)
 	})
 
 	t.Run("workflow decisions", func(t *testing.T) {
@@ -808,7 +846,7 @@ func TestWebPage(t *testing.T) {
 		slices.Sort(times)
 		t.Logf("web page: %d files, %.0f bytes (%.1f KiB), %.0f bytes gzip (%.1f KiB) on the wire; time to a usable chat: first load in a new browser %.0f ms (a new session created), then 5 loads in new tabs: min %.0f ms, median %.0f ms, max %.0f ms",
 			len(res), raw, raw/1024, zipped, zipped/1024, coldReady, times[0], times[2], times[4])
-		if len(res) != 3 || raw > 100*1024 {
+		if len(res) != 4 || raw > 100*1024 { // the page, its style, app.js and markdown.js
 			t.Fatalf("assets: %+v", res)
 		}
 	})

@@ -5,6 +5,8 @@
 // restarted, shows each event once. Text from people, catalogs and tools
 // is only ever set as textContent.
 
+import { render as markdown } from './markdown.js';
+
 const $ = (id) => document.getElementById(id);
 
 const state = {
@@ -257,7 +259,8 @@ function render(e) {
       if (text) {
         const b = state.live || append(el('li', { class: 'msg-llm' }));
         b.classList.remove('streaming');
-        b.textContent = text;
+        b.removeAttribute('aria-busy');
+        b.replaceChildren(markdown(text)); // streamed as plain text; the whole answer as Markdown
         b.dataset.seq = seq;
         state.live = null;
       }
