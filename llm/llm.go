@@ -153,7 +153,7 @@ func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 		}
 		resp, attempts, err := a.complete(ctx, req, onText)
 		ex := &agentplane.LLMExchange{Model: a.model.Name(), Tools: names, Aware: req.Aware, Attempts: attempts, Internal: r.Task != ""}
-		Compact(ex, req.Messages, req.History, recs)
+		compact(ex, req.Messages, req.History, recs)
 		if err != nil {
 			ex.Error = err.Error()
 		} else {
@@ -293,12 +293,12 @@ func (a *Agent) request(ctx context.Context, sess *agentplane.Session, recs []au
 	return Request{Messages: msgs, History: len(history), Tools: tools, Temperature: a.cfg.Temperature, Aware: aware}, names
 }
 
-// Compact fills the exchange's messages from the messages sent, whose
+// compact fills the exchange's messages from the messages sent, whose
 // history (the hist messages after the system prompt, built from recs)
 // the chain holds already: the system prompt and what followed the
 // history are kept, the history is counted, and every message sent is
 // digested.
-func Compact(ex *agentplane.LLMExchange, sent []agentplane.LLMMessage, hist int, recs []audit.Record) {
+func compact(ex *agentplane.LLMExchange, sent []agentplane.LLMMessage, hist int, recs []audit.Record) {
 	ex.Digest = Digest(sent)
 	if hist == 0 || len(sent) < 1+hist {
 		ex.Messages = sent

@@ -312,7 +312,7 @@ func (m move) apply(ctx context.Context, tx store.Tx, now int64) error {
 		q += ", " + m.set
 		args = append(args, m.args...)
 	}
-	q += ` WHERE id = ? AND owner_lease = ? AND state IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(m.from)), ", ") + `)`
+	q += ` WHERE id = ? AND owner_lease = ? AND state IN (` + store.Params(len(m.from)) + `)`
 	args = append(args, m.id, m.lease)
 	for _, s := range m.from {
 		args = append(args, s)
@@ -479,8 +479,7 @@ func (l *Ledger) Inbox(ctx context.Context, userID string, limit int) ([]Notific
 				return err
 			}
 		}
-		return tx.Query(ctx, `SELECT COUNT(*) FROM notifications WHERE user_id = ? AND channel = 'A' AND state <> 'DELIVERED' AND state <> 'FAILED'`,
-			[]any{userID}, func(scan func(...any) error) error { return scan(&unread) })
+		return tx.Query(ctx, unreadSQL, []any{userID}, func(scan func(...any) error) error { return scan(&unread) })
 	})
 	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
 		return nil, 0, err
@@ -502,7 +501,7 @@ func (l *Ledger) inboxSince(ctx context.Context, users []string, since time.Time
 		}
 		args = append(args, since.UnixNano())
 		err := l.q.Query(ctx, `SELECT `+columns+` FROM notifications WHERE channel = 'A' AND state IN ('PENDING', 'DISPATCHED') AND user_id IN (`+
-			strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ")+`) AND updated >= ? ORDER BY created, seq LIMIT 500`, args,
+			store.Params(len(batch))+`) AND updated >= ? ORDER BY created, seq LIMIT 500`, args,
 			func(scan func(...any) error) error {
 				n, err := scanRow(scan)
 				out = append(out, n)
@@ -515,12 +514,14 @@ func (l *Ledger) inboxSince(ctx context.Context, users []string, since time.Time
 	return out, nil
 }
 
+// unreadSQL counts a user's inbox notifications not delivered yet.
+const unreadSQL = `SELECT COUNT(*) FROM notifications WHERE user_id = ? AND channel = 'A' AND state <> 'DELIVERED' AND state <> 'FAILED'`
+
 // Unread returns how many of a user's inbox notifications are not
 // delivered yet (one count, not a listing).
 func (l *Ledger) Unread(ctx context.Context, userID string) (int, error) {
 	n := 0
-	err := l.q.Query(ctx, `SELECT COUNT(*) FROM notifications WHERE user_id = ? AND channel = 'A' AND state <> 'DELIVERED' AND state <> 'FAILED'`,
-		[]any{userID}, func(scan func(...any) error) error { return scan(&n) })
+	err := l.q.Query(ctx, unreadSQL, []any{userID}, func(scan func(...any) error) error { return scan(&n) })
 	return n, err
 }
 
@@ -546,7 +547,7 @@ func (l *Ledger) List(ctx context.Context, q Query) ([]Notification, error) {
 		args = append(args, q.Channel)
 	}
 	if len(q.States) > 0 {
-		sql += ` AND state IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(q.States)), ", ") + `)`
+		sql += ` AND state IN (` + store.Params(len(q.States)) + `)`
 		for _, s := range q.States {
 			args = append(args, s)
 		}

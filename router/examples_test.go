@@ -84,7 +84,13 @@ func examplesRegistry(t *testing.T) *router.Router {
 // registryOf parses a configuration and builds its registry.
 func registryOf(tb testing.TB, name string, yaml []byte) *router.Router {
 	tb.Helper()
-	cfg, err := config.Parse(yaml, name, nil)
+	return registryWith(tb, name, yaml, nil)
+}
+
+// registryWith is registryOf with the configuration's parse options.
+func registryWith(tb testing.TB, name string, yaml []byte, opts *config.Options) *router.Router {
+	tb.Helper()
+	cfg, err := config.Parse(yaml, name, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

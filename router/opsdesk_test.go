@@ -18,15 +18,7 @@ func opsRegistry(tb testing.TB) *router.Router {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg, err := config.Parse(raw, "opsdesk.yaml", &config.Options{Programs: opsdesk.Programs()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	reg, err := compile(cfg, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return reg
+	return registryWith(tb, "opsdesk.yaml", raw, &config.Options{Programs: opsdesk.Programs()})
 }
 
 // TestLauncherGuards: in a mode where similarity alone opens a launcher's

@@ -45,7 +45,11 @@ func evidence(f trigger.Fillers, words, dst []string) []string {
 // one word.
 func head(f trigger.Fillers, words []string) string {
 	var buf [32]string
-	ev := evidence(f, words, buf[:0])
+	return headOf(evidence(f, words, buf[:0]))
+}
+
+// headOf is head of words that are evidence already.
+func headOf(ev []string) string {
 	for i, w := range ev {
 		if articles[w] {
 			continue
@@ -68,8 +72,12 @@ var (
 // do (at least two), so it says what the command is about rather than how
 // every command is asked for.
 func (r *Router) own(label int, w string) bool {
-	return r.knows(label, w) && r.detector.Spread(w) <= max(2, r.detector.Labels()/8)
+	return r.knows(label, w) && r.few(w)
 }
+
+// few reports whether at most one in eight of the labels' examples (at
+// least two) have w.
+func (r *Router) few(w string) bool { return r.detector.Spread(w) <= max(2, r.detector.Labels()/8) }
 
 // stem returns w without an -ing ending ("giving" -> "giv"), or w.
 func stem(w string) string {
@@ -163,12 +171,14 @@ func (r *Router) knows(label int, w string) bool {
 func (r *Router) notRequest(ci int, words []string) string {
 	cmd, label, g := r.commands[ci], r.cmdLabel[ci], r.registers[ci]
 	var buf [32]string
+	ev := evidence(r.fillers, words, buf[:0])
+	h := headOf(ev)
 	own := false
-	for _, w := range evidence(r.fillers, words, buf[:0]) {
+	for _, w := range ev {
 		switch {
 		case r.knows(label, w):
-			own = own || r.own(label, w)
-		case negations[w] && !g.negate && (g.requests() || w == head(r.fillers, words)):
+			own = own || r.few(w)
+		case negations[w] && !g.negate && (g.requests() || w == h):
 			// a statement may say what is wrong ("my card doesn't work")
 			// where a launcher is asked for with statements; a negated
 			// request ("don't …") is never one
@@ -177,7 +187,7 @@ func (r *Router) notRequest(ci int, words []string) string {
 			return "\"" + w + "\" states or reports, and no example or trigger of " + cmd.ID + " does"
 		}
 	}
-	switch h := head(r.fillers, words); {
+	switch {
 	case subjects[h] && !g.statements:
 		return "it begins with \"" + h + "\", a statement, and no example or trigger of " + cmd.ID + " is one"
 	case (questionHeads[h] || strings.Contains(h, " ")) && !g.questions:

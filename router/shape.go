@@ -105,20 +105,6 @@ func shapeKey(f trigger.Fillers, words []string, s, e int, toks []string, key []
 	return toks, key
 }
 
-// strictSpan returns the longest, then earliest, run of at most
-// maxSlotWords words that names exactly one item of ix (the exact tier),
-// or ok false.
-func strictSpan(ix *resolve.Index, words []string) (s, e int, item *agentplane.ResolverItem, ok bool) {
-	for n := min(len(words), maxSlotWords); n > 0; n-- {
-		for s := 0; s+n <= len(words); s++ {
-			if res := ix.ResolveExact(strings.Join(words[s:s+n], " "), 2); res.Strict() {
-				return s, s + n, ix.Item(res.Items[0]), true
-			}
-		}
-	}
-	return 0, 0, nil, false
-}
-
 // wordSpans gives the text of runs of words of a normalized string, where
 // words are separated by exactly one space, as substrings: no allocation.
 type wordSpans struct {
@@ -150,9 +136,11 @@ func newWordSpans(norm string) *wordSpans {
 // span returns words s..e-1.
 func (ws *wordSpans) span(s, e int) string { return ws.text[ws.start[s] : ws.start[e]-1] }
 
-// strictSpanIn is strictSpan over words lo..hi-1 of ws. A run is looked
-// up only when each of its words is a word of some item's names or has a
-// digit (as ids mostly do): the others name nothing exactly.
+// strictSpanIn returns the longest, then earliest, run of at most
+// maxSlotWords of the words lo..hi-1 of ws that names exactly one item of
+// ix (the exact tier), or ok false. A run is looked up only when each of
+// its words is a word of some item's names or has a digit (as ids mostly
+// do): the others name nothing exactly.
 func strictSpanIn(ix *resolve.Index, ws *wordSpans, lo, hi int) (s, e int, item *agentplane.ResolverItem, ok bool) {
 	var named [maxItemSearchWords]bool
 	for i := lo; i < hi; i++ {
@@ -254,15 +242,17 @@ func (r *Router) shapes(ctx context.Context) *shapes {
 			}
 		}
 		for _, ex := range c.Examples {
-			words := resolve.Fields(nil, resolve.Normalize(ex))
+			norm := resolve.Normalize(ex)
+			words := resolve.Fields(nil, norm)
 			s, e := 0, 0
 			if c.Kind == agentplane.KindExecutable {
 				ix := idx[c.Source]
 				if ix == nil {
 					continue // its source is unavailable: shaped when it comes back
 				}
+				ws := newWordSpans(norm)
 				var ok bool
-				if s, e, _, ok = strictSpan(ix, words); !ok {
+				if s, e, _, ok = strictSpanIn(ix, ws, 0, ws.n); !ok {
 					continue // no item: it could only match an utterance without one
 				}
 			}

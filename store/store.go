@@ -375,3 +375,9 @@ func ResultJSON(r *agentplane.ExecutionResult) (any, error) {
 	}
 	return string(raw), nil
 }
+
+// Params returns n query placeholders separated by commas ("?, ?, ?"),
+// for an IN list.
+func Params(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}

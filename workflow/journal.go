@@ -431,7 +431,7 @@ func (j *sqlJournal) heads(ctx context.Context, ids []string) (map[string]int64,
 			args[i] = id
 		}
 		err := j.q.Query(ctx, `SELECT workflow_id, MAX(seq) FROM workflow_events WHERE workflow_id IN (`+
-			strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ")+`) GROUP BY workflow_id`, args,
+			store.Params(len(batch))+`) GROUP BY workflow_id`, args,
 			func(scan func(...any) error) error {
 				var id string
 				var seq int64

@@ -370,16 +370,7 @@ func (s *Store) Confirmation(ctx context.Context, digest string) (store.Confirma
 // Records returns the session's audit records after a sequence number, in
 // order.
 func (s *Store) Records(ctx context.Context, session string, after int64) ([]audit.Record, error) {
-	rows, err := s.pool.Query(ctx, `SELECT record FROM audit WHERE session = $1 AND seq > $2 ORDER BY seq`, session, after)
-	if err != nil {
-		return nil, s.fail("read audit of "+session, err)
-	}
-	defer rows.Close()
-	recs, err := audit.DecodeRows(rows)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %s: audit of %s: %w", s.url, session, err)
-	}
-	return recs, nil
+	return s.auditRows(ctx, session, `SELECT record FROM audit WHERE session = $1 AND seq > $2 ORDER BY seq`, session, after)
 }
 
 // RecordsBefore returns the last limit audit records of the session
@@ -388,8 +379,13 @@ func (s *Store) RecordsBefore(ctx context.Context, session string, before int64,
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := s.pool.Query(ctx, `SELECT record FROM (SELECT seq, record FROM audit WHERE session = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3) page ORDER BY seq`,
+	return s.auditRows(ctx, session, `SELECT record FROM (SELECT seq, record FROM audit WHERE session = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3) page ORDER BY seq`,
 		session, before, max(limit, 1))
+}
+
+// auditRows runs a query of a session's audit records.
+func (s *Store) auditRows(ctx context.Context, session, query string, args ...any) ([]audit.Record, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, s.fail("read audit of "+session, err)
 	}

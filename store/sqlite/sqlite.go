@@ -421,16 +421,7 @@ func (s *Store) Confirmation(ctx context.Context, digest string) (store.Confirma
 // Records returns the session's audit records after a sequence number, in
 // order.
 func (s *Store) Records(ctx context.Context, session string, after int64) ([]audit.Record, error) {
-	rows, err := s.reads[readRecords].QueryContext(ctx, session, after)
-	if err != nil {
-		return nil, s.wrap("read audit of "+session, err)
-	}
-	defer rows.Close()
-	recs, err := audit.DecodeRows(rows)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: %s: audit of %s: %w", s.path, session, err)
-	}
-	return recs, nil
+	return s.auditRows(ctx, session, readRecords, session, after)
 }
 
 // RecordsBefore returns the last limit audit records of the session
@@ -439,7 +430,12 @@ func (s *Store) RecordsBefore(ctx context.Context, session string, before int64,
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := s.reads[readRecordsBefore].QueryContext(ctx, session, before, max(limit, 1))
+	return s.auditRows(ctx, session, readRecordsBefore, session, before, max(limit, 1))
+}
+
+// auditRows runs one of the prepared reads of a session's audit records.
+func (s *Store) auditRows(ctx context.Context, session, read string, args ...any) ([]audit.Record, error) {
+	rows, err := s.reads[read].QueryContext(ctx, args...)
 	if err != nil {
 		return nil, s.wrap("read audit of "+session, err)
 	}
