@@ -34,10 +34,14 @@ func benchCore(b *testing.B, kind string) (*core.Core, string) {
 	}
 	noop := &tool.Func{S: tool.Spec{Name: "noop", Usage: "Does nothing.", Impact: tool.ImpactRead, Risk: tool.RiskLow, InputSchema: json.RawMessage(`{"type":"object"}`)},
 		Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
+	send := &tool.Func{S: tool.Spec{Name: "send", Usage: "Sends nothing anywhere.", Impact: tool.ImpactExternal, Risk: tool.RiskLow, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"sent":true}`), nil
+		}}
 	c, err := core.New(context.Background(), core.Source{YAML: []byte(`version: 1
 modes: [{key: m, default: true, toolboxes: [t]}]
-toolboxes: [{id: t, catalogs: [modes], tools: [noop]}]
-`), Name: "bench.yaml"}, &core.Options{Store: st, Tools: []tool.Tool{noop}})
+toolboxes: [{id: t, catalogs: [modes], tools: [noop, send]}]
+`), Name: "bench.yaml"}, &core.Options{Store: st, Tools: []tool.Tool{noop, send}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -116,6 +120,53 @@ func BenchmarkGateCall(b *testing.B) {
 				if err != nil || res.Status != "success" {
 					b.Fatalf("%+v %v", res, err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkApprovalAtSize is one approval (approval_response, applied and
+// committed) of a workflow that is a chain of external sends, each its
+// own layer and approval, with 10 and 1,000 tasks, on SQLite (FULL): what
+// an approval writes does not grow with the workflow. The wait for the
+// next approval is not timed.
+func BenchmarkApprovalAtSize(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+			c, session := benchCore(b, "sqlite")
+			eng, err := workflow.New(c, &workflow.Options{Poll: time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer eng.Close(time.Minute)
+			def := &workflow.Definition{}
+			for i := range n {
+				t := workflow.Task{ID: fmt.Sprint("s", i), Tool: "send"}
+				if i > 0 {
+					t.DependsOn = []string{fmt.Sprint("s", i-1)}
+				}
+				def.Tasks = append(def.Tasks, t)
+			}
+			ctx := context.Background()
+			var w *workflow.Workflow
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				for w == nil || w.Approval == nil {
+					if w == nil || w.Status == workflow.StatusCompleted {
+						if w, err = eng.Start(ctx, workflow.Start{SessionID: session, Principal: "bench", Definition: def}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if w, err = eng.Wait(ctx, w.ID, "bench", w.Seq); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				if _, err := eng.Command(ctx, w.ID, "bench", workflow.Command{Type: workflow.CommandApprovalResponse, CheckpointID: w.Approval.CheckpointID, Approved: yes()}); err != nil {
+					b.Fatal(err)
+				}
+				w.Approval = nil
 			}
 		})
 	}

@@ -84,6 +84,9 @@ type Engine struct {
 	changed map[string]chan struct{} // closed when a workflow wrote something
 	closed  bool
 	wg      sync.WaitGroup
+
+	// written, set by tests, sees every write that succeeded.
+	written func(ctx context.Context, w *Workflow, cp *Checkpoint)
 }
 
 // New returns an engine over the core's store: a SQL store (SQLite or
@@ -200,11 +203,11 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 	for _, t := range s.Definition.Tasks {
 		w.Tasks = append(w.Tasks, TaskRun{Task: t, Status: TaskPending, Key: w.ID + "-" + t.ID})
 	}
-	r := e.newRunner(w, 1)
+	r := e.newRunner(w, 1, false)
 	cp := r.checkpoint(w)
 	evs := []Event{r.event(w, EventStarted), r.event(w, EventCheckpointSaved)}
 	evs[1].CheckpointID, evs[1].Layer = cp.ID, 0
-	if err := e.j.save(ctx, &saved{w: w, lease: 1, events: evs, cp: cp, insert: true, owner: e.owner, until: now.Add(e.lease).UnixNano()}); err != nil {
+	if err := r.write(ctx, &saved{events: evs, cp: cp, insert: true, owner: e.owner, until: now.Add(e.lease).UnixNano()}); err != nil {
 		if s.RequestID != "" { // a retry that raced the first
 			if w, done, lerr := e.started(ctx, id, s.Principal, digest); done || lerr != nil {
 				return w, lerr
@@ -310,7 +313,7 @@ func (e *Engine) ClaimDue(ctx context.Context) error {
 		if !ok {
 			continue // another engine was first
 		}
-		r := e.newRunner(row.w, row.lease+1)
+		r := e.newRunner(row.w, row.lease+1, !row.inline)
 		if row.leaseUntil != 0 && row.w.Status == StatusRunning {
 			// its engine died while it ran
 			if err := r.interrupted(ctx); err != nil {
@@ -409,7 +412,6 @@ func (r *runner) direct(ctx context.Context, principal string, cmd Command) (int
 	if _, _, queued, err := r.e.j.nextCommand(ctx, w.ID); err != nil || queued {
 		return 0, outcome{}, false, err
 	}
-	before := w.copy()
 	evs, reason := r.apply(ctx, cmd)
 	o := &outcome{Status: CommandApplied, Reason: reason}
 	if reason != "" {
@@ -417,8 +419,13 @@ func (r *runner) direct(ctx context.Context, principal string, cmd Command) (int
 	}
 	c := cmd
 	if err := r.saveAdding(ctx, evs, &c, o); err != nil {
-		*r.w = *before // nothing was written
-		if errors.Is(err, errQueued) {
+		// nothing was written: the workflow is as stored
+		if row, lerr := r.e.j.load(ctx, w.ID); lerr == nil && row.lease == r.lease {
+			r.w = row.w
+		} else {
+			r.lost = true
+		}
+		if errors.Is(err, errQueued) && !r.lost {
 			return 0, outcome{}, false, nil
 		}
 		return 0, outcome{}, true, err
@@ -464,7 +471,7 @@ func (e *Engine) List(ctx context.Context, principal string, limit int) ([]*Work
 
 // Checkpoints returns a workflow's kept checkpoints, oldest first.
 func (e *Engine) Checkpoints(ctx context.Context, id string) ([]Checkpoint, error) {
-	return e.j.checkpoints(ctx, id, false)
+	return e.j.checkpoints(ctx, id)
 }
 
 // Wait waits until the workflow of the principal's is paused or finished
@@ -589,10 +596,21 @@ type runner struct {
 	wake  chan struct{}
 	lost  bool
 	held  []Event // the layer's last task's events, for endLayer's write
+	// stored is w's tasks as last written, atCheckpoint as the last
+	// checkpoint saved them; nil: not known (all are written again).
+	stored, atCheckpoint *taskStates
 }
 
-func (e *Engine) newRunner(w *Workflow, lease int64) *runner {
-	return &runner{e: e, w: w, lease: lease, wake: make(chan struct{}, 1)}
+// newRunner makes the runner of w; stored says its tasks are as stored
+// (a workflow read back), nil for a new one.
+func (e *Engine) newRunner(w *Workflow, lease int64, stored bool) *runner {
+	r := &runner{e: e, w: w, lease: lease, wake: make(chan struct{}, 1)}
+	if stored {
+		r.stored = &taskStates{tasks: slices.Clone(w.Tasks)}
+	} else {
+		r.stored, r.atCheckpoint = &taskStates{}, &taskStates{}
+	}
+	return r
 }
 
 func (r *runner) poke() {
@@ -748,11 +766,22 @@ func (r *runner) write(ctx context.Context, s *saved) error {
 		s.events[i].Status = w.Status
 	}
 	s.w, s.lease = w, r.lease
-	err := r.e.j.save(ctx, s)
-	if err == nil {
-		r.e.fire(w.ID)
+	s.tasks = diffTasks(w.Tasks, r.stored)
+	if s.cp != nil {
+		s.cpTasks = diffTasks(w.Tasks, r.atCheckpoint)
 	}
-	return err
+	if err := r.e.j.save(ctx, s); err != nil {
+		return err
+	}
+	r.stored = s.tasks.apply(r.stored, w.Tasks)
+	if s.cp != nil {
+		r.atCheckpoint = s.cpTasks.apply(r.atCheckpoint, w.Tasks)
+	}
+	if r.e.written != nil {
+		r.e.written(ctx, w, s.cp)
+	}
+	r.e.fire(w.ID)
+	return nil
 }
 
 // interrupted handles a workflow taken over from an engine that died
@@ -760,7 +789,7 @@ func (r *runner) write(ctx context.Context, s *saved) error {
 // it waits for checkpoint_response.
 func (r *runner) interrupted(ctx context.Context) error {
 	w := r.w
-	cps, err := r.e.j.checkpoints(ctx, w.ID, false)
+	cps, err := r.e.j.checkpoints(ctx, w.ID)
 	if err != nil {
 		return err
 	}

@@ -236,6 +236,7 @@ func (e *env) engine(t *testing.T, opts *workflow.Options) *workflow.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
+	workflow.CheckWrites(t, eng)
 	t.Cleanup(func() { eng.Close(5 * time.Second) })
 	return eng
 }

@@ -14,15 +14,48 @@ import (
 
 // Extension is the workflows' tables: each workflow's document with its
 // owner's lease (a fencing token every claim increments and every write
-// checks), its events, its last KeepCheckpoints checkpoints and its
-// command queue.
+// checks), a row per task, its events, its last KeepCheckpoints
+// checkpoints with the task states they hold, and its command queue.
 var Extension = store.Extension{
 	Name: "workflow",
 	Migrations: map[string][]string{
-		store.SQLite:   {schema("INTEGER")},
-		store.Postgres: {schema("BIGINT")},
+		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER")},
+		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT")},
 	},
 }
+
+// taskSchema is migration 2: a workflow's tasks move out of its document
+// into a row each, so a write costs what changed, not the workflow's
+// size; a checkpoint keeps the workflow's document without its tasks,
+// and workflow_task_history each task's states over the checkpoints, a
+// row valid from one checkpoint (since) until another (until, exclusive).
+// Documents written before it keep their tasks inside, and are read as
+// they are. Queued commands get an index of their own: a workflow's
+// applied ones are not read past to find them.
+func taskSchema(integer string) string {
+	return strings.ReplaceAll(`
+CREATE TABLE workflow_tasks (
+    workflow_id TEXT NOT NULL,
+    id          TEXT NOT NULL,
+    n           INT NOT NULL,     -- order within the workflow
+    state       TEXT NOT NULL,    -- the TaskRun, JSON
+    PRIMARY KEY (workflow_id, id)
+);
+CREATE TABLE workflow_task_history (
+    workflow_id TEXT NOT NULL,
+    id          TEXT NOT NULL,
+    since       INT NOT NULL,     -- the first checkpoint (its n) that holds this state
+    until       INT NOT NULL,     -- the first that does not; openUntil while current
+    n           INT NOT NULL,
+    state       TEXT NOT NULL,    -- the TaskRun, JSON
+    PRIMARY KEY (workflow_id, id, since)
+);
+CREATE INDEX workflow_task_history_until ON workflow_task_history (workflow_id, until, id);
+CREATE INDEX workflow_commands_queued ON workflow_commands (workflow_id, seq) WHERE status = 'queued';`, "INT ", integer+" ")
+}
+
+// openUntil is the until of a task state no checkpoint has replaced.
+const openUntil = int64(1) << 62
 
 func schema(integer string) string {
 	return strings.ReplaceAll(`
@@ -105,7 +138,9 @@ type journal interface {
 	// heads returns the sequence number of the last event of each of the
 	// workflows that has any, in one read.
 	heads(ctx context.Context, ids []string) (map[string]int64, error)
-	checkpoints(ctx context.Context, id string, withState bool) ([]Checkpoint, error)
+	checkpoints(ctx context.Context, id string) ([]Checkpoint, error)
+	// restore reads the workflow as a kept checkpoint saved it.
+	restore(ctx context.Context, id, checkpointID string) (*Workflow, error)
 	list(ctx context.Context, principal string, limit int) ([]*Workflow, error)
 }
 
@@ -120,6 +155,9 @@ type row struct {
 	w          *Workflow
 	lease      int64
 	leaseUntil int64
+	// inline: its tasks were read from the document (written before
+	// the task rows); the next write writes them all.
+	inline bool
 }
 
 // saved is one write of a workflow by its owner: the new document, its
@@ -128,8 +166,11 @@ type saved struct {
 	w      *Workflow
 	lease  int64
 	events []Event
-	cp     *Checkpoint
-	cmd    *outcome
+	// tasks is what changed in w.Tasks since the last write (diffTasks),
+	// cpTasks since the last checkpoint (with cp).
+	tasks, cpTasks taskDiff
+	cp             *Checkpoint
+	cmd            *outcome
 	// add, with cmd, appends a command to the queue as processed already
 	// (cmd is its outcome; the write sets cmd.Seq).
 	add    *Command
@@ -149,7 +190,9 @@ type outcome struct {
 // lease), the events, the checkpoint with the pruning of older ones, the
 // command's outcome.
 func (j *sqlJournal) save(ctx context.Context, s *saved) error {
-	doc, err := json.Marshal(s.w)
+	head := *s.w
+	head.Tasks = nil // a row each
+	doc, err := json.Marshal(&head)
 	if err != nil {
 		return err
 	}
@@ -171,6 +214,9 @@ func (j *sqlJournal) save(ctx context.Context, s *saved) error {
 				return errStale
 			}
 		}
+		if err := writeTasks(ctx, tx, s.w.ID, s.tasks); err != nil {
+			return err
+		}
 		for _, ev := range s.events {
 			data, err := json.Marshal(ev)
 			if err != nil {
@@ -190,6 +236,9 @@ func (j *sqlJournal) save(ctx context.Context, s *saved) error {
 				s.w.ID, s.w.ID, KeepCheckpoints); err != nil {
 				return err
 			}
+			if err := writeHistory(ctx, tx, s.w.ID, int64(s.cp.n), s.cpTasks); err != nil {
+				return err
+			}
 		}
 		if s.add != nil {
 			body, err := json.Marshal(s.add)
@@ -202,7 +251,7 @@ func (j *sqlJournal) save(ctx context.Context, s *saved) error {
 			}
 			// after the row lock: a command queued meanwhile goes first
 			queued := 0
-			if err := tx.Query(ctx, `SELECT COUNT(*) FROM workflow_commands WHERE workflow_id = ? AND status = ?`, []any{s.w.ID, CommandQueued},
+			if err := tx.Query(ctx, `SELECT COUNT(*) FROM workflow_commands WHERE workflow_id = ? AND status = 'queued'`, []any{s.w.ID},
 				func(scan func(...any) error) error { return scan(&queued) }); err != nil {
 				return err
 			}
@@ -251,7 +300,7 @@ func scanRow(scan func(...any) error) (row, error) {
 		return r, err
 	}
 	w, err := unmarshalWorkflow([]byte(doc))
-	r.w = w
+	r.w, r.inline = w, w != nil && w.Tasks != nil
 	return r, err
 }
 
@@ -268,6 +317,9 @@ func (j *sqlJournal) load(ctx context.Context, id string) (row, error) {
 	})
 	if err == nil && !found {
 		err = agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
+	}
+	if err == nil {
+		err = j.attachTasks(ctx, []*Workflow{r.w})
 	}
 	return r, err
 }
@@ -330,6 +382,13 @@ func (j *sqlJournal) claimable(ctx context.Context, now time.Time, limit int) ([
 			}
 			return err
 		})
+	if err == nil {
+		ws := make([]*Workflow, len(out))
+		for i, r := range out {
+			ws[i] = r.w
+		}
+		err = j.attachTasks(ctx, ws)
+	}
 	return out, err
 }
 
@@ -373,8 +432,9 @@ func (j *sqlJournal) nextCommand(ctx context.Context, id string) (int64, Command
 	var seq int64
 	var body string
 	found := false
-	err := j.q.Query(ctx, `SELECT seq, body FROM workflow_commands WHERE workflow_id = ? AND status = ? ORDER BY seq LIMIT 1`,
-		[]any{id, CommandQueued}, func(scan func(...any) error) error {
+	// status spelled out: the planner proves the partial index covers it
+	err := j.q.Query(ctx, `SELECT seq, body FROM workflow_commands WHERE workflow_id = ? AND status = 'queued' ORDER BY seq LIMIT 1`,
+		[]any{id}, func(scan func(...any) error) error {
 			found = true
 			return scan(&seq, &body)
 		})
@@ -446,23 +506,17 @@ func (j *sqlJournal) heads(ctx context.Context, ids []string) (map[string]int64,
 	return out, nil
 }
 
-// checkpoints lists the workflow's checkpoints, oldest first; with state
-// when asked.
-func (j *sqlJournal) checkpoints(ctx context.Context, id string, withState bool) ([]Checkpoint, error) {
+// checkpoints lists the workflow's checkpoints, oldest first.
+func (j *sqlJournal) checkpoints(ctx context.Context, id string) ([]Checkpoint, error) {
 	var out []Checkpoint
-	cols := "id, layer, created, ''"
-	if withState {
-		cols = "id, layer, created, state"
-	}
-	err := j.q.Query(ctx, `SELECT `+cols+` FROM workflow_checkpoints WHERE workflow_id = ? ORDER BY n`, []any{id},
+	err := j.q.Query(ctx, `SELECT id, layer, created, n FROM workflow_checkpoints WHERE workflow_id = ? ORDER BY n`, []any{id},
 		func(scan func(...any) error) error {
 			var c Checkpoint
 			var created int64
-			var state string
-			if err := scan(&c.ID, &c.Layer, &created, &state); err != nil {
+			if err := scan(&c.ID, &c.Layer, &created, &c.n); err != nil {
 				return err
 			}
-			c.Created, c.State = time.Unix(0, created).UTC(), []byte(state)
+			c.Created = time.Unix(0, created).UTC()
 			out = append(out, c)
 			return nil
 		})
@@ -484,5 +538,8 @@ func (j *sqlJournal) list(ctx context.Context, principal string, limit int) ([]*
 			}
 			return err
 		})
+	if err == nil {
+		err = j.attachTasks(ctx, out)
+	}
 	return out, err
 }

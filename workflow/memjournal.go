@@ -32,8 +32,7 @@ type memWorkflow struct {
 	commands   []memCommand // commands[i] has seq i+1
 }
 
-// memCheckpoint is a checkpoint with the workflow's copy; State is
-// encoded when it is read.
+// memCheckpoint is a checkpoint with the workflow's copy.
 type memCheckpoint struct {
 	Checkpoint
 	w *Workflow
@@ -234,7 +233,7 @@ func (j *memJournal) events(_ context.Context, id string, after int64, limit int
 	return out, seqs, nil
 }
 
-func (j *memJournal) checkpoints(_ context.Context, id string, withState bool) ([]Checkpoint, error) {
+func (j *memJournal) checkpoints(_ context.Context, id string) ([]Checkpoint, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	m := j.workflows[id]
@@ -244,15 +243,21 @@ func (j *memJournal) checkpoints(_ context.Context, id string, withState bool) (
 	out := make([]Checkpoint, len(m.cps))
 	for i, cp := range m.cps {
 		out[i] = cp.Checkpoint
-		if withState {
-			doc, err := json.Marshal(cp.w)
-			if err != nil {
-				return nil, err
-			}
-			out[i].State = doc
-		}
 	}
 	return out, nil
+}
+
+func (j *memJournal) restore(_ context.Context, id, checkpointID string) (*Workflow, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if m := j.workflows[id]; m != nil {
+		for _, cp := range m.cps {
+			if cp.ID == checkpointID {
+				return cp.w.copy(), nil
+			}
+		}
+	}
+	return nil, agentplane.Errorf(agentplane.CodeNotFound, "checkpoint %q is no longer kept", checkpointID)
 }
 
 func (j *memJournal) list(_ context.Context, principal string, limit int) ([]*Workflow, error) {

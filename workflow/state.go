@@ -77,6 +77,8 @@ type Workflow struct {
 	Counter       int       `json:"counter"` // ids issued: approvals and checkpoints
 	Created       time.Time `json:"created"`
 	Updated       time.Time `json:"updated"`
+
+	at map[string]int // task id -> its place in Tasks (see task)
 }
 
 // TaskRun is a task with what became of it.
@@ -94,6 +96,7 @@ type TaskRun struct {
 	Error     *agentplane.ResultError `json:"error,omitempty"`
 	Added     string                  `json:"added,omitempty"`    // why replan_dag added it
 	Approval  string                  `json:"approval,omitempty"` // the approval it runs under
+	n         int                     // its row's place among the workflow's tasks (0: not yet written)
 }
 
 // Approval is a pending human approval of a layer: its own checkpoint id,
@@ -126,12 +129,12 @@ type Interruption struct {
 	InFlight     []string `json:"in_flight,omitempty"` // tasks running when the runner died
 }
 
-// Checkpoint is the state saved after a layer (and at the start).
+// Checkpoint is the state saved after a layer (and at the start); the
+// journal keeps the workflow as it was then (restore).
 type Checkpoint struct {
 	ID      string    `json:"checkpoint_id"`
 	Layer   int       `json:"layer"`
 	Created time.Time `json:"created"`
-	State   []byte    `json:"-"` // the workflow document
 	n       int       // order within the workflow
 }
 
@@ -285,12 +288,18 @@ func isObject(b json.RawMessage) bool {
 	return json.Unmarshal(b, &m) == nil && m != nil
 }
 
-// task returns the task run with the id, or nil.
+// task returns the task run with the id, or nil. Its index of places is
+// checked at each use and built again when the tasks moved.
 func (w *Workflow) task(id string) *TaskRun {
+	if i, ok := w.at[id]; ok && i < len(w.Tasks) && w.Tasks[i].ID == id {
+		return &w.Tasks[i]
+	}
+	w.at = make(map[string]int, len(w.Tasks))
 	for i := range w.Tasks {
-		if w.Tasks[i].ID == id {
-			return &w.Tasks[i]
-		}
+		w.at[w.Tasks[i].ID] = i
+	}
+	if i, ok := w.at[id]; ok {
+		return &w.Tasks[i]
 	}
 	return nil
 }
@@ -306,7 +315,7 @@ func (w *Workflow) nextID(kind string) string {
 // what they point to.
 func (w *Workflow) copy() *Workflow {
 	c := *w
-	c.Tasks = slices.Clone(w.Tasks)
+	c.Tasks, c.at = slices.Clone(w.Tasks), nil
 	return &c
 }
 

@@ -490,17 +490,9 @@ func (r *runner) resume(ctx context.Context, c Command) ([]Event, string) {
 	}
 	switch c.Decision {
 	case ResumeRollback:
-		cps, err := r.e.j.checkpoints(ctx, w.ID, true)
+		old, err := r.e.j.restore(ctx, w.ID, c.CheckpointID)
 		if err != nil {
 			return nil, "rollback: " + err.Error()
-		}
-		i := slices.IndexFunc(cps, func(cp Checkpoint) bool { return cp.ID == c.CheckpointID })
-		if i < 0 {
-			return nil, fmt.Sprintf("checkpoint %q is no longer kept", c.CheckpointID)
-		}
-		old, err := unmarshalWorkflow(cps[i].State)
-		if err != nil {
-			return nil, err.Error()
 		}
 		r.rollback(w, old)
 	case ResumeModify:
@@ -534,6 +526,7 @@ func (r *runner) rollback(w, old *Workflow) {
 		case o != nil:
 			back := *o
 			back.Attempts = max(back.Attempts, t.Attempts) // request ids stay unique
+			back.n = t.n                                   // and it keeps its place
 			tasks = append(tasks, back)
 		}
 	}

@@ -1,0 +1,49 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+)
+
+// CheckWrites makes the engine read back every workflow it writes, and
+// at every checkpoint each checkpoint kept, and fail t where what was
+// stored differs from what the runner held: the rows written are exactly
+// what changed, and the task history restores every kept checkpoint.
+func CheckWrites(t testing.TB, e *Engine) {
+	var mu sync.Mutex
+	saved := map[string][]byte{} // checkpoint id -> the workflow when it was saved
+	e.written = func(ctx context.Context, w *Workflow, cp *Checkpoint) {
+		want, _ := json.Marshal(w)
+		r, err := e.j.load(ctx, w.ID)
+		if err != nil {
+			t.Errorf("read back %s: %v", w.ID, err)
+			return
+		}
+		if got, _ := json.Marshal(r.w); !bytes.Equal(got, want) {
+			t.Errorf("workflow %s read back differs:\n got %s\nwant %s", w.ID, got, want)
+		}
+		if cp == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		saved[cp.ID] = want
+		cps, err := e.j.checkpoints(ctx, w.ID)
+		if err != nil {
+			t.Errorf("checkpoints of %s: %v", w.ID, err)
+		}
+		for _, c := range cps {
+			old, err := e.j.restore(ctx, w.ID, c.ID)
+			if err != nil {
+				t.Errorf("restore %s: %v", c.ID, err)
+				continue
+			}
+			if got, _ := json.Marshal(old); saved[c.ID] != nil && !bytes.Equal(got, saved[c.ID]) {
+				t.Errorf("checkpoint %s restored differs:\n got %s\nwant %s", c.ID, got, saved[c.ID])
+			}
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/store"
+)
+
+// A workflow's tasks are stored a row each (workflow_tasks), and their
+// states at checkpoints as rows valid over a range of checkpoints
+// (workflow_task_history): a write carries what changed since the last
+// one, a checkpoint what changed since the last checkpoint, so neither
+// costs the workflow's size.
+
+// taskDiff is what changed in a workflow's tasks since an earlier state.
+type taskDiff struct {
+	changed []*TaskRun // new or changed, in task order
+	gone    []string   // ids no longer there
+	all     bool       // the earlier state is unknown: changed holds every task
+	moved   bool       // tasks changed places (apply copies them all)
+	at      []int      // the places of changed
+}
+
+// taskStates is the tasks as they were at a write or a checkpoint:
+// shallow copies, compared with sameTask; nil is not known.
+type taskStates struct{ tasks []TaskRun }
+
+// diffTasks numbers the new tasks (after the last one's n; tasks are only
+// ever appended) and returns what differs from before. Tasks are found
+// in before at their own place first, so the usual diff reads each task
+// once and hashes nothing.
+func diffTasks(tasks []TaskRun, before *taskStates) taskDiff {
+	prev := 0
+	for i := range tasks {
+		if tasks[i].n == 0 {
+			tasks[i].n = prev + 1
+		}
+		prev = tasks[i].n
+	}
+	var d taskDiff
+	if before == nil {
+		d.all = true
+		for i := range tasks {
+			d.changed, d.at = append(d.changed, &tasks[i]), append(d.at, i)
+		}
+		return d
+	}
+	old := before.tasks
+	var place map[string]int // built when a task is not at its place
+	kept := 0
+	for i := range tasks {
+		var b *TaskRun
+		if i < len(old) && old[i].ID == tasks[i].ID {
+			b = &old[i]
+		} else {
+			if i < len(old) {
+				d.moved = true
+			}
+			if place == nil {
+				place = make(map[string]int, len(old))
+				for j := range old {
+					place[old[j].ID] = j
+				}
+			}
+			if j, ok := place[tasks[i].ID]; ok {
+				b = &old[j]
+			}
+		}
+		if b != nil {
+			kept++
+		}
+		if b == nil || !sameTask(b, &tasks[i]) {
+			d.changed, d.at = append(d.changed, &tasks[i]), append(d.at, i)
+		}
+	}
+	if kept < len(old) {
+		d.moved = true
+		now := make(map[string]bool, len(tasks))
+		for _, t := range tasks {
+			now[t.ID] = true
+		}
+		for _, t := range old {
+			if !now[t.ID] {
+				d.gone = append(d.gone, t.ID)
+			}
+		}
+	}
+	return d
+}
+
+// apply brings states up to date with the diff that was written.
+func (d taskDiff) apply(states *taskStates, tasks []TaskRun) *taskStates {
+	if d.all || d.moved || states == nil {
+		return &taskStates{tasks: slices.Clone(tasks)}
+	}
+	for k, i := range d.at {
+		if i < len(states.tasks) {
+			states.tasks[i] = *d.changed[k]
+		} else {
+			states.tasks = append(states.tasks, *d.changed[k])
+		}
+	}
+	return states
+}
+
+// sameTask reports whether a task is as it was. The runner replaces what
+// a task's fields hold and never changes what they point to (see
+// Workflow.copy), so the error and the arguments' map are compared by
+// identity: holding the same ones, they are unchanged.
+func sameTask(a, b *TaskRun) bool {
+	return a.ID == b.ID && a.Tool == b.Tool && a.Status == b.Status && a.Layer == b.Layer && a.Attempts == b.Attempts &&
+		a.RequestID == b.RequestID && a.Key == b.Key && a.Added == b.Added && a.Approval == b.Approval && a.Error == b.Error &&
+		reflect.ValueOf(a.Args).UnsafePointer() == reflect.ValueOf(b.Args).UnsafePointer() &&
+		slices.Equal(a.DependsOn, b.DependsOn) && bytes.Equal(a.Resolved, b.Resolved) && bytes.Equal(a.Output, b.Output)
+}
+
+// writeTasks writes a workflow's changed task rows.
+func writeTasks(ctx context.Context, tx store.Tx, id string, d taskDiff) error {
+	if d.all {
+		if _, err := tx.Exec(ctx, `DELETE FROM workflow_tasks WHERE workflow_id = ?`, id); err != nil {
+			return err
+		}
+	}
+	for _, t := range d.changed {
+		state, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO workflow_tasks (workflow_id, id, n, state) VALUES (?, ?, ?, ?)
+			ON CONFLICT (workflow_id, id) DO UPDATE SET n = excluded.n, state = excluded.state`, id, t.ID, t.n, string(state)); err != nil {
+			return err
+		}
+	}
+	for _, g := range d.gone {
+		if _, err := tx.Exec(ctx, `DELETE FROM workflow_tasks WHERE workflow_id = ? AND id = ?`, id, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeHistory records the task states of checkpoint cp that differ from
+// the checkpoint before (the rows those replace end at cp), after the
+// checkpoint's own row was written and old checkpoints pruned; then drops
+// the states no kept checkpoint holds.
+func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, d taskDiff) error {
+	if d.all {
+		if _, err := tx.Exec(ctx, `UPDATE workflow_task_history SET until = ? WHERE workflow_id = ? AND until = ?`, cp, id, openUntil); err != nil {
+			return err
+		}
+	} else {
+		ended := d.gone
+		for _, t := range d.changed {
+			ended = append(ended, t.ID)
+		}
+		for _, e := range ended {
+			if _, err := tx.Exec(ctx, `UPDATE workflow_task_history SET until = ? WHERE workflow_id = ? AND id = ? AND until = ?`, cp, id, e, openUntil); err != nil {
+				return err
+			}
+		}
+	}
+	for _, t := range d.changed {
+		state, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES (?, ?, ?, ?, ?, ?)`,
+			id, t.ID, cp, openUntil, t.n, string(state)); err != nil {
+			return err
+		}
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM workflow_task_history WHERE workflow_id = ?
+		AND until <= (SELECT MIN(n) FROM workflow_checkpoints WHERE workflow_id = ?)`, id, id)
+	return err
+}
+
+// scanTask reads a task row (n, state).
+func scanTask(scan func(...any) error, dst *TaskRun) error {
+	var n int
+	var state string
+	if err := scan(&n, &state); err != nil {
+		return err
+	}
+	if err := json.Unmarshal([]byte(state), dst); err != nil {
+		return agentplane.Errorf(agentplane.CodeInternal, "workflow: a stored task is corrupt: %v", err)
+	}
+	dst.n = n
+	return nil
+}
+
+// attachTasks reads the task rows of the workflows whose tasks are not in
+// their document, in one read per hundred workflows.
+func (j *sqlJournal) attachTasks(ctx context.Context, ws []*Workflow) error {
+	byID := map[string]*Workflow{}
+	var ids []any
+	for _, w := range ws {
+		if w.Tasks == nil {
+			byID[w.ID] = w
+			ids = append(ids, w.ID)
+		}
+	}
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), 100)]
+		ids = ids[len(batch):]
+		err := j.q.Query(ctx, `SELECT workflow_id, n, state FROM workflow_tasks WHERE workflow_id IN (`+store.Params(len(batch))+`)
+			ORDER BY workflow_id, n`, batch, func(scan func(...any) error) error {
+			var wid string
+			var t TaskRun
+			err := scanTask(func(dst ...any) error { return scan(append([]any{&wid}, dst...)...) }, &t)
+			if err == nil {
+				byID[wid].Tasks = append(byID[wid].Tasks, t)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restore reads the workflow as a kept checkpoint saved it.
+func (j *sqlJournal) restore(ctx context.Context, id, checkpointID string) (*Workflow, error) {
+	var w *Workflow
+	var n int64
+	err := j.q.Query(ctx, `SELECT n, state FROM workflow_checkpoints WHERE workflow_id = ? AND id = ?`, []any{id, checkpointID},
+		func(scan func(...any) error) error {
+			var doc string
+			if err := scan(&n, &doc); err != nil {
+				return err
+			}
+			var err error
+			w, err = unmarshalWorkflow([]byte(doc))
+			return err
+		})
+	switch {
+	case err != nil:
+		return nil, err
+	case w == nil:
+		return nil, agentplane.Errorf(agentplane.CodeNotFound, "checkpoint %q is no longer kept", checkpointID)
+	case w.Tasks != nil:
+		return w, nil // saved with its tasks inside, before the task rows
+	}
+	err = j.q.Query(ctx, `SELECT n, state FROM workflow_task_history WHERE workflow_id = ? AND since <= ? AND until > ? ORDER BY n`,
+		[]any{id, n, n}, func(scan func(...any) error) error {
+			var t TaskRun
+			err := scanTask(scan, &t)
+			w.Tasks = append(w.Tasks, t)
+			return err
+		})
+	return w, err
+}
