@@ -1,5 +1,5 @@
 # agentplane — `make help` lists the targets.
-.PHONY: help test race vet fuzz bench peers ci run serve mcp-conformance release image
+.PHONY: help test race vet fuzz bench peers deploy-test ci run serve mcp-conformance release image
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ peers: ## peers side by side: CLINC150 vs scikit-learn and fastText (apt-get ins
 	/usr/bin/python3 bench/peers/clinc150/peers.py
 	cd bench/peers/river && go run . -n 10000 -producers 32
 	bash bench/peers/workflows.sh
+
+deploy-test: ## three serve processes on PostgreSQL behind HAProxy, 120 SIGKILLs under load (apt-get install haproxy; AGENTPLANE_TEST_POSTGRES; not in CI, which runs 12)
+	AGENTPLANE_DEPLOY_KILLS=120 AGENTPLANE_DEPLOY_BENCH=1 AGENTPLANE_REQUIRE_BALANCER=1 PATH="$$PATH:/usr/sbin" go test ./cmd/agentplane -run '^TestDeployment' -count 1 -v -timeout 30m
 
 mcp-conformance: ## the official MCP conformance suite and Inspector against serve and the fixture server (MCP_TOOLS=DIR; not in CI)
 	bash scripts/mcp-conformance.sh

@@ -1,0 +1,728 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/internal/pgtest"
+	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/postgres"
+	"github.com/agentplane/agentplane/workflow"
+)
+
+// The deployment test: three serve processes on one PostgreSQL behind
+// HAProxy (round robin per request, no stickiness), driven through the
+// balancer's one address by clients taking turns and confirming external
+// actions, emitting and acknowledging notifications, running workflows
+// with approvals and following event streams — while the instances are
+// SIGKILLed and restarted, one at a time.
+
+// world is the service the external tools act on: it acts once per
+// Idempotency-Key and records every request with the session it came from.
+type world struct {
+	mu        sync.Mutex
+	acted     map[string]int             // Idempotency-Key -> times it acted (at most 1)
+	attempts  map[string]int             // the gate's request id -> requests
+	bySession map[string]map[string]bool // session -> Idempotency-Keys that reached the world
+}
+
+func newWorld() *world {
+	return &world{acted: map[string]int{}, attempts: map[string]int{}, bySession: map[string]map[string]bool{}}
+}
+
+func (s *world) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		RequestID string `json:"request_id"`
+		Context   struct {
+			SessionID string `json:"session_id"`
+			Origin    string `json:"origin"`
+		} `json:"context"`
+	}
+	json.NewDecoder(r.Body).Decode(&body)
+	key := r.Header.Get("Idempotency-Key")
+	time.Sleep(time.Duration(rand.IntN(15)) * time.Millisecond) // a window to be killed in
+	s.mu.Lock()
+	s.attempts[body.RequestID]++
+	if strings.HasSuffix(r.URL.Path, "/publish") {
+		s.acted[key] = 1 // once per key, however often it is asked
+		if body.Context.Origin != "workflow" {
+			if s.bySession[body.Context.SessionID] == nil {
+				s.bySession[body.Context.SessionID] = map[string]bool{}
+			}
+			s.bySession[body.Context.SessionID][key] = true
+		}
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"ok": true, "key": %q}`, key)
+}
+
+// freePorts returns n loopback ports nothing listens on now.
+func freePorts(t *testing.T, n int) []int {
+	var out []int
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return out
+}
+
+// balancer starts HAProxy in front of the ports and returns its URL; it
+// is stopped when the test ends.
+func balancer(t *testing.T, ports []int) string {
+	t.Helper()
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		if os.Getenv("AGENTPLANE_REQUIRE_BALANCER") != "" {
+			t.Fatal("haproxy is not on PATH (apt-get install haproxy)")
+		}
+		t.Skip("haproxy is not on PATH (apt-get install haproxy)")
+	}
+	front := freePorts(t, 1)[0]
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, `global
+    maxconn 4096
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 60s
+    timeout server 60s
+    retries 3
+    option redispatch
+frontend api
+    bind 127.0.0.1:%d
+    default_backend instances
+backend instances
+    balance roundrobin
+    option httpchk
+    http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host 127.0.0.1
+    http-check expect status 200
+`, front)
+	for i, p := range ports {
+		fmt.Fprintf(&cfg, "    server i%d 127.0.0.1:%d check inter 100ms fall 1 rise 1\n", i, p)
+	}
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(cfg.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-db", "-f", path)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url := fmt.Sprintf("http://127.0.0.1:%d", front)
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", front)); err == nil {
+			c.Close()
+			return url
+		}
+		if i == 100 {
+			t.Fatalf("haproxy did not listen: %s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// fleet is the serve processes behind the balancer.
+type fleet struct {
+	t     *testing.T
+	bin   string
+	args  []string
+	ports []int
+	mu    sync.Mutex
+	procs []*exec.Cmd
+}
+
+// start starts instance i on its port and waits until it serves.
+func (f *fleet) start(i int) {
+	f.t.Helper()
+	cmd := exec.Command(f.bin, append([]string{"serve", "--addr", fmt.Sprintf("127.0.0.1:%d", f.ports[i])}, f.args...)...)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || !strings.Contains(sc.Text(), "serving http") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.t.Fatalf("instance %d did not start: %q\n%s", i, sc.Text(), stderr.String())
+	}
+	go io.Copy(io.Discard, stdout)
+	f.mu.Lock()
+	f.procs[i] = cmd
+	f.mu.Unlock()
+}
+
+// kill SIGKILLs instance i.
+func (f *fleet) kill(i int) {
+	f.mu.Lock()
+	cmd := f.procs[i]
+	f.procs[i] = nil
+	f.mu.Unlock()
+	if cmd != nil {
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+	}
+}
+
+// client talks to the balancer as a patient client does: a request that
+// found no instance (a transport error, 502, 503) is sent again, with the
+// same Idempotency-Key, until it gets an answer.
+type client struct {
+	url  string
+	http *http.Client
+}
+
+func (c *client) do(method, path, key, body string, header ...string) (int, []byte) {
+	deadline := time.Now().Add(time.Minute)
+	var last string
+	for {
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, _ := http.NewRequest(method, c.url+path, rd)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := c.http.Do(req)
+		if err == nil {
+			raw, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			retry := resp.StatusCode == 502 || resp.StatusCode == 503 || resp.StatusCode == 504 ||
+				(resp.StatusCode == 409 && bytes.Contains(raw, []byte("request_in_progress")))
+			if rerr == nil && !retry {
+				return resp.StatusCode, raw
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, raw)
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return 0, []byte(method + " " + path + " gave up after a minute: " + last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stream follows an SSE stream through the balancer, resuming with
+// Last-Event-ID after every drop, and records the ids in order.
+type stream struct {
+	mu    sync.Mutex
+	ids   []int64
+	drops int
+}
+
+func (s *stream) follow(c *client, path string, stop <-chan struct{}) {
+	var last int64
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		req, _ := http.NewRequest("GET", c.url+path, nil)
+		if last > 0 {
+			req.Header.Set("Last-Event-ID", strconv.FormatInt(last, 10))
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-stop:
+			case <-ctx.Done():
+			}
+			cancel()
+		}()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err == nil && resp.StatusCode == 200 {
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if v, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+					id, _ := strconv.ParseInt(v, 10, 64)
+					s.mu.Lock()
+					s.ids = append(s.ids, id)
+					s.mu.Unlock()
+					last = id
+				}
+			}
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+		cancel()
+		s.mu.Lock()
+		s.drops++
+		s.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDeploymentBehindABalancer: see the top of the file. Afterwards:
+// every turn an instance answered is in its session's chain, and every
+// chain verifies; no confirmation acted twice, and every acted one is
+// recorded once; every notification accepted is in the ledger and none
+// was acknowledged twice; every workflow ended, no attempt reached the
+// service twice and every completed external task acted once; every
+// stream saw its events in order, without gap or duplicate, across its
+// reconnections. $AGENTPLANE_DEPLOY_KILLS sets the kills (12 by default;
+// make deploy-test runs 120).
+func TestDeploymentBehindABalancer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts HAProxy and three instances, and kills them")
+	}
+	kills := 12
+	if v, err := strconv.Atoi(os.Getenv("AGENTPLANE_DEPLOY_KILLS")); err == nil && v > 0 {
+		kills = v
+	}
+	db := pgtest.Schema(t)
+	svc := newWorld()
+	down := httptest.NewServer(svc)
+	defer down.Close()
+	cfg := filepath.Join(t.TempDir(), "deploy.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`version: 1
+modes: [{key: m, default: true, toolboxes: [t]}]
+toolboxes: [{id: t, catalogs: [modes], tools: [fetch, publish]}]
+tools:
+  - {name: fetch, description: "Fetch a report.", impact: read, http: {url: %q}}
+  - {name: publish, description: "Publish a report.", impact: external, risk: high, http: {url: %q}}
+`, down.URL+"/fetch", down.URL+"/publish")), 0o644)
+	f := &fleet{t: t, bin: buildBinary(t), args: []string{"--config", cfg, "--db", db, "--workflow-lease", "500ms"}, ports: freePorts(t, 3), procs: make([]*exec.Cmd, 3)}
+	for i := range 3 {
+		f.start(i)
+	}
+	t.Cleanup(func() {
+		for i := range 3 {
+			f.kill(i)
+		}
+	})
+	c := &client{url: balancer(t, f.ports), http: &http.Client{Timeout: 20 * time.Second}}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+
+	// sessions: turns and confirmed sends
+	type turn struct {
+		seq  int64
+		text string
+	}
+	acked := map[string][]turn{}      // session -> turns answered 200
+	sends := map[string]int{}         // session -> sends confirmed with success
+	cycles := map[string]int{}        // session -> confirmations sent
+	inFlight := map[string][]string{} // session -> confirmations left running by a kill
+	var sessions []string
+	for range 4 {
+		st, raw := c.do("POST", "/v1/sessions", "", `{}`)
+		var created struct {
+			SessionID string `json:"session_id"`
+		}
+		if st != 201 || json.Unmarshal(raw, &created) != nil {
+			t.Fatalf("create a session: %d %s", st, raw)
+		}
+		sessions = append(sessions, created.SessionID)
+	}
+	for _, s := range sessions {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				text := fmt.Sprintf("hello %d", n)
+				st, raw := c.do("POST", "/v1/sessions/"+s+"/turns", fmt.Sprintf("%s-t%d", s, n), `{"text":"`+text+`"}`)
+				var tr struct{ Seq int64 }
+				if st == 200 && json.Unmarshal(raw, &tr) == nil {
+					mu.Lock()
+					acked[s] = append(acked[s], turn{tr.Seq, text})
+					mu.Unlock()
+				} else {
+					t.Errorf("turn %q: %d %s", text, st, raw)
+					return
+				}
+				st, raw = c.do("POST", "/v1/sessions/"+s+"/intents", fmt.Sprintf("%s-a%d", s, n),
+					fmt.Sprintf(`{"type":"action_call","origin":"user","action":"publish","args":{"n":%d}}`, n))
+				var asked struct {
+					Token string `json:"confirmation_token"`
+				}
+				if json.Unmarshal(raw, &asked) != nil || asked.Token == "" {
+					continue // answered again from the record: the token goes out once
+				}
+				confirm := fmt.Sprintf(`{"type":"action_call","origin":"user","action":"publish","args":{"n":%d},"confirmation_token":%q}`, n, asked.Token)
+				mu.Lock()
+				cycles[s]++
+				mu.Unlock()
+				key := fmt.Sprintf("%s-c%d", s, n)
+				st, raw = c.do("POST", "/v1/sessions/"+s+"/intents", key, confirm)
+				var res struct{ Status string }
+				json.Unmarshal(raw, &res)
+				if bytes.Contains(raw, []byte(`"request_in_progress"`)) {
+					// its instance died with the call in flight: the claim
+					// stays running (see the note on the checks below)
+					mu.Lock()
+					inFlight[s] = append(inFlight[s], key)
+					mu.Unlock()
+					continue
+				}
+				if st == 200 && res.Status == "success" {
+					mu.Lock()
+					sends[s]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+
+	// notifications: emitted to one user's inbox, acknowledged by a poller
+	accepted := map[string]bool{}
+	ackedOK := map[string]int{}
+	wg.Go(func() {
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			st, raw := c.do("POST", "/v1/notifications", "", fmt.Sprintf(`{"address":"USER","target":"USER","handler":"SYSTEM","title":"n%d","deduplication_key":"n%d"}`, n, n))
+			var created struct{ ID string }
+			if st == 201 && json.Unmarshal(raw, &created) == nil {
+				mu.Lock()
+				accepted[created.ID] = true
+				mu.Unlock()
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			st, raw := c.do("GET", "/v1/inbox?limit=20", "", "")
+			var page struct{ Notifications []notify.Notification }
+			if st == 200 && json.Unmarshal(raw, &page) == nil {
+				for _, m := range page.Notifications {
+					if st, _ := c.do("POST", "/v1/notifications/"+m.ID+"/ack", "", `{}`); st == 200 {
+						mu.Lock()
+						ackedOK[m.ID]++
+						mu.Unlock()
+					}
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+
+	// workflows: started with keys, their approvals and interruptions answered
+	tasks := `[{"id":"a","tool":"fetch"},{"id":"p1","tool":"publish","depends_on":["a"]},{"id":"p2","tool":"publish","depends_on":["a"]},
+		{"id":"b","tool":"fetch","depends_on":["p1","p2"]},{"id":"p3","tool":"publish","depends_on":["b"]}]`
+	started := map[string]bool{}
+	drive := func(start bool) {
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if start && n%5 == 0 {
+				policy := []string{"manual", "automatic"}[n/5%2]
+				st, raw := c.do("POST", "/v1/workflows", fmt.Sprintf("wf-%d", n),
+					`{"session_id":"`+sessions[0]+`","resume_policy":"`+policy+`","tasks":`+tasks+`}`)
+				var w struct {
+					WorkflowID string `json:"workflow_id"`
+				}
+				if (st == 201 || st == 200) && json.Unmarshal(raw, &w) == nil {
+					mu.Lock()
+					started[w.WorkflowID] = true
+					mu.Unlock()
+				}
+			}
+			answerPauses(c)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	wg.Go(func() { drive(true) })
+
+	// streams: one session's events, followed through the balancer
+	var events stream
+	wg.Go(func() { events.follow(c, "/v1/sessions/"+sessions[1]+"/events", stop) })
+
+	r := rand.New(rand.NewPCG(11, 13))
+	for range kills {
+		time.Sleep(time.Duration(150+r.IntN(400)) * time.Millisecond)
+		i := r.IntN(3)
+		f.kill(i)
+		time.Sleep(time.Duration(20+r.IntN(150)) * time.Millisecond)
+		f.start(i)
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	// every workflow to its end, its pauses answered
+	deadline := time.Now().Add(2 * time.Minute)
+	var list struct{ Workflows []workflow.Workflow }
+	for {
+		answerPauses(c)
+		st, raw := c.do("GET", "/v1/workflows?limit=500", "", "")
+		list.Workflows = nil
+		if st != 200 || json.Unmarshal(raw, &list) != nil {
+			t.Fatalf("list workflows: %d %s", st, raw)
+		}
+		open := 0
+		for _, w := range list.Workflows {
+			if !workflow.Terminal(w.Status) {
+				open++
+			}
+		}
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d workflows have not ended", open, len(list.Workflows))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, db, &postgres.Options{Extensions: []store.Extension{notify.Extension, workflow.Extension}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+
+	// turns and sends
+	turns, sent, lost := 0, 0, 0
+	for _, s := range sessions {
+		recs, err := st.Records(ctx, s, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := audit.Verify(recs); err != nil {
+			t.Fatalf("session %s: the chain does not verify: %v", s, err)
+		}
+		bySeq := map[int64]audit.Record{}
+		recorded := map[string]int{} // request id -> successful runs recorded
+		for _, r := range recs {
+			bySeq[r.Seq] = r
+			if r.Result != nil && r.Result.Tool == "publish" && r.Result.Status == "success" && r.Approval == "" { // a workflow's run carries its approval
+				recorded[r.Result.RequestID]++
+			}
+		}
+		for _, tr := range acked[s] {
+			r, ok := bySeq[tr.seq]
+			if !ok || r.Input == nil || r.Input.Text != tr.text {
+				t.Fatalf("session %s: turn %q was answered as record %d, which the chain does not hold", s, tr.text, tr.seq)
+			}
+		}
+		// Every run recorded acted once, under its own key; every key that
+		// reached the world has its run recorded — except a confirmation
+		// whose instance died while its call ran: its claim stays running,
+		// its client is told request_in_progress from then on, and the run,
+		// if it reached the world, is not recorded. (The store would take a
+		// stale claim over, but the gate answers from the running claim
+		// first; noted, not fixed here.)
+		for k, n := range recorded {
+			if n != 1 || !svc.bySession[s][k] {
+				t.Fatalf("session %s: request %s recorded as run %d times; the world saw it: %v", s, k, n, svc.bySession[s][k])
+			}
+		}
+		for k := range svc.bySession[s] {
+			if recorded[k] == 0 && !slices.Contains(inFlight[s], k) {
+				t.Fatalf("session %s: %s acted in the world and is not recorded", s, k)
+			}
+		}
+		runs := len(recorded)
+		if runs < sends[s] || runs > cycles[s] {
+			t.Fatalf("session %s: %d runs recorded for %d confirmations, %d answered success", s, runs, cycles[s], sends[s])
+		}
+		lost += len(inFlight[s])
+		turns += len(acked[s])
+		sent += runs
+	}
+
+	// notifications
+	l, err := notify.NewLedger(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := 0
+	for id := range accepted {
+		m, err := l.Get(ctx, id)
+		if err != nil {
+			t.Fatalf("notification %s was accepted and is not in the ledger: %v", id, err)
+		}
+		if ackedOK[id] > 1 {
+			t.Fatalf("notification %s acknowledged %d times", id, ackedOK[id])
+		}
+		if ackedOK[id] == 1 && m.State != notify.StateDelivered {
+			t.Fatalf("notification %s acknowledged, now %s", id, m.State)
+		}
+		if m.State == notify.StateDelivered {
+			delivered++
+		}
+	}
+
+	// workflows
+	statuses := map[string]int{}
+	completed := 0
+	for _, w := range list.Workflows {
+		statuses[w.Status]++
+		for _, task := range w.Tasks {
+			if task.Tool == "publish" && task.Status == workflow.TaskCompleted {
+				completed++
+				if svc.acted[task.Key] != 1 {
+					t.Fatalf("workflow %s: %s completed, the world acted %d times for %s", w.ID, task.ID, svc.acted[task.Key], task.Key)
+				}
+			}
+		}
+	}
+	if len(list.Workflows) < len(started) {
+		t.Fatalf("%d workflows started, %d listed", len(started), len(list.Workflows))
+	}
+	for id, n := range svc.attempts {
+		if n > 1 && strings.HasPrefix(id, "wf_") {
+			t.Fatalf("attempt %s reached the world %d times: a finished call ran again", id, n)
+		}
+	}
+
+	// the stream
+	events.mu.Lock()
+	defer events.mu.Unlock()
+	for i, id := range events.ids {
+		if id != int64(i+1) {
+			t.Fatalf("the stream's event %d has id %d: a gap or a duplicate across its %d reconnections", i+1, id, events.drops)
+		}
+	}
+	if turns == 0 || sent == 0 || len(accepted) == 0 || statuses[workflow.StatusCompleted] == 0 || len(events.ids) == 0 {
+		t.Fatalf("too little happened: %d turns, %d sends, %d notifications, workflows %v, %d events", turns, sent, len(accepted), statuses, len(events.ids))
+	}
+	t.Logf("%d kills: %d turns answered, all in their chains; %d sends, each acted and recorded once (%d confirmations left in progress by a kill); %d notifications accepted, %d delivered, none acknowledged twice; %d workflows %v, %d external tasks acted once each; a stream saw %d events in order over %d reconnections",
+		kills, turns, sent, lost, len(accepted), delivered, len(list.Workflows), statuses, completed, len(events.ids), events.drops)
+}
+
+// answerPauses approves every workflow waiting for approval and continues
+// every interrupted one.
+func answerPauses(c *client) {
+	st, raw := c.do("GET", "/v1/workflows?limit=500", "", "")
+	var list struct{ Workflows []workflow.Workflow }
+	if st != 200 || json.Unmarshal(raw, &list) != nil {
+		return
+	}
+	for _, w := range list.Workflows {
+		var cmd string
+		switch {
+		case w.Approval != nil:
+			cmd = `{"type":"approval_response","checkpoint_id":"` + w.Approval.CheckpointID + `","approved":true}`
+		case w.Interruption != nil:
+			cmd = `{"type":"checkpoint_response","checkpoint_id":"` + w.Interruption.CheckpointID + `","decision":"continue"}`
+		default:
+			continue
+		}
+		c.do("POST", "/v1/workflows/"+w.ID+"/commands", "", cmd)
+	}
+}
+
+// TestDeploymentThroughput measures turns/s through HAProxy with 64
+// clients, each on a session of its own, against one instance and against
+// three on the same PostgreSQL, one after the other in one run. Set
+// $AGENTPLANE_DEPLOY_BENCH to run it (make deploy-test does); it asserts
+// only that turns were answered, and logs the figures.
+func TestDeploymentThroughput(t *testing.T) {
+	if os.Getenv("AGENTPLANE_DEPLOY_BENCH") == "" {
+		t.Skip("a measurement: set AGENTPLANE_DEPLOY_BENCH")
+	}
+	bin := buildBinary(t)
+	rate := map[int]float64{}
+	for _, n := range []int{1, 3} {
+		db := pgtest.Schema(t)
+		f := &fleet{t: t, bin: bin, args: []string{"--db", db, "--log-level", "warn"}, ports: freePorts(t, n), procs: make([]*exec.Cmd, n)}
+		for i := range n {
+			f.start(i)
+		}
+		c := &client{url: balancer(t, f.ports), http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 20 * time.Second}}
+		const clients = 64
+		sessions := make([]string, clients)
+		for i := range sessions {
+			st, raw := c.do("POST", "/v1/sessions", "", `{}`)
+			var created struct {
+				SessionID string `json:"session_id"`
+			}
+			if st != 201 || json.Unmarshal(raw, &created) != nil {
+				t.Fatalf("%d %s", st, raw)
+			}
+			sessions[i] = created.SessionID
+		}
+		var done sync.WaitGroup
+		var mu sync.Mutex
+		total := 0
+		end := time.Now().Add(8 * time.Second)
+		start := time.Now()
+		for _, s := range sessions {
+			done.Go(func() {
+				texts := []string{"switch to ddr mode", "switch to sales mode", "hello there"}
+				k := 0
+				for ; time.Now().Before(end); k++ {
+					if st, raw := c.do("POST", "/v1/sessions/"+s+"/turns", "", `{"text":"`+texts[k%3]+`"}`); st != 200 {
+						t.Errorf("turn: %d %s", st, raw)
+						return
+					}
+				}
+				mu.Lock()
+				total += k
+				mu.Unlock()
+			})
+		}
+		done.Wait()
+		rate[n] = float64(total) / time.Since(start).Seconds()
+		t.Logf("%d instance(s) behind HAProxy, 64 clients: %d turns in %v, %.0f turns/s", n, total, time.Since(start).Round(time.Millisecond), rate[n])
+		for i := range n {
+			f.kill(i)
+		}
+	}
+	t.Logf("three instances vs one: %.2f×", rate[3]/rate[1])
+}
