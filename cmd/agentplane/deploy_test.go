@@ -378,7 +378,7 @@ tools:
 					t.Errorf("turn %q: %d %s", text, st, raw)
 					return
 				}
-				st, raw = c.do("POST", "/v1/sessions/"+s+"/intents", fmt.Sprintf("%s-a%d", s, n),
+				_, raw = c.do("POST", "/v1/sessions/"+s+"/intents", fmt.Sprintf("%s-a%d", s, n),
 					fmt.Sprintf(`{"type":"action_call","origin":"user","action":"publish","args":{"n":%d}}`, n))
 				var asked struct {
 					Token string `json:"confirmation_token"`
