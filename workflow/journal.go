@@ -214,7 +214,7 @@ func (j *sqlJournal) save(ctx context.Context, s *saved) error {
 				return errStale
 			}
 		}
-		if err := writeTasks(ctx, tx, s.w.ID, s.tasks); err != nil {
+		if err := writeTasks(ctx, tx, s.w.ID, s.w.Tasks, s.tasks); err != nil {
 			return err
 		}
 		for _, ev := range s.events {
@@ -236,7 +236,7 @@ func (j *sqlJournal) save(ctx context.Context, s *saved) error {
 				s.w.ID, s.w.ID, KeepCheckpoints); err != nil {
 				return err
 			}
-			if err := writeHistory(ctx, tx, s.w.ID, int64(s.cp.n), s.cpTasks); err != nil {
+			if err := writeHistory(ctx, tx, s.w.ID, int64(s.cp.n), s.w.Tasks, s.cpTasks); err != nil {
 				return err
 			}
 		}

@@ -19,11 +19,10 @@ import (
 
 // taskDiff is what changed in a workflow's tasks since an earlier state.
 type taskDiff struct {
-	changed []*TaskRun // new or changed, in task order
-	gone    []string   // ids no longer there
-	all     bool       // the earlier state is unknown: changed holds every task
-	moved   bool       // tasks changed places (apply copies them all)
-	at      []int      // the places of changed
+	at    []int    // the places of the tasks new or changed, in order
+	gone  []string // ids no longer there
+	all   bool     // the earlier state is unknown: at holds every task
+	moved bool     // tasks changed places (apply copies them all)
 }
 
 // taskStates is the tasks as they were at a write or a checkpoint:
@@ -46,7 +45,7 @@ func diffTasks(tasks []TaskRun, before *taskStates) taskDiff {
 	if before == nil {
 		d.all = true
 		for i := range tasks {
-			d.changed, d.at = append(d.changed, &tasks[i]), append(d.at, i)
+			d.at = append(d.at, i)
 		}
 		return d
 	}
@@ -75,7 +74,7 @@ func diffTasks(tasks []TaskRun, before *taskStates) taskDiff {
 			kept++
 		}
 		if b == nil || !sameTask(b, &tasks[i]) {
-			d.changed, d.at = append(d.changed, &tasks[i]), append(d.at, i)
+			d.at = append(d.at, i)
 		}
 	}
 	if kept < len(old) {
@@ -98,11 +97,11 @@ func (d taskDiff) apply(states *taskStates, tasks []TaskRun) *taskStates {
 	if d.all || d.moved || states == nil {
 		return &taskStates{tasks: slices.Clone(tasks)}
 	}
-	for k, i := range d.at {
+	for _, i := range d.at {
 		if i < len(states.tasks) {
-			states.tasks[i] = *d.changed[k]
+			states.tasks[i] = tasks[i]
 		} else {
-			states.tasks = append(states.tasks, *d.changed[k])
+			states.tasks = append(states.tasks, tasks[i])
 		}
 	}
 	return states
@@ -120,13 +119,14 @@ func sameTask(a, b *TaskRun) bool {
 }
 
 // writeTasks writes a workflow's changed task rows.
-func writeTasks(ctx context.Context, tx store.Tx, id string, d taskDiff) error {
+func writeTasks(ctx context.Context, tx store.Tx, id string, tasks []TaskRun, d taskDiff) error {
 	if d.all {
 		if _, err := tx.Exec(ctx, `DELETE FROM workflow_tasks WHERE workflow_id = ?`, id); err != nil {
 			return err
 		}
 	}
-	for _, t := range d.changed {
+	for _, i := range d.at {
+		t := &tasks[i]
 		state, err := json.Marshal(t)
 		if err != nil {
 			return err
@@ -148,15 +148,15 @@ func writeTasks(ctx context.Context, tx store.Tx, id string, d taskDiff) error {
 // the checkpoint before (the rows those replace end at cp), after the
 // checkpoint's own row was written and old checkpoints pruned; then drops
 // the states no kept checkpoint holds.
-func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, d taskDiff) error {
+func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, tasks []TaskRun, d taskDiff) error {
 	if d.all {
 		if _, err := tx.Exec(ctx, `UPDATE workflow_task_history SET until = ? WHERE workflow_id = ? AND until = ?`, cp, id, openUntil); err != nil {
 			return err
 		}
 	} else {
 		ended := d.gone
-		for _, t := range d.changed {
-			ended = append(ended, t.ID)
+		for _, i := range d.at {
+			ended = append(ended, tasks[i].ID)
 		}
 		for _, e := range ended {
 			if _, err := tx.Exec(ctx, `UPDATE workflow_task_history SET until = ? WHERE workflow_id = ? AND id = ? AND until = ?`, cp, id, e, openUntil); err != nil {
@@ -164,7 +164,8 @@ func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, d taskD
 			}
 		}
 	}
-	for _, t := range d.changed {
+	for _, i := range d.at {
+		t := &tasks[i]
 		state, err := json.Marshal(t)
 		if err != nil {
 			return err

@@ -37,46 +37,6 @@ import (
 // with approvals and following event streams — while the instances are
 // SIGKILLed and restarted, one at a time.
 
-// world is the service the external tools act on: it acts once per
-// Idempotency-Key and records every request with the session it came from.
-type world struct {
-	mu        sync.Mutex
-	acted     map[string]int             // Idempotency-Key -> times it acted (at most 1)
-	attempts  map[string]int             // the gate's request id -> requests
-	bySession map[string]map[string]bool // session -> Idempotency-Keys that reached the world
-}
-
-func newWorld() *world {
-	return &world{acted: map[string]int{}, attempts: map[string]int{}, bySession: map[string]map[string]bool{}}
-}
-
-func (s *world) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		RequestID string `json:"request_id"`
-		Context   struct {
-			SessionID string `json:"session_id"`
-			Origin    string `json:"origin"`
-		} `json:"context"`
-	}
-	json.NewDecoder(r.Body).Decode(&body)
-	key := r.Header.Get("Idempotency-Key")
-	time.Sleep(time.Duration(rand.IntN(15)) * time.Millisecond) // a window to be killed in
-	s.mu.Lock()
-	s.attempts[body.RequestID]++
-	if strings.HasSuffix(r.URL.Path, "/publish") {
-		s.acted[key] = 1 // once per key, however often it is asked
-		if body.Context.Origin != "workflow" {
-			if s.bySession[body.Context.SessionID] == nil {
-				s.bySession[body.Context.SessionID] = map[string]bool{}
-			}
-			s.bySession[body.Context.SessionID][key] = true
-		}
-	}
-	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"ok": true, "key": %q}`, key)
-}
-
 // freePorts returns n loopback ports nothing listens on now.
 func freePorts(t *testing.T, n int) []int {
 	var out []int
@@ -500,29 +460,15 @@ tools:
 	wg.Wait()
 
 	// every workflow to its end, its pauses answered
-	deadline := time.Now().Add(2 * time.Minute)
-	var list struct{ Workflows []workflow.Workflow }
-	for {
-		answerPauses(c)
+	workflows := untilWorkflowsEnd(t, func() ([]workflow.Workflow, error) {
 		st, raw := c.do("GET", "/v1/workflows?limit=500", "", "")
-		list.Workflows = nil
+		var list struct{ Workflows []workflow.Workflow }
 		if st != 200 || json.Unmarshal(raw, &list) != nil {
-			t.Fatalf("list workflows: %d %s", st, raw)
+			return nil, fmt.Errorf("list workflows: %d %s", st, raw)
 		}
-		open := 0
-		for _, w := range list.Workflows {
-			if !workflow.Terminal(w.Status) {
-				open++
-			}
-		}
-		if open == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d workflows have not ended", open, len(list.Workflows))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return list.Workflows, nil
+	}, func() { answerPauses(c) })
+	statuses, completed := svc.checkWorkflows(t, workflows)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -607,27 +553,8 @@ tools:
 		}
 	}
 
-	// workflows
-	statuses := map[string]int{}
-	completed := 0
-	for _, w := range list.Workflows {
-		statuses[w.Status]++
-		for _, task := range w.Tasks {
-			if task.Tool == "publish" && task.Status == workflow.TaskCompleted {
-				completed++
-				if svc.acted[task.Key] != 1 {
-					t.Fatalf("workflow %s: %s completed, the world acted %d times for %s", w.ID, task.ID, svc.acted[task.Key], task.Key)
-				}
-			}
-		}
-	}
-	if len(list.Workflows) < len(started) {
-		t.Fatalf("%d workflows started, %d listed", len(started), len(list.Workflows))
-	}
-	for id, n := range svc.attempts {
-		if n > 1 && strings.HasPrefix(id, "wf_") {
-			t.Fatalf("attempt %s reached the world %d times: a finished call ran again", id, n)
-		}
+	if len(workflows) < len(started) {
+		t.Fatalf("%d workflows started, %d listed", len(started), len(workflows))
 	}
 
 	// the stream
@@ -642,7 +569,7 @@ tools:
 		t.Fatalf("too little happened: %d turns, %d sends, %d notifications, workflows %v, %d events", turns, sent, len(accepted), statuses, len(events.ids))
 	}
 	t.Logf("%d kills: %d turns answered, all in their chains; %d sends, each acted and recorded once (%d confirmations left in progress by a kill); %d notifications accepted, %d delivered, none acknowledged twice; %d workflows %v, %d external tasks acted once each; a stream saw %d events in order over %d reconnections",
-		kills, turns, sent, lost, len(accepted), delivered, len(list.Workflows), statuses, completed, len(events.ids), events.drops)
+		kills, turns, sent, lost, len(accepted), delivered, len(workflows), statuses, completed, len(events.ids), events.drops)
 }
 
 // answerPauses approves every workflow waiting for approval and continues

@@ -21,31 +21,101 @@ import (
 	"github.com/agentplane/agentplane/workflow"
 )
 
-// service is the world the workflows act on: an HTTP service that acts
-// once per Idempotency-Key and records every request.
-type service struct {
-	mu       sync.Mutex
-	acted    map[string]int // Idempotency-Key -> times it acted
-	requests map[string]int // request id (the gate's, one per attempt) -> requests
-	keys     map[string]int // Idempotency-Key -> requests
+// world is the service the external tools act on: it acts once per
+// Idempotency-Key and records every request with the session it came from.
+type world struct {
+	mu        sync.Mutex
+	acted     map[string]int             // Idempotency-Key -> times it acted (at most 1)
+	attempts  map[string]int             // the gate's request id -> requests
+	bySession map[string]map[string]bool // session -> Idempotency-Keys of sessions' calls that reached the world
+	keys      map[string]int             // Idempotency-Key -> requests
 }
 
-func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func newWorld() *world {
+	return &world{acted: map[string]int{}, attempts: map[string]int{}, bySession: map[string]map[string]bool{}, keys: map[string]int{}}
+}
+
+func (s *world) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		RequestID string `json:"request_id"`
+		Context   struct {
+			SessionID string `json:"session_id"`
+			Origin    string `json:"origin"`
+		} `json:"context"`
 	}
 	json.NewDecoder(r.Body).Decode(&body)
 	key := r.Header.Get("Idempotency-Key")
-	time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond) // a window to be killed in
+	time.Sleep(time.Duration(rand.IntN(15)) * time.Millisecond) // a window to be killed in
 	s.mu.Lock()
-	s.requests[body.RequestID]++
+	s.attempts[body.RequestID]++
 	s.keys[key]++
-	if strings.HasSuffix(r.URL.Path, "/publish") && s.acted[key] == 0 {
-		s.acted[key] = 1 // acts once per key, however often it is asked
+	if strings.HasSuffix(r.URL.Path, "/publish") {
+		s.acted[key] = 1 // once per key, however often it is asked
+		if body.Context.Origin != "workflow" {
+			if s.bySession[body.Context.SessionID] == nil {
+				s.bySession[body.Context.SessionID] = map[string]bool{}
+			}
+			s.bySession[body.Context.SessionID][key] = true
+		}
 	}
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"ok": true, "key": %q}`, key)
+}
+
+// untilWorkflowsEnd lists the workflows until none is left running,
+// calling between before each look; it fails t after two minutes.
+func untilWorkflowsEnd(t *testing.T, list func() ([]workflow.Workflow, error), between func()) []workflow.Workflow {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		between()
+		ws, err := list()
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := 0
+		for _, w := range ws {
+			if !workflow.Terminal(w.Status) {
+				open++
+			}
+		}
+		if open == 0 {
+			return ws
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d workflows have not ended", open, len(ws))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkWorkflows fails t when a completed external task of the workflows
+// did not act exactly once, or a workflow's attempt (request id) reached
+// the world twice — a finished call ran again. It returns the workflows'
+// statuses and how many external tasks completed.
+func (s *world) checkWorkflows(t *testing.T, ws []workflow.Workflow) (statuses map[string]int, completed int) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	statuses = map[string]int{}
+	for _, w := range ws {
+		statuses[w.Status]++
+		for _, task := range w.Tasks {
+			if task.Tool == "publish" && task.Status == workflow.TaskCompleted {
+				completed++
+				if s.acted[task.Key] != 1 {
+					t.Fatalf("workflow %s: %s completed, the world acted %d times for %s", w.ID, task.ID, s.acted[task.Key], task.Key)
+				}
+			}
+		}
+	}
+	for id, n := range s.attempts {
+		if n > 1 && strings.HasPrefix(id, "wf_") {
+			t.Fatalf("attempt %s reached the world %d times: a finished call ran again", id, n)
+		}
+	}
+	return statuses, completed
 }
 
 // TestWorkflowsSurviveKills kills serve (SQLite) with SIGKILL 200 times
@@ -58,7 +128,7 @@ func TestWorkflowsSurviveKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and kills it 200 times")
 	}
-	svc := &service{acted: map[string]int{}, requests: map[string]int{}, keys: map[string]int{}}
+	svc := newWorld()
 	down := httptest.NewServer(svc)
 	defer down.Close()
 	dir := t.TempDir()
@@ -154,59 +224,28 @@ tools:
 	url, cmd, _ = startServe(t, bin, args...)
 	stop := make(chan struct{})
 	go drive(url, stop, false)
-	deadline := time.Now().Add(2 * time.Minute)
-	var list struct{ Workflows []workflow.Workflow }
-	for {
+	workflows := untilWorkflowsEnd(t, func() ([]workflow.Workflow, error) {
 		resp, err := http.Get(url + "/v1/workflows?limit=500")
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		list.Workflows = nil
-		json.NewDecoder(resp.Body).Decode(&list)
-		resp.Body.Close()
-		open := 0
-		for _, w := range list.Workflows {
-			if !workflow.Terminal(w.Status) {
-				open++
-			}
-		}
-		if open == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d workflows have not ended", open, len(list.Workflows))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		defer resp.Body.Close()
+		var list struct{ Workflows []workflow.Workflow }
+		err = json.NewDecoder(resp.Body).Decode(&list)
+		return list.Workflows, err
+	}, func() {})
 	close(stop)
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 
 	mu.Lock()
 	defer mu.Unlock()
-	statuses := map[string]int{}
-	completedKeys := 0
-	for _, w := range list.Workflows {
-		statuses[w.Status]++
-		for _, task := range w.Tasks {
-			if task.Tool == "publish" && task.Status == workflow.TaskCompleted {
-				completedKeys++
-				if svc.acted[task.Key] != 1 {
-					t.Fatalf("%s completed but the service acted %d times for %s", task.ID, svc.acted[task.Key], task.Key)
-				}
-			}
-		}
-	}
-	if len(list.Workflows) < len(started) {
-		t.Fatalf("%d workflows started, %d listed", len(started), len(list.Workflows))
+	statuses, completedKeys := svc.checkWorkflows(t, workflows)
+	if len(workflows) < len(started) {
+		t.Fatalf("%d workflows started, %d listed", len(started), len(workflows))
 	}
 	svc.mu.Lock()
 	defer svc.mu.Unlock()
-	for id, n := range svc.requests {
-		if n > 1 {
-			t.Fatalf("attempt %s reached the service %d times: a finished call ran again", id, n)
-		}
-	}
 	again := 0
 	for _, n := range svc.keys {
 		if n > 1 {
@@ -232,5 +271,5 @@ tools:
 		t.Fatalf("no workflow completed: %v", statuses)
 	}
 	t.Logf("%d kills: %d workflows, all ended %v; %d external calls acted once each (%d asked again under their key after a kill); %d attempts, none twice; at most %d checkpoints kept",
-		kills, len(list.Workflows), statuses, completedKeys, again, len(svc.requests), most)
+		kills, len(workflows), statuses, completedKeys, again, len(svc.attempts), most)
 }
