@@ -25,6 +25,7 @@ const (
 	CodeSourceUnavailable    = "source_unavailable"  // a catalog provider failed
 	CodeRequestConflict      = "request_conflict"    // a request id reused for another invocation
 	CodeRequestInProgress    = "request_in_progress" // the same request is still running
+	CodeInterrupted          = "interrupted"         // it was running when its instance stopped, and may have acted
 	CodeUnauthorized         = "unauthorized"        // no API key, or one the server does not know
 	CodeInternal             = "internal"
 )

@@ -164,11 +164,43 @@ func (x *execution) held(prev store.Request) (agentplane.ExecutionResult, bool) 
 			res.Session = x.sess
 		}
 		return res, true
+	case prev.State == store.RequestRunning && prev.ClaimedAt.Before(x.staleBefore()):
+		return x.interrupted(), true
 	default:
 		r := rejected(agentplane.CodeRequestInProgress, "request %q is still running; retry later for its result", x.inv.RequestID)
 		r.RequestID = x.inv.RequestID
 		return unchanged(r, x.sess), true
 	}
+}
+
+// staleBefore is when a running claim was made that no live execution
+// holds any more: its tool would have timed out twice over, and a minute
+// more allows for instances' clocks.
+func (x *execution) staleBefore() time.Time {
+	return x.now.Add(-2*x.g.toolTimeout - time.Minute)
+}
+
+// interrupted finishes a request whose claim went stale: the instance
+// that ran it stopped while its tool ran, and the tool may have acted.
+// It is not run again (whether it acted cannot be known here): the claim
+// is taken over and the request recorded as failed with code interrupted,
+// so its client gets an answer and the audit log holds the attempt.
+func (x *execution) interrupted() agentplane.ExecutionResult {
+	holder, ok, err := x.g.store.Claim(x.ctx, store.Claim{Key: *x.key, Digest: x.digest, Now: x.now, StaleBefore: x.staleBefore()})
+	switch {
+	case err != nil:
+		x.err = fmt.Errorf("gate: take over request %s: %w", x.key.RequestID, err)
+		return agentplane.ExecutionResult{}
+	case !ok: // another execution took it over or finished it first
+		res, _ := x.held(holder)
+		return res
+	}
+	x.claimed, x.claimedAt = true, x.now
+	x.res = failed(agentplane.CodeInterrupted, x.inv.Tool, "request %q was running %s when its instance stopped: it may have acted, and is not run again; if it did not, ask again with a new request id",
+		x.inv.RequestID, x.action)
+	res, err := x.commit()
+	x.err = err
+	return res
 }
 
 // claim holds the request key in the store before anything that may act
@@ -195,8 +227,7 @@ func (x *execution) claim() *agentplane.ExecutionResult {
 		x.digest = invocationDigest(x.inv)
 	}
 	x.claimedAt = x.now
-	stale := x.now.Add(-2*x.g.toolTimeout - time.Minute)
-	holder, ok, err := x.g.store.Claim(x.ctx, store.Claim{Key: *x.key, Digest: x.digest, Now: x.now, StaleBefore: stale, Use: use})
+	holder, ok, err := x.g.store.Claim(x.ctx, store.Claim{Key: *x.key, Digest: x.digest, Now: x.now, StaleBefore: x.staleBefore(), Use: use})
 	switch {
 	case errors.Is(err, store.ErrConfirmationUsed):
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "the confirmation was used already: what it confirmed runs once")

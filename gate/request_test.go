@@ -1,6 +1,7 @@
 package gate_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -11,8 +12,12 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/replay"
+	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -205,5 +210,125 @@ func TestPendingAfterDecision(t *testing.T) {
 	}
 	if p, _ := g.Pending(s, &d, now.Add(time.Hour)); p != nil {
 		t.Fatal("an expired picker was kept")
+	}
+}
+
+// TestStaleClaimIsFinishedAsInterrupted: instance A stops while a send it
+// claimed runs (its tool never returns). Instance B, on the same store and
+// asked the same request, says it is still running until the claim is
+// older than twice the tool timeout and a minute; then it takes the claim
+// over and records the request as failed, interrupted — once, without
+// running the send again — and answers that from then on. (Before, the
+// request stayed request_in_progress for good and the audit log never
+// held the send.)
+func TestStaleClaimIsFinishedAsInterrupted(t *testing.T) {
+	t.Parallel()
+	st := memstore.New()
+	release := make(chan struct{})
+	var sends atomic.Int32
+	send := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		sends.Add(1)
+		<-release // the instance stops here
+		return json.RawMessage(`{"sent":true}`), nil
+	}
+	a := demotest.Core(t, &core.Options{Store: st, Now: func() time.Time { return t0 }, Programs: demo.SendWith(tool.Program(send)), ToolTimeout: time.Hour})
+	var mu sync.Mutex
+	now := t0
+	b := demotest.Core(t, &core.Options{Store: st, Programs: demo.SendWith(tool.Program(send)), ToolTimeout: time.Second,
+		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
+	ctx := context.Background()
+	if _, err := a.Gate().Open(ctx, gate.Opening{SessionID: "s", Mode: "sales"}); err != nil {
+		t.Fatal(err)
+	}
+	inv := gate.Invocation{SessionID: "s", Tool: "send_template", Args: json.RawMessage(`{"list_id":"LIST-9"}`), Origin: gate.OriginAPI, Principal: "ann", RequestID: "r1"}
+	stopped := make(chan agentplane.ExecutionResult)
+	go func() {
+		res, _ := a.Gate().Execute(ctx, inv)
+		stopped <- res
+	}()
+	for sends.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	at := func(d time.Duration) agentplane.ExecutionResult {
+		mu.Lock()
+		now = t0.Add(d)
+		mu.Unlock()
+		res, err := b.Gate().Execute(ctx, inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	code := func(r agentplane.ExecutionResult) string {
+		if r.Error == nil {
+			return string(r.Status)
+		}
+		return r.Error.Code
+	}
+	if r := at(10 * time.Second); code(r) != agentplane.CodeRequestInProgress {
+		t.Fatalf("while the claim is fresh: %+v", r)
+	}
+	// stale (2 × 1s and a minute ago): eight clients ask at once; one
+	// takes the claim over, the others find it running or finished
+	mu.Lock()
+	now = t0.Add(2*time.Second + time.Minute + time.Second)
+	mu.Unlock()
+	answers := make([]agentplane.ExecutionResult, 8)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			res, err := b.Gate().Execute(ctx, inv)
+			if err != nil {
+				t.Error(err)
+			}
+			answers[i] = res
+		})
+	}
+	wg.Wait()
+	var r agentplane.ExecutionResult
+	for _, a := range answers {
+		switch code(a) {
+		case agentplane.CodeInterrupted:
+			if a.Status != agentplane.StatusFailed || a.Tool != "send_template" || r.Seq != 0 && a.Seq != r.Seq {
+				t.Fatalf("once the claim is stale: %+v", a)
+			}
+			r = a
+		case agentplane.CodeRequestInProgress:
+		default:
+			t.Fatalf("once the claim is stale: %+v", a)
+		}
+	}
+	if r.Seq == 0 {
+		t.Fatalf("no client was told the request was interrupted: %+v", answers)
+	}
+	if again := at(5 * time.Minute); again.Status != agentplane.StatusFailed || code(again) != agentplane.CodeInterrupted || again.Seq != r.Seq {
+		t.Fatalf("asked again: %+v, first %+v", again, r)
+	}
+	close(release) // A comes back: its run is not recorded over the answer given
+	if res := <-stopped; code(res) != agentplane.CodeInterrupted {
+		t.Fatalf("A's own answer: %+v", res)
+	}
+	recs, err := st.Records(ctx, "s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	interrupted := 0
+	for _, rec := range recs {
+		if rec.Result != nil && rec.Result.Error != nil && rec.Result.Error.Code == agentplane.CodeInterrupted {
+			interrupted++
+		}
+		if rec.Result != nil && rec.Result.Status == agentplane.StatusSuccess && rec.Result.Tool == "send_template" {
+			t.Fatalf("record %d: a send recorded as run after it was recorded interrupted", rec.Seq)
+		}
+	}
+	if sends.Load() != 1 || interrupted != 1 {
+		t.Fatalf("%d sends, %d interrupted records; want 1 and 1", sends.Load(), interrupted)
+	}
+	var log, out bytes.Buffer // the session replays as recorded
+	for _, rec := range recs {
+		log.Write(append(rec.Raw, '\n'))
+	}
+	if n, err := replay.Run(ctx, demotest.Core(t, nil), &log, &out); n != 0 || err != nil {
+		t.Fatalf("replay: %d divergences, %v\n%s", n, err, out.String())
 	}
 }

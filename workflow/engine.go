@@ -602,7 +602,7 @@ type runner struct {
 }
 
 // newRunner makes the runner of w; stored says its tasks are as stored
-// (a workflow read back), nil for a new one.
+// (a workflow read back in rows), false for a new one.
 func (e *Engine) newRunner(w *Workflow, lease int64, stored bool) *runner {
 	r := &runner{e: e, w: w, lease: lease, wake: make(chan struct{}, 1)}
 	if stored {
@@ -847,7 +847,7 @@ func (r *runner) recover(ctx context.Context) ([]Event, error) {
 			t.Status = TaskPending
 		default:
 			t.Status = TaskFailed
-			t.Error = &agentplane.ResultError{Code: "interrupted", Detail: fmt.Sprintf("%s was in flight when its engine died and may have run; %s is neither read-only nor idempotent by key, so it is not run again", t.ID, t.Tool)}
+			t.Error = &agentplane.ResultError{Code: agentplane.CodeInterrupted, Detail: fmt.Sprintf("%s was in flight when its engine died and may have run; %s is neither read-only nor idempotent by key, so it is not run again", t.ID, t.Tool)}
 			ev := r.event(w, EventTaskFailed)
 			ev.Task, ev.Tool, ev.Error, ev.Attempts = t.ID, t.Tool, t.Error, t.Attempts
 			evs = append(evs, ev)

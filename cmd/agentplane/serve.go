@@ -32,6 +32,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	drain := fs.Duration("drain-timeout", 30*time.Second, "how long in-flight requests may take to finish at shutdown")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	lease := fs.Duration("workflow-lease", 10*time.Second, "how long a workflow's claim holds unrenewed: another instance (or this one, restarted) takes over the workflows of one that died after this long")
+	toolTimeout := fs.Duration("tool-timeout", 30*time.Second, "how long a tool call may run; a request whose instance stopped while its tool ran is recorded as interrupted when asked again after twice this and a minute")
 	bodyTimeout := fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "how long a request body may take to arrive, from the request's start: a stalled or dripping body is cut")
 	var origins []string
 	fs.Func("cors-origin", "an origin (scheme://host[:port]) whose pages may call the API: CORS is answered for it; repeat for more (none by default: only this server's own page)", func(v string) error {
@@ -50,6 +51,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return usagef("--workflow-lease %s: at least 100ms", *lease)
 	case *bodyTimeout < 100*time.Millisecond:
 		return usagef("--body-timeout %s: at least 100ms", *bodyTimeout)
+	case *toolTimeout < 100*time.Millisecond:
+		return usagef("--tool-timeout %s: at least 100ms", *toolTimeout)
 	case *pgEvents != "poll" && *pgEvents != "notify":
 		return usagef("--pg-events %q: want poll or notify", *pgEvents)
 	}
@@ -60,7 +63,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	log := slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: level}))
 	metrics := httpapi.NewMetrics()
 	rt, err := m.open(ctx, c, plane.Options{PGEvents: *pgEvents, LLM: true, Logger: log,
-		Core: core.Options{Observer: metrics.Observer(nil)}, Workflows: workflow.Options{Lease: *lease}})
+		Core: core.Options{Observer: metrics.Observer(nil), ToolTimeout: *toolTimeout}, Workflows: workflow.Options{Lease: *lease}})
 	if err != nil {
 		return err
 	}
