@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,4 +172,39 @@ func BenchmarkApprovalAtSize(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkConcurrentWorkflows runs 32 workflows at a time, each a chain
+// of three no-op tasks, on SQLite at synchronous FULL (what LangGraph JS
+// runs beside it in bench/peers: 32 runs of its SqliteSaver at once):
+// runs/s.
+func BenchmarkConcurrentWorkflows(b *testing.B) {
+	c, session := benchCore(b, "sqlite")
+	eng, err := workflow.New(c, &workflow.Options{Poll: time.Second, Concurrency: 32})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close(time.Minute)
+	def := shape(3, 1)
+	ctx := context.Background()
+	var next atomic.Int64
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				w, err := eng.Start(ctx, workflow.Start{SessionID: session, Principal: "bench", Definition: def})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if w, err = eng.Wait(ctx, w.ID, "bench", 0); err != nil || w.Status != workflow.StatusCompleted {
+					b.Errorf("%+v %v", w, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
 }

@@ -585,6 +585,13 @@ func (s *Store) lead(self *request) {
 // commit's CPU.
 func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
 	st, ok := s.stmts[query]
+	if !ok && len(s.stmts) >= maxStmts { // queries built at run time beyond the known ones: not kept
+		st, err := tx.PrepareContext(ctx, query)
+		if err != nil {
+			return nil, s.wrap("prepare", err)
+		}
+		return st, nil
+	}
 	if !ok {
 		var err error
 		if st, err = s.db.PrepareContext(ctx, query); err != nil {
@@ -594,6 +601,10 @@ func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, 
 	}
 	return tx.StmtContext(ctx, st), nil
 }
+
+// maxStmts bounds the prepared statements kept: the store's own and its
+// extensions' are far fewer.
+const maxStmts = 1024
 
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
 	st, err := s.stmt(ctx, tx, query)
@@ -864,8 +875,14 @@ type txn struct {
 
 func (t *txn) Dialect() string { return store.SQLite }
 
+// Exec and Query run an extension's statements prepared once, as the
+// store's own (Store.stmt): the leader runs every commit.
 func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := t.tx.ExecContext(ctx, query, args...)
+	st, err := t.s.stmt(ctx, t.tx, query)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.ExecContext(ctx, args...)
 	if err != nil {
 		return 0, t.s.wrap("exec", err)
 	}
@@ -873,7 +890,11 @@ func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error
 }
 
 func (t *txn) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
-	rows, err := t.tx.QueryContext(ctx, query, args...)
+	st, err := t.s.stmt(ctx, t.tx, query)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return t.s.wrap("query", err)
 	}

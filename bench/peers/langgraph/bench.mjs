@@ -4,6 +4,10 @@
 // after another, each on its own thread. Without a checkpointer, with
 // MemorySaver, and with SqliteSaver on a file (its defaults).
 //
+// Then 32 runs of the 3×1 chain at a time with SqliteSaver, each on its
+// own thread, as agentplane's BenchmarkConcurrentWorkflows runs them:
+// runs/s.
+//
 //   node bench.mjs [-n 300]
 import { StateGraph, Annotation, START, END, MemorySaver } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
@@ -50,5 +54,21 @@ for (const [layers, width] of [[3, 1], [1, 10], [5, 4]]) {
     lat.sort((a, b) => a - b);
     console.log(`langgraph/${kind}/${layers}x${width}\t${(total / n).toFixed(0)} µs/run\t${(total / n / tasks).toFixed(1)} µs/task\tp50 ${lat[Math.floor(n / 2)].toFixed(0)} µs\tp99 ${lat[Math.floor(n * 0.99)].toFixed(0)} µs`);
   }
+}
+{
+  const app = graph(3, 1, SqliteSaver.fromConnString(join(dir, "concurrent.db")));
+  const runs = Math.max(n, 320);
+  let next = 0;
+  const worker = async () => {
+    while (next < runs) {
+      const i = next++;
+      const out = await app.invoke({}, { configurable: { thread_id: `c${i}` } });
+      if (out.done !== 3) throw new Error(`ran ${out.done} of 3 nodes`);
+    }
+  };
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: 32 }, worker));
+  const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+  console.log(`langgraph/sqlite/3x1 x32 concurrent\t${runs} runs\t${(runs / secs).toFixed(0)} runs/s`);
 }
 rmSync(dir, { recursive: true, force: true });
