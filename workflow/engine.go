@@ -207,6 +207,9 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 	cp := r.checkpoint(w)
 	evs := []Event{r.event(w, EventStarted), r.event(w, EventCheckpointSaved)}
 	evs[1].CheckpointID, evs[1].Layer = cp.ID, 0
+	cp.w = w.copy() // what the checkpoint keeps: the workflow before its first layer
+	more, layer := r.next(w)
+	evs, r.started = append(evs, more...), layer
 	if err := r.write(ctx, &saved{events: evs, cp: cp, insert: true, owner: e.owner, until: now.Add(e.lease).UnixNano()}); err != nil {
 		if s.RequestID != "" { // a retry that raced the first
 			if w, done, lerr := e.started(ctx, id, s.Principal, digest); done || lerr != nil {
@@ -596,6 +599,9 @@ type runner struct {
 	wake  chan struct{}
 	lost  bool
 	held  []Event // the layer's last task's events, for endLayer's write
+	// started is a layer Start began in the workflow's first write, for
+	// the runner to run
+	started []string
 	// stored is w's tasks as last written, atCheckpoint as the last
 	// checkpoint saved them; nil: not known (all are written again).
 	stored, atCheckpoint *taskStates
@@ -768,14 +774,17 @@ func (r *runner) write(ctx context.Context, s *saved) error {
 	s.w, s.lease = w, r.lease
 	s.tasks = diffTasks(w.Tasks, r.stored)
 	if s.cp != nil {
-		s.cpTasks = diffTasks(w.Tasks, r.atCheckpoint)
+		if s.cp.w == nil {
+			s.cp.w = w
+		}
+		s.cpTasks = diffTasks(s.cp.w.Tasks, r.atCheckpoint)
 	}
 	if err := r.e.j.save(ctx, s); err != nil {
 		return err
 	}
 	r.stored = s.tasks.apply(r.stored, w.Tasks)
 	if s.cp != nil {
-		r.atCheckpoint = s.cpTasks.apply(r.atCheckpoint, w.Tasks)
+		r.atCheckpoint = s.cpTasks.apply(r.atCheckpoint, s.cp.w.Tasks)
 	}
 	if r.e.written != nil {
 		r.e.written(ctx, w, s.cp)

@@ -30,7 +30,7 @@ func CheckWrites(t testing.TB, e *Engine) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		saved[cp.ID] = want
+		saved[cp.ID], _ = json.Marshal(cp.w)
 		cps, err := e.j.checkpoints(ctx, w.ID)
 		if err != nil {
 			t.Errorf("checkpoints of %s: %v", w.ID, err)

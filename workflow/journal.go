@@ -167,7 +167,7 @@ type saved struct {
 	lease  int64
 	events []Event
 	// tasks is what changed in w.Tasks since the last write (diffTasks),
-	// cpTasks since the last checkpoint (with cp).
+	// cpTasks in cp.w.Tasks since the last checkpoint (with cp).
 	tasks, cpTasks taskDiff
 	cp             *Checkpoint
 	cmd            *outcome
@@ -227,8 +227,14 @@ func (j *sqlJournal) save(ctx context.Context, s *saved) error {
 			}
 		}
 		if s.cp != nil {
+			kept := *s.cp.w
+			kept.Tasks = nil // in workflow_task_history
+			cpDoc, err := json.Marshal(&kept)
+			if err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, `INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES (?, ?, ?, ?, ?, ?)`,
-				s.w.ID, s.cp.n, s.cp.ID, s.cp.Layer, string(doc), s.cp.Created.UnixNano()); err != nil {
+				s.w.ID, s.cp.n, s.cp.ID, s.cp.Layer, string(cpDoc), s.cp.Created.UnixNano()); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, `DELETE FROM workflow_checkpoints WHERE workflow_id = ?
@@ -236,7 +242,7 @@ func (j *sqlJournal) save(ctx context.Context, s *saved) error {
 				s.w.ID, s.w.ID, KeepCheckpoints); err != nil {
 				return err
 			}
-			if err := writeHistory(ctx, tx, s.w.ID, int64(s.cp.n), s.w.Tasks, s.cpTasks); err != nil {
+			if err := writeHistory(ctx, tx, s.w.ID, int64(s.cp.n), s.cp.w.Tasks, s.cpTasks); err != nil {
 				return err
 			}
 		}

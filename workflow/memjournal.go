@@ -67,7 +67,7 @@ func (j *memJournal) save(_ context.Context, s *saved) error {
 	m.w, m.status = w, w.Status
 	m.events = append(m.events, s.events...)
 	if s.cp != nil {
-		m.cps = append(m.cps, memCheckpoint{*s.cp, w})
+		m.cps = append(m.cps, memCheckpoint{*s.cp, s.cp.w.copy()})
 		if len(m.cps) > KeepCheckpoints {
 			m.cps = slices.Delete(m.cps, 0, len(m.cps)-KeepCheckpoints)
 		}

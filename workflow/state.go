@@ -136,6 +136,7 @@ type Checkpoint struct {
 	Layer   int       `json:"layer"`
 	Created time.Time `json:"created"`
 	n       int       // order within the workflow
+	w       *Workflow // what it keeps, when not the workflow as written with it
 }
 
 // KeepCheckpoints is how many checkpoints a workflow keeps: older ones are

@@ -14,26 +14,41 @@ import (
 	"github.com/agentplane/agentplane/gate"
 )
 
-// step runs the workflow's next layer: the pending tasks whose
-// dependencies completed. Tasks blocked by a failed or skipped dependency
-// are skipped first; with nothing left to run, the workflow completes. A
-// layer holding a task that needs approval pauses for it first. After the
-// layer: a failed task that is not safe to fail fails the workflow;
-// otherwise a checkpoint is saved and, with per-layer validation, the
-// workflow pauses for a decision.
+// step runs the workflow's layers, from the next one on, while nothing
+// pauses it: each layer's end is written with the next layer's start.
 func (r *runner) step(ctx context.Context) error {
 	r.mu.Lock()
-	w := r.w
-	if ev, ok := r.failed(w); ok { // settled so after a crash
-		err := r.save(ctx, []Event{ev}, nil, nil)
-		r.mu.Unlock()
-		return err
+	layer := r.started
+	r.started = nil
+	var err error
+	if layer == nil { // not started with the write before (Start's, a layer's end)
+		var evs []Event
+		evs, layer = r.next(r.w)
+		err = r.save(ctx, evs, nil, nil)
+	}
+	r.mu.Unlock()
+	for err == nil && layer != nil {
+		if err = r.runLayer(ctx, layer); err == nil {
+			layer, err = r.endLayer(ctx, layer)
+		}
+	}
+	return err
+}
+
+// next decides what follows on w, running: the workflow fails (a task
+// that is not safe to fail failed, settled so after a crash), completes
+// (nothing is left to run), pauses for the approval of the next layer, or
+// starts it. It returns the events, and the started layer's task ids (nil
+// when none started). Tasks blocked by a failed or skipped dependency are
+// skipped first; a task whose arguments do not resolve fails without
+// running.
+func (r *runner) next(w *Workflow) ([]Event, []string) {
+	if ev, ok := r.failed(w); ok {
+		return []Event{ev}, nil
 	}
 	evs, layer := r.settle(w)
 	if w.Status == StatusCompleted {
-		err := r.save(ctx, evs, nil, nil)
-		r.mu.Unlock()
-		return err
+		return evs, nil
 	}
 	calls := make([]TaskCall, 0, len(layer))
 	approve := false
@@ -55,10 +70,7 @@ func (r *runner) step(ctx context.Context) error {
 		w.Approval = &Approval{CheckpointID: w.nextID("a"), Layer: w.Layer + 1, Tasks: calls}
 		ev := r.event(w, EventApprovalRequired)
 		ev.CheckpointID, ev.Layer, ev.Tasks = w.Approval.CheckpointID, w.Approval.Layer, calls
-		evs = append(evs, ev)
-		err := r.save(ctx, evs, nil, nil)
-		r.mu.Unlock()
-		return err
+		return append(evs, ev), nil
 	}
 	w.Layer++
 	ev := r.event(w, EventLayerStarted)
@@ -67,6 +79,7 @@ func (r *runner) step(ctx context.Context) error {
 	ids := make([]string, 0, len(layer))
 	for _, t := range layer {
 		t.Layer = w.Layer
+		ids = append(ids, t.ID)
 		if t.Error != nil { // its arguments did not resolve: it fails without running
 			t.Attempts++
 			evs = append(evs, r.finish(w, t, agentplane.ExecutionResult{Status: agentplane.StatusRejected, Error: t.Error}))
@@ -74,19 +87,23 @@ func (r *runner) step(ctx context.Context) error {
 		}
 		t.Status, t.Attempts = TaskRunning, t.Attempts+1
 		t.RequestID = requestID(w, t)
-		ids = append(ids, t.ID)
 	}
-	if err := r.save(ctx, evs, nil, nil); err != nil {
-		r.mu.Unlock()
-		return err
+	return evs, ids
+}
+
+// runLayer runs the layer's tasks that are in flight, at most the
+// engine's concurrency at once.
+func (r *runner) runLayer(ctx context.Context, layer []string) error {
+	r.mu.Lock()
+	var ids []string
+	for _, id := range layer {
+		if r.w.task(id).Status == TaskRunning {
+			ids = append(ids, id)
+		}
 	}
 	r.mu.Unlock()
-
 	if len(ids) == 1 { // nothing to run beside it
-		if err := r.runTask(ctx, ids[0]); err != nil {
-			return err
-		}
-		return r.endLayer(ctx, layer)
+		return r.runTask(ctx, ids[0])
 	}
 	errs := make(chan error, len(ids))
 	sem := make(chan struct{}, r.e.concurrency)
@@ -106,7 +123,7 @@ func (r *runner) step(ctx context.Context) error {
 			return err
 		}
 	}
-	return r.endLayer(ctx, layer)
+	return nil
 }
 
 // settle skips the tasks blocked by a failed or skipped dependency and
@@ -130,37 +147,63 @@ func (r *runner) settle(w *Workflow) ([]Event, []*TaskRun) {
 // endLayer decides what follows a layer, in one write with the result of
 // the task that finished last: the workflow fails (a task that is not
 // safe to fail failed), or a checkpoint is saved and the workflow pauses
-// for a decision (per-layer validation), completes (nothing is left to
-// run) or runs on.
-func (r *runner) endLayer(ctx context.Context, layer []*TaskRun) error {
+// for a decision (per-layer validation) or goes on as next decides — the
+// next layer started in the same write, unless the engine is stopping or
+// a command waits (then the runner's loop takes it first). It returns the
+// layer started, if any.
+func (r *runner) endLayer(ctx context.Context, layer []string) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.w
 	evs := r.held
 	r.held = nil
 	if ev, ok := r.failed(w); ok {
-		return r.save(ctx, append(evs, ev), nil, nil)
+		return nil, r.save(ctx, append(evs, ev), nil, nil)
 	}
 	ev := r.event(w, EventLayerComplete)
 	ev.Layer = w.Layer
-	for _, t := range layer {
+	for _, id := range layer {
+		t := w.task(id)
 		ev.Results = append(ev.Results, TaskResult{ID: t.ID, Tool: t.Tool, Status: t.Status, Output: t.Output, Error: t.Error})
 	}
 	cp := r.checkpoint(w)
 	saved := r.event(w, EventCheckpointSaved)
 	saved.Layer, saved.CheckpointID = w.Layer, cp.ID
 	evs = append(evs, ev, saved)
-	if w.PerLayerValidation {
+	var next []string
+	switch {
+	case w.PerLayerValidation:
 		w.Status = StatusAwaitingDecision
 		w.Decision = &DecisionRequest{Layer: w.Layer, Options: []string{CommandContinue, CommandAbort, CommandReplan}}
 		d := r.event(w, EventDecisionRequired)
 		d.Layer, d.Options, d.Results = w.Layer, w.Decision.Options, ev.Results
 		evs = append(evs, d)
-	} else {
+	case r.mayGoOn(ctx):
+		cp.w = w.copy() // what the checkpoint keeps: the layer's end
+		var more []Event
+		more, next = r.next(w)
+		evs = append(evs, more...)
+	default:
 		more, _ := r.settle(w)
 		evs = append(evs, more...)
 	}
-	return r.save(ctx, evs, cp, nil)
+	if err := r.save(ctx, evs, cp, nil); err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+// mayGoOn reports whether the runner may start the next layer without
+// returning to its loop: the engine is not stopping, and no command is
+// queued for the workflow (it goes first).
+func (r *runner) mayGoOn(ctx context.Context) bool {
+	select {
+	case <-r.e.stop:
+		return false
+	default:
+	}
+	_, _, queued, err := r.e.j.nextCommand(ctx, r.w.ID)
+	return err == nil && !queued
 }
 
 // runTask runs a task's attempts through the gate: a failure worth

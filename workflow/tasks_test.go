@@ -3,10 +3,15 @@ package workflow_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/sqlite"
+	"github.com/agentplane/agentplane/tool"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -76,4 +81,59 @@ func TestDocumentWithTasksInside(t *testing.T) {
 			t.Fatalf("%d task rows, and the document holds %d tasks; want 2 rows and none inside", rows, len(head.Tasks))
 		}
 	})
+}
+
+// countingStore counts the commits made through it.
+type countingStore struct {
+	*sqlite.Store
+	commits atomic.Int64
+}
+
+func (s *countingStore) Commit(ctx context.Context, c *store.Commit) error {
+	s.commits.Add(1)
+	return s.Store.Commit(ctx, c)
+}
+
+// TestCommitsPerRun counts the commits a chain of three read tasks makes
+// from its start to its end: the start (with the first layer's), each
+// task's result in the gate, and each layer's end with the next layer's
+// start (the last one's with the completion).
+func TestCommitsPerRun(t *testing.T) {
+	ctx := context.Background()
+	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"), &sqlite.Options{Extensions: []store.Extension{workflow.Extension}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &countingStore{Store: sq}
+	noop := &tool.Func{S: tool.Spec{Name: "noop", Usage: "Does nothing.", Impact: tool.ImpactRead, Risk: tool.RiskLow, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
+	c, err := core.New(ctx, core.Source{YAML: []byte("version: 1\nmodes: [{key: m, default: true, toolboxes: [t]}]\ntoolboxes: [{id: t, catalogs: [modes], tools: [noop]}]\n"), Name: "c.yaml"},
+		&core.Options{Store: st, Tools: []tool.Tool{noop}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.Start(ctx, core.Start{Principal: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := workflow.New(c, &workflow.Options{Poll: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(time.Minute)
+	before := st.commits.Load()
+	w, err := eng.Start(ctx, workflow.Start{SessionID: s.ID, Principal: "alice", Definition: &workflow.Definition{Tasks: []workflow.Task{
+		{ID: "a", Tool: "noop"}, {ID: "b", Tool: "noop", DependsOn: []string{"a"}}, {ID: "c", Tool: "noop", DependsOn: []string{"b"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err = eng.Wait(ctx, w.ID, "alice", 0); err != nil || w.Status != workflow.StatusCompleted {
+		t.Fatalf("%+v %v", w, err)
+	}
+	n := st.commits.Load() - before
+	t.Logf("a 3×1 run: %d commits", n)
+	if n > 7 {
+		t.Fatalf("a 3×1 run made %d commits; want at most 7", n)
+	}
 }
