@@ -33,6 +33,7 @@ type CommandDefinition struct {
 	SetsSessionMode     bool   // the resolved id becomes the session mode
 	SetsActiveContext   bool   // the resolved item becomes the AWC entity
 	ActiveEntityType    string // the AWC entity type; required with SetsActiveContext
+	ActiveEntityName    string // how ActiveEntityType is shown to people ("email template")
 	ClearsActiveContext bool   // the command clears the AWC
 	Domain              string // AWC domain set with the entity, optional
 

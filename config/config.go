@@ -40,6 +40,19 @@ type Config struct {
 	Router     Router
 	Auth       Auth
 	LLM        *LLM // nil: no LLM configured
+
+	// EntityTypes names the entity types for people (email_template →
+	// "email template"); a type not listed is shown as its key.
+	EntityTypes map[string]string
+}
+
+// EntityTypeName is how an entity type is shown: its configured display
+// name, else its key with underscores as spaces.
+func (c *Config) EntityTypeName(key string) string {
+	if n := c.EntityTypes[key]; n != "" {
+		return n
+	}
+	return strings.ReplaceAll(key, "_", " ")
 }
 
 // LLM is the OpenAI-compatible chat-completions endpoint that answers

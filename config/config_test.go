@@ -72,6 +72,8 @@ func TestParseErrors(t *testing.T) {
 		{"Suggestion", "version: 1\nmodes: [{key: a, defualt: true}]", `did you mean "default"`},
 		{"ReservedCatalog", "version: 1\nmodes: [{key: a, default: true}]\ncatalogs: [{id: modes, items: []}]", "built-in catalog of modes"},
 		{"AliasClash", "version: 1\nmodes: [{key: a, default: true, aliases: [b]}, {key: b}]", `already names mode "a"`},
+		{"EntityTypeUnnamed", "version: 1\nmodes: [{key: a, default: true}]\nentity_types: {email_template: {display_name: ' '}}", "entity_types.email_template.display_name: missing"},
+		{"EntityTypeKey", "version: 1\nmodes: [{key: a, default: true}]\nentity_types: {Email Template: {display_name: x}}", `entity type "Email Template": want lower-case`},
 		{"InactiveCatalog", `version: 1
 modes: [{key: a, default: true, toolboxes: [t]}]
 toolboxes: [{id: t, commands: [c]}]
@@ -176,6 +178,25 @@ commands: [{id: m, tool: agent_set_mode, parameter: mode, resolver: {catalog: mo
 	}
 	if m.DisplayName != "general" || cfg.Commands[0].Kind != "executable" || cfg.Router.MaxOptions != DefaultMaxOptions {
 		t.Fatalf("defaults not filled: %+v %+v", m, cfg.Commands[0])
+	}
+	if got := cfg.EntityTypeName("email_template"); got != "email template" {
+		t.Fatalf("an unnamed entity type is shown as %q", got)
+	}
+}
+
+func TestEntityTypeNames(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse([]byte(`version: 1
+modes: [{key: general, default: true, toolboxes: [t]}]
+toolboxes: [{id: t, catalogs: [c], commands: [open]}]
+catalogs: [{id: c, entity_type: ddr, items: [{id: D-1, display_name: One}]}]
+entity_types: {ddr: {display_name: design decision record}}
+commands: [{id: open, tool: agent_set_active_entity, parameter: id, resolver: {catalog: c}, sets_active_context: true, active_entity_type: ddr}]`), "x.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.EntityTypeName("ddr") != "design decision record" || cfg.Commands[0].ActiveEntityName != "design decision record" {
+		t.Fatalf("names: %v, command %+v", cfg.EntityTypes, cfg.Commands[0])
 	}
 }
 

@@ -16,6 +16,12 @@ type file struct {
 	Router     routerFile      `yaml:"router"`
 	Auth       authFile        `yaml:"auth"`
 	LLM        *llmFile        `yaml:"llm"`
+
+	EntityTypes map[string]entityTypeFile `yaml:"entity_types"`
+}
+
+type entityTypeFile struct {
+	DisplayName string `yaml:"display_name"`
 }
 
 type llmFile struct {

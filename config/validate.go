@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
@@ -78,12 +79,36 @@ func (v *validator) validate() *Config {
 	cfg.Catalogs = v.checkCatalogs()
 	cfg.Tools = v.checkTools()
 	cfg.MCPServers = v.checkMCPServers()
+	cfg.EntityTypes = v.checkEntityTypes()
 	cfg.Commands = v.checkCommands()
 	cfg.Router = v.checkRouter()
 	cfg.Auth = v.checkAuth()
 	cfg.LLM = v.checkLLM()
 	v.checkActivation(cfg)
 	return cfg
+}
+
+// checkEntityTypes reads the entity types' display names.
+func (v *validator) checkEntityTypes() map[string]string {
+	out := map[string]string{}
+	for _, key := range slices.Sorted(maps.Keys(v.f.EntityTypes)) {
+		p := "entity_types." + key
+		name := strings.TrimSpace(v.f.EntityTypes[key].DisplayName)
+		switch {
+		case !keyPattern.MatchString(key):
+			v.add(p, "entity type %q: want lower-case letters, digits, _ and - (at most 64)", key)
+		case name == "":
+			v.add(p+".display_name", "missing: how the entity type is shown to people")
+		default:
+			out[key] = name
+		}
+	}
+	return out
+}
+
+// entityTypeName is the display name configured for an entity type, or "".
+func (v *validator) entityTypeName(key string) string {
+	return strings.TrimSpace(v.f.EntityTypes[key].DisplayName)
 }
 
 // register records id at position i of a list in seen, reporting a
@@ -491,7 +516,7 @@ func (v *validator) checkCommands() []agentplane.CommandDefinition {
 			Tool: c.Tool, Parameter: c.Parameter, PickerType: c.PickerType,
 			TargetCatalog: c.TargetCatalog, TargetMode: c.TargetMode, OnSelect: c.OnSelect,
 			SetsSessionMode: c.SetsSessionMode, SetsActiveContext: c.SetsActiveContext, ClearsActiveContext: c.ClearsActiveContext,
-			ActiveEntityType: c.ActiveEntityType, Domain: c.Domain,
+			ActiveEntityType: c.ActiveEntityType, ActiveEntityName: v.entityTypeName(c.ActiveEntityType), Domain: c.Domain,
 			RequiresConfirmation: c.RequiresConfirmation, ProducesSideEffects: c.ProducesSideEffects,
 			ConfirmationText: c.ConfirmationText,
 			Aliases:          c.Aliases, Triggers: c.Triggers, Examples: c.Examples,

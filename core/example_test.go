@@ -25,5 +25,5 @@ func ExampleCore_Turn() {
 	fmt.Println(t.Result.Message)
 	// Output:
 	// invoke_command success ddr
-	// Now working on ddr Agent Control Plane (AGN-000037).
+	// Now working on design decision record Agent Control Plane (AGN-000037).
 }

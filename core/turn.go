@@ -103,6 +103,16 @@ func (c *Core) Records(ctx context.Context, session string, after int64) ([]audi
 	return c.store.Records(ctx, session, after)
 }
 
+// Page returns up to limit of a session's audit records: the first ones
+// above after when after > 0, else the last ones below before (before ≤
+// 0: the chain's end). Its cost does not grow with the session.
+func (c *Core) Page(ctx context.Context, session string, before, after int64, limit int) ([]audit.Record, error) {
+	if after > 0 {
+		return c.store.RecordsAfter(ctx, session, after, limit)
+	}
+	return c.store.RecordsBefore(ctx, session, before, limit)
+}
+
 // Tail returns a session's audit records from its turns-th last user turn
 // to the end (all of them when it has fewer turns, or turns ≤ 0): what a
 // history of the last turns is built from, read page by page from the

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/agentplane/agentplane"
@@ -71,7 +72,7 @@ func applyEffects(s *agentplane.Session, cmd *agentplane.CommandDefinition, item
 			Entity:          &h,
 			RelatedEntities: append([]agentplane.RelatedEntityRef(nil), item.Related...),
 		}
-		msg = joinMsg(msg, fmt.Sprintf("Now working on %s %s (%s).", cmd.ActiveEntityType, h.DisplayName, h.ID))
+		msg = joinMsg(msg, fmt.Sprintf("Now working on %s %s (%s).", cmp.Or(cmd.ActiveEntityName, cmd.ActiveEntityType), h.DisplayName, h.ID))
 	}
 	if cmd.ClearsActiveContext {
 		s.AWC = agentplane.ActiveWorkContext{}

@@ -53,7 +53,9 @@ type env struct {
 }
 
 type envOptions struct {
-	keys  map[string]string // key -> user id
+	db    string              // the SQLite file; "" for a new one
+	edit  func(string) string // changes the demo configuration
+	keys  map[string]string   // key -> user id
 	roles map[string][]string
 	queue int
 	llm   *llmtest.Server // the LLM endpoint; nil: no LLM
@@ -70,6 +72,12 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	metrics := httpapi.NewMetrics()
 	out := demo.NewOutbox(nil)
 	yaml := string(demo.YAML)
+	if o.edit != nil {
+		yaml = o.edit(yaml)
+	}
+	if o.db == "" {
+		o.db = filepath.Join(t.TempDir(), "e2e.db")
+	}
 	if len(o.keys) > 0 {
 		yaml += "\nauth:\n  keys:\n"
 		for key, user := range o.keys {
@@ -83,7 +91,7 @@ func newEnv(t testing.TB, o *envOptions) *env {
 		vars["AGENTPLANE_LLM_BASE_URL"], vars["AGENTPLANE_LLM_MODEL"] = o.llm.URL, "test-model"
 	}
 	// SQLite, with the notification ledger's and the workflows' tables
-	rt := demotest.Runtime(t, plane.Options{Config: core.Source{YAML: []byte(yaml), Name: demo.Name}, DB: filepath.Join(t.TempDir(), "e2e.db"),
+	rt := demotest.Runtime(t, plane.Options{Config: core.Source{YAML: []byte(yaml), Name: demo.Name}, DB: o.db,
 		Core:      core.Options{Programs: out.Programs(), Observer: metrics.Observer(nil), NewID: newIDs()},
 		Hub:       events.Options{Queue: o.queue},
 		Workflows: workflow.Options{Poll: 20 * time.Millisecond, Backoff: time.Millisecond},
@@ -409,6 +417,7 @@ func TestPrincipalsAreIsolated(t *testing.T) {
 	var eb httpapi.ErrorBody
 	for _, c := range []struct{ method, path string }{
 		{"GET", ""}, {"POST", "/turns"}, {"POST", "/intents"}, {"GET", "/audit"}, {"GET", "/events"},
+		{"GET", "/history"}, {"GET", "/audit/verification"}, {"GET", "/audit/replay"},
 	} {
 		var body any
 		if c.method == "POST" {
@@ -480,6 +489,9 @@ func TestBadInput(t *testing.T) {
 		"ContentType":   {"POST", turns, `{"text":"hi"}`, []string{"Content-Type", "text/plain"}, 415, agentplane.CodeInvalidInput, "must send application/json"},
 		"NoContentType": {"POST", "/v1/sessions", "", []string{"Content-Type", ""}, 415, agentplane.CodeInvalidInput, "must send application/json"},
 		"BadAfter":      {"GET", "/v1/sessions/" + s.SessionID + "/audit?after=-1", nil, nil, 400, agentplane.CodeInvalidInput, "non-negative integer"},
+		"BothCursors":   {"GET", "/v1/sessions/" + s.SessionID + "/history?before=5&after=2", nil, nil, 400, agentplane.CodeInvalidInput, "give one cursor, not both"},
+		"BadBefore":     {"GET", "/v1/sessions/" + s.SessionID + "/history?before=x", nil, nil, 400, agentplane.CodeInvalidInput, `before="x"`},
+		"BadPageLimit":  {"GET", "/v1/sessions/" + s.SessionID + "/audit?limit=1001", nil, nil, 400, agentplane.CodeInvalidInput, "from 1 to 1000"},
 		"BadLastEvent":  {"GET", "/v1/sessions/" + s.SessionID + "/events", nil, []string{"Last-Event-ID", "x"}, 400, agentplane.CodeInvalidInput, "Last-Event-ID"},
 		"BadCursor":     {"GET", "/v1/sessions?cursor=zz", nil, nil, 400, agentplane.CodeInvalidInput, "cursor"},
 		"BadLimit":      {"GET", "/v1/sessions?limit=0", nil, nil, 400, agentplane.CodeInvalidInput, "limit"},

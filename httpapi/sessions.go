@@ -11,13 +11,18 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/internal/gzipped"
 	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/replay"
 	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/tool"
+	"github.com/agentplane/agentplane/trigger"
 )
 
 // CreateSession is the body of POST /v1/sessions.
@@ -270,16 +275,48 @@ func (s *Server) postIntent(w http.ResponseWriter, r *http.Request, p auth.Princ
 	return nil
 }
 
+// Page sizes of a session's history and audit pages.
+const (
+	defaultPage = 100
+	maxPage     = 1000
+)
+
+// pageParams reads a page's cursors and size: before or after (not both)
+// and limit; paged is false when none is given.
+func pageParams(r *http.Request) (before, after int64, limit int, paged bool, err error) {
+	q := r.URL.Query()
+	if before, err = seqParam(q.Get("before"), "query parameter before"); err != nil {
+		return
+	}
+	if after, err = seqParam(q.Get("after"), "query parameter after"); err != nil {
+		return
+	}
+	if q.Has("before") && q.Has("after") {
+		err = invalid("query parameters before and after: give one cursor, not both")
+		return
+	}
+	if limit, err = limitParam(r, defaultPage, maxPage); err != nil {
+		return
+	}
+	paged = q.Has("before") || q.Has("limit")
+	return
+}
+
 func (s *Server) getAudit(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	sess, err := s.owned(r, p)
 	if err != nil {
 		return err
 	}
-	after, err := seqParam(r.URL.Query().Get("after"), "query parameter after")
+	before, after, limit, paged, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	recs, err := s.core.Records(r.Context(), sess.ID, after)
+	var recs []audit.Record
+	if paged {
+		recs, err = s.core.Page(r.Context(), sess.ID, before, after, limit)
+	} else {
+		recs, err = s.core.Records(r.Context(), sess.ID, after)
+	}
 	if err != nil {
 		return err
 	}
@@ -288,8 +325,128 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request, p auth.Princip
 		buf.Write(rec.Raw)
 		buf.WriteByte('\n')
 	}
-	w.Header().Set("Content-Type", "application/jsonl")
-	w.Write(buf.Bytes())
+	gzipped.Write(w, r, "application/jsonl", buf.Bytes())
+	return nil
+}
+
+// History is a page of a session's events, in order: the same events as
+// its event stream, each with its seq.
+type History struct {
+	Events     []json.RawMessage `json:"events"`
+	MoreBefore bool              `json:"more_before"` // earlier events exist: ask again with before = the first's seq
+	MoreAfter  bool              `json:"more_after"`  // later events exist: ask again with after = the last's seq
+}
+
+func (s *Server) getHistory(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	before, after, limit, _, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	n := limit
+	if after > 0 {
+		n++ // one more says whether there are more
+	}
+	recs, err := s.core.Page(r.Context(), sess.ID, before, after, n)
+	if err != nil {
+		return err
+	}
+	out := History{Events: make([]json.RawMessage, 0, len(recs))}
+	if after > 0 && len(recs) > limit {
+		recs, out.MoreAfter = recs[:limit], true
+	}
+	out.MoreBefore = len(recs) > 0 && recs[0].Seq > 1 || len(recs) == 0 && after > 1
+	for i := range recs {
+		f, err := events.Encode(&recs[i])
+		if err != nil {
+			return err
+		}
+		out.Events = append(out.Events, f.Data)
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	gzipped.Write(w, r, "application/json", append(body, '\n')) // a page of events compresses about tenfold
+	return nil
+}
+
+// Verification is what checking a session's audit chain found.
+type Verification struct {
+	Verified bool  `json:"verified"`
+	Records  int   `json:"records"`  // records checked
+	LastSeq  int64 `json:"last_seq"` // the last record's seq
+	// FirstBad is the first record that breaks the chain, when one does.
+	FirstBad *BadRecord `json:"first_bad,omitempty"`
+}
+
+// BadRecord is where a chain breaks and why.
+type BadRecord struct {
+	Seq    int64  `json:"seq"`
+	Reason string `json:"reason"`
+}
+
+func (s *Server) getVerification(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	recs, err := s.core.Records(r.Context(), sess.ID, 0)
+	if err != nil {
+		return err
+	}
+	out := Verification{Verified: true, Records: len(recs)}
+	if len(recs) > 0 {
+		out.LastSeq = recs[len(recs)-1].Seq
+	}
+	if err := audit.Verify(recs); err != nil {
+		out.Verified = false
+		var ce *audit.ChainError
+		if errors.As(err, &ce) {
+			out.FirstBad = &BadRecord{Seq: ce.Seq, Reason: ce.Reason}
+		} else {
+			out.FirstBad = &BadRecord{Reason: err.Error()}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// Replayed is a session replayed against the configuration the server
+// runs now: how the records would have come out differently.
+type Replayed struct {
+	Records int `json:"records"`
+	// Total is how many divergences the replay found; Divergences holds
+	// the first MaxDivergences of them, in record order.
+	Total       int                 `json:"total"`
+	Divergences []replay.Divergence `json:"divergences"`
+}
+
+// MaxDivergences bounds the divergences a replay answer lists: a changed
+// configuration can make every record of a long session diverge.
+const MaxDivergences = 1000
+
+func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	recs, err := s.core.Records(r.Context(), sess.ID, 0)
+	if err != nil {
+		return err
+	}
+	if err := audit.Verify(recs); err != nil {
+		return agentplane.Errorf(agentplane.CodeInvalidState, "the session's audit chain does not verify, so it cannot be replayed: %v", err)
+	}
+	divs, err := replay.Session(r.Context(), s.core, recs)
+	if err != nil {
+		return agentplane.Errorf(agentplane.CodeInternal, "replay stopped at a record it could not replay: %v", err)
+	}
+	out := Replayed{Records: len(recs), Total: len(divs), Divergences: append([]replay.Divergence{}, divs[:min(len(divs), MaxDivergences)]...)}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -367,6 +524,8 @@ func (s *Server) getTools(w http.ResponseWriter, r *http.Request, p auth.Princip
 type CommandList struct {
 	Mode     string        `json:"mode"`
 	Commands []CommandItem `json:"commands"`
+	// EntityTypes names the configured entity types for people.
+	EntityTypes map[string]string `json:"entity_types"`
 }
 
 // CommandItem is a command active in the session, as a client offers it:
@@ -387,6 +546,25 @@ type CommandItem struct {
 	ActiveEntityType     string `json:"active_entity_type,omitempty"`
 	ClearsActiveContext  bool   `json:"clears_active_context,omitempty"`
 	RequiresConfirmation bool   `json:"requires_confirmation,omitempty"`
+	// Example is something a person could type to run the command: its
+	// first example, else its first trigger when that needs no item.
+	Example string `json:"example,omitempty"`
+}
+
+// commandExample is a command's Example.
+func commandExample(c *agentplane.CommandDefinition) string {
+	if len(c.Examples) > 0 {
+		return c.Examples[0]
+	}
+	if len(c.Triggers) == 0 {
+		return ""
+	}
+	p, err := trigger.Parse(c.Triggers[0]) // checked when the configuration loaded
+	if err != nil {
+		return ""
+	}
+	text, _ := p.Example()
+	return text
 }
 
 func (s *Server) getCommands(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
@@ -395,13 +573,16 @@ func (s *Server) getCommands(w http.ResponseWriter, r *http.Request, p auth.Prin
 		return err
 	}
 	reg := s.core.Registry()
-	out := CommandList{Mode: sess.Mode, Commands: []CommandItem{}}
+	out := CommandList{Mode: sess.Mode, Commands: []CommandItem{}, EntityTypes: reg.Config().EntityTypes}
+	if out.EntityTypes == nil {
+		out.EntityTypes = map[string]string{}
+	}
 	for _, id := range reg.ActiveCommands(sess.Mode, p.Roles) {
 		c, _ := reg.Command(id)
 		out.Commands = append(out.Commands, CommandItem{ID: c.ID, DisplayName: c.DisplayName, Description: c.Description, Kind: string(c.Kind),
 			Parameter: c.Parameter, CatalogID: c.Source.CatalogID, ProviderID: c.Source.ProviderID, TargetCatalog: c.TargetCatalog,
 			OnSelect: c.OnSelect, SetsSessionMode: c.SetsSessionMode, SetsActiveContext: c.SetsActiveContext, ActiveEntityType: c.ActiveEntityType,
-			ClearsActiveContext: c.ClearsActiveContext, RequiresConfirmation: c.NeedsConfirmation()})
+			ClearsActiveContext: c.ClearsActiveContext, RequiresConfirmation: c.NeedsConfirmation(), Example: commandExample(c)})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -72,13 +72,26 @@ func Run(ctx context.Context, c *core.Core, log io.Reader, out io.Writer) (int, 
 	}
 	total := 0
 	for _, id := range order {
-		n, err := session(ctx, c, sessions[id], out)
+		divs, err := Session(ctx, c, sessions[id])
+		for _, d := range divs {
+			fmt.Fprintf(out, "session %s, record %d (%s): %s differs\n  recorded: %s\n  replayed: %s\n", id, d.Seq, d.Kind, d.Field, d.Recorded, d.Replayed)
+		}
+		total += len(divs)
 		if err != nil {
 			return total, fmt.Errorf("replay: session %s: %w", id, err)
 		}
-		total += n
 	}
 	return total, nil
+}
+
+// Divergence is one way a replayed record came out differently from the
+// recorded one.
+type Divergence struct {
+	Seq      int64           `json:"seq"`   // the record's sequence number
+	Kind     string          `json:"kind"`  // the record's kind
+	Field    string          `json:"field"` // what differs: decision, result, state, llm messages, …
+	Recorded json.RawMessage `json:"recorded"`
+	Replayed json.RawMessage `json:"replayed"`
 }
 
 // player replays one session. Its fields are what the injected clock, id
@@ -87,8 +100,7 @@ func Run(ctx context.Context, c *core.Core, log io.Reader, out io.Writer) (int, 
 type player struct {
 	cur     *audit.Record
 	ids     []string // request ids still to hand out for the current record
-	out     io.Writer
-	count   int
+	divs    []Divergence
 	issued  string            // the token the replay issued for the current record
 	tokens  map[string]string // digest of a recorded token -> the token the replay issued in its place
 	history map[int64]*agentplane.Session
@@ -126,10 +138,9 @@ func (p *player) call(context.Context, json.RawMessage) (json.RawMessage, error)
 }
 
 func (p *player) diverge(field string, recorded, replayed any) {
-	p.count++
 	a, _ := json.Marshal(recorded)
 	b, _ := json.Marshal(replayed)
-	fmt.Fprintf(p.out, "session %s, record %d (%s): %s differs\n  recorded: %s\n  replayed: %s\n", p.cur.Session, p.cur.Seq, p.cur.Kind, field, a, b)
+	p.divs = append(p.divs, Divergence{Seq: p.cur.Seq, Kind: p.cur.Kind, Field: field, Recorded: a, Replayed: b})
 }
 
 // compare reports a divergence when the two values' canonical JSON
@@ -186,22 +197,25 @@ func (s sessions) Session(ctx context.Context, id string) (*agentplane.Session, 
 	return s.Store.Session(ctx, id)
 }
 
-func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writer) (int, error) {
+// Session replays one session's records, whose chain the caller has
+// verified, on the core's configuration and returns its divergences (with
+// an error, those found before the replay could not go on).
+func Session(ctx context.Context, c *core.Core, recs []audit.Record) ([]Divergence, error) {
 	if len(recs) == 0 || recs[0].Kind != audit.KindOpen || recs[0].State == nil {
-		return 0, errors.New("the log does not start with the session's open record")
+		return nil, errors.New("the log does not start with the session's open record")
 	}
-	p := &player{cur: &recs[0], out: out, tokens: map[string]string{}, history: map[int64]*agentplane.Session{}}
+	p := &player{cur: &recs[0], tokens: map[string]string{}, history: map[int64]*agentplane.Session{}}
 	stand := tool.NewRegistry() // the same tools, answering from the record
 	for _, name := range c.Tools().Names() {
 		t, _ := c.Tools().Get(name)
 		if err := stand.Register(&tool.Func{S: t.Spec(), Fn: p.call}); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 	st := sessions{Store: memstore.New(), p: p}
 	rc, err := c.Derive(core.Derived{Store: st, Now: p.now, NewID: p.newID, NewToken: p.newToken, Tools: stand})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var limits config.LLM
 	if l := c.Config().LLM; l != nil {
@@ -218,7 +232,7 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 	first := recs[0].State
 	s, err := rc.Gate().Open(ctx, gate.Opening{SessionID: first.ID, Mode: first.Mode, Principal: recs[0].Principal, Owner: first.Owner, UI: first.UI})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	p.compare("state", first, s)
 	p.history[s.Version] = s
@@ -231,14 +245,14 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 		switch r.Kind {
 		case audit.KindTurn:
 			if r.Input == nil {
-				return p.count, fmt.Errorf("record %d: a turn without input", r.Seq)
+				return p.divs, fmt.Errorf("record %d: a turn without input", r.Seq)
 			}
 			if _, err := rc.Turn(ctx, core.TurnRequest{SessionID: r.Session, Principal: r.Principal, Input: *r.Input}); err != nil {
 				p.diverge("turn", r.Decision, err.Error())
 			}
 		case audit.KindExecution:
 			if r.Intent == nil {
-				return p.count, fmt.Errorf("record %d: an execution without intent", r.Seq)
+				return p.divs, fmt.Errorf("record %d: an execution without intent", r.Seq)
 			}
 			in := *r.Intent
 			if r.Presented != "" {
@@ -248,25 +262,25 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 				}
 			}
 			if _, err := rc.Intent(ctx, gate.IntentRequest{SessionID: r.Session, Principal: r.Principal, Roles: r.Roles, Intent: in, Approval: r.Approval}); err != nil {
-				return p.count, err
+				return p.divs, err
 			}
 		case audit.KindResume:
 			if _, _, err := rc.Resume(ctx, r.Session, r.Principal); err != nil {
-				return p.count, err
+				return p.divs, err
 			}
 		case audit.KindLLM:
 			// the request the LLM connection would send now, against the
 			// recorded one; then the recorded answer, as the model's
 			if r.LLM == nil {
-				return p.count, fmt.Errorf("record %d: an llm record without its exchange", r.Seq)
+				return p.divs, fmt.Errorf("record %d: an llm record without its exchange", r.Seq)
 			}
 			sess, err := st.Session(ctx, r.Session)
 			if err != nil {
-				return p.count, err
+				return p.divs, err
 			}
 			req, offered, err := agent.Request(ctx, sess, r.Roles)
 			if err != nil {
-				return p.count, err
+				return p.divs, err
 			}
 			p.compare("llm tools offered", r.LLM.Tools, offered)
 			if r.LLM.Digest != "" {
@@ -293,32 +307,32 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 				p.compare("llm messages", recorded, req.Messages)
 			}
 			if _, err := rc.Gate().RecordExchange(ctx, r.Session, r.Principal, r.Roles, r.LLM); err != nil {
-				return p.count, err
+				return p.divs, err
 			}
 		case audit.KindNotice:
 			if r.Notice == nil {
-				return p.count, fmt.Errorf("record %d: a notice without its notification", r.Seq)
+				return p.divs, fmt.Errorf("record %d: a notice without its notification", r.Seq)
 			}
 			if _, err := rc.Gate().RecordNotice(ctx, r.Session, r.Notice); err != nil {
-				return p.count, err
+				return p.divs, err
 			}
 		case audit.KindProposal:
 			if r.Intent == nil || r.Decision == nil {
-				return p.count, fmt.Errorf("record %d: a proposal without its call or question", r.Seq)
+				return p.divs, fmt.Errorf("record %d: a proposal without its call or question", r.Seq)
 			}
 			sess, err := st.Session(ctx, r.Session)
 			if err != nil {
-				return p.count, err
+				return p.divs, err
 			}
 			if _, err := rc.Gate().Propose(ctx, sess, r.Principal, r.Intent.Action, r.Intent.Args, r.Decision.QuestionText); err != nil {
 				p.diverge("proposal", r.Decision, err.Error())
 			}
 		default:
-			return p.count, fmt.Errorf("record %d: unexpected kind %q", r.Seq, r.Kind)
+			return p.divs, fmt.Errorf("record %d: unexpected kind %q", r.Seq, r.Kind)
 		}
 		got, err := st.Records(ctx, r.Session, int64(i))
 		if err != nil {
-			return p.count, err
+			return p.divs, err
 		}
 		p.compareRecord(got)
 		if r.Issued != "" && p.issued != "" {
@@ -326,9 +340,9 @@ func session(ctx context.Context, c *core.Core, recs []audit.Record, out io.Writ
 		}
 		cur, err := st.Store.Session(ctx, r.Session)
 		if err != nil {
-			return p.count, err
+			return p.divs, err
 		}
 		p.history[cur.Version] = cur
 	}
-	return p.count, nil
+	return p.divs, nil
 }

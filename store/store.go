@@ -44,6 +44,9 @@ type Store interface {
 	// chain's end), in order: a page read from the end, whose cost does
 	// not grow with the chain.
 	RecordsBefore(ctx context.Context, session string, before int64, limit int) ([]audit.Record, error)
+	// RecordsAfter returns the first limit (at least 1) audit records of
+	// the session with sequence numbers above after, in order.
+	RecordsAfter(ctx context.Context, session string, after int64, limit int) ([]audit.Record, error)
 	// Sessions returns a page of an owner's sessions, newest first. A
 	// cursor that is not one Sessions returned is an error with code
 	// invalid_input.

@@ -28,3 +28,11 @@ func ExampleParse() {
 	// "don't switch to ddr mode" -> no match
 	// 12 phrasings
 }
+
+func ExamplePattern_Example() {
+	p, _ := trigger.Parse("[i want to] (browse|see) [the] (ddrs|design decisions)")
+	text, ok := p.Example()
+	fmt.Println(text, ok)
+	// Output:
+	// i want to browse the ddrs true
+}

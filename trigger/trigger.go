@@ -300,3 +300,14 @@ func clonePhrasings(in []Phrasing) []Phrasing {
 func (ph *Phrasing) Words() []string {
 	return append(append(make([]string, 0, len(ph.Prefix)+len(ph.Suffix)), ph.Prefix...), ph.Suffix...)
 }
+
+// Example is the pattern's preferred phrasing as an utterance a person
+// could type ("[i want to] work on [the] templates" gives "i want to work
+// on the templates"); ok is false for a pattern with a slot, whose
+// example would need an item.
+func (p *Pattern) Example() (text string, ok bool) {
+	if p.HasSlot() || len(p.Phrasings) == 0 {
+		return "", false
+	}
+	return strings.Join(p.Phrasings[0].Prefix, " "), true
+}

@@ -23,6 +23,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/agentplane/agentplane/internal/gzipped"
 )
 
 //go:embed assets
@@ -117,7 +119,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := a.Raw
-	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+	if gzipped.Accepts(r.Header.Get("Accept-Encoding")) {
 		hd.Set("Content-Encoding", "gzip")
 		body = a.Gzip
 	}
@@ -126,18 +128,4 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead {
 		w.Write(body)
 	}
-}
-
-// acceptsGzip reports whether an Accept-Encoding header takes gzip (and
-// does not refuse it with q=0).
-func acceptsGzip(accept string) bool {
-	for _, part := range strings.Split(accept, ",") {
-		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if !strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.TrimSpace(name) != "*" {
-			continue
-		}
-		q := strings.ReplaceAll(params, " ", "")
-		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
-	}
-	return false
 }

@@ -203,6 +203,28 @@ func (s *Store) RecordsBefore(_ context.Context, session string, before int64, l
 	return out, nil
 }
 
+// RecordsAfter returns copies of the first limit audit records of the
+// session above a sequence number, in order.
+func (s *Store) RecordsAfter(_ context.Context, session string, after int64, limit int) ([]audit.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.chains[session]
+	if ch == nil || after >= int64(len(ch.raw)) {
+		return nil, nil
+	}
+	start := max(after, 0)
+	end := min(start+int64(max(limit, 1)), int64(len(ch.raw)))
+	out := make([]audit.Record, 0, end-start)
+	for _, raw := range ch.raw[start:end] {
+		r, err := audit.Decode(raw)
+		if err != nil {
+			return nil, fmt.Errorf("memstore: record of %s: %w", session, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // Records returns copies of the session's audit records after a sequence
 // number, in order.
 func (s *Store) Records(_ context.Context, session string, after int64) ([]audit.Record, error) {

@@ -383,6 +383,12 @@ func (s *Store) RecordsBefore(ctx context.Context, session string, before int64,
 		session, before, max(limit, 1))
 }
 
+// RecordsAfter returns the first limit audit records of the session above
+// a sequence number, in order.
+func (s *Store) RecordsAfter(ctx context.Context, session string, after int64, limit int) ([]audit.Record, error) {
+	return s.auditRows(ctx, session, `SELECT record FROM audit WHERE session = $1 AND seq > $2 ORDER BY seq LIMIT $3`, session, after, max(limit, 1))
+}
+
 // auditRows runs a query of a session's audit records.
 func (s *Store) auditRows(ctx context.Context, session, query string, args ...any) ([]audit.Record, error) {
 	rows, err := s.pool.Query(ctx, query, args...)

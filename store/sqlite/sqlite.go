@@ -93,6 +93,7 @@ const (
 	readConfirmation  = `SELECT confirmation, used FROM confirmations WHERE digest = ?`
 	readRecords       = `SELECT record FROM audit WHERE session = ? AND seq > ? ORDER BY seq`
 	readRecordsBefore = `SELECT record FROM (SELECT seq, record FROM audit WHERE session = ? AND seq < ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`
+	readRecordsAfter  = `SELECT record FROM audit WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?`
 )
 
 // request is a commit or a claim waiting for a leader.
@@ -184,7 +185,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	for _, q := range []string{readSession, readRequest, readConfirmation, readRecords, readRecordsBefore} {
+	for _, q := range []string{readSession, readRequest, readConfirmation, readRecords, readRecordsBefore, readRecordsAfter} {
 		st, err := db.Prepare(q)
 		if err != nil {
 			s.closeReads()
@@ -431,6 +432,12 @@ func (s *Store) RecordsBefore(ctx context.Context, session string, before int64,
 		before = math.MaxInt64
 	}
 	return s.auditRows(ctx, session, readRecordsBefore, session, before, max(limit, 1))
+}
+
+// RecordsAfter returns the first limit audit records of the session above
+// a sequence number, in order.
+func (s *Store) RecordsAfter(ctx context.Context, session string, after int64, limit int) ([]audit.Record, error) {
+	return s.auditRows(ctx, session, readRecordsAfter, session, after, max(limit, 1))
 }
 
 // auditRows runs one of the prepared reads of a session's audit records.

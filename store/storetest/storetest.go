@@ -141,6 +141,20 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		if page, err := s.RecordsBefore(ctx, "nobody", 0, 5); err != nil || len(page) != 0 {
 			t.Fatalf("a session with no chain: %d, %v", len(page), err)
 		}
+		for _, c := range []struct {
+			after    int64
+			limit    int
+			first, n int64
+		}{{0, 2, 1, 2}, {0, 9, 1, 5}, {3, 9, 4, 2}, {4, 1, 5, 1}, {5, 3, 0, 0}, {99, 1, 0, 0}, {2, 0, 3, 1}, {-1, 2, 1, 2}} {
+			page, err := s.RecordsAfter(ctx, "a", c.after, c.limit)
+			if err != nil || int64(len(page)) != c.n || c.n > 0 && (page[0].Seq != c.first || page[len(page)-1].Seq != c.first+c.n-1 ||
+				page[0].Hash != recs[c.first-1].Hash) {
+				t.Fatalf("records after %d, limit %d: %d (%v), want %d from %d", c.after, c.limit, len(page), err, c.n, c.first)
+			}
+		}
+		if page, err := s.RecordsAfter(ctx, "nobody", 0, 5); err != nil || len(page) != 0 {
+			t.Fatalf("a session with no chain: %d, %v", len(page), err)
+		}
 	})
 
 	t.Run("RecordOnlyCommitRecordsTheCurrentState", func(t *testing.T) {
