@@ -200,6 +200,7 @@ func (s *server) startWorkflow(t *testing.T, session string, def map[string]any)
 type page struct {
 	t      *testing.T
 	ctx    context.Context
+	close  context.CancelFunc // closes the tab (a browser holds six connections to a server, and each tab's stream takes one)
 	shots  string
 	errors chan string
 }
@@ -230,7 +231,7 @@ func newPage(t *testing.T, browser context.Context) *page {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(browser)
 	t.Cleanup(cancel)
-	p := &page{t: t, ctx: ctx, errors: make(chan string, 100)}
+	p := &page{t: t, ctx: ctx, close: cancel, errors: make(chan string, 100)}
 	err := chromedp.Listen(ctx, func(ev any) {
 		if e, ok := ev.(*runtime.EventExceptionThrown); ok && e.ExceptionDetails != nil {
 			msg := e.ExceptionDetails.Text
@@ -402,7 +403,7 @@ func TestWebPage(t *testing.T) {
 	t.Run("flow A: switch mode", func(t *testing.T) {
 		p.t = t
 		p.say("switch to DDR mode")
-		p.wait(`document.getElementById('mode').value === 'ddr'`)
+		p.wait(`document.getElementById('mode').dataset.value === 'ddr'`)
 		p.wait(lastSys + `.startsWith('✓')`)
 		if got := p.str(`[...document.querySelectorAll('#log .msg-user')].pop().textContent`); got != "switch to DDR mode" {
 			t.Fatalf("the person's message shows as %q", got)
@@ -413,8 +414,10 @@ func TestWebPage(t *testing.T) {
 		}
 		p.shot("flow-a")
 		// and back through the mode switcher (by keyboard), which runs the same command
-		p.run(chromedp.Focus(chromedp.CSS("#mode")), chromedp.KeyEvent(kb.ArrowUp))
-		p.wait(`document.getElementById('mode').value === 'general'`)
+		p.run(chromedp.Focus(chromedp.CSS("#mode")), chromedp.KeyEvent(kb.ArrowDown))
+		p.wait(`document.getElementById('mode-list').matches(':popover-open') && document.activeElement.id === 'mode-list'`)
+		p.run(chromedp.KeyEvent(kb.ArrowUp), chromedp.KeyEvent(kb.Enter))
+		p.wait(`document.getElementById('mode').dataset.value === 'general'`)
 		p.wait(`[...document.querySelectorAll('#log .msg-user')].pop().textContent === 'Switch mode: General'`)
 	})
 
@@ -514,9 +517,9 @@ func TestWebPage(t *testing.T) {
 
 	t.Run("flow D: confirmation dialog", func(t *testing.T) {
 		p.t = t
-		p.run(chromedp.Focus(chromedp.CSS("#mode")), chromedp.KeyEvent(kb.ArrowDown)) // general → DDR
+		p.run(chromedp.Focus(chromedp.CSS("#mode")), chromedp.KeyEvent(kb.ArrowDown), chromedp.KeyEvent(kb.ArrowDown), chromedp.KeyEvent(kb.Enter)) // general → DDR
 		p.wait(`[...document.querySelectorAll('#log .msg-user')].pop().textContent === 'Switch mode: DDR'`)
-		p.run(chromedp.KeyEvent(kb.ArrowDown)) // DDR → Sales
+		p.run(chromedp.Focus(chromedp.CSS("#mode")), chromedp.KeyEvent(kb.ArrowDown), chromedp.KeyEvent(kb.ArrowDown), chromedp.KeyEvent(kb.Enter)) // DDR → Sales
 		p.wait(`[...document.querySelectorAll('#log .msg-user')].pop().textContent === 'Switch mode: Sales' && ` + lastSys + ` === '✓ Mode: Sales.'`)
 		p.say("send this to the Q1 pilot list")
 		p.wait(`document.getElementById('confirm').open`)
@@ -693,7 +696,7 @@ func TestWebPage(t *testing.T) {
 		p.say("switch to DDR mode")
 		time.Sleep(300 * time.Millisecond)
 		srv.start(t)
-		p.wait(`document.body.dataset.connection === 'up' && document.getElementById('mode').value === 'ddr'`)
+		p.wait(`document.body.dataset.connection === 'up' && document.getElementById('mode').dataset.value === 'ddr'`)
 		p.wait(lastSys + `.startsWith('✓')`)
 		after := p.str(`JSON.stringify([...document.querySelectorAll('#log li')].map(e => e.dataset.seq + ' ' + e.className + ' ' + e.textContent))`)
 		var b, a []string
@@ -871,7 +874,7 @@ func TestWebPageSignIn(t *testing.T) {
 	p.run(chromedp.SendKeys(chromedp.CSS("#signin-key"), key+kb.Enter))
 	p.wait(`!document.getElementById('signin').open && !document.getElementById('composer-text').disabled`)
 	p.say("switch to DDR mode")
-	p.wait(`document.getElementById('mode').value === 'ddr'`)
+	p.wait(`document.getElementById('mode').dataset.value === 'ddr'`)
 	var list struct {
 		Sessions []struct{ SessionID string } `json:"sessions"`
 	}

@@ -25,7 +25,16 @@ const state = {
   stopSession: null,
   down: new Map(), // stream -> retry delay, while it is disconnected
   started: false,
+  firstSeq: 0, // the earliest event drawn
+  moreBefore: false, // earlier events are not drawn yet
+  earlier: null, // the load of an earlier page, while it runs
+  batch: null, // a fragment that events are drawn into (a page of history), else null
+  entityTypes: {}, // entity type -> display name
 };
+
+// PAGE is how many events a page of history holds: the newest page is
+// drawn when a session opens, earlier ones as the person scrolls up.
+const PAGE = 100;
 
 class APIError extends Error {
   constructor(status, code, message) {
@@ -195,7 +204,13 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
+// append adds a line to the conversation (or to the page of history being
+// drawn), following it when the person was at the end.
 function append(node) {
+  if (state.batch) {
+    state.batch.append(node);
+    return node;
+  }
   const log = $('log');
   const atEnd = log.scrollHeight - log.scrollTop - log.clientHeight < 80;
   log.append(node);
@@ -215,11 +230,11 @@ function why(trace) {
 }
 
 function resultLine(r, seq) {
-  if (!r || r.status === 'none') return;
+  if (!r || r.status === 'none') return null;
   if (r.status === 'success') return line('✓ ' + (r.message || r.tool + ' done'), 'msg-sys ok', seq);
-  if (r.status === 'confirmation_required') return;
+  if (r.status === 'confirmation_required') return null;
   const detail = (r.error && (r.error.detail || r.error.message)) || r.message || r.status;
-  line('✕ ' + detail, 'msg-sys bad', seq);
+  return line('✕ ' + detail, 'msg-sys bad', seq);
 }
 
 function commandName(id) {
@@ -288,9 +303,13 @@ function render(e) {
 function renderTurn(e) {
   const seq = e.seq;
   const input = e.input || {};
+  retire(); // a new turn answers (or passes over) every earlier question
+  hideHint();
   if (input.selection) {
     const s = input.selection;
-    line(`${commandName(s.command_id)}: ${state.names.get(s.id) || s.id}`, 'msg-user', seq);
+    const c = state.commands.find((x) => x.id === s.command_id);
+    const name = state.names.get(s.id) || (c && c.sets_session_mode ? modeName(s.id) : s.id); // a reload knows the modes' names
+    line(`${commandName(s.command_id)}: ${name}`, 'msg-user', seq);
   } else if (input.text) {
     line(input.text, 'msg-user', seq);
   }
@@ -298,14 +317,12 @@ function renderTurn(e) {
   let li;
   switch (d.action) {
     case 'invoke_command':
-      if (e.result && e.result.status !== 'none' && e.result.status !== 'confirmation_required') {
-        resultLine(e.result, seq);
-        li = $('log').lastElementChild;
-      } else li = line(`Running ${commandName(d.command_id)}…`, 'msg-sys', seq);
+      if (e.result && e.result.status !== 'none' && e.result.status !== 'confirmation_required') li = resultLine(e.result, seq);
+      else li = line(`Running ${commandName(d.command_id)}…`, 'msg-sys', seq);
       break;
     case 'open_picker':
       li = line(`${commandName(d.command_id)}: choose an item${d.prefilter_text ? ` matching “${d.prefilter_text}”` : ''}.`, 'msg-sys', seq);
-      li.append(el('div', { class: 'choices' }, el('button', { type: 'button', text: 'Choose…', onclick: () => openPicker(d) })));
+      li.append(choices(el('button', { type: 'button', text: 'Choose…', onclick: (ev) => openPicker(d, ev.target.parentElement) })));
       break;
     case 'ask_clarifying_question':
       if ((d.command_id && d.resolved_id) || d.tool) {
@@ -330,8 +347,48 @@ function renderTurn(e) {
   }
 }
 
+// The controls in the conversation (option buttons, Choose…, Confirm…)
+// answer the newest question only. A group is disabled the moment one of
+// its buttons answers, and every group is retired by the next turn — the
+// same whether the events arrive live or are drawn again after a reload,
+// so an answered control never comes back.
+const live = []; // groups that may still answer, oldest first
+
+function choices(...buttons) {
+  const box = el('div', { class: 'choices' }, ...buttons);
+  if (!state.older) live.push(box);
+  else answered(box); // a page of earlier history: all answered since
+  return box;
+}
+
+function answered(box) {
+  if (!box) return;
+  for (const b of box.querySelectorAll('button')) b.disabled = true;
+  const i = live.indexOf(box);
+  if (i >= 0) live.splice(i, 1);
+}
+
+function retire() {
+  while (live.length) {
+    const box = live[live.length - 1];
+    box.dataset.retired = 'true';
+    answered(box);
+  }
+}
+
+// answer disables a group at once and sends its answer; a group whose
+// answer could not be sent can answer again.
+function answer(box, send) {
+  answered(box);
+  send().catch(() => {
+    if (!box.isConnected || box.dataset.retired) return; // a newer turn passed over it
+    for (const b of box.querySelectorAll('button')) b.disabled = false;
+    live.push(box);
+  });
+}
+
 function optionButtons(d) {
-  const box = el('div', { class: 'choices' });
+  const box = choices();
   (d.options || []).forEach((label, i) => {
     const id = d.option_ids && d.option_ids[i];
     box.append(
@@ -339,10 +396,9 @@ function optionButtons(d) {
         type: 'button',
         text: label,
         onclick: () => {
-          if (id) {
-            state.names.set(id, label);
-            sendTurn({ selection: { command_id: d.command_id, id } });
-          } else sendTurn({ text: label });
+          if (id) state.names.set(id, label);
+          answer(box, () => sendTurn(id ? { selection: { command_id: d.command_id, id } } : { text: label }));
+          focusComposer();
         },
       }),
     );
@@ -354,21 +410,20 @@ function optionButtons(d) {
 // buttons stay live while the session waits for the answer.
 function confirmEntry(question, seq) {
   const li = line(question, 'msg-sys', seq);
-  li.append(
-    el(
-      'div',
-      { class: 'choices' },
-      el('button', { type: 'button', class: 'primary confirm-choice', text: 'Confirm…', onclick: () => openConfirm(question) }),
-      el('button', { type: 'button', class: 'confirm-choice', text: 'Cancel', onclick: () => decline() }),
-    ),
+  const box = choices(
+    el('button', { type: 'button', class: 'primary', text: 'Confirm…', onclick: () => openConfirm(question, box) }),
+    el('button', { type: 'button', text: 'Cancel', onclick: () => decline(box) }),
   );
-  syncConfirmButtons();
+  box.classList.add('confirm-choices');
+  li.append(box);
   return li;
 }
 
+// syncConfirmButtons retires the confirmation's buttons once the session
+// no longer waits for it (answered here, in another tab, or expired).
 function syncConfirmButtons() {
-  const pending = !!(state.snapshot && state.snapshot.pending_confirmation);
-  for (const b of document.querySelectorAll('.confirm-choice')) b.disabled = !pending;
+  if (state.snapshot && state.snapshot.pending_confirmation) return;
+  for (const box of live.filter((b) => b.classList.contains('confirm-choices'))) answered(box);
 }
 
 function streamText(delta) {
@@ -402,6 +457,103 @@ function onSessionEvent(ev) {
   }
   render(e);
   if (e.snapshot) setSnapshot(e.snapshot);
+  syncConfirmButtons();
+  if (!state.firstSeq) state.firstSeq = seq;
+}
+
+// drawPage draws a page of history: the newest when a session opens
+// (older = false), or one before what is drawn. Each event is drawn once,
+// into a fragment put in place in one go, so a page costs the same
+// whatever the session's length.
+function drawPage(page, older) {
+  const log = $('log');
+  const frag = document.createDocumentFragment();
+  state.batch = frag;
+  state.older = older;
+  try {
+    for (const e of page.events) {
+      if (!older) {
+        if (e.seq <= state.lastSeq) continue;
+        state.lastSeq = e.seq;
+      }
+      try {
+        render(e);
+      } catch {
+        /* an event the page cannot draw is skipped */
+      }
+    }
+  } finally {
+    state.batch = null;
+    state.older = false;
+  }
+  if (page.events.length) state.firstSeq = older || !state.firstSeq ? page.events[0].seq : state.firstSeq;
+  state.moreBefore = page.more_before;
+  const top = log.firstElementChild && log.firstElementChild.classList.contains('earlier') ? log.firstElementChild : null;
+  if (older) {
+    const from = log.scrollHeight - log.scrollTop; // the person's place, measured from the end
+    (top ? top.after(frag) : log.prepend(frag));
+    log.scrollTop = log.scrollHeight - from;
+  } else {
+    log.append(frag);
+    log.scrollTop = log.scrollHeight;
+  }
+  if (state.moreBefore && !top) log.prepend(el('li', { class: 'earlier' }, el('button', { type: 'button', text: 'Show earlier messages', onclick: loadEarlier })));
+  else if (!state.moreBefore && top) top.remove();
+  syncConfirmButtons();
+}
+
+// loadEarlier draws the page before the earliest event drawn.
+function loadEarlier() {
+  if (!state.moreBefore || state.earlier || !state.session) return state.earlier;
+  const session = state.session;
+  state.earlier = api('GET', `/v1/sessions/${encodeURIComponent(session)}/history?limit=${PAGE}&before=${state.firstSeq}`)
+    .then((page) => {
+      if (session === state.session) drawPage(page, true);
+    })
+    .catch(() => {
+      /* tried again on the next scroll */
+    })
+    .finally(() => {
+      state.earlier = null;
+    });
+  return state.earlier;
+}
+
+$('log').addEventListener('scroll', () => {
+  if ($('log').scrollTop < 300) loadEarlier();
+});
+
+// The first screen of a new session says what can be typed: the examples
+// of the mode's commands, launchers first, each a button that sends it.
+function showHint() {
+  const examples = [...state.commands]
+    .sort((a, b) => (a.kind === 'launcher' ? 0 : 1) - (b.kind === 'launcher' ? 0 : 1))
+    .map((c) => c.example)
+    .filter(Boolean)
+    .map((t) => t[0].toUpperCase() + t.slice(1))
+    .slice(0, 3);
+  hideHint();
+  if (!examples.length) return;
+  const box = el('div', { class: 'choices' });
+  for (const text of examples) {
+    box.append(
+      el('button', {
+        type: 'button',
+        text,
+        onclick: () => {
+          hideHint();
+          sendTurn({ text }).catch(() => {});
+          focusComposer();
+        },
+      }),
+    );
+  }
+  append(el('li', { class: 'msg-sys hint', id: 'hint' }, 'Type a message, or try one of these:', box));
+}
+
+function hideHint() {
+  const h = $('hint');
+  if (h) h.remove();
 }
 
 // --- turns ------------------------------------------------------------
@@ -463,6 +615,26 @@ $('composer').addEventListener('submit', async (ev) => {
   }
 });
 
+// focusComposer puts the focus and the caret in the message box. A
+// dialog closed by a mouse click has already given the focus back to the
+// box, but the click's own handling left the document's caret where the
+// pointer was (a focus() on a focused element does not move it), so keys
+// would reach the box and type nothing: the caret is set explicitly.
+function focusComposer() {
+  const box = $('composer-text');
+  box.focus();
+  const end = box.value.length;
+  box.setSelectionRange(end, end);
+}
+
+// closeDialog closes a dialog and gives the message box the focus and the
+// caret at once: a key pressed right after the click that closed it
+// reaches the box (the dialog's close event comes a moment later).
+function closeDialog(d) {
+  d.close();
+  focusComposer();
+}
+
 function grow() {
   const box = $('composer-text');
   box.style.height = 'auto';
@@ -470,6 +642,11 @@ function grow() {
 }
 
 $('composer-text').addEventListener('input', grow);
+// the placeholder's hint fits where the box is wide enough
+const narrow = matchMedia('(max-width: 560px)');
+const placeholder = () => ($('composer-text').placeholder = narrow.matches ? 'Message' : 'Message — Enter sends, Shift+Enter for a new line');
+narrow.addEventListener('change', placeholder);
+placeholder();
 $('composer-text').addEventListener('keydown', (ev) => {
   if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
     ev.preventDefault();
@@ -484,10 +661,13 @@ $('composer-text').addEventListener('keypress', (ev) => {
 
 // --- the picker -------------------------------------------------------
 
-const picker = { d: null, items: [], active: -1, timer: 0, serial: 0 };
+const picker = { d: null, box: null, items: [], active: -1, timer: 0, serial: 0 };
 
-async function openPicker(d) {
+// openPicker opens the picker of a decision; box is the conversation's
+// Choose… group it answers, when opened from there.
+async function openPicker(d, box = null) {
   picker.d = d;
+  picker.box = box || (live.length ? live[live.length - 1] : null);
   $('picker-title').textContent = commandName(d.command_id);
   const q = $('picker-q');
   q.value = d.prefilter_text || '';
@@ -547,9 +727,12 @@ function activate(i) {
 function choose(i) {
   const it = picker.items[i];
   if (!it) return;
-  $('picker').close();
+  closeDialog($('picker'));
   state.names.set(it.id, it.display_name);
-  sendTurn({ selection: { command_id: picker.d.command_id, id: it.id } }).catch(() => {});
+  const box = picker.box;
+  const send = () => sendTurn({ selection: { command_id: picker.d.command_id, id: it.id } });
+  if (box && live.includes(box)) answer(box, send);
+  else send().catch(() => {});
 }
 
 $('picker-q').addEventListener('input', (ev) => {
@@ -570,19 +753,26 @@ $('picker-q').addEventListener('keydown', (ev) => {
     choose(picker.active);
   }
 });
-$('picker-cancel').addEventListener('click', () => $('picker').close());
-$('picker').addEventListener('close', () => $('composer-text').focus());
+$('picker-list').addEventListener('mousedown', (ev) => ev.preventDefault()); // the filter keeps the focus
+$('picker-cancel').addEventListener('click', () => closeDialog($('picker')));
+$('picker').addEventListener('close', focusComposer);
 
 // --- confirmation -----------------------------------------------------
 
-function openConfirm(question) {
+// openConfirm asks in the dialog; box is the conversation's group of the
+// same question, answered with it.
+function openConfirm(question, box = null) {
+  confirmBox = box || live.find((b) => b.classList.contains('confirm-choices')) || null;
   $('confirm-text').textContent = question || 'Go ahead?';
   if (!$('confirm').open) $('confirm').showModal();
   $('confirm-no').focus(); // the safe answer is the default
 }
 
+let confirmBox = null;
+
 async function confirmYes() {
-  $('confirm').close();
+  closeDialog($('confirm'));
+  answered(confirmBox);
   const pc = state.snapshot && state.snapshot.pending_confirmation;
   const c = state.confirm;
   state.confirm = null;
@@ -598,15 +788,16 @@ async function confirmYes() {
   if (pc) sendTurn({ text: 'yes' }).catch(() => {}); // no token in this page (it reloaded): the human's yes, in a turn
 }
 
-function decline() {
-  $('confirm').close();
+function decline(box = confirmBox) {
+  closeDialog($('confirm'));
+  answered(box);
   state.confirm = null;
   sendTurn({ text: 'no' }).catch(() => {});
 }
 
 $('confirm-yes').addEventListener('click', confirmYes);
-$('confirm-no').addEventListener('click', decline);
-$('confirm').addEventListener('close', () => $('composer-text').focus());
+$('confirm-no').addEventListener('click', () => decline());
+$('confirm').addEventListener('close', focusComposer);
 
 // --- mode and work context ---------------------------------------------
 
@@ -618,8 +809,7 @@ function modeName(key) {
 function setSnapshot(s) {
   if (!s || (state.snapshot && s.session_id === state.snapshot.session_id && s.version < state.snapshot.version)) return;
   state.snapshot = s;
-  const sel = $('mode');
-  if (sel.value !== s.mode) sel.value = s.mode;
+  showMode();
   renderContext();
   syncConfirmButtons();
   if (s.mode !== state.commandsMode) loadCommands();
@@ -640,12 +830,17 @@ async function loadCommands() {
     const l = await api('GET', `/v1/sessions/${encodeURIComponent(state.session)}/commands`);
     state.commands = l.commands;
     state.commandsMode = l.mode;
+    state.entityTypes = l.entity_types || {};
   } catch {
     state.commandsMode = '';
   }
   $('mode').disabled = !state.commands.some((c) => c.sets_session_mode);
   renderContext();
+  if ($('hint')) showHint(); // the examples of the mode now active
 }
+
+// typeName is how an entity type is shown: its configured name, else its key.
+const typeName = (key) => state.entityTypes[key] || (key || '').replaceAll('_', ' ');
 
 function renderContext() {
   const box = $('awc');
@@ -658,7 +853,7 @@ function renderContext() {
   }
   const h = awc.entity_header;
   const parts = [
-    el('p', {}, el('strong', { text: h.display_name || h.id }), el('br'), el('span', { class: 'muted', text: `${(awc.entity_type || '').replaceAll('_', ' ')} · ${h.id}` })),
+    el('p', {}, el('strong', { text: h.display_name || h.id }), el('br'), el('span', { class: 'muted', text: `${typeName(awc.entity_type)} · ${h.id}` })),
   ];
   if (awc.related_entities && awc.related_entities.length) {
     parts.push(el('h3', { class: 'muted', text: 'Related' }));
@@ -666,7 +861,7 @@ function renderContext() {
       el(
         'ul',
         {},
-        ...awc.related_entities.map((r) => el('li', { text: `${r.header.display_name || r.header.id} (${[r.role, (r.entity_type || '').replaceAll('_', ' ')].filter(Boolean).join(', ')})` })),
+        ...awc.related_entities.map((r) => el('li', { text: `${r.header.display_name || r.header.id} (${[r.role, typeName(r.entity_type)].filter(Boolean).join(', ')})` })),
       ),
     );
   }
@@ -685,17 +880,72 @@ function clearCommand() {
 $('awc-clear').addEventListener('click', () => {
   const c = clearCommand();
   const awc = state.snapshot.awc;
+  focusComposer(); // the button hides when the context clears: the focus must not go with it
   if (c && awc.entity_header) sendTurn({ selection: { command_id: c.id, id: awc.entity_header.id } }).catch(() => {});
 });
 
-$('mode').addEventListener('change', (ev) => {
+// The mode switcher is a button that opens a list of the modes (a
+// popover: a click elsewhere or Escape closes it), used alike with the
+// mouse and with keys: arrows move, Enter or a click chooses.
+const modeMenu = { active: -1 };
+
+function showMode() {
+  const key = (state.snapshot && state.snapshot.mode) || '';
+  $('mode').dataset.value = key;
+  $('mode-name').textContent = modeName(key);
+}
+
+function modeActivate(i) {
+  const list = $('mode-list');
+  const n = list.children.length;
+  if (!n) return;
+  modeMenu.active = Math.max(0, Math.min(n - 1, i));
+  for (const [j, o] of [...list.children].entries()) o.setAttribute('aria-selected', String(j === modeMenu.active));
+  list.setAttribute('aria-activedescendant', list.children[modeMenu.active].id);
+}
+
+function openModes() {
+  const list = $('mode-list');
+  const r = $('mode').getBoundingClientRect();
+  list.style.left = Math.max(4, Math.min(r.left, innerWidth - 200)) + 'px';
+  list.style.top = r.bottom + 4 + 'px';
+  list.showPopover();
+  modeActivate(state.modes.findIndex((m) => m.key === $('mode').dataset.value));
+  list.focus();
+}
+
+function chooseMode(i) {
+  const m = state.modes[i];
+  $('mode-list').hidePopover();
+  focusComposer();
   const c = state.commands.find((x) => x.sets_session_mode);
-  const key = ev.target.value; // the answer's snapshot sets it back if the switch is refused
-  if (c) {
-    state.names.set(key, modeName(key));
-    sendTurn({ selection: { command_id: c.id, id: key } }).catch(() => {});
+  if (!m || !c || m.key === $('mode').dataset.value) return;
+  state.names.set(m.key, modeName(m.key));
+  sendTurn({ selection: { command_id: c.id, id: m.key } }).catch(() => {}); // the answer's snapshot shows the mode, refused or not
+}
+
+$('mode').addEventListener('click', () => ($('mode-list').matches(':popover-open') ? $('mode-list').hidePopover() : openModes()));
+$('mode').addEventListener('keydown', (ev) => {
+  if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
+    ev.preventDefault();
+    openModes();
   }
 });
+$('mode-list').addEventListener('toggle', (ev) => {
+  $('mode').setAttribute('aria-expanded', String(ev.newState === 'open'));
+  if (ev.newState === 'closed' && (document.activeElement === document.body || document.activeElement === $('mode-list'))) $('mode').focus(); // Escape
+});
+$('mode-list').addEventListener('keydown', (ev) => {
+  const moves = { ArrowDown: 1, ArrowUp: -1 };
+  if (ev.key in moves) modeActivate(modeMenu.active + moves[ev.key]);
+  else if (ev.key === 'Home' || ev.key === 'End') modeActivate(ev.key === 'Home' ? 0 : state.modes.length - 1);
+  else if (ev.key === 'Enter' || ev.key === ' ') chooseMode(modeMenu.active);
+  else if (ev.key === 'Tab') $('mode-list').hidePopover();
+  else return;
+  ev.preventDefault();
+});
+// the press does not take the focus from the list (nor leave a caret behind)
+$('mode-list').addEventListener('mousedown', (ev) => ev.preventDefault());
 
 async function loadModes() {
   try {
@@ -704,8 +954,12 @@ async function loadModes() {
   } catch {
     state.modes = [];
   }
-  $('mode').replaceChildren(...state.modes.map((m) => el('option', { value: m.key, text: m.displayName || m.key })));
-  if (state.snapshot) $('mode').value = state.snapshot.mode;
+  $('mode-list').replaceChildren(
+    ...state.modes.map((m, i) =>
+      el('li', { role: 'option', id: 'mode-' + i, 'data-key': m.key, 'aria-selected': 'false', text: m.displayName || m.key, onclick: () => chooseMode(i), onmousemove: () => modeActivate(i) }),
+    ),
+  );
+  showMode();
 }
 
 // --- panels: inbox, workflows, sessions --------------------------------
@@ -721,13 +975,13 @@ function openPanel(kind, title, ...body) {
   if (!$('panel').open) $('panel').showModal();
 }
 
-$('panel-close').addEventListener('click', () => $('panel').close());
+$('panel-close').addEventListener('click', () => closeDialog($('panel')));
 $('panel').addEventListener('close', () => {
   panelKind = '';
   panelWorkflow = '';
   if (panelStop) panelStop();
   panelStop = null;
-  $('composer-text').focus();
+  focusComposer();
 });
 
 const unread = (n) => n.state !== 'DELIVERED' && n.state !== 'FAILED';
@@ -839,6 +1093,8 @@ function workflowView(id) {
     look: '', // what was drawn, to skip a redraw that changes nothing
     timer: 0,
     feedback: el('textarea', { id: 'wf-feedback', rows: 2, 'aria-label': 'Feedback or reason', placeholder: 'Feedback or reason (optional)' }),
+    error: el('p', { class: 'error', role: 'alert' }),
+    modify: null, // the form that modifies an interrupted workflow's pending tasks, once opened
     requirement: el('input', { type: 'text', id: 'wf-requirement', 'aria-label': 'New requirement (to replan)', placeholder: 'New requirement (to replan)' }),
     events: el('ol', { class: 'state', 'aria-label': 'Events' }),
   };
@@ -896,11 +1152,14 @@ async function showWorkflow(id, redraw = false) {
   const focused = document.activeElement;
   const { feedback, requirement } = v;
   const command = async (cmd) => {
+    v.error.textContent = '';
     try {
       await api('POST', `/v1/workflows/${encodeURIComponent(id)}/commands`, cmd);
       feedback.value = requirement.value = ''; // used
+      v.modify = null;
     } catch (e) {
-      line('Workflow: ' + e.message, 'msg-sys bad');
+      v.error.textContent = 'Not done: ' + e.message; // the server's reason, where the person acted
+      v.look = ''; // drawn again with the message
     }
     await showWorkflow(id, true);
     loadWorkflows();
@@ -932,16 +1191,59 @@ async function showWorkflow(id, redraw = false) {
       ),
     );
   } else if (wf.status === 'interrupted' && wf.interruption) {
+    const resume = (decision, modifications) => command({ type: 'checkpoint_response', checkpoint_id: wf.interruption.checkpoint_id, decision, modifications });
+    const pending = wf.tasks.filter((t) => t.status === 'pending');
     body.push(
       el('h3', { text: 'Interrupted: its runner stopped while it ran.' }),
       el(
         'div',
         { class: 'actions' },
-        el('button', { type: 'button', text: 'Roll back', onclick: () => command({ type: 'checkpoint_response', checkpoint_id: wf.interruption.checkpoint_id, decision: 'rollback' }) }),
-        el('button', { type: 'button', class: 'primary', text: 'Continue', onclick: () => command({ type: 'checkpoint_response', checkpoint_id: wf.interruption.checkpoint_id, decision: 'continue' }) }),
+        el('button', { type: 'button', text: 'Roll back', onclick: () => resume('rollback') }),
+        el('button', {
+          type: 'button',
+          text: 'Modify…',
+          'aria-expanded': String(!!v.modify),
+          disabled: !pending.length,
+          title: pending.length ? 'Change the arguments of tasks that have not run, or skip them' : 'No task is left to change',
+          onclick: () => {
+            v.modify = v.modify || modifyForm(pending);
+            v.look = '';
+            showWorkflow(id, true).then(() => v.modify && v.modify.fields[0] && v.modify.fields[0].args.focus());
+          },
+        }),
+        el('button', { type: 'button', class: 'primary', text: 'Continue', onclick: () => resume('continue') }),
       ),
     );
+    if (v.modify) {
+      body.push(
+        el(
+          'section',
+          { class: 'modify', 'aria-labelledby': 'wf-modify' },
+          el('h3', { id: 'wf-modify', text: 'Modify the tasks that have not run' }),
+          ...v.modify.fields.map((f) => f.set),
+          el(
+            'div',
+            { class: 'actions' },
+            el('button', { type: 'button', text: 'Cancel', onclick: () => ((v.modify = null), (v.look = ''), showWorkflow(id, true)) }),
+            el('button', {
+              type: 'button',
+              class: 'primary',
+              text: 'Apply and continue',
+              onclick: () => {
+                const m = modifications(v.modify);
+                if (m.error) {
+                  v.error.textContent = m.error;
+                  return;
+                }
+                resume('modify', m.value);
+              },
+            }),
+          ),
+        ),
+      );
+    }
   }
+  body.push(v.error);
   body.push(el('details', {}, el('summary', { text: 'Events' }), v.events));
   body.push(el('div', { class: 'actions' }, el('button', { type: 'button', text: 'All workflows', onclick: showWorkflows })));
   openPanel('workflow', wf.name || 'Workflow', ...body);
@@ -951,6 +1253,51 @@ async function showWorkflow(id, redraw = false) {
 }
 
 $('open-workflows').addEventListener('click', showWorkflows);
+
+// modifyForm is a field per pending task: its arguments as JSON, and
+// whether to skip it.
+function modifyForm(pending) {
+  return {
+    fields: pending.map((t, i) => {
+      const args = el('textarea', { id: 'wf-args-' + i, rows: 3, spellcheck: 'false', 'data-task': t.id });
+      args.value = JSON.stringify(t.args || {}, null, 2);
+      const skip = el('input', { type: 'checkbox', id: 'wf-skip-' + i, 'data-task': t.id });
+      skip.addEventListener('change', () => (args.disabled = skip.checked));
+      const set = el(
+        'fieldset',
+        {},
+        el('legend', { text: `${t.id} · ${t.tool}` }),
+        el('label', { for: args.id, text: 'Arguments (JSON)' }),
+        args,
+        el('label', {}, skip, ' Skip this task'),
+      );
+      return { task: t.id, original: args.value, args, skip, set };
+    }),
+  };
+}
+
+// modifications reads the form: what changed, or an error naming the
+// task whose arguments are not a JSON object.
+function modifications(form) {
+  const out = { args: {}, skip: [] };
+  for (const f of form.fields) {
+    if (f.skip.checked) {
+      out.skip.push(f.task);
+      continue;
+    }
+    if (f.args.value === f.original) continue;
+    let v;
+    try {
+      v = JSON.parse(f.args.value);
+    } catch (e) {
+      return { error: `Task ${f.task}: the arguments are not JSON (${e.message}).` };
+    }
+    if (!v || typeof v !== 'object' || Array.isArray(v)) return { error: `Task ${f.task}: the arguments must be a JSON object, {…}.` };
+    out.args[f.task] = v;
+  }
+  if (!out.skip.length && !Object.keys(out.args).length) return { error: 'Nothing was changed: edit a task\'s arguments or skip it, or choose Continue.' };
+  return { value: out };
+}
 
 async function showSessions() {
   let list = [];
@@ -981,6 +1328,179 @@ async function showSessions() {
 
 $('open-sessions').addEventListener('click', showSessions);
 
+// --- the audit trail ----------------------------------------------------
+
+// The audit panel shows the session's hash chain as a timeline, newest
+// first and a page at a time, with the server's verification of the whole
+// chain and, on demand, a replay against the configuration it runs now.
+const AUDIT_PAGE = 50;
+
+async function showAudit() {
+  const sid = encodeURIComponent(state.session);
+  const view = { oldest: 0, more: true, bad: null, divs: new Map(), loading: null };
+  const status = el('p', { class: 'audit-status', id: 'audit-status', role: 'status', text: 'Verifying the chain…' });
+  const list = el('ol', { class: 'items timeline', id: 'audit-list', 'aria-label': 'Audit records, newest first' });
+  const older = el('button', { type: 'button', id: 'audit-older', text: 'Show older records', hidden: true });
+  const replayOut = el('div', { id: 'audit-replay', 'aria-live': 'polite' });
+  const replayBtn = el('button', { type: 'button', id: 'audit-replay-run', text: 'Replay against the current configuration' });
+  openPanel('audit', 'Audit trail', status, el('div', { class: 'actions' }, replayBtn), replayOut, list, el('div', { class: 'actions' }, older));
+
+  const mark = (li) => {
+    const seq = Number(li.dataset.seq);
+    if (view.bad && view.bad.seq === seq && !li.classList.contains('bad-record')) {
+      li.classList.add('bad-record');
+      li.append(el('div', { class: 'error', text: 'This record breaks the chain: ' + view.bad.reason }));
+    }
+    const d = view.divs.get(seq);
+    if (d && !li.classList.contains('diverged')) {
+      li.classList.add('diverged');
+      li.append(el('div', { class: 'state', text: `Replay differs here: ${d.map((x) => x.field).join(', ')}` }));
+    }
+  };
+  const page = async (limit = AUDIT_PAGE) => {
+    const q = view.oldest ? `&before=${view.oldest}` : '';
+    let text;
+    try {
+      const res = await fetch(`/v1/sessions/${sid}/audit?limit=${limit}${q}`, { headers: headers() });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      text = await res.text();
+    } catch (e) {
+      list.append(el('li', { class: 'error', text: 'The records could not be read: ' + e.message }));
+      return;
+    }
+    const recs = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    if (recs.length) view.oldest = recs[0].seq;
+    view.more = recs.length === limit && view.oldest > 1;
+    for (const r of recs.reverse()) {
+      const li = auditRecord(r);
+      list.append(li);
+      mark(li);
+    }
+    older.hidden = !view.more;
+  };
+  const more = (limit) => (view.loading = view.loading || page(limit).finally(() => (view.loading = null)));
+  // showRecord reads older pages until the record is drawn, and shows it
+  const showRecord = async (seq) => {
+    while (view.more && view.oldest > seq) await more(Math.min(1000, view.oldest - seq + AUDIT_PAGE)); // far back: larger pages
+    const li = list.querySelector(`[data-seq="${seq}"]`);
+    if (li) {
+      li.scrollIntoView({ block: 'center' });
+      li.querySelector('summary').focus();
+    }
+  };
+  older.addEventListener('click', () => more());
+  await more();
+
+  // the whole chain is checked by the server; the first page is already shown
+  api('GET', `/v1/sessions/${sid}/audit/verification`)
+    .then((v) => {
+      view.bad = v.first_bad || null;
+      if (v.verified) {
+        status.className = 'audit-status ok';
+        status.textContent = `✓ The chain verifies: ${v.records} record${v.records === 1 ? '' : 's'}, each linked to the one before by its hash.`;
+      } else {
+        status.className = 'audit-status bad';
+        status.textContent = `✕ The chain does not verify: record #${v.first_bad.seq} is the first bad one — ${v.first_bad.reason}.`;
+        for (const li of list.children) mark(li);
+        if (v.first_bad.seq) status.append(' ', el('button', { type: 'button', id: 'audit-show-bad', text: `Show record #${v.first_bad.seq}`, onclick: () => showRecord(v.first_bad.seq) }));
+      }
+    })
+    .catch((e) => {
+      status.className = 'audit-status bad';
+      status.textContent = 'The chain could not be verified: ' + e.message;
+    });
+
+  replayBtn.addEventListener('click', async () => {
+    replayBtn.disabled = true;
+    replayOut.replaceChildren(el('p', { class: 'muted', text: 'Replaying…' }));
+    try {
+      const r = await api('GET', `/v1/sessions/${sid}/audit/replay`);
+      view.divs.clear();
+      for (const d of r.divergences) view.divs.set(d.seq, [...(view.divs.get(d.seq) || []), d]);
+      const out = [
+        el('p', {
+          class: r.divergences.length ? 'audit-status bad' : 'audit-status ok',
+          text: r.divergences.length
+            ? `Replayed ${r.records} records against the current configuration: ${r.total} divergence${r.total === 1 ? '' : 's'}.`
+            : `Replayed ${r.records} records against the current configuration: it does everything the same way.`,
+        }),
+      ];
+      for (const d of r.divergences.slice(0, 50)) {
+        out.push(
+          el(
+            'div',
+            { class: 'divergence' },
+            el('strong', { text: `#${d.seq} (${d.kind}): ${d.field} differs` }),
+            el('div', { text: 'Recorded:' }),
+            el('pre', { text: clip(JSON.stringify(d.recorded, null, 1)) }),
+            el('div', { text: 'Now:' }),
+            el('pre', { text: clip(JSON.stringify(d.replayed, null, 1)) }),
+          ),
+        );
+      }
+      replayOut.replaceChildren(...out);
+      for (const li of list.children) mark(li);
+    } catch (e) {
+      replayOut.replaceChildren(el('p', { class: 'error', text: 'Not replayed: ' + e.message }));
+    } finally {
+      replayBtn.disabled = false;
+    }
+  });
+}
+
+const clip = (t) => (t && t.length > 800 ? t.slice(0, 800) + ' …' : t || '');
+
+const kindNames = { open: 'Session opened', resume: 'Resumed', turn: 'Turn', execution: 'Execution', llm: 'LLM exchange', proposal: 'LLM proposal', notice: 'Notice' };
+
+// auditRecord is one record of the chain: what happened, by whom, and on
+// demand the decision's trace, the state diff, the arguments and the LLM
+// exchange.
+function auditRecord(r) {
+  const li = el('li', { 'data-seq': r.seq });
+  li.append(
+    el(
+      'div',
+      { class: 'rec-head' },
+      el('strong', { text: `#${r.seq} ${kindNames[r.kind] || r.kind}` }),
+      el('span', { class: 'state', text: new Date(r.time).toLocaleString() }),
+      r.principal ? el('span', { class: 'state', text: 'by ' + r.principal }) : null,
+    ),
+  );
+  const say = (text, cls) => li.append(el('div', { class: cls || '', text }));
+  const d = r.decision;
+  const res = r.result;
+  if (r.kind === 'open' && r.state) say(`In ${modeName(r.state.mode)} mode.`);
+  if (r.input) say(r.input.text ? `“${r.input.text}”` : r.input.selection ? `Chose ${r.input.selection.id} for ${commandName(r.input.selection.command_id)}` : '');
+  if (d && r.kind !== 'proposal') say(`Decision: ${d.action.replaceAll('_', ' ')}${d.command_id ? ' · ' + d.command_id : ''}${d.resolved_id ? '(' + d.resolved_id + ')' : ''}${d.reason_code ? ' · ' + d.reason_code.replaceAll('_', ' ') : ''}`);
+  if (r.kind === 'proposal' && r.intent) say(`The LLM proposed ${r.intent.action}(${JSON.stringify(r.intent.args || {})}) and asked: ${(d && d.question_text) || ''}`);
+  if (r.kind === 'execution' && r.intent) say(`${r.intent.action}(${JSON.stringify(r.intent.args || {})}) · asked by ${r.intent.origin || 'api'}`);
+  if (r.presented) say(`Confirmed by ${r.principal || 'the user'} with the confirmation token issued for it.`);
+  if (r.approval) say(`Run under approval ${r.approval}.`);
+  if (res && res.status && res.status !== 'none') {
+    const detail = res.status === 'success' ? res.message || 'done' : (res.error && (res.error.detail || res.error.message)) || res.message || '';
+    say(`Result: ${res.status.replaceAll('_', ' ')}${detail ? ' — ' + detail : ''}`, res.status === 'success' ? 'st-completed' : res.status === 'confirmation_required' ? '' : 'st-failed');
+  }
+  if (r.llm) {
+    const x = r.llm;
+    const calls = (x.response && x.response.tool_calls) || [];
+    say(`${x.internal ? 'Internal turn · ' : ''}${x.model} · ${x.attempts} attempt${x.attempts === 1 ? '' : 's'}${x.error ? ' · failed: ' + x.error : ''}`);
+    if (x.response && x.response.text) say(clip(x.response.text));
+    if (calls.length) say('Tool calls: ' + calls.map((c) => c.name).join(', '));
+  }
+  if (r.notice) say(`${r.notice.title || ''}${r.notice.body ? ' — ' + r.notice.body : ''}`);
+  for (const n of r.notes || []) say(n, 'state');
+  const more = [];
+  if (d && d.trace && d.trace.length) more.push(el('h4', { text: 'Trace' }), el('ol', {}, ...d.trace.map((t) => el('li', { text: t }))));
+  if (res && res.state_diff && res.state_diff.length)
+    more.push(el('h4', { text: 'State diff' }), el('ul', {}, ...res.state_diff.map((o) => el('li', { text: `${o.op} ${o.path}${'value' in o ? ' = ' + JSON.stringify(o.value) : ''}` }))));
+  if (r.llm && r.llm.tools && r.llm.tools.length) more.push(el('h4', { text: 'Tools offered' }), el('p', { text: r.llm.tools.join(', ') }));
+  more.push(el('h4', { text: 'Chain' }), el('p', { class: 'args', text: `hash ${r.hash}\nprev ${r.prev || '(none: the first record)'}` }));
+  li.append(el('details', { class: 'why' }, el('summary', { text: 'Details' }), ...more));
+  return li;
+}
+
+$('open-audit').addEventListener('click', () => state.session && showAudit());
+
 // --- sessions and start -------------------------------------------------
 
 async function newSession() {
@@ -989,19 +1509,28 @@ async function newSession() {
 }
 
 async function openSession(id) {
-  if ($('panel').open) $('panel').close();
+  if ($('panel').open) closeDialog($('panel'));
   if (state.stopSession) state.stopSession();
   state.session = id;
   state.lastSeq = 0;
+  state.firstSeq = 0;
+  state.moreBefore = false;
+  state.earlier = null;
   state.snapshot = null;
   state.live = null;
   state.confirm = null;
   state.commandsMode = '';
+  live.length = 0;
   $('log').replaceChildren();
   localStorage.setItem('agentplane.session', id);
   history.replaceState(null, '', '#s=' + encodeURIComponent(id));
-  const [snap] = await Promise.all([api('GET', `/v1/sessions/${encodeURIComponent(id)}`), loadCommands()]);
+  const sid = encodeURIComponent(id);
+  // the newest page of events, the state and the commands at once; earlier
+  // events are read when the person scrolls up to them
+  const [snap, page] = await Promise.all([api('GET', `/v1/sessions/${sid}`), api('GET', `/v1/sessions/${sid}/history?limit=${PAGE}`), loadCommands()]);
   setSnapshot(snap); // after the commands: the mode they are for is the snapshot's
+  drawPage(page, false);
+  if (!page.more_before && !page.events.some((e) => e.kind === 'turn')) showHint();
   state.stopSession = stream(`/v1/sessions/${encodeURIComponent(id)}/events?inbox=${$('open-inbox').hidden ? 'false' : 'true'}`, {
     name: 'session',
     after: () => state.lastSeq,
