@@ -33,7 +33,8 @@ import (
 // which .ci/run installs), driven with chromedp, against the real binary's
 // serve. Without Chromium the tests skip, unless AGENTPLANE_REQUIRE_BROWSER
 // is set (CI sets it). Screenshots go to AGENTPLANE_SCREENSHOTS when set,
-// else to the test's temporary directory.
+// else to the test's temporary directory. AGENTPLANE_HEADED runs a
+// browser with a window (under xvfb-run where there is no display).
 
 const evilName = `<img src=x onerror="window.__xss=1"> <script>window.__xss=2</script> Evil & Co`
 
@@ -214,8 +215,12 @@ func newBrowser(t *testing.T) context.Context {
 		}
 		t.Skip("no chromium on PATH: the web page's browser tests need Debian's chromium (apt-get install chromium)")
 	}
+	headless := chromedp.Headless
+	if os.Getenv("AGENTPLANE_HEADED") != "" { // a visible window, e.g. under xvfb-run: the same tests in a headed browser
+		headless = chromedp.Flag("headless", false)
+	}
 	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.ExecPath(exe), headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1200, 800),

@@ -1425,12 +1425,15 @@ async function showAudit() {
             : `Replayed ${r.records} records against the current configuration: it does everything the same way.`,
         }),
       ];
+      if (r.total > 50) out.push(el('p', { class: 'muted', text: `The first 50 are listed.` }));
       for (const d of r.divergences.slice(0, 50)) {
         out.push(
           el(
             'div',
             { class: 'divergence' },
             el('strong', { text: `#${d.seq} (${d.kind}): ${d.field} differs` }),
+            ' ',
+            el('button', { type: 'button', class: 'show-record', text: 'Show the record', onclick: () => showRecord(d.seq) }),
             el('div', { text: 'Recorded:' }),
             el('pre', { text: clip(JSON.stringify(d.recorded, null, 1)) }),
             el('div', { text: 'Now:' }),
