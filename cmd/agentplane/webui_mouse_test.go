@@ -332,8 +332,7 @@ func TestWebPageMouse(t *testing.T) {
 		p.wait(`document.getElementById('audit-status').textContent.startsWith('✓ The chain verifies')`)
 		// the newest first; an execution's confirmation, by whom, and its state diff
 		first := eval[int64](p, `Number(document.querySelector('#audit-list > li').dataset.seq)`)
-		var recs []map[string]any
-		recs = auditRecords(t, srv, session)
+		recs := auditRecords(t, srv, session)
 		if first != int64(len(recs)) {
 			t.Fatalf("the timeline starts at #%d, the chain ends at #%d", first, len(recs))
 		}
