@@ -112,6 +112,9 @@ type Tool struct {
 	Impact               string // read | internal | external
 	Risk                 string // low | medium | high
 	RequiresConfirmation bool
+	// Idempotent says a second call with the same arguments changes
+	// nothing more (told to MCP clients as idempotentHint).
+	Idempotent bool
 	// InputSchema is the JSON Schema of the tool's arguments, an object
 	// schema; {"type": "object"} when the file gives none.
 	InputSchema map[string]any

@@ -139,6 +139,7 @@ type toolFile struct {
 	Impact               string         `yaml:"impact"`
 	Risk                 string         `yaml:"risk"`
 	RequiresConfirmation bool           `yaml:"requires_confirmation"`
+	Idempotent           bool           `yaml:"idempotent"`
 	InputSchema          map[string]any `yaml:"input_schema"`
 	TimeoutMS            int            `yaml:"timeout_ms"`
 	HTTP                 *httpFile      `yaml:"http"`

@@ -403,7 +403,7 @@ func (v *validator) checkTools() []Tool {
 		} else if !slices.Contains([]string{"low", "medium", "high"}, risk) {
 			v.add(p+".risk", "%q: must be low, medium or high", t.Risk)
 		}
-		tool := Tool{Name: t.Name, Description: t.Description, Impact: t.Impact, Risk: risk, RequiresConfirmation: t.RequiresConfirmation,
+		tool := Tool{Name: t.Name, Description: t.Description, Impact: t.Impact, Risk: risk, RequiresConfirmation: t.RequiresConfirmation, Idempotent: t.Idempotent,
 			InputSchema: t.InputSchema, Timeout: time.Duration(t.TimeoutMS) * time.Millisecond}
 		if tool.InputSchema == nil {
 			tool.InputSchema = map[string]any{"type": "object"}

@@ -551,22 +551,6 @@ type CommandItem struct {
 	Example string `json:"example,omitempty"`
 }
 
-// commandExample is a command's Example.
-func commandExample(c *agentplane.CommandDefinition) string {
-	if len(c.Examples) > 0 {
-		return c.Examples[0]
-	}
-	if len(c.Triggers) == 0 {
-		return ""
-	}
-	p, err := trigger.Parse(c.Triggers[0]) // checked when the configuration loaded
-	if err != nil {
-		return ""
-	}
-	text, _ := p.Example()
-	return text
-}
-
 func (s *Server) getCommands(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	sess, err := s.owned(r, p)
 	if err != nil {
@@ -582,7 +566,7 @@ func (s *Server) getCommands(w http.ResponseWriter, r *http.Request, p auth.Prin
 		out.Commands = append(out.Commands, CommandItem{ID: c.ID, DisplayName: c.DisplayName, Description: c.Description, Kind: string(c.Kind),
 			Parameter: c.Parameter, CatalogID: c.Source.CatalogID, ProviderID: c.Source.ProviderID, TargetCatalog: c.TargetCatalog,
 			OnSelect: c.OnSelect, SetsSessionMode: c.SetsSessionMode, SetsActiveContext: c.SetsActiveContext, ActiveEntityType: c.ActiveEntityType,
-			ClearsActiveContext: c.ClearsActiveContext, RequiresConfirmation: c.NeedsConfirmation(), Example: commandExample(c)})
+			ClearsActiveContext: c.ClearsActiveContext, RequiresConfirmation: c.NeedsConfirmation(), Example: trigger.CommandExample(c)})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -300,8 +300,9 @@ func (s *Server) Tools() []tool.Tool {
 		if impact == tool.ImpactRead {
 			risk = tool.RiskLow
 		}
+		idempotent := t.Annotations != nil && t.Annotations.IdempotentHint // as the server says
 		out = append(out, &mounted{server: s, remote: t.Name, spec: tool.Spec{
-			Name: s.spec.Prefix + "_" + t.Name, Usage: usage, InputSchema: schema, Impact: impact, Risk: risk, Server: s.spec.Name,
+			Name: s.spec.Prefix + "_" + t.Name, Usage: usage, InputSchema: schema, Impact: impact, Risk: risk, Server: s.spec.Name, Idempotent: idempotent,
 		}})
 	}
 	return out

@@ -33,9 +33,11 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/telemetry"
+	"github.com/agentplane/agentplane/tool"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -48,6 +50,12 @@ type Options struct {
 	// SessionTimeout closes an idle streamable-HTTP session; 0 means 30
 	// minutes.
 	SessionTimeout time.Duration
+	// Complete, when set, answers completion requests for what Extra added
+	// (a prompt that is not a mode's, a resource outside agentplane://).
+	Complete func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error)
+	// Subscribable, when set, says which of Extra's resources clients may
+	// subscribe to.
+	Subscribable func(uri string) bool
 }
 
 // Server makes MCP servers bound to agentplane sessions. It is safe for
@@ -57,9 +65,10 @@ type Server struct {
 	log     *slog.Logger
 	sdkLog  *slog.Logger // the SDK's: session ids left out
 	impl    *mcp.Implementation
-	extra   func(*mcp.Server)
+	opts    Options
 	timeout time.Duration
 	flows   *workflow.Engine
+	hub     *events.Hub  // the sessions' events, for resource subscriptions
 	tracer  trace.Tracer // nil: tracing is off
 
 	mu       sync.Mutex
@@ -82,8 +91,8 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{core: rt.Core, log: rt.Logger, impl: &mcp.Implementation{Name: "agentplane", Title: "agentplane", Version: opts.Version},
-		extra: opts.Extra, timeout: opts.SessionTimeout, flows: rt.Workflows, tracer: rt.Tracer, bindings: map[*binding]struct{}{}, owners: map[string]owner{}}
+	s := &Server{opts: *opts, core: rt.Core, log: rt.Logger, impl: &mcp.Implementation{Name: "agentplane", Title: "agentplane", Version: opts.Version},
+		timeout: opts.SessionTimeout, flows: rt.Workflows, hub: rt.Hub, tracer: rt.Tracer, bindings: map[*binding]struct{}{}, owners: map[string]owner{}}
 	rt.OnToolsChanged(s.ToolsChanged)
 	s.sdkLog = slog.New(withoutSessionIDs{s.log.Handler()})
 	if s.impl.Version == "" {
@@ -221,11 +230,13 @@ type binding struct {
 	srv  *mcp.Server
 	born time.Time
 
-	mu      sync.Mutex
-	mcpID   string   // the MCP session's id, once initialized
-	session string   // "" until the client initializes
-	mode    string   // the session's mode, as last seen
-	listed  []string // the tools registered on srv
+	mu        sync.Mutex
+	mcpID     string             // the MCP session's id, once initialized
+	session   string             // "" until the client initializes
+	mode      string             // the session's mode, as last seen
+	listed    []string           // the tools registered on srv
+	sources   []string           // the catalog and provider resources registered on srv
+	stopWatch context.CancelFunc // ends following the session for subscribers; nil until one subscribes
 }
 
 // server makes an MCP server for a new MCP session of the principal.
@@ -237,7 +248,13 @@ func (s *Server) server(p auth.Principal) *mcp.Server {
 		// logging is deprecated by the 2026-07-28 protocol but still in use
 		// (and in the conformance suite); tools are listed as they change
 		//lint:ignore SA1019 see above
+		// (resources, prompts and completions are announced as they are added)
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
+		CompletionHandler: func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return b.complete(ctx, req)
+		},
+		SubscribeHandler:   func(ctx context.Context, req *mcp.SubscribeRequest) error { return b.subscribe(ctx, req) },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil }, // the SDK forgets the subscriber
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
 			b.mu.Lock()
 			b.mcpID = req.Session.ID() // "" over stdio
@@ -248,11 +265,12 @@ func (s *Server) server(p auth.Principal) *mcp.Server {
 		},
 	})
 	b.sync()
+	b.addResources()
 	if s.flows != nil {
 		b.addWorkflowTools(s.flows)
 	}
-	if s.extra != nil {
-		s.extra(b.srv)
+	if s.opts.Extra != nil {
+		s.opts.Extra(b.srv)
 	}
 	b.born = time.Now()
 	s.mu.Lock()
@@ -294,6 +312,9 @@ func (s *Server) prune() {
 			delete(s.bindings, b)
 			b.mu.Lock()
 			delete(s.owners, b.mcpID)
+			if b.stopWatch != nil {
+				b.stopWatch()
+			}
 			b.mu.Unlock()
 		}
 	}
@@ -350,12 +371,20 @@ func (b *binding) sync() {
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		mt := &mcp.Tool{Name: t.Spec.Name, Description: t.Spec.Usage, InputSchema: schema,
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.Spec.Impact == "read", DestructiveHint: ptr(t.Spec.Impact == "external"),
-				OpenWorldHint: ptr(t.Spec.Impact == "external")}}
+		mt := &mcp.Tool{Name: t.Spec.Name, Description: t.Spec.Usage, InputSchema: schema, Annotations: annotations(t.Spec.Impact, t.Spec.Idempotent)}
 		b.srv.AddTool(mt, b.call(t.Spec.Name))
 	}
 	b.listed = names
+	b.syncResources(b.mode)
+}
+
+// annotations are the hints a tool's impact gives, every one stated: a
+// read changes nothing and may be repeated; an internal tool changes only
+// agentplane's session state; an external one acts on the world, may
+// destroy, and is not assumed safe to repeat unless declared idempotent.
+func annotations(impact tool.Impact, idempotent bool) *mcp.ToolAnnotations {
+	read, external := impact == tool.ImpactRead, impact == tool.ImpactExternal
+	return &mcp.ToolAnnotations{ReadOnlyHint: read, DestructiveHint: ptr(external), IdempotentHint: read || idempotent, OpenWorldHint: ptr(external)}
 }
 
 func ptr[T any](v T) *T { return &v }

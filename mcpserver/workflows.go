@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/tool"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -142,7 +143,17 @@ func (b *binding) addWorkflowTools(eng *workflow.Engine) {
 	}
 	for _, t := range tools {
 		run := t.run
-		b.srv.AddTool(&mcp.Tool{Name: t.name, Description: t.desc, InputSchema: json.RawMessage(t.schema)},
+		// status only reads; abort changes agentplane's state only, and
+		// twice is once; the rest run the workflow on, whose tasks may act
+		// on the world (its external layers wait for the human's approval)
+		ann := annotations(tool.ImpactExternal, false)
+		switch t.name {
+		case ToolWorkflowStatus:
+			ann = annotations(tool.ImpactRead, true)
+		case ToolWorkflowAbort:
+			ann = annotations(tool.ImpactInternal, true)
+		}
+		b.srv.AddTool(&mcp.Tool{Name: t.name, Description: t.desc, InputSchema: json.RawMessage(t.schema), Annotations: ann},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				args := req.Params.Arguments
 				if len(args) == 0 || string(args) == "null" {

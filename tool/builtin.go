@@ -198,7 +198,6 @@ type CatalogMatches struct {
 // (match "all"). limit ≤ 0 means 5; at most 50. Errors are *Error:
 // bad_args, inactive_catalog, catalog_unavailable.
 func SearchSource(ctx context.Context, c Catalogs, caller resolve.Caller, src agentplane.ResolverSource, query string, limit int) (CatalogMatches, error) {
-	mode, roles := caller.Mode, caller.Roles
 	if limit <= 0 {
 		limit = 5
 	}
@@ -206,19 +205,9 @@ func SearchSource(ctx context.Context, c Catalogs, caller resolve.Caller, src ag
 	if len(query) > MaxQuery {
 		return CatalogMatches{}, Errorf("bad_args", "query is %d bytes; the limit is %d", len(query), MaxQuery)
 	}
-	if !c.SourceActive(mode, roles, src) {
-		if src.ProviderID != "" {
-			return CatalogMatches{}, Errorf("inactive_catalog", "provider %q is not active in mode %q", src.ProviderID, mode)
-		}
-		return CatalogMatches{}, Errorf("inactive_catalog", "catalog %q is not active in mode %q", src.CatalogID, mode)
-	}
-	s, _ := c.Source(src)
-	if s.Provided() { // a provider answers the caller, and only them
-		ctx = resolve.WithCaller(ctx, caller)
-	}
-	ix, _, err := s.Index(ctx)
+	ix, err := SourceIndex(ctx, c, caller, src)
 	if err != nil {
-		return CatalogMatches{}, Errorf("catalog_unavailable", "%v", err)
+		return CatalogMatches{}, err
 	}
 	out := CatalogMatches{Items: []CatalogItem{}}
 	var found []int32
@@ -235,6 +224,27 @@ func SearchSource(ctx context.Context, c Catalogs, caller resolve.Caller, src ag
 	return out, nil
 }
 
+// SourceIndex returns the index of a catalog or provider active for the
+// caller's mode and roles (a provider is asked as the caller), or an
+// *Error: inactive_catalog, catalog_unavailable.
+func SourceIndex(ctx context.Context, c Catalogs, caller resolve.Caller, src agentplane.ResolverSource) (*resolve.Index, error) {
+	if !c.SourceActive(caller.Mode, caller.Roles, src) {
+		if src.ProviderID != "" {
+			return nil, Errorf("inactive_catalog", "provider %q is not active in mode %q", src.ProviderID, caller.Mode)
+		}
+		return nil, Errorf("inactive_catalog", "catalog %q is not active in mode %q", src.CatalogID, caller.Mode)
+	}
+	s, _ := c.Source(src)
+	if s.Provided() { // a provider answers the caller, and only them
+		ctx = resolve.WithCaller(ctx, caller)
+	}
+	ix, _, err := s.Index(ctx)
+	if err != nil {
+		return nil, Errorf("catalog_unavailable", "%v", err)
+	}
+	return ix, nil
+}
+
 // effectTools returns the session-changing built-in tools, for offering
 // them to the LLM and MCP clients. The gate runs them through the active
 // command that declares them, so a mode or an entity can only be set the
@@ -248,7 +258,7 @@ func effectTools(modes, catalogs []string) []Tool {
 			Usage: "Switches the session to another mode (see agent_list_modes for the keys and what each mode is for). " +
 				"Call it only when the user asked for the change or agreed to your suggestion; never switch on your own.",
 			InputSchema: object(map[string]any{"mode": map[string]any{"type": "string", "description": oneOf("The mode's key", modes)}}, "mode"),
-			Impact:      ImpactInternal, Risk: RiskLow}, Fn: runsInGate},
+			Impact:      ImpactInternal, Risk: RiskLow, Idempotent: true}, Fn: runsInGate},
 		&Func{S: Spec{Name: SetActiveEntityName,
 			Usage: "Makes an item the session's active work target, loading its related entities. " +
 				"Find the id with catalog_search first; never invent one. Call it when the user wants to work on that item.",
@@ -256,10 +266,10 @@ func effectTools(modes, catalogs []string) []Tool {
 				"catalog_id": map[string]any{"type": "string", "description": oneOf("The item's catalog", catalogs)},
 				"id":         map[string]any{"type": "string", "description": "The item's id from the catalog."},
 			}, "catalog_id", "id"),
-			Impact: ImpactInternal, Risk: RiskLow}, Fn: runsInGate},
+			Impact: ImpactInternal, Risk: RiskLow, Idempotent: true}, Fn: runsInGate},
 		&Func{S: Spec{Name: ClearActiveEntityName,
 			Usage:       "Closes the session's active work target, when the user is done with it.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-			Impact:      ImpactInternal, Risk: RiskLow}, Fn: runsInGate},
+			Impact:      ImpactInternal, Risk: RiskLow, Idempotent: true}, Fn: runsInGate},
 	}
 }

@@ -24,7 +24,7 @@ func FromConfig(cfg *config.Config, client *http.Client, programs map[string]Pro
 			return nil, fmt.Errorf("tool %s: input schema: %w", t.Name, err)
 		}
 		s := Spec{Name: t.Name, Usage: t.Description, InputSchema: schema, Impact: Impact(t.Impact), Risk: Risk(t.Risk),
-			RequiresConfirmation: t.RequiresConfirmation}
+			RequiresConfirmation: t.RequiresConfirmation, Idempotent: t.Idempotent}
 		switch {
 		case t.HTTP != nil:
 			out = append(out, &HTTP{S: s, URL: t.HTTP.URL, Headers: t.HTTP.Headers, Timeout: t.Timeout, Client: client})

@@ -57,6 +57,10 @@ type Spec struct {
 	Impact               Impact
 	Risk                 Risk
 	RequiresConfirmation bool
+	// Idempotent says a second call with the same arguments changes
+	// nothing more (a read always; setting a mode; a PUT-like action).
+	// MCP clients are told it as idempotentHint.
+	Idempotent bool
 	// Server is the MCP server the tool is mounted from, "" for the
 	// program's own tools: a toolbox that lists the server offers it.
 	Server string

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/resolve"
 )
 
@@ -310,4 +311,22 @@ func (p *Pattern) Example() (text string, ok bool) {
 		return "", false
 	}
 	return strings.Join(p.Phrasings[0].Prefix, " "), true
+}
+
+// CommandExample is something a person could type to run the command: its
+// first example, else its first trigger when that needs no item ("" when
+// neither).
+func CommandExample(c *agentplane.CommandDefinition) string {
+	if len(c.Examples) > 0 {
+		return c.Examples[0]
+	}
+	if len(c.Triggers) == 0 {
+		return ""
+	}
+	p, err := Parse(c.Triggers[0]) // checked when the configuration loaded
+	if err != nil {
+		return ""
+	}
+	text, _ := p.Example()
+	return text
 }

@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,7 +50,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer rt.Close(time.Minute)
-	m := mcpserver.New(rt, &mcpserver.Options{Extra: Register})
+	m := mcpserver.New(rt, &mcpserver.Options{Extra: Register, Complete: complete, Subscribable: func(uri string) bool { return uri == watched }})
 	srv := &http.Server{Addr: *addr, Handler: httpapi.New(rt, &httpapi.Options{MCP: m.Handler()}).Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -64,14 +65,21 @@ func main() {
 // object is the input schema of a fixture that takes no arguments.
 var object = json.RawMessage(`{"type":"object"}`)
 
-// Register adds the suite's fixture tools to an MCP server.
+// Register adds the suite's fixtures to an MCP server: tools, resources
+// and prompts.
 func Register(s *mcp.Server) {
+	registerResourcesAndPrompts(s)
 	text := func(t string) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: t}}}
 	}
 	add := func(name, desc string, schema json.RawMessage, h mcp.ToolHandler) {
 		s.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: schema}, h)
 	}
+	// SEP-1613: a 2020-12 schema is listed as written ($schema, $defs, additionalProperties)
+	add("json_schema_2020_12_tool", "Takes a person with an address ($defs).", json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",`+
+		`"$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},`+
+		`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}`),
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("ok"), nil })
 	add("test_simple_text", "Answers with one text content.", object, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return text("This is a simple text response for testing."), nil
 	})
@@ -155,6 +163,63 @@ func Register(s *mcp.Server) {
 		"legacyEnum":{"type":"string","enum":["opt1","opt2","opt3"],"enumNames":["Option One","Option Two","Option Three"]},
 		"untitledMulti":{"type":"array","minItems":1,"maxItems":3,"items":{"type":"string","enum":["option1","option2","option3"]}},
 		"titledMulti":{"type":"array","minItems":1,"maxItems":3,"items":{"anyOf":[{"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},{"const":"value3","title":"Third Option"}]}}}}`)))
+}
+
+// watched is the fixture resource the suite subscribes to.
+const watched = "test://watched-resource"
+
+// registerResourcesAndPrompts adds the suite's fixture resources and
+// prompts (test://…, test_…_prompt) beside agentplane's own.
+func registerResourcesAndPrompts(s *mcp.Server) {
+	text := func(uri, mime, t string) *mcp.ReadResourceResult {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mime, Text: t}}}
+	}
+	s.AddResource(&mcp.Resource{URI: "test://static-text", Name: "static-text", Description: "A fixed text.", MIMEType: "text/plain"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return text(r.Params.URI, "text/plain", "This is the content of the static text resource."), nil
+		})
+	s.AddResource(&mcp.Resource{URI: "test://static-binary", Name: "static-binary", Description: "A 1×1 PNG.", MIMEType: "image/png"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "image/png", Blob: pixel()}}}, nil
+		})
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://template/{id}/data", Name: "template", Description: "Data for an id.", MIMEType: "application/json"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			id := strings.TrimSuffix(strings.TrimPrefix(r.Params.URI, "test://template/"), "/data")
+			data, _ := json.Marshal(map[string]any{"id": id, "templateTest": true, "data": "Data for ID: " + id})
+			return text(r.Params.URI, "application/json", string(data)), nil
+		})
+	s.AddResource(&mcp.Resource{URI: watched, Name: "watched-resource", Description: "A resource to subscribe to.", MIMEType: "text/plain"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return text(r.Params.URI, "text/plain", "Watched resource content"), nil
+		})
+	say := func(t string) *mcp.PromptMessage {
+		return &mcp.PromptMessage{Role: "user", Content: &mcp.TextContent{Text: t}}
+	}
+	s.AddPrompt(&mcp.Prompt{Name: "test_simple_prompt", Title: "Simple Test Prompt", Description: "A prompt without arguments."},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{say("This is a simple prompt for testing.")}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "test_prompt_with_arguments", Title: "Prompt With Arguments", Description: "A prompt with two required arguments.",
+		Arguments: []*mcp.PromptArgument{{Name: "arg1", Description: "First test argument", Required: true}, {Name: "arg2", Description: "Second test argument", Required: true}}},
+		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{say(fmt.Sprintf("Prompt with arguments: arg1='%s', arg2='%s'", r.Params.Arguments["arg1"], r.Params.Arguments["arg2"]))}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "test_prompt_with_embedded_resource", Title: "Prompt With Embedded Resource", Description: "A prompt that embeds a resource.",
+		Arguments: []*mcp.PromptArgument{{Name: "resourceUri", Description: "URI of the resource to embed", Required: true}}},
+		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: r.Params.Arguments["resourceUri"], MIMEType: "text/plain", Text: "Embedded resource content for testing."}}},
+				say("Please process the embedded resource above.")}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "test_prompt_with_image", Title: "Prompt With Image", Description: "A prompt with an image."},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.ImageContent{Data: pixel(), MIMEType: "image/png"}}, say("Please analyze the image above.")}}, nil
+		})
+}
+
+// complete answers completions of the fixtures: none to offer.
+func complete(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 }
 
 // pixel is a 1×1 PNG.
