@@ -80,7 +80,37 @@ const (
 // stand for. No keys: the server serves one local principal on loopback.
 type Auth struct {
 	Keys []APIKey
+	OIDC *OIDC // nil: no identity provider
 }
+
+// OIDC is the OpenID Connect provider whose access tokens the server
+// accepts beside its API keys (package auth verifies them).
+type OIDC struct {
+	Issuer   string // the provider's issuer URL; its discovery document names the rest
+	Audience string // what a token's aud must hold: this server's resource identifier
+	// UserClaim is the claim whose value is the principal's id ("sub" by
+	// default); RolesClaim the claim holding its roles, a dotted path for
+	// nested ones (realm_access.roles), "" for none.
+	UserClaim, RolesClaim string
+	AllowedAlgs           []string // signature algorithms accepted; RS256 and ES256 by default
+	// RequiredScopes must all be in a token's scope (scp) claim; a token
+	// without them is refused with insufficient_scope.
+	RequiredScopes []string
+	// ClientID is the public client the web page signs in as
+	// (authorization code with PKCE; no secret), "" for no page sign-in;
+	// Scopes what it asks for ("openid" by default).
+	ClientID string
+	Scopes   []string
+}
+
+// OIDC defaults and the algorithms a token may be signed with.
+const DefaultUserClaim = "sub"
+
+// DefaultAlgs are the algorithms accepted when allowed_algs is absent.
+var DefaultAlgs = []string{"RS256", "ES256"}
+
+// KnownAlgs are the JWS algorithms allowed_algs may name ("none" never).
+var KnownAlgs = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 
 // APIKey maps a key to a principal. The key is never in the file: either
 // its SHA-256 digest (hex) or the environment variable holding it.

@@ -36,6 +36,18 @@ type llmFile struct {
 
 type authFile struct {
 	Keys []apiKeyFile `yaml:"keys"`
+	OIDC *oidcFile    `yaml:"oidc"`
+}
+
+type oidcFile struct {
+	Issuer         string   `yaml:"issuer"`
+	Audience       string   `yaml:"audience"`
+	UserClaim      string   `yaml:"user_claim"`
+	RolesClaim     string   `yaml:"roles_claim"`
+	AllowedAlgs    []string `yaml:"allowed_algs"`
+	RequiredScopes []string `yaml:"required_scopes"`
+	ClientID       string   `yaml:"client_id"`
+	Scopes         []string `yaml:"scopes"`
 }
 
 type apiKeyFile struct {

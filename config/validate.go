@@ -1,9 +1,11 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -846,7 +848,49 @@ func (v *validator) checkAuth() Auth {
 		}
 		out.Keys = append(out.Keys, APIKey{UserID: k.UserID, Roles: k.Roles, KeySHA256: k.KeySHA256, KeyEnv: k.KeyEnv})
 	}
+	out.OIDC = v.checkOIDC()
 	return out
+}
+
+func (v *validator) checkOIDC() *OIDC {
+	f := v.f.Auth.OIDC
+	if f == nil {
+		return nil
+	}
+	out := &OIDC{Issuer: strings.TrimRight(f.Issuer, "/"), Audience: f.Audience, UserClaim: cmp.Or(f.UserClaim, DefaultUserClaim), RolesClaim: f.RolesClaim,
+		AllowedAlgs: f.AllowedAlgs, RequiredScopes: f.RequiredScopes, ClientID: f.ClientID, Scopes: f.Scopes}
+	if u, err := url.Parse(f.Issuer); f.Issuer == "" || err != nil || u.Host == "" || u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname())) {
+		v.add("auth.oidc.issuer", "%q: want the provider's https issuer URL (http only on loopback, for tests)", f.Issuer)
+	}
+	if strings.TrimSpace(f.Audience) == "" {
+		v.add("auth.oidc.audience", "missing: this server's resource identifier, which a token's aud must hold (e.g. https://agentplane.example.com/mcp)")
+	}
+	if len(out.AllowedAlgs) == 0 {
+		out.AllowedAlgs = DefaultAlgs
+	}
+	for i, a := range out.AllowedAlgs {
+		if !slices.Contains(KnownAlgs, a) {
+			v.add(fmt.Sprintf("auth.oidc.allowed_algs[%d]", i), "%q: want one of %s (never none)", a, strings.Join(KnownAlgs, ", "))
+		}
+	}
+	if len(out.Scopes) == 0 {
+		out.Scopes = []string{"openid"}
+	}
+	for _, s := range append(slices.Clone(out.RequiredScopes), out.Scopes...) {
+		if s == "" || strings.ContainsAny(s, " \t\"\\") {
+			v.add("auth.oidc", "scope %q: a scope is one word", s)
+		}
+	}
+	return out
+}
+
+// isLoopback reports whether host is localhost or a loopback address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (v *validator) checkLLM() *LLM {

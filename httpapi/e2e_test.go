@@ -32,6 +32,7 @@ import (
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/internal/demotest"
 	"github.com/agentplane/agentplane/internal/llmtest"
+	"github.com/agentplane/agentplane/internal/oidctest"
 	"github.com/agentplane/agentplane/mcpserver"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/plane"
@@ -53,12 +54,16 @@ type env struct {
 }
 
 type envOptions struct {
-	db    string              // the SQLite file; "" for a new one
-	edit  func(string) string // changes the demo configuration
-	keys  map[string]string   // key -> user id
-	roles map[string][]string
-	queue int
-	llm   *llmtest.Server // the LLM endpoint; nil: no LLM
+	db   string              // the SQLite file; "" for a new one
+	edit func(string) string // changes the demo configuration
+	keys map[string]string   // key -> user id
+	// oidc, when set, is the identity provider (auth.oidc with audience
+	// testAudience, roles from the "roles" claim, the scopes required)
+	oidc   *oidctest.Provider
+	scopes []string
+	roles  map[string][]string
+	queue  int
+	llm    *llmtest.Server // the LLM endpoint; nil: no LLM
 	// smallBuffers gives the server's connections a 4 KiB send buffer: a
 	// client that stops reading blocks the server's writes at once
 	smallBuffers bool
@@ -78,13 +83,21 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	if o.db == "" {
 		o.db = filepath.Join(t.TempDir(), "e2e.db")
 	}
+	if len(o.keys) > 0 || o.oidc != nil {
+		yaml += "\nauth:\n"
+	}
 	if len(o.keys) > 0 {
-		yaml += "\nauth:\n  keys:\n"
+		yaml += "  keys:\n"
 		for key, user := range o.keys {
 			d := sha256.Sum256([]byte(key))
 			roles, _ := json.Marshal(o.roles[user])
 			yaml += fmt.Sprintf("    - {user_id: %q, key_sha256: %s, roles: %s}\n", user, hex.EncodeToString(d[:]), roles)
 		}
+	}
+	if o.oidc != nil {
+		scopes, _ := json.Marshal(o.scopes)
+		yaml += fmt.Sprintf("  oidc: {issuer: %q, audience: %q, roles_claim: roles, required_scopes: %s, client_id: agentplane-page, scopes: [openid, agentplane]}\n",
+			o.oidc.URL, testAudience, scopes)
 	}
 	vars := map[string]string{}
 	if o.llm != nil {

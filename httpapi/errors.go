@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/internal/canonjson"
 )
 
@@ -177,9 +178,18 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("request failed", "request_id", requestID(r.Context()), "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if code == agentplane.CodeUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="agentplane"`)
+		w.Header().Set("WWW-Authenticate", s.challenge(r, err))
+		if isScope(err) {
+			st = http.StatusForbidden // RFC 6750 §3.1
+		}
 	}
 	writeJSON(w, st, ErrorBody{Error: ErrorDetail{Code: code, Message: agentplane.ErrorMessage(err)}})
+}
+
+// isScope reports whether err refuses a token for its scope.
+func isScope(err error) bool {
+	var te *auth.TokenError
+	return errors.As(err, &te) && te.Code == "insufficient_scope"
 }
 
 // writeJSON answers with v as JSON.

@@ -42,7 +42,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	}))
 	protected := cop.Handler(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.keys.Len() == 0 && !loopbackHost(r.Host) {
+		if s.auth.Open() && !loopbackHost(r.Host) {
 			s.writeError(w, r, withStatus(http.StatusMisdirectedRequest, agentplane.CodeUnauthorized,
 				"Host %q is not a loopback name: without API keys this server answers only requests addressed to localhost, 127.0.0.1 or [::1]", truncate(r.Host, 100)))
 			return

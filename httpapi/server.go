@@ -63,6 +63,8 @@ type Options struct {
 type Server struct {
 	core      *core.Core
 	keys      *auth.Keys
+	oidc      *auth.OIDC          // nil: no identity provider
+	auth      *auth.Authenticator // keys, then the provider's tokens
 	hub       *events.Hub
 	metrics   *Metrics
 	mcp       http.Handler
@@ -94,7 +96,7 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{core: rt.Core, keys: rt.Keys, hub: rt.Hub, metrics: opts.Metrics, mcp: opts.MCP, ui: opts.UI, agent: rt.Agent, bus: rt.Bus, workflows: rt.Workflows,
+	s := &Server{core: rt.Core, keys: rt.Keys, oidc: rt.OIDC, hub: rt.Hub, metrics: opts.Metrics, mcp: opts.MCP, ui: opts.UI, agent: rt.Agent, bus: rt.Bus, workflows: rt.Workflows,
 		log: rt.Logger, heartbeat: opts.Heartbeat, ready: opts.Ready, drained: make(chan struct{}),
 		origins: slices.Clone(opts.Origins), bodyTimeout: opts.BodyTimeout}
 	if s.bodyTimeout <= 0 {
@@ -103,6 +105,7 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	if s.keys == nil {
 		s.keys = &auth.Keys{}
 	}
+	s.auth = &auth.Authenticator{Keys: s.keys, OIDC: s.oidc}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -173,6 +176,10 @@ func (s *Server) routes() http.Handler {
 		api("GET /v1/workflows/{id}/events", s.getWorkflowEvents)
 	}
 	handle("GET /v1/openapi.json", http.HandlerFunc(serveOpenAPI))
+	handle("GET "+metadataPath, http.HandlerFunc(s.getResourceMetadata))
+	handle("GET "+metadataPath+"/mcp", http.HandlerFunc(s.getResourceMetadata)) // for the resource https://host/mcp (RFC 9728 §3.1)
+	handle("GET /v1/auth", http.HandlerFunc(s.getSignIn))
+	handle("POST /v1/auth/token", http.HandlerFunc(s.postToken))
 	handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
@@ -197,7 +204,7 @@ func (s *Server) routes() http.Handler {
 // authenticated runs h for the request's principal, or answers 401.
 func (s *Server) authenticated(h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.keys.Authenticate(r.Header.Get("Authorization"))
+		p, err := s.auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -368,7 +375,7 @@ func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
 	// what the server runs and why a server is down only for a caller
 	// with a key (or on a keyless loopback server): a load balancer needs
 	// the status alone
-	_, err := s.keys.Authenticate(r.Header.Get("Authorization"))
+	_, err := s.auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
 	known := err == nil
 	if known {
 		out.Config = s.core.Name()
@@ -402,10 +409,10 @@ func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, out)
 }
 
-// CheckAddr refuses to serve a non-loopback address without API keys:
-// anyone who could reach it would be the local user. Loopback is a
-// loopback IP address or the name localhost, nothing that merely starts
-// like one.
+// CheckAddr refuses to serve a non-loopback address without API keys or
+// an identity provider (credentials: how many ways in there are): anyone
+// who could reach it would be the local user. Loopback is a loopback IP
+// address or the name localhost, nothing that merely starts like one.
 func CheckAddr(addr string, keys int) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {

@@ -94,7 +94,10 @@ type Runtime struct {
 	// Workflows runs workflows; nil on a memory store.
 	Workflows *workflow.Engine
 	// Keys are the configuration's API keys (none: the local principal).
-	Keys   *auth.Keys
+	Keys *auth.Keys
+	// OIDC verifies the identity provider's access tokens (auth.oidc);
+	// nil when none is configured.
+	OIDC   *auth.OIDC
 	Logger *slog.Logger
 	// Tracer traces turns, executions, LLM calls, MCP calls, workflows and
 	// notifications when the OTEL_* environment asks for it (package
@@ -178,6 +181,9 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	}
 	if rt.Keys, err = auth.New(rt.Core.Config().Auth, getenv); err != nil {
 		return nil, fmt.Errorf("%s: %w", rt.Core.Name(), err)
+	}
+	if c := rt.Core.Config().Auth.OIDC; c != nil {
+		rt.OIDC = auth.NewOIDC(*c, nil, nil)
 	}
 	if o.LLM {
 		if rt.Agent, err = rt.agent(ctx, getenv, &co); err != nil {

@@ -68,7 +68,11 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer rt.Close(*drain)
-	if err := httpapi.CheckAddr(*addr, rt.Keys.Len()); err != nil {
+	ways := rt.Keys.Len()
+	if rt.OIDC != nil {
+		ways++
+	}
+	if err := httpapi.CheckAddr(*addr, ways); err != nil {
 		return err
 	}
 	metrics.WatchMCP(rt.Core.MCPServers())
@@ -91,7 +95,12 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	who := "local principal only (no API keys)"
-	if rt.Keys.Len() > 0 {
+	switch {
+	case rt.OIDC != nil && rt.Keys.Len() > 0:
+		who = fmt.Sprintf("tokens of %s and %d API key(s)", rt.OIDC.Config().Issuer, rt.Keys.Len())
+	case rt.OIDC != nil:
+		who = "tokens of " + rt.OIDC.Config().Issuer
+	case rt.Keys.Len() > 0:
 		who = fmt.Sprintf("%d API key(s)", rt.Keys.Len())
 	}
 	fmt.Fprintf(m.Stdout, "agentplane: serving http://%s (configuration %s, store %s, %s)\n", ln.Addr(), rt.Core.Name(), rt.DB, who)

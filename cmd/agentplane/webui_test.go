@@ -26,6 +26,7 @@ import (
 
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/internal/llmtest"
+	"github.com/agentplane/agentplane/internal/oidctest"
 	"github.com/agentplane/agentplane/internal/testenv"
 )
 
@@ -887,6 +888,51 @@ func TestWebPageSignIn(t *testing.T) {
 	if len(list.Sessions) != 1 {
 		t.Fatalf("alice has %d sessions", len(list.Sessions))
 	}
+}
+
+// TestWebPageSignInWithProvider: a server that takes the organisation's
+// tokens signs the person in through the provider — authorization code
+// with PKCE, no secret in the page — and the page then acts as them.
+func TestWebPageSignInWithProvider(t *testing.T) {
+	browser := newBrowser(t)
+	idp := oidctest.New(t)
+	idp.User = "carol"
+	cfg := uiConfig(t, newOutbox(t), "")
+	y, _ := os.ReadFile(cfg)
+	y = append(y, fmt.Sprintf("\nauth:\n  oidc: {issuer: %q, audience: https://agentplane.test/mcp, client_id: agentplane-page, scopes: [openid, agentplane]}\n", idp.URL)...)
+	os.WriteFile(cfg, y, 0o644)
+	srv := &server{t: t, bin: buildBinary(t), addr: freeAddr(t), args: []string{"--config", cfg, "--db", filepath.Join(t.TempDir(), "ui.db")}}
+	srv.start(t)
+	p := newPage(t, browser)
+	defer p.noScriptErrors()
+	p.run(chromedp.Navigate(srv.url() + "/"))
+	p.wait(`document.getElementById('signin').open && !document.getElementById('signin-oidc').hidden && document.getElementById('signin-keys').hidden`)
+	if got := p.str(`document.getElementById('signin-provider').textContent`); !strings.HasPrefix(got, "Sign in with 127.0.0.1:") {
+		t.Fatalf("the provider's button reads %q", got)
+	}
+	p.shot("sign-in-provider")
+	click(p, "#signin-provider") // to the provider, which approves carol at once, and back
+	p.wait(`!document.getElementById('signin').open && !document.getElementById('composer-text').disabled && location.search === ''`)
+	p.say("switch to DDR mode")
+	p.wait(`document.getElementById('mode').dataset.value === 'ddr'`)
+	// the session is carol's: her token lists it
+	tok := idp.Token(map[string]any{"sub": "carol", "aud": "https://agentplane.test/mcp"})
+	var list struct {
+		Sessions []struct {
+			SessionID string `json:"session_id"`
+		} `json:"sessions"`
+	}
+	srv.api(t, "GET", "/v1/sessions", tok, nil, &list)
+	if len(list.Sessions) != 1 || list.Sessions[0].SessionID != p.str(`new URLSearchParams(location.hash.slice(1)).get('s')`) {
+		t.Fatalf("carol's sessions: %+v", list.Sessions)
+	}
+	// nothing in the page's storage but the token: no secret, no code
+	if got := p.str(`JSON.stringify(Object.keys(sessionStorage))`); got != `["agentplane.key"]` {
+		t.Fatalf("the tab keeps %s", got)
+	}
+	// a state that this tab did not send is refused
+	p.run(chromedp.Navigate(srv.url() + "/?code=stolen&state=forged"))
+	p.wait(`document.getElementById('signin').open && document.getElementById('signin-error').textContent.includes('state differs')`)
 }
 
 func auditRecords(t *testing.T, srv *server, session string) []map[string]any {
