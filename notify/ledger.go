@@ -95,6 +95,7 @@ type Ledger struct {
 	q     store.Querier
 	now   func() time.Time
 	newID func() string
+	acks  acks // acks waiting to be committed together
 }
 
 // NewLedger returns the ledger over a SQL store (SQLite or PostgreSQL)
@@ -418,6 +419,19 @@ func (l *Ledger) Fail(ctx context.Context, id string, lease int64) (Notification
 // racing, one wins and the other is told why. Another user's
 // notification is ErrNotFound.
 func (l *Ledger) Ack(ctx context.Context, id, userID string) (Notification, error) {
+	n, err := l.Get(ctx, id)
+	if err != nil {
+		return Notification{}, err
+	}
+	if n.UserID == userID && (n.Channel != ChannelAgent || n.State == StateEscalated) &&
+		(n.State == StatePending || n.State == StateDispatched || n.State == StateEscalated) {
+		return l.ackBatched(ctx, n, userID) // with the acks arriving meanwhile
+	}
+	return l.ackAlone(ctx, id, userID)
+}
+
+// ackAlone is Ack in a transaction of its own, on the state read now.
+func (l *Ledger) ackAlone(ctx context.Context, id, userID string) (Notification, error) {
 	n, err := l.Get(ctx, id)
 	if err != nil {
 		return Notification{}, err

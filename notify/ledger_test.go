@@ -378,3 +378,68 @@ func TestAgentHoldsSurviveARestart(t *testing.T) {
 		t.Fatalf("the model's ack after the restart: %s", done.State)
 	}
 }
+
+// TestAcksTogether: acks that arrive together are committed together,
+// and each is still its own compare-and-swap: 64 clients acknowledging
+// their own notifications (PENDING, DISPATCHED and ESCALATED alike) at
+// once, while each notification is also acknowledged a second time,
+// deliver every one exactly once, through its states once.
+func TestAcksTogether(t *testing.T) {
+	for name, open := range drivers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			l, err := notify.NewLedger(open(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ns []notify.Notification
+			for i := range 64 {
+				e, err := l.Emit(ctx, inbox(fmt.Sprintf("user-%d", i%8), fmt.Sprintf("n%d", i)), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := e.Notification
+				switch i % 3 {
+				case 1:
+					n, _ = l.Dispatch(ctx, n.ID)
+				case 2:
+					n, _ = l.Dispatch(ctx, n.ID)
+					n, _ = l.Claim(ctx, n.ID, n.OwnerLease, time.Minute)
+					n, _ = l.Escalate(ctx, n.ID, n.OwnerLease)
+				}
+				ns = append(ns, n)
+			}
+			var wg sync.WaitGroup
+			var delivered atomic.Int32
+			for _, n := range ns {
+				for range 2 {
+					wg.Go(func() {
+						got, err := l.Ack(ctx, n.ID, n.UserID)
+						switch {
+						case err == nil && got.State == notify.StateDelivered && got.ID == n.ID:
+							delivered.Add(1)
+						case err == nil:
+							t.Errorf("ack of %s: %+v", n.ID, got)
+						case !errors.Is(err, notify.ErrIllegal) && !errors.Is(err, notify.ErrStale):
+							t.Errorf("ack of %s: %v", n.ID, err)
+						}
+					})
+				}
+			}
+			wg.Wait()
+			if delivered.Load() != 64 {
+				t.Fatalf("%d acks delivered, want 64 (one per notification)", delivered.Load())
+			}
+			for _, n := range ns {
+				got, _ := l.Get(ctx, n.ID)
+				wantLease := n.OwnerLease + 1
+				if n.State == notify.StateEscalated {
+					wantLease = n.OwnerLease
+				}
+				if got.State != notify.StateDelivered || got.OwnerLease != wantLease {
+					t.Fatalf("%s (was %s, lease %d): %s lease %d", n.ID, n.State, n.OwnerLease, got.State, got.OwnerLease)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,143 @@
+package notify
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/agentplane/agentplane/store"
+)
+
+// Acks that arrive together are committed together: one transaction and
+// one UPDATE … RETURNING for all of them, each row still a fenced
+// compare-and-swap (its id, user, state and owner_lease as read). The
+// first ack to arrive leads: it commits every ack waiting, then hands the
+// lead to the first that arrived meanwhile. An ack whose row moved since
+// it was read is not part of the batch's outcome: it is tried again alone
+// (the unbatched moves), which either succeeds on the fresh state or says
+// why not — as if it had never been batched.
+
+// maxAckBatch bounds how many acks one statement carries.
+const maxAckBatch = 128
+
+type ackReq struct {
+	n    Notification // as read: the state and lease the CAS expects
+	user string
+	done chan struct{}
+	lead chan struct{} // closed when this waiter must lead the next batch
+	out  Notification
+	ok   bool // delivered by the batch; false: try alone
+	err  error
+}
+
+type acks struct {
+	mu      sync.Mutex
+	waiting []*ackReq
+	leading bool
+}
+
+// ackBatched delivers n (PENDING, DISPATCHED or ESCALATED, the user's) in
+// a batch with the acks arriving meanwhile.
+func (l *Ledger) ackBatched(ctx context.Context, n Notification, user string) (Notification, error) {
+	r := &ackReq{n: n, user: user, done: make(chan struct{}), lead: make(chan struct{})}
+	l.acks.mu.Lock()
+	l.acks.waiting = append(l.acks.waiting, r)
+	lead := !l.acks.leading
+	l.acks.leading = true
+	l.acks.mu.Unlock()
+	if !lead {
+		select {
+		case <-r.done:
+		case <-r.lead:
+			lead = true
+		}
+	}
+	if lead {
+		l.leadAcks(ctx)
+		<-r.done // in the batch just committed
+	}
+	if r.err != nil {
+		return Notification{}, r.err
+	}
+	if r.ok {
+		return r.out, nil
+	}
+	return l.ackAlone(ctx, n.ID, user) // its row moved: on the fresh state, alone
+}
+
+// leadAcks commits the acks waiting now, then passes the lead on.
+func (l *Ledger) leadAcks(ctx context.Context) {
+	l.acks.mu.Lock()
+	var batch, later []*ackReq
+	seen := map[string]bool{}
+	for _, r := range l.acks.waiting {
+		if seen[r.n.ID] || len(batch) == maxAckBatch { // the same notification twice: the second after the first
+			later = append(later, r)
+			continue
+		}
+		seen[r.n.ID] = true
+		batch = append(batch, r)
+	}
+	l.acks.waiting = later
+	l.acks.mu.Unlock()
+
+	err := l.commitAcks(context.WithoutCancel(ctx), batch) // the followers' acks are not the leader's to cancel
+	for _, r := range batch {
+		if err != nil {
+			r.err = err
+		}
+		close(r.done)
+	}
+
+	l.acks.mu.Lock()
+	defer l.acks.mu.Unlock()
+	if len(l.acks.waiting) == 0 {
+		l.acks.leading = false
+		return
+	}
+	close(l.acks.waiting[0].lead)
+}
+
+// commitAcks delivers the batch in one statement; the rows it changed are
+// the acks that succeeded.
+func (l *Ledger) commitAcks(ctx context.Context, batch []*ackReq) error {
+	now := l.now().UnixNano()
+	var where []string
+	args := []any{string(StateDelivered), now}
+	for _, r := range batch {
+		where = append(where, `(id = ? AND user_id = ? AND state = ? AND owner_lease = ?)`)
+		args = append(args, r.n.ID, r.user, string(r.n.State), r.n.OwnerLease)
+	}
+	// DISPATCHED → LOCKED (a claim: owner_lease and attempts + 1) → DELIVERED;
+	// PENDING → DISPATCHED first; ESCALATED → DELIVERED directly
+	q := `UPDATE notifications SET state = ?, updated = ?,
+		owner_lease = owner_lease + (CASE WHEN state = 'ESCALATED' THEN 0 ELSE 1 END),
+		attempts = attempts + (CASE WHEN state = 'ESCALATED' THEN 0 ELSE 1 END)
+		WHERE ` + strings.Join(where, " OR ") + ` RETURNING ` + columns
+	byID := make(map[string]*ackReq, len(batch))
+	for _, r := range batch {
+		byID[r.n.ID] = r
+	}
+	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+		return tx.Query(ctx, q, args, func(scan func(...any) error) error {
+			n, err := scanRow(scan)
+			if err != nil {
+				return err
+			}
+			r := byID[n.ID]
+			if r == nil {
+				return fmt.Errorf("notify: an ack batch changed %s, which it did not hold", n.ID)
+			}
+			r.out, r.ok = n, true
+			return nil
+		})
+	})
+	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
+		for _, r := range batch {
+			r.ok = false
+		}
+		return err
+	}
+	return nil
+}
