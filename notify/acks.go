@@ -10,19 +10,21 @@ import (
 )
 
 // Acks that arrive together are committed together: one transaction and
-// one UPDATE … RETURNING for all of them, each row still a fenced
-// compare-and-swap (its id, user, state and owner_lease as read). The
-// first ack to arrive leads: it commits every ack waiting, then hands the
-// lead to the first that arrived meanwhile. An ack whose row moved since
-// it was read is not part of the batch's outcome: it is tried again alone
-// (the unbatched moves), which either succeeds on the fresh state or says
-// why not — as if it had never been batched.
+// one UPDATE … RETURNING for all of them, each row changed only if, at
+// that moment, it is the user's and in a state an ack may leave (PENDING
+// or DISPATCHED off the agent's channel, or ESCALATED) — a compare-and-
+// swap on the row, with no read before it. The first ack to arrive leads:
+// it commits every ack waiting, then hands the lead to the first that
+// arrived meanwhile. An ack the statement did not apply to is tried again
+// alone (the unbatched, lease-fenced moves on a fresh read), which says
+// why it cannot be — another user's, already delivered, claimed — or
+// applies it, as if it had never been batched.
 
 // maxAckBatch bounds how many acks one statement carries.
 const maxAckBatch = 128
 
 type ackReq struct {
-	n    Notification // as read: the state and lease the CAS expects
+	id   string
 	user string
 	done chan struct{}
 	lead chan struct{} // closed when this waiter must lead the next batch
@@ -37,10 +39,10 @@ type acks struct {
 	leading bool
 }
 
-// ackBatched delivers n (PENDING, DISPATCHED or ESCALATED, the user's) in
-// a batch with the acks arriving meanwhile.
-func (l *Ledger) ackBatched(ctx context.Context, n Notification, user string) (Notification, error) {
-	r := &ackReq{n: n, user: user, done: make(chan struct{}), lead: make(chan struct{})}
+// ackBatched delivers the user's notification id in a batch with the acks
+// arriving meanwhile.
+func (l *Ledger) ackBatched(ctx context.Context, id, user string) (Notification, error) {
+	r := &ackReq{id: id, user: user, done: make(chan struct{}), lead: make(chan struct{})}
 	l.acks.mu.Lock()
 	l.acks.waiting = append(l.acks.waiting, r)
 	lead := !l.acks.leading
@@ -63,7 +65,7 @@ func (l *Ledger) ackBatched(ctx context.Context, n Notification, user string) (N
 	if r.ok {
 		return r.out, nil
 	}
-	return l.ackAlone(ctx, n.ID, user) // its row moved: on the fresh state, alone
+	return l.ackAlone(ctx, id, user) // not applicable as it stood: alone, on a fresh read
 }
 
 // leadAcks commits the acks waiting now, then passes the lead on.
@@ -72,11 +74,11 @@ func (l *Ledger) leadAcks(ctx context.Context) {
 	var batch, later []*ackReq
 	seen := map[string]bool{}
 	for _, r := range l.acks.waiting {
-		if seen[r.n.ID] || len(batch) == maxAckBatch { // the same notification twice: the second after the first
+		if seen[r.id] || len(batch) == maxAckBatch { // the same notification twice: the second after the first
 			later = append(later, r)
 			continue
 		}
-		seen[r.n.ID] = true
+		seen[r.id] = true
 		batch = append(batch, r)
 	}
 	l.acks.waiting = later
@@ -104,20 +106,22 @@ func (l *Ledger) leadAcks(ctx context.Context) {
 func (l *Ledger) commitAcks(ctx context.Context, batch []*ackReq) error {
 	now := l.now().UnixNano()
 	var where []string
-	args := []any{string(StateDelivered), now}
+	args := []any{string(StateDelivered), now, string(StateEscalated), string(StateEscalated),
+		string(StatePending), string(StateDispatched), string(ChannelAgent), string(StateEscalated)}
 	for _, r := range batch {
-		where = append(where, `(id = ? AND user_id = ? AND state = ? AND owner_lease = ?)`)
-		args = append(args, r.n.ID, r.user, string(r.n.State), r.n.OwnerLease)
+		where = append(where, `(id = ? AND user_id = ?)`)
+		args = append(args, r.id, r.user)
 	}
 	// DISPATCHED → LOCKED (a claim: owner_lease and attempts + 1) → DELIVERED;
 	// PENDING → DISPATCHED first; ESCALATED → DELIVERED directly
 	q := `UPDATE notifications SET state = ?, updated = ?,
-		owner_lease = owner_lease + (CASE WHEN state = 'ESCALATED' THEN 0 ELSE 1 END),
-		attempts = attempts + (CASE WHEN state = 'ESCALATED' THEN 0 ELSE 1 END)
-		WHERE ` + strings.Join(where, " OR ") + ` RETURNING ` + columns
+		owner_lease = owner_lease + (CASE WHEN state = ? THEN 0 ELSE 1 END),
+		attempts = attempts + (CASE WHEN state = ? THEN 0 ELSE 1 END)
+		WHERE (state IN (?, ?) AND channel <> ? OR state = ?)
+		AND (` + strings.Join(where, " OR ") + `) RETURNING ` + columns
 	byID := make(map[string]*ackReq, len(batch))
 	for _, r := range batch {
-		byID[r.n.ID] = r
+		byID[r.id] = r
 	}
 	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
 		return tx.Query(ctx, q, args, func(scan func(...any) error) error {
