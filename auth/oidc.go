@@ -1,11 +1,13 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -53,6 +55,55 @@ type verifiedToken struct {
 
 // maxVerified bounds the verified-token cache.
 const maxVerified = 10000
+
+// refetchEvery bounds how often the provider's keys are fetched: a token
+// naming a key id never seen makes go-oidc fetch them again, and a flood
+// of tokens with made-up key ids must not become a flood of requests to
+// the provider.
+const refetchEvery = 5 * time.Second
+
+// throttled is the key set's transport: within refetchEvery of a fetch it
+// answers with that fetch's keys instead of asking again (a token of an
+// unknown key is then refused for its signature, as it would be after a
+// real fetch that did not list its key).
+type throttled struct {
+	next http.RoundTripper // nil: http.DefaultTransport
+	now  func() time.Time
+
+	mu   sync.Mutex
+	at   time.Time
+	body []byte
+	typ  string
+}
+
+func (t *throttled) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	if t.body != nil && t.now().Sub(t.at) < refetchEvery {
+		body, typ := t.body, t.typ
+		t.mu.Unlock()
+		return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{"Content-Type": {typ}},
+			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
+	}
+	t.mu.Unlock()
+	next := t.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	resp, err := next.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.at, t.body, t.typ = t.now(), body, resp.Header.Get("Content-Type")
+	t.mu.Unlock()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
 
 // Provider is what the provider's discovery document says.
 type Provider struct {
@@ -133,8 +184,10 @@ func (o *OIDC) discovered(ctx context.Context) (*oidc.IDTokenVerifier, Provider,
 		return nil, Provider{}, o.failed
 	}
 	o.meta, o.failed = meta, nil
-	// the key set lives as long as the verifier: its fetches use cctx's client
-	o.verifier = oidc.NewVerifier(meta.Issuer, oidc.NewRemoteKeySet(cctx, meta.JWKSURI),
+	// the key set lives as long as the verifier; its fetches go through a
+	// transport that asks the provider at most once per refetchEvery
+	keys := &http.Client{Timeout: providerTimeout, Transport: &throttled{next: o.client.Transport, now: o.now}}
+	o.verifier = oidc.NewVerifier(meta.Issuer, oidc.NewRemoteKeySet(oidc.ClientContext(context.WithoutCancel(ctx), keys), meta.JWKSURI),
 		&oidc.Config{ClientID: o.cfg.Audience, SupportedSigningAlgs: o.cfg.AllowedAlgs, Now: o.now})
 	return o.verifier, meta, nil
 }

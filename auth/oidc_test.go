@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,7 +89,9 @@ func TestVerifyTokens(t *testing.T) {
 // down or slow does not stall a token signed with a key already known.
 func TestKeysCachedAndRotated(t *testing.T) {
 	p := oidctest.New(t)
-	o := verifier(p)
+	var skew atomic.Int64 // the verifier's clock runs ahead by this much
+	o := auth.NewOIDC(config.OIDC{Issuer: p.URL, Audience: audience, UserClaim: "sub", AllowedAlgs: config.DefaultAlgs}, nil,
+		func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
 	ctx := context.Background()
 	claims := map[string]any{"sub": "carol", "aud": audience}
 	old := p.Token(claims)
@@ -102,6 +106,20 @@ func TestKeysCachedAndRotated(t *testing.T) {
 	if n := p.JWKSHits.Load(); n != 1 {
 		t.Fatalf("%d JWKS fetches for five tokens of one key", n)
 	}
+	// a flood of tokens naming made-up keys: the provider is asked at
+	// most once per few seconds, and each is refused for its signature
+	stranger, _ := rsa.GenerateKey(rand.Reader, 2048)
+	for i := range 20 {
+		_, err := o.Verify(ctx, p.SignWith(stranger, fmt.Sprintf("made-up-%d", i), jose.RS256, claims))
+		var te *auth.TokenError
+		if !errors.As(err, &te) || !strings.Contains(te.Description, "does not verify") {
+			t.Fatalf("a made-up key: %v", err)
+		}
+	}
+	if n := p.JWKSHits.Load(); n != 1 {
+		t.Fatalf("%d JWKS fetches after 20 tokens of made-up keys", n)
+	}
+	skew.Add(int64(6 * time.Second)) // later: the provider may be asked again
 	p.Rotate()
 	if _, err := o.Verify(ctx, p.Token(claims)); err != nil {
 		t.Fatalf("after a rotation: %v", err)
@@ -120,6 +138,7 @@ func TestKeysCachedAndRotated(t *testing.T) {
 		t.Fatalf("a known key while the JWKS is down: %v", err)
 	}
 	// an unknown key while it is down: not verifiable, and not a refusal of the token
+	skew.Add(int64(6 * time.Second))
 	p.Rotate()
 	_, err := o.Verify(ctx, p.Token(claims))
 	var te *auth.TokenError
