@@ -627,6 +627,23 @@ function focusComposer() {
   box.setSelectionRange(end, end);
 }
 
+// backToComposer is a dialog's close event: the focus goes back to the
+// message box, unless the person has already put it somewhere else (the
+// event comes a moment after the dialog closed: a key or click meanwhile
+// must keep its place).
+function backToComposer(ev) {
+  const a = document.activeElement;
+  const restored = ev && ev.target.opener; // where closing put the focus back
+  if (!a || a === document.body || a === restored || a === $('composer-text') || a.closest('dialog:not([open])')) focusComposer();
+}
+
+// openModal opens a dialog, noting what had the focus: closing it gives
+// the focus back there, and its close event moves it on to the box.
+function openModal(d) {
+  d.opener = document.activeElement;
+  d.showModal();
+}
+
 // closeDialog closes a dialog and gives the message box the focus and the
 // caret at once: a key pressed right after the click that closed it
 // reaches the box (the dialog's close event comes a moment later).
@@ -673,7 +690,7 @@ async function openPicker(d, box = null) {
   q.value = d.prefilter_text || '';
   $('picker-list').replaceChildren();
   $('picker-note').textContent = '';
-  if (!$('picker').open) $('picker').showModal();
+  if (!$('picker').open) openModal($('picker'));
   q.focus();
   await searchPicker(q.value, d.highlight_id);
 }
@@ -755,7 +772,7 @@ $('picker-q').addEventListener('keydown', (ev) => {
 });
 $('picker-list').addEventListener('mousedown', (ev) => ev.preventDefault()); // the filter keeps the focus
 $('picker-cancel').addEventListener('click', () => closeDialog($('picker')));
-$('picker').addEventListener('close', focusComposer);
+$('picker').addEventListener('close', backToComposer);
 
 // --- confirmation -----------------------------------------------------
 
@@ -764,7 +781,7 @@ $('picker').addEventListener('close', focusComposer);
 function openConfirm(question, box = null) {
   confirmBox = box || live.find((b) => b.classList.contains('confirm-choices')) || null;
   $('confirm-text').textContent = question || 'Go ahead?';
-  if (!$('confirm').open) $('confirm').showModal();
+  if (!$('confirm').open) openModal($('confirm'));
   $('confirm-no').focus(); // the safe answer is the default
 }
 
@@ -797,7 +814,7 @@ function decline(box = confirmBox) {
 
 $('confirm-yes').addEventListener('click', confirmYes);
 $('confirm-no').addEventListener('click', () => decline());
-$('confirm').addEventListener('close', focusComposer);
+$('confirm').addEventListener('close', backToComposer);
 
 // --- mode and work context ---------------------------------------------
 
@@ -972,16 +989,16 @@ function openPanel(kind, title, ...body) {
   panelKind = kind;
   $('panel-title').textContent = title;
   $('panel-body').replaceChildren(...body);
-  if (!$('panel').open) $('panel').showModal();
+  if (!$('panel').open) openModal($('panel'));
 }
 
 $('panel-close').addEventListener('click', () => closeDialog($('panel')));
-$('panel').addEventListener('close', () => {
+$('panel').addEventListener('close', (ev) => {
   panelKind = '';
   panelWorkflow = '';
   if (panelStop) panelStop();
   panelStop = null;
-  focusComposer();
+  backToComposer(ev);
 });
 
 const unread = (n) => n.state !== 'DELIVERED' && n.state !== 'FAILED';
