@@ -343,7 +343,7 @@ func (o *OIDC) Exchange(ctx context.Context, code, verifier, redirectURI string)
 		Error       string `json:"error"`
 		Description string `json:"error_description"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&out); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
 		return "", 0, Principal{}, fmt.Errorf("the identity provider's token endpoint answered %s, not JSON", resp.Status)
 	}
 	if resp.StatusCode != http.StatusOK || out.AccessToken == "" {

@@ -37,14 +37,7 @@ func TestVerifyTokens(t *testing.T) {
 	if err != nil || pr.ID != "carol" || len(pr.Roles) != 2 || pr.Roles[0] != "admin" {
 		t.Fatalf("a good token: %+v %v", pr, err)
 	}
-	with := func(k string, v any) map[string]any {
-		c := map[string]any{}
-		for a, b := range good {
-			c[a] = b
-		}
-		c[k] = v
-		return c
-	}
+	with := func(k string, v any) map[string]any { return oidctest.With(good, k, v) }
 	stranger, _ := rsa.GenerateKey(rand.Reader, 2048)
 	good2 := p.Token(good)
 	parts := strings.Split(good2, ".")

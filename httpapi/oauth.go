@@ -29,11 +29,11 @@ type ResourceMetadata struct {
 }
 
 func (s *Server) getResourceMetadata(w http.ResponseWriter, r *http.Request) {
-	if s.oidc == nil {
+	if s.auth.OIDC == nil {
 		s.writeError(w, r, agentplane.Errorf(agentplane.CodeNotFound, "this server has no identity provider (auth.oidc): it takes API keys only"))
 		return
 	}
-	c := s.oidc.Config()
+	c := s.auth.OIDC.Config()
 	w.Header().Set("Cache-Control", "max-age=300")
 	writeJSON(w, http.StatusOK, ResourceMetadata{Resource: c.Audience, AuthorizationServers: []string{c.Issuer}, ScopesSupported: c.RequiredScopes,
 		BearerMethodsSupported: []string{"header"}, ResourceName: "agentplane"})
@@ -54,7 +54,7 @@ func baseURL(r *http.Request) string {
 func (s *Server) challenge(r *http.Request, err error) string {
 	var b strings.Builder
 	b.WriteString(`Bearer realm="agentplane"`)
-	if s.oidc != nil {
+	if s.auth.OIDC != nil {
 		fmt.Fprintf(&b, `, resource_metadata=%q`, baseURL(r)+metadataPath)
 	}
 	var te *auth.TokenError
@@ -97,13 +97,13 @@ type SignInOIDC struct {
 
 func (s *Server) getSignIn(w http.ResponseWriter, r *http.Request) {
 	out := SignIn{APIKeys: s.keys.Len() > 0}
-	if s.oidc != nil && s.oidc.Config().ClientID != "" {
-		p, err := s.oidc.Discover(r.Context())
+	if s.auth.OIDC != nil && s.auth.OIDC.Config().ClientID != "" {
+		p, err := s.auth.OIDC.Discover(r.Context())
 		if err != nil {
 			s.writeError(w, r, agentplane.Errorf(agentplane.CodeSourceUnavailable, "%v", err))
 			return
 		}
-		c := s.oidc.Config()
+		c := s.auth.OIDC.Config()
 		out.OIDC = &SignInOIDC{Issuer: c.Issuer, AuthorizationEndpoint: p.AuthorizationEndpoint, ClientID: c.ClientID, Scopes: c.Scopes, Resource: c.Audience}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -129,7 +129,7 @@ type TokenAnswer struct {
 // Policy stays its own origin only; the token is verified before it is
 // handed back.
 func (s *Server) postToken(w http.ResponseWriter, r *http.Request) {
-	if s.oidc == nil || s.oidc.Config().ClientID == "" {
+	if s.auth.OIDC == nil || s.auth.OIDC.Config().ClientID == "" {
 		s.writeError(w, r, agentplane.Errorf(agentplane.CodeNotFound, "this server signs no one in through an identity provider (auth.oidc.client_id)"))
 		return
 	}
@@ -149,7 +149,7 @@ func (s *Server) postToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, invalid("redirect_uri %q: want this server's own page", truncate(in.RedirectURI, 100)))
 		return
 	}
-	token, expires, p, err := s.oidc.Exchange(r.Context(), in.Code, in.CodeVerifier, in.RedirectURI)
+	token, expires, p, err := s.auth.OIDC.Exchange(r.Context(), in.Code, in.CodeVerifier, in.RedirectURI)
 	var te *auth.TokenError
 	switch {
 	case errors.As(err, &te):

@@ -20,7 +20,6 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/internal/oidctest"
 )
@@ -75,14 +74,7 @@ func TestBearerTokensFromTheProvider(t *testing.T) {
 	if st, _, _ := e.raw("GET", "/v1/sessions/"+created.SessionID, "Bearer "+key, ""); st != 404 {
 		t.Fatalf("alice reads carol's session: %d", st)
 	}
-	with := func(k string, v any) map[string]any {
-		c := map[string]any{}
-		for a, b := range good {
-			c[a] = b
-		}
-		c[k] = v
-		return c
-	}
+	with := func(k string, v any) map[string]any { return oidctest.With(good, k, v) }
 	stranger, _ := rsa.GenerateKey(rand.Reader, 2048)
 	parts := strings.Split(p.Token(good), ".")
 	meta := `resource_metadata="` + e.srv.URL + `/.well-known/oauth-protected-resource"`
@@ -233,7 +225,6 @@ func TestSignInWithPKCE(t *testing.T) {
 			t.Errorf("%s: %d %s", name, st, b)
 		}
 	}
-	_ = agentplane.CodeUnauthorized
 }
 
 // BenchmarkTurnAuth times HTTP turns authenticated by an API key and by

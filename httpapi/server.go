@@ -63,8 +63,7 @@ type Options struct {
 type Server struct {
 	core      *core.Core
 	keys      *auth.Keys
-	oidc      *auth.OIDC          // nil: no identity provider
-	auth      *auth.Authenticator // keys, then the provider's tokens
+	auth      *auth.Authenticator // keys, then the provider's tokens (auth.OIDC nil: none)
 	hub       *events.Hub
 	metrics   *Metrics
 	mcp       http.Handler
@@ -96,7 +95,7 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{core: rt.Core, keys: rt.Keys, oidc: rt.OIDC, hub: rt.Hub, metrics: opts.Metrics, mcp: opts.MCP, ui: opts.UI, agent: rt.Agent, bus: rt.Bus, workflows: rt.Workflows,
+	s := &Server{core: rt.Core, keys: rt.Keys, hub: rt.Hub, metrics: opts.Metrics, mcp: opts.MCP, ui: opts.UI, agent: rt.Agent, bus: rt.Bus, workflows: rt.Workflows,
 		log: rt.Logger, heartbeat: opts.Heartbeat, ready: opts.Ready, drained: make(chan struct{}),
 		origins: slices.Clone(opts.Origins), bodyTimeout: opts.BodyTimeout}
 	if s.bodyTimeout <= 0 {
@@ -105,7 +104,7 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	if s.keys == nil {
 		s.keys = &auth.Keys{}
 	}
-	s.auth = &auth.Authenticator{Keys: s.keys, OIDC: s.oidc}
+	s.auth = &auth.Authenticator{Keys: s.keys, OIDC: rt.OIDC}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -389,12 +389,17 @@ type BadRecord struct {
 	Reason string `json:"reason"`
 }
 
-func (s *Server) getVerification(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+// chain returns the whole audit chain of the principal's session.
+func (s *Server) chain(r *http.Request, p auth.Principal) ([]audit.Record, error) {
 	sess, err := s.owned(r, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	recs, err := s.core.Records(r.Context(), sess.ID, 0)
+	return s.core.Records(r.Context(), sess.ID, 0)
+}
+
+func (s *Server) getVerification(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	recs, err := s.chain(r, p)
 	if err != nil {
 		return err
 	}
@@ -402,14 +407,9 @@ func (s *Server) getVerification(w http.ResponseWriter, r *http.Request, p auth.
 	if len(recs) > 0 {
 		out.LastSeq = recs[len(recs)-1].Seq
 	}
-	if err := audit.Verify(recs); err != nil {
-		out.Verified = false
-		var ce *audit.ChainError
-		if errors.As(err, &ce) {
-			out.FirstBad = &BadRecord{Seq: ce.Seq, Reason: ce.Reason}
-		} else {
-			out.FirstBad = &BadRecord{Reason: err.Error()}
-		}
+	var ce *audit.ChainError // what Verify returns
+	if err := audit.Verify(recs); errors.As(err, &ce) {
+		out.Verified, out.FirstBad = false, &BadRecord{Seq: ce.Seq, Reason: ce.Reason}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -430,11 +430,7 @@ type Replayed struct {
 const MaxDivergences = 1000
 
 func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	sess, err := s.owned(r, p)
-	if err != nil {
-		return err
-	}
-	recs, err := s.core.Records(r.Context(), sess.ID, 0)
+	recs, err := s.chain(r, p)
 	if err != nil {
 		return err
 	}

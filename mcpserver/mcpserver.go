@@ -354,13 +354,7 @@ func (b *binding) sync() {
 	for _, t := range active {
 		names = append(names, t.Spec.Name)
 	}
-	var gone []string
-	for _, n := range b.listed {
-		if !slices.Contains(names, n) {
-			gone = append(gone, n)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := missing(b.listed, names); len(gone) > 0 {
 		b.srv.RemoveTools(gone...)
 	}
 	for _, t := range active {
@@ -388,6 +382,17 @@ func annotations(impact tool.Impact, idempotent bool) *mcp.ToolAnnotations {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// missing returns the names in was that are not in now: what to remove.
+func missing(was, now []string) []string {
+	var out []string
+	for _, n := range was {
+		if !slices.Contains(now, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // setMode notes the session's mode after a call and re-lists the tools
 // when it changed.

@@ -157,11 +157,12 @@ func (b *binding) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.
 			return nil, invalidParams("no prompt %q", ref.Name)
 		}
 		mode = ref.Name
-		i := slices.IndexFunc(b.startArgs(mode), func(a startArg) bool { return a.name == arg.Name })
+		starts := b.startArgs(mode)
+		i := slices.IndexFunc(starts, func(a startArg) bool { return a.name == arg.Name })
 		if i < 0 {
 			return nil, invalidParams("prompt %s has no argument %q", ref.Name, arg.Name)
 		}
-		src = b.startArgs(mode)[i].cmd.Source
+		src = starts[i].cmd.Source
 	case "ref/resource":
 		key := ""
 		switch ref.URI {

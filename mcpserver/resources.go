@@ -142,16 +142,10 @@ func (b *binding) syncResources(mode string) {
 		} else if c, ok := b.s.core.Registry().Catalog(src.CatalogID); ok && c.DisplayName != "" {
 			title = c.DisplayName
 		}
-		b.srv.AddResource(&mcp.Resource{URI: uri, Name: strings.TrimPrefix(strings.TrimPrefix(uri, "agentplane://"), "/"), Title: title, Description: desc,
+		b.srv.AddResource(&mcp.Resource{URI: uri, Name: strings.TrimPrefix(uri, "agentplane://"), Title: title, Description: desc,
 			MIMEType: "application/json"}, b.readSource)
 	}
-	var gone []string
-	for _, uri := range b.sources {
-		if !slices.Contains(uris, uri) {
-			gone = append(gone, uri)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := missing(b.sources, uris); len(gone) > 0 {
 		b.srv.RemoveResources(gone...)
 	}
 	b.sources = uris

@@ -175,7 +175,7 @@ func TestDedup(t *testing.T) {
 	for name, open := range drivers(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			l, _ := notify.NewLedger(open(t), nil)
+			l := ledgerOn(t, open)
 			n := inbox("alice", "v1")
 			n.DedupKey = "build-42"
 			first, _ := l.Emit(ctx, n, 0)
@@ -248,7 +248,7 @@ func TestUnread(t *testing.T) {
 	for name, open := range drivers(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			l, _ := notify.NewLedger(open(t), nil)
+			l := ledgerOn(t, open)
 			var first notify.Emitted
 			for i := range 60 {
 				e, err := l.Emit(ctx, inbox("alice", fmt.Sprint("n", i)), 0)
@@ -278,10 +278,7 @@ func TestInboxAnyClientCanUse(t *testing.T) {
 	for name, open := range drivers(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			l, err := notify.NewLedger(open(t), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := ledgerOn(t, open)
 			a, _ := l.Emit(ctx, inbox("alice", "one"), 0)
 			b, _ := l.Emit(ctx, inbox("alice", "two"), 0)
 			if page, unread, err := l.Inbox(ctx, "bob", 10); err != nil || len(page) != 0 || unread != 0 {
@@ -388,10 +385,7 @@ func TestAcksTogether(t *testing.T) {
 	for name, open := range drivers(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			l, err := notify.NewLedger(open(t), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := ledgerOn(t, open)
 			var ns []notify.Notification
 			for i := range 64 {
 				e, err := l.Emit(ctx, inbox(fmt.Sprintf("user-%d", i%8), fmt.Sprintf("n%d", i)), 0)
@@ -442,4 +436,14 @@ func TestAcksTogether(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ledgerOn is a ledger with the default options on a store of the driver.
+func ledgerOn(t *testing.T, open func(testing.TB) store.Store) *notify.Ledger {
+	t.Helper()
+	l, err := notify.NewLedger(open(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

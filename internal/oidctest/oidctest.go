@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -151,6 +152,14 @@ func (p *Provider) SignWith(priv *rsa.PrivateKey, kid string, alg jose.Signature
 		panic(err)
 	}
 	return s
+}
+
+// With returns a copy of claims with k set to v (nil: removed, when
+// signed).
+func With(claims map[string]any, k string, v any) map[string]any {
+	c := maps.Clone(claims)
+	c[k] = v
+	return c
 }
 
 // Unsigned is a token with alg none: what a verifier must never accept.

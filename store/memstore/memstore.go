@@ -183,24 +183,12 @@ func (s *Store) Commit(_ context.Context, c *store.Commit) error {
 func (s *Store) RecordsBefore(_ context.Context, session string, before int64, limit int) ([]audit.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch := s.chains[session]
-	if ch == nil {
-		return nil, nil
-	}
-	end := int64(len(ch.raw)) // records 1..end are raw[0..end-1]
+	n := s.chainLen(session) // records 1..n are raw[0..n-1]
+	end := n
 	if before > 0 {
-		end = min(end, before-1)
+		end = min(n, before-1)
 	}
-	start := max(end-int64(max(limit, 1)), 0)
-	out := make([]audit.Record, 0, end-start)
-	for _, raw := range ch.raw[start:end] {
-		r, err := audit.Decode(raw)
-		if err != nil {
-			return nil, fmt.Errorf("memstore: record of %s: %w", session, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return s.decode(session, max(end-int64(max(limit, 1)), 0), end)
 }
 
 // RecordsAfter returns copies of the first limit audit records of the
@@ -208,21 +196,8 @@ func (s *Store) RecordsBefore(_ context.Context, session string, before int64, l
 func (s *Store) RecordsAfter(_ context.Context, session string, after int64, limit int) ([]audit.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch := s.chains[session]
-	if ch == nil || after >= int64(len(ch.raw)) {
-		return nil, nil
-	}
 	start := max(after, 0)
-	end := min(start+int64(max(limit, 1)), int64(len(ch.raw)))
-	out := make([]audit.Record, 0, end-start)
-	for _, raw := range ch.raw[start:end] {
-		r, err := audit.Decode(raw)
-		if err != nil {
-			return nil, fmt.Errorf("memstore: record of %s: %w", session, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return s.decode(session, start, min(start+int64(max(limit, 1)), s.chainLen(session)))
 }
 
 // Records returns copies of the session's audit records after a sequence
@@ -230,12 +205,25 @@ func (s *Store) RecordsAfter(_ context.Context, session string, after int64, lim
 func (s *Store) Records(_ context.Context, session string, after int64) ([]audit.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch := s.chains[session]
-	if ch == nil || after >= int64(len(ch.raw)) {
+	return s.decode(session, max(after, 0), s.chainLen(session))
+}
+
+// chainLen is how many records the session's chain holds; s.mu is held.
+func (s *Store) chainLen(session string) int64 {
+	if ch := s.chains[session]; ch != nil {
+		return int64(len(ch.raw))
+	}
+	return 0
+}
+
+// decode returns copies of the session's records raw[start:end] (none
+// when the range is empty); s.mu is held.
+func (s *Store) decode(session string, start, end int64) ([]audit.Record, error) {
+	if start >= end {
 		return nil, nil
 	}
-	out := make([]audit.Record, 0, int64(len(ch.raw))-max(after, 0))
-	for _, raw := range ch.raw[max(after, 0):] {
+	out := make([]audit.Record, 0, end-start)
+	for _, raw := range s.chains[session].raw[start:end] {
 		r, err := audit.Decode(raw)
 		if err != nil {
 			return nil, fmt.Errorf("memstore: record of %s: %w", session, err)

@@ -29,6 +29,8 @@ const state = {
   moreBefore: false, // earlier events are not drawn yet
   earlier: null, // the load of an earlier page, while it runs
   batch: null, // a fragment that events are drawn into (a page of history), else null
+  older: false, // the page being drawn is earlier history (its questions were answered since)
+  waysLoaded: false, // the ways to sign in were asked for
   entityTypes: {}, // entity type -> display name
 };
 
@@ -486,7 +488,7 @@ function drawPage(page, older) {
     state.batch = null;
     state.older = false;
   }
-  if (page.events.length) state.firstSeq = older || !state.firstSeq ? page.events[0].seq : state.firstSeq;
+  if (page.events.length) state.firstSeq = page.events[0].seq; // the newest page, or one before it
   state.moreBefore = page.more_before;
   const top = log.firstElementChild && log.firstElementChild.classList.contains('earlier') ? log.firstElementChild : null;
   if (older) {
