@@ -207,7 +207,16 @@ func TestSignInWithPKCE(t *testing.T) {
 	if st, _, b := e.raw("POST", "/v1/auth/token", "", string(body)); st != 401 || !strings.Contains(b, "refused the code") {
 		t.Fatalf("a wrong verifier: %d %s", st, b)
 	}
+	// a page on another site posting a code is refused before the provider is asked
 	body, _ = json.Marshal(httpapi.TokenRequest{Code: code(), CodeVerifier: verifier, RedirectURI: redirect})
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/auth/token", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	if resp, err := e.srv.Client().Do(req); err != nil || resp.StatusCode != 403 {
+		t.Fatalf("a cross-site code: %v %v", resp, err)
+	}
+	// the same code, from the page itself: not used up by the refused request
 	st, _, b := e.raw("POST", "/v1/auth/token", "", string(body))
 	var ta httpapi.TokenAnswer
 	if json.Unmarshal([]byte(b), &ta); st != 200 || ta.UserID != "carol" || ta.AccessToken == "" {
