@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -23,10 +24,24 @@ import (
 // session as it now is (rebase) and it is recorded as what it was. The
 // token, if one was issued, goes to the human's channel only, never into
 // the log.
-func (x *execution) commit() (agentplane.ExecutionResult, error) {
+func (x *execution) commit() (agentplane.ExecutionResult, error) { return x.commitWith(nil) }
+
+// commitWith commits the result with the caller's writes built from it
+// (also, when not nil): when they fail, the result is committed alone.
+func (x *execution) commitWith(also *Also) (agentplane.ExecutionResult, error) {
 	for attempt := 0; ; attempt++ {
 		res, c := x.unit()
+		if also != nil && also.Ops != nil {
+			for _, op := range also.Ops(res) {
+				c.Ops = append(c.Ops, alsoOp{op})
+			}
+		}
 		err := x.g.store.Commit(x.ctx, c)
+		if _, theirs := errors.AsType[alsoError](err); theirs {
+			also = nil // theirs failed: the result is committed without them
+			attempt--
+			continue
+		}
 		if err != nil && c.Session != nil && agentplane.ErrorCode(err) == agentplane.CodeVersionConflict {
 			if x.acted && attempt < maxRebases {
 				if err := x.rebase(); err != nil {
@@ -65,9 +80,29 @@ func (x *execution) commit() (agentplane.ExecutionResult, error) {
 			res.ConfirmationToken = x.token // never to the LLM's or an agent's channel
 		}
 		res.Seq = c.Record.Seq
+		if also != nil && len(c.Ops) > 0 {
+			also.Written = true
+		}
 		return res, nil
 	}
 }
+
+// alsoOp is a caller's write in the gate's commit; its failure is told
+// apart from the gate's own.
+type alsoOp struct{ op store.Op }
+
+func (o alsoOp) Apply(ctx context.Context, tx store.Tx) error {
+	if err := o.op.Apply(ctx, tx); err != nil {
+		return alsoError{err}
+	}
+	return nil
+}
+
+// alsoError is the failure of a caller's write.
+type alsoError struct{ err error }
+
+func (e alsoError) Error() string { return "gate: the caller's write: " + e.err.Error() }
+func (e alsoError) Unwrap() error { return e.err }
 
 // maxRebases bounds how often a run's effects are applied again to a
 // session that moved on while they were being committed.

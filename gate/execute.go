@@ -39,7 +39,7 @@ func (g *Gate) execute(ctx context.Context, inv Invocation) (agentplane.Executio
 	}
 	x.run()           // the tool, with a timeout
 	x.effects()       // the command's declared effects and the state diff
-	return x.commit() // state, audit record, request result: together
+	return x.commitWith(x.inv.Also) // state, audit record, request result (and the caller's writes): together
 }
 
 // execution is one invocation on its way through the steps.

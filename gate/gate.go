@@ -109,6 +109,23 @@ type Invocation struct {
 	// Idempotency-Key header); "" means RequestID. A workflow retries a
 	// task under a new request id with the task's one key.
 	IdempotencyKey string
+	// Also, when set, adds the caller's own writes to the commit of the
+	// invocation's result (a workflow writes its layer's end with its
+	// last task's result, in one commit instead of two).
+	Also *Also
+}
+
+// Also is a caller's writes, built from an invocation's result and
+// committed with it.
+type Also struct {
+	// Ops builds the writes from the result about to be committed. It is
+	// called before each attempt to commit the invocation's own result
+	// (not one recorded before under its request key); nil adds nothing.
+	// When the writes fail, the result is committed without them.
+	Ops func(agentplane.ExecutionResult) []store.Op
+	// Written reports, once Execute returns, whether the writes were
+	// committed with the result.
+	Written bool
 }
 
 // Turn is the user turn an invocation or a decision belongs to.

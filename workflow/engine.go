@@ -766,7 +766,17 @@ func (r *runner) saveAdding(ctx context.Context, evs []Event, cmd *Command, o *o
 }
 
 func (r *runner) write(ctx context.Context, s *saved) error {
-	w := r.w
+	r.prepare(r.w, s)
+	if err := r.e.j.save(ctx, s); err != nil {
+		return err
+	}
+	r.wrote(ctx, s)
+	return nil
+}
+
+// prepare makes s the write of w (the runner's workflow, or the copy
+// that becomes it once written): what changed since the last write.
+func (r *runner) prepare(w *Workflow, s *saved) {
 	w.Updated = r.e.core.Now().UTC()
 	for i := range s.events {
 		s.events[i].Status = w.Status
@@ -779,18 +789,20 @@ func (r *runner) write(ctx context.Context, s *saved) error {
 		}
 		s.cpTasks = diffTasks(s.cp.w.Tasks, r.atCheckpoint)
 	}
-	if err := r.e.j.save(ctx, s); err != nil {
-		return err
-	}
-	r.stored = s.tasks.apply(r.stored, w.Tasks)
+}
+
+// wrote takes s as written: its workflow is the runner's, as stored; then
+// whoever waits on it is woken.
+func (r *runner) wrote(ctx context.Context, s *saved) {
+	r.w = s.w
+	r.stored = s.tasks.apply(r.stored, s.w.Tasks)
 	if s.cp != nil {
 		r.atCheckpoint = s.cpTasks.apply(r.atCheckpoint, s.cp.w.Tasks)
 	}
 	if r.e.written != nil {
-		r.e.written(ctx, w, s.cp)
+		r.e.written(ctx, s.w, s.cp)
 	}
-	r.e.fire(w.ID)
-	return nil
+	r.e.fire(s.w.ID)
 }
 
 // interrupted handles a workflow taken over from an engine that died

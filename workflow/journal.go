@@ -123,6 +123,9 @@ var errQueued = errors.New("workflow: a command is queued before this one")
 // memJournal in memory (for an in-memory core: tests, benchmarks).
 type journal interface {
 	save(ctx context.Context, s *saved) error
+	// op is save's write as an op of a store commit; nil when the journal
+	// is not in the store (memory).
+	op(s *saved) store.Op
 	reject(ctx context.Context, id string, lease int64, o outcome, now time.Time) error
 	load(ctx context.Context, id string) (row, error)
 	// status reads what a waiter checks, without the document.
@@ -190,14 +193,20 @@ type outcome struct {
 // lease), the events, the checkpoint with the pruning of older ones, the
 // command's outcome.
 func (j *sqlJournal) save(ctx context.Context, s *saved) error {
+	return j.st.Commit(ctx, &store.Commit{Ops: []store.Op{j.op(s)}})
+}
+
+// op is save's write, for a commit of the store (the gate's, with a task's
+// result).
+func (j *sqlJournal) op(s *saved) store.Op {
 	head := *s.w
 	head.Tasks = nil // a row each
 	doc, err := json.Marshal(&head)
-	if err != nil {
-		return err
-	}
 	now := s.w.Updated.UnixNano()
-	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+	return store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+		if err != nil {
+			return err
+		}
 		if s.insert {
 			if _, err := tx.Exec(ctx, `INSERT INTO workflows (id, session_id, principal, status, state, seq, commands, owner, lease, lease_until, created, updated)
 				VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`, s.w.ID, s.w.SessionID, s.w.Principal, s.w.Status, string(doc), s.w.Seq,
@@ -281,7 +290,6 @@ func (j *sqlJournal) save(ctx context.Context, s *saved) error {
 		}
 		return nil
 	})
-	return j.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}})
 }
 
 // reject records a command's rejection; the workflow is unchanged.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/store"
 )
 
 // memJournal keeps workflows in memory, with the SQL journal's rules:
@@ -45,6 +46,8 @@ type memCommand struct {
 }
 
 func newMemJournal() *memJournal { return &memJournal{workflows: map[string]*memWorkflow{}} }
+
+func (j *memJournal) op(*saved) store.Op { return nil }
 
 func (j *memJournal) save(_ context.Context, s *saved) error {
 	w := s.w.copy()

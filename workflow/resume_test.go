@@ -34,7 +34,8 @@ func crash(t *testing.T, e *env, id string, policy string) (*workflow.Engine, *w
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatal("the workflow was not taken over")
+	w, _ := other.Get(context.Background(), id, "alice")
+	t.Fatalf("the workflow was not taken over: %+v", w)
 	return nil, nil, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/store"
 )
 
 // step runs the workflow's layers, from the next one on, while nothing
@@ -28,9 +29,12 @@ func (r *runner) step(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	for err == nil && layer != nil {
-		if err = r.runLayer(ctx, layer); err == nil {
-			layer, err = r.endLayer(ctx, layer)
+		var next []string
+		var ended bool
+		if next, ended, err = r.runLayer(ctx, layer); err == nil && !ended {
+			next, err = r.endLayer(ctx, layer)
 		}
+		layer = next
 	}
 	return err
 }
@@ -92,8 +96,9 @@ func (r *runner) next(w *Workflow) ([]Event, []string) {
 }
 
 // runLayer runs the layer's tasks that are in flight, at most the
-// engine's concurrency at once.
-func (r *runner) runLayer(ctx context.Context, layer []string) error {
+// engine's concurrency at once. A layer of one task in flight ends in the
+// commit of its result (ended): then next is the layer that end started.
+func (r *runner) runLayer(ctx context.Context, layer []string) (next []string, ended bool, err error) {
 	r.mu.Lock()
 	var ids []string
 	for _, id := range layer {
@@ -103,7 +108,7 @@ func (r *runner) runLayer(ctx context.Context, layer []string) error {
 	}
 	r.mu.Unlock()
 	if len(ids) == 1 { // nothing to run beside it
-		return r.runTask(ctx, ids[0])
+		return r.runTask(ctx, ids[0], layer)
 	}
 	errs := make(chan error, len(ids))
 	sem := make(chan struct{}, r.e.concurrency)
@@ -113,17 +118,18 @@ func (r *runner) runLayer(ctx context.Context, layer []string) error {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs <- r.runTask(ctx, id)
+			_, _, err := r.runTask(ctx, id, nil)
+			errs <- err
 		}()
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			return err
+			return nil, false, err
 		}
 	}
-	return nil
+	return nil, false, nil
 }
 
 // settle skips the tasks blocked by a failed or skipped dependency and
@@ -154,11 +160,19 @@ func (r *runner) settle(w *Workflow) ([]Event, []*TaskRun) {
 func (r *runner) endLayer(ctx context.Context, layer []string) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	w := r.w
-	evs := r.held
+	s, next := r.layerEnd(ctx, r.w, layer, r.held)
 	r.held = nil
+	if err := r.write(ctx, s); err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+// layerEnd is endLayer's write of w, with the events evs before it, and
+// the layer it starts.
+func (r *runner) layerEnd(ctx context.Context, w *Workflow, layer []string, evs []Event) (*saved, []string) {
 	if ev, ok := r.failed(w); ok {
-		return nil, r.save(ctx, append(evs, ev), nil, nil)
+		return &saved{events: append(evs, ev)}, nil
 	}
 	ev := r.event(w, EventLayerComplete)
 	ev.Layer = w.Layer
@@ -167,9 +181,9 @@ func (r *runner) endLayer(ctx context.Context, layer []string) ([]string, error)
 		ev.Results = append(ev.Results, TaskResult{ID: t.ID, Tool: t.Tool, Status: t.Status, Output: t.Output, Error: t.Error})
 	}
 	cp := r.checkpoint(w)
-	saved := r.event(w, EventCheckpointSaved)
-	saved.Layer, saved.CheckpointID = w.Layer, cp.ID
-	evs = append(evs, ev, saved)
+	kept := r.event(w, EventCheckpointSaved)
+	kept.Layer, kept.CheckpointID = w.Layer, cp.ID
+	evs = append(evs, ev, kept)
 	var next []string
 	switch {
 	case w.PerLayerValidation:
@@ -187,10 +201,41 @@ func (r *runner) endLayer(ctx context.Context, layer []string) ([]string, error)
 		more, _ := r.settle(w)
 		evs = append(evs, more...)
 	}
-	if err := r.save(ctx, evs, cp, nil); err != nil {
-		return nil, err
+	return &saved{events: evs, cp: cp}, next
+}
+
+// ending is the write of a layer's end with its one task's result, for the
+// gate to commit with that result: built on a copy of the workflow, which
+// becomes the runner's once the gate has committed it (*end is set then).
+// A result worth another attempt ends nothing.
+func (r *runner) ending(ctx context.Context, id string, layer []string, end **layerEnded) func(agentplane.ExecutionResult) []store.Op {
+	return func(res agentplane.ExecutionResult) []store.Op {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		*end = nil
+		if ctx.Err() != nil {
+			return nil // stopped hard: the result may be the stop's, and the task stays in flight
+		}
+		t := r.w.task(id)
+		if retryable(res, r.e.rerunnable(t.Tool)) && t.Attempts < r.w.MaxAttempts {
+			return nil
+		}
+		w := r.w.copy()
+		s, next := r.layerEnd(ctx, w, layer, []Event{r.finish(w, w.task(id), res)})
+		r.prepare(w, s)
+		op := r.e.j.op(s)
+		if op == nil {
+			return nil
+		}
+		*end = &layerEnded{s: s, next: next}
+		return []store.Op{op}
 	}
-	return next, nil
+}
+
+// layerEnded is a layer's end the gate committed with its last result.
+type layerEnded struct {
+	s    *saved
+	next []string
 }
 
 // mayGoOn reports whether the runner may start the next layer without
@@ -210,7 +255,11 @@ func (r *runner) mayGoOn(ctx context.Context) bool {
 // retrying (a tool that failed, timed out or was unavailable, a session
 // changed underneath) is tried again after a backoff under a new request
 // id with the task's one idempotency key, up to the workflow's attempts.
-func (r *runner) runTask(ctx context.Context, id string) error {
+//
+// With layer (the task is its layer's one in flight), the layer's end is
+// written in the gate's commit of the task's last result, and runTask
+// returns the layer that end started (ended).
+func (r *runner) runTask(ctx context.Context, id string, layer []string) (next []string, ended bool, err error) {
 	for {
 		r.mu.Lock()
 		w := r.w
@@ -218,9 +267,19 @@ func (r *runner) runTask(ctx context.Context, id string) error {
 		inv := gate.Invocation{SessionID: w.SessionID, Tool: t.Tool, Args: t.Resolved, RequestID: t.RequestID, IdempotencyKey: t.Key,
 			Origin: gate.OriginWorkflow, Principal: w.Principal, Roles: w.Roles, Approval: t.Approval}
 		r.mu.Unlock()
+		var end *layerEnded
+		if layer != nil {
+			inv.Also = &gate.Also{Ops: r.ending(ctx, id, layer, &end)}
+		}
 		res, err := r.e.core.Execute(ctx, inv)
+		if inv.Also != nil && inv.Also.Written {
+			r.mu.Lock()
+			r.wrote(ctx, end.s)
+			r.mu.Unlock()
+			return end.next, true, ctx.Err()
+		}
 		if ctx.Err() != nil {
-			return ctx.Err() // stopped hard: the task stays in flight, for whoever resumes it
+			return nil, false, ctx.Err() // stopped hard: the task stays in flight, for whoever resumes it
 		}
 		if err != nil {
 			res = agentplane.ExecutionResult{Status: agentplane.StatusFailed, Error: &agentplane.ResultError{Code: agentplane.CodeInternal, Detail: err.Error()}}
@@ -245,7 +304,7 @@ func (r *runner) runTask(ctx context.Context, id string) error {
 		attempts := t.Attempts
 		r.mu.Unlock()
 		if err != nil || !retry {
-			return err
+			return nil, false, err
 		}
 		wait := r.e.backoff << min(attempts-2, 6)
 		t2 := time.NewTimer(min(wait, 5*time.Second))
@@ -253,7 +312,7 @@ func (r *runner) runTask(ctx context.Context, id string) error {
 		case <-t2.C:
 		case <-ctx.Done():
 			t2.Stop()
-			return ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 }

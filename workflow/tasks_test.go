@@ -133,7 +133,7 @@ func TestCommitsPerRun(t *testing.T) {
 	}
 	n := st.commits.Load() - before
 	t.Logf("a 3×1 run: %d commits", n)
-	if n > 7 {
-		t.Fatalf("a 3×1 run made %d commits; want at most 7", n)
+	if n > 5 {
+		t.Fatalf("a 3×1 run made %d commits; want at most 5", n)
 	}
 }
