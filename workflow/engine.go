@@ -605,6 +605,9 @@ type runner struct {
 	// stored is w's tasks as last written, atCheckpoint as the last
 	// checkpoint saved them; nil: not known (all are written again).
 	stored, atCheckpoint *taskStates
+	// checkpoints is how many checkpoints the workflow has stored, as far
+	// as the runner knows (-1: not known; a write prunes every time)
+	checkpoints int
 }
 
 // newRunner makes the runner of w; stored says its tasks are as stored
@@ -613,6 +616,7 @@ func (e *Engine) newRunner(w *Workflow, lease int64, stored bool) *runner {
 	r := &runner{e: e, w: w, lease: lease, wake: make(chan struct{}, 1)}
 	if stored {
 		r.stored = &taskStates{tasks: slices.Clone(w.Tasks)}
+		r.checkpoints = -1
 	} else {
 		r.stored, r.atCheckpoint = &taskStates{}, &taskStates{}
 	}
@@ -788,6 +792,7 @@ func (r *runner) prepare(w *Workflow, s *saved) {
 			s.cp.w = w
 		}
 		s.cpTasks = diffTasks(s.cp.w.Tasks, r.atCheckpoint)
+		s.prune = r.checkpoints < 0 || r.checkpoints >= KeepCheckpoints
 	}
 }
 
@@ -798,6 +803,9 @@ func (r *runner) wrote(ctx context.Context, s *saved) {
 	r.stored = s.tasks.apply(r.stored, s.w.Tasks)
 	if s.cp != nil {
 		r.atCheckpoint = s.cpTasks.apply(r.atCheckpoint, s.cp.w.Tasks)
+		if r.checkpoints >= 0 {
+			r.checkpoints = min(r.checkpoints+1, KeepCheckpoints)
+		}
 	}
 	if r.e.written != nil {
 		r.e.written(ctx, s.w, s.cp)

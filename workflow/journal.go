@@ -173,7 +173,10 @@ type saved struct {
 	// cpTasks in cp.w.Tasks since the last checkpoint (with cp).
 	tasks, cpTasks taskDiff
 	cp             *Checkpoint
-	cmd            *outcome
+	// prune, with cp, drops the checkpoints beyond KeepCheckpoints (the
+	// runner knows of none to drop: false)
+	prune bool
+	cmd   *outcome
 	// add, with cmd, appends a command to the queue as processed already
 	// (cmd is its outcome; the write sets cmd.Seq).
 	add    *Command
@@ -226,14 +229,16 @@ func (j *sqlJournal) op(s *saved) store.Op {
 		if err := writeTasks(ctx, tx, s.w.ID, s.w.Tasks, s.tasks); err != nil {
 			return err
 		}
+		evs := make([]any, 0, 4*len(s.events))
 		for _, ev := range s.events {
 			data, err := json.Marshal(ev)
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO workflow_events (workflow_id, seq, type, data) VALUES (?, ?, ?, ?)`, s.w.ID, ev.Seq, ev.Type, string(data)); err != nil {
-				return err
-			}
+			evs = append(evs, s.w.ID, ev.Seq, ev.Type, string(data))
+		}
+		if err := insertRows(ctx, tx, `INSERT INTO workflow_events (workflow_id, seq, type, data) VALUES `, 4, "", evs); err != nil {
+			return err
 		}
 		if s.cp != nil {
 			kept := *s.cp.w
@@ -246,12 +251,14 @@ func (j *sqlJournal) op(s *saved) store.Op {
 				s.w.ID, s.cp.n, s.cp.ID, s.cp.Layer, string(cpDoc), s.cp.Created.UnixNano()); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `DELETE FROM workflow_checkpoints WHERE workflow_id = ?
+			if s.prune {
+				if _, err := tx.Exec(ctx, `DELETE FROM workflow_checkpoints WHERE workflow_id = ?
 				AND n NOT IN (SELECT n FROM workflow_checkpoints WHERE workflow_id = ? ORDER BY n DESC LIMIT ?)`,
-				s.w.ID, s.w.ID, KeepCheckpoints); err != nil {
-				return err
+					s.w.ID, s.w.ID, KeepCheckpoints); err != nil {
+					return err
+				}
 			}
-			if err := writeHistory(ctx, tx, s.w.ID, int64(s.cp.n), s.cp.w.Tasks, s.cpTasks); err != nil {
+			if err := writeHistory(ctx, tx, s.w.ID, int64(s.cp.n), s.cp.w.Tasks, s.cpTasks, s.prune); err != nil {
 				return err
 			}
 		}

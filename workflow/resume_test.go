@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -227,6 +228,16 @@ func TestAtMostFiveCheckpoints(t *testing.T) {
 		cps, err := e.eng.Checkpoints(context.Background(), w.ID)
 		if err != nil || len(cps) != workflow.KeepCheckpoints || cps[len(cps)-1].Layer != 8 || cps[0].Layer != 4 {
 			t.Fatalf("%+v %v", cps, err)
+		}
+		if q, ok := e.core.Store().(store.Querier); ok {
+			// the task states only pruned checkpoints held are gone too
+			var dead, kept int
+			if err := q.Query(context.Background(), `SELECT
+				(SELECT COUNT(*) FROM workflow_task_history WHERE workflow_id = ? AND until <= (SELECT MIN(n) FROM workflow_checkpoints WHERE workflow_id = ?)),
+				(SELECT COUNT(*) FROM workflow_task_history WHERE workflow_id = ?)`, []any{w.ID, w.ID, w.ID},
+				func(scan func(...any) error) error { return scan(&dead, &kept) }); err != nil || dead != 0 || kept == 0 {
+				t.Fatalf("task states: %d held by no kept checkpoint, %d in all (%v)", dead, kept, err)
+			}
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/store"
@@ -125,16 +126,18 @@ func writeTasks(ctx context.Context, tx store.Tx, id string, tasks []TaskRun, d 
 			return err
 		}
 	}
+	vals := make([]any, 0, 4*len(d.at))
 	for _, i := range d.at {
 		t := &tasks[i]
 		state, err := json.Marshal(t)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO workflow_tasks (workflow_id, id, n, state) VALUES (?, ?, ?, ?)
-			ON CONFLICT (workflow_id, id) DO UPDATE SET n = excluded.n, state = excluded.state`, id, t.ID, t.n, string(state)); err != nil {
-			return err
-		}
+		vals = append(vals, id, t.ID, t.n, string(state))
+	}
+	if err := insertRows(ctx, tx, `INSERT INTO workflow_tasks (workflow_id, id, n, state) VALUES `, 4,
+		` ON CONFLICT (workflow_id, id) DO UPDATE SET n = excluded.n, state = excluded.state`, vals); err != nil {
+		return err
 	}
 	for _, g := range d.gone {
 		if _, err := tx.Exec(ctx, `DELETE FROM workflow_tasks WHERE workflow_id = ? AND id = ?`, id, g); err != nil {
@@ -146,15 +149,16 @@ func writeTasks(ctx context.Context, tx store.Tx, id string, tasks []TaskRun, d 
 
 // writeHistory records the task states of checkpoint cp that differ from
 // the checkpoint before (the rows those replace end at cp), after the
-// checkpoint's own row was written and old checkpoints pruned; then drops
-// the states no kept checkpoint holds.
-func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, tasks []TaskRun, d taskDiff) error {
+// checkpoint's own row was written; with prune (older checkpoints were
+// pruned), it then drops the states no kept checkpoint holds.
+func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, tasks []TaskRun, d taskDiff, prune bool) error {
 	if d.all {
 		if _, err := tx.Exec(ctx, `UPDATE workflow_task_history SET until = ? WHERE workflow_id = ? AND until = ?`, cp, id, openUntil); err != nil {
 			return err
 		}
 	} else {
-		ended := d.gone
+		// a statement per task: measured faster than one with an IN list
+		ended := slices.Clone(d.gone)
 		for _, i := range d.at {
 			ended = append(ended, tasks[i].ID)
 		}
@@ -164,20 +168,53 @@ func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, tasks [
 			}
 		}
 	}
+	vals := make([]any, 0, 6*len(d.at))
 	for _, i := range d.at {
 		t := &tasks[i]
 		state, err := json.Marshal(t)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES (?, ?, ?, ?, ?, ?)`,
-			id, t.ID, cp, openUntil, t.n, string(state)); err != nil {
-			return err
-		}
+		vals = append(vals, id, t.ID, cp, openUntil, t.n, string(state))
+	}
+	if err := insertRows(ctx, tx, `INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES `, 6, "", vals); err != nil {
+		return err
+	}
+	if !prune {
+		return nil // the oldest kept checkpoint is the same: every state that ended ends after it
 	}
 	_, err := tx.Exec(ctx, `DELETE FROM workflow_task_history WHERE workflow_id = ?
 		AND until <= (SELECT MIN(n) FROM workflow_checkpoints WHERE workflow_id = ?)`, id, id)
 	return err
+}
+
+// maxRows is how many rows one statement writes at most: a write of more
+// is several statements, so a statement's text takes one of few forms
+// (each prepared once).
+const maxRows = 16
+
+// insertRows inserts rows of width values each (vals, row after row) with
+// as few statements as maxRows allows: head is the statement up to
+// VALUES, tail what follows the rows.
+func insertRows(ctx context.Context, tx store.Tx, head string, width int, tail string, vals []any) error {
+	row := "(" + store.Params(width) + ")"
+	for len(vals) > 0 {
+		k := min(len(vals)/width, maxRows)
+		var q strings.Builder
+		q.WriteString(head)
+		for i := range k {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(row)
+		}
+		q.WriteString(tail)
+		if _, err := tx.Exec(ctx, q.String(), vals[:k*width]...); err != nil {
+			return err
+		}
+		vals = vals[k*width:]
+	}
+	return nil
 }
 
 // scanTask reads a task row (n, state).
