@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -657,6 +658,7 @@ func TestDeploymentThroughput(t *testing.T) {
 		var mu sync.Mutex
 		total := 0
 		end := time.Now().Add(8 * time.Second)
+		cpu0 := cpuByProgram()
 		start := time.Now()
 		for _, s := range sessions {
 			done.Go(func() {
@@ -674,11 +676,48 @@ func TestDeploymentThroughput(t *testing.T) {
 			})
 		}
 		done.Wait()
-		rate[n] = float64(total) / time.Since(start).Seconds()
-		t.Logf("%d instance(s) behind HAProxy, 64 clients: %d turns in %v, %.0f turns/s", n, total, time.Since(start).Round(time.Millisecond), rate[n])
+		took := time.Since(start)
+		cpu := cpuByProgram()
+		rate[n] = float64(total) / took.Seconds()
+		t.Logf("%d instance(s) behind HAProxy, 64 clients: %d turns in %v, %.0f turns/s", n, total, took.Round(time.Millisecond), rate[n])
+		var used []string
+		for _, prog := range []string{"postgres", "agentplane", "haproxy", "agentplane.test"} {
+			used = append(used, fmt.Sprintf("%s %.2f", prog, (cpu[prog]-cpu0[prog])/took.Seconds()))
+		}
+		t.Logf("  cores busy (of %d): %s", runtime.NumCPU(), strings.Join(used, ", "))
 		for i := range n {
 			f.kill(i)
 		}
 	}
 	t.Logf("three instances vs one: %.2f×", rate[3]/rate[1])
+}
+
+// cpuByProgram returns the CPU seconds used so far by the processes of
+// each program name (Linux /proc; empty elsewhere): how far PostgreSQL,
+// the instances, the balancer and the clients each take the machine.
+func cpuByProgram() map[string]float64 {
+	out := map[string]float64{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ... utime stime: fields 14 and 15, after the comm's ")"
+		open, closing := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		f := strings.Fields(string(stat[closing+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		out[string(stat[open+1:closing])] += (ut + st) / 100 // USER_HZ
+	}
+	return out
 }

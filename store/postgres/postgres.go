@@ -269,7 +269,21 @@ func (s *Store) migrate(ctx context.Context, exts []store.Extension) error {
 // Session returns a copy of the session, or an error with code not_found.
 func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, error) {
 	var state []byte
-	err := s.pool.QueryRow(ctx, `SELECT state FROM sessions WHERE id = $1`, id).Scan(&state)
+	var seq *int64
+	var hash *string
+	// The chain's head comes in the same read: a commit after it (the
+	// turn's) finds the head fresh even when another instance appended
+	// last, instead of failing on a stale one and trying again.
+	err := s.pool.QueryRow(ctx, `SELECT s.state, a.seq, a.hash FROM sessions s
+		LEFT JOIN LATERAL (SELECT seq, hash FROM audit WHERE session = s.id ORDER BY seq DESC LIMIT 1) a ON TRUE
+		WHERE s.id = $1`, id).Scan(&state, &seq, &hash)
+	if err == nil {
+		h := chainHead{}
+		if seq != nil && hash != nil {
+			h = chainHead{*seq, *hash}
+		}
+		s.sawHead(id, h)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", id)
 	}
@@ -662,6 +676,20 @@ func (s *Store) head(ctx context.Context, q rowQuerier, session string) (chainHe
 func (s *Store) setHead(session string, h chainHead) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.heads) >= maxHeads {
+		clear(s.heads)
+	}
+	s.heads[session] = h
+}
+
+// sawHead caches a head read from the database, unless the cache holds a
+// later one (this store's own commit since the read).
+func (s *Store) sawHead(session string, h chainHead) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.heads[session]; ok && cur.seq >= h.seq {
+		return
+	}
 	if len(s.heads) >= maxHeads {
 		clear(s.heads)
 	}

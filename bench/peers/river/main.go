@@ -18,6 +18,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,7 @@ func main() {
 	n := flag.Int("n", 10000, "items per run")
 	producers := flag.Int("producers", 32, "concurrent producers")
 	pg := flag.String("postgres", os.Getenv("AGENTPLANE_TEST_POSTGRES"), "PostgreSQL URL; empty skips PostgreSQL")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of agentplane's SQLite run with -producers to this file")
 	flag.Parse()
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "river-peer")
@@ -78,7 +80,17 @@ func main() {
 		// SQLite: agentplane
 		st, err := sqlite.Open(ctx, filepath.Join(dir, fmt.Sprintf("agentplane-%d.db", p)), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
 		must(err)
+		var prof *os.File
+		if *cpuprofile != "" && p == *producers {
+			prof, err = os.Create(*cpuprofile)
+			must(err)
+			must(pprof.StartCPUProfile(prof))
+		}
 		rate, err = runBus(ctx, st, *n, p)
+		if prof != nil {
+			pprof.StopCPUProfile()
+			must(prof.Close())
+		}
 		must(err)
 		fmt.Printf("sqlite     producers=%-3d agentplane    %8.0f notifications/s (emitted, dispatched and delivered)\n", p, rate)
 		st.Close()
