@@ -37,8 +37,8 @@ func (g *Gate) execute(ctx context.Context, inv Invocation) (agentplane.Executio
 	if done := x.claim(); done != nil { // hold the request key before a tool runs
 		return *done, x.err
 	}
-	x.run()           // the tool, with a timeout
-	x.effects()       // the command's declared effects and the state diff
+	x.run()                         // the tool, with a timeout
+	x.effects()                     // the command's declared effects and the state diff
 	return x.commitWith(x.inv.Also) // state, audit record, request result (and the caller's writes): together
 }
 
