@@ -156,9 +156,11 @@ func BenchmarkApprovalAtSize(b *testing.B) {
 				b.StopTimer()
 				for w == nil || w.Approval == nil {
 					if w == nil || w.Status == workflow.StatusCompleted {
+						// Start may return it awaiting its first approval already
 						if w, err = eng.Start(ctx, workflow.Start{SessionID: session, Principal: "bench", Definition: def}); err != nil {
 							b.Fatal(err)
 						}
+						continue
 					}
 					if w, err = eng.Wait(ctx, w.ID, "bench", w.Seq); err != nil {
 						b.Fatal(err)

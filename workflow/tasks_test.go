@@ -95,9 +95,9 @@ func (s *countingStore) Commit(ctx context.Context, c *store.Commit) error {
 }
 
 // TestCommitsPerRun counts the commits a chain of three read tasks makes
-// from its start to its end: the start (with the first layer's), each
-// task's result in the gate, and each layer's end with the next layer's
-// start (the last one's with the completion).
+// from its start to its end: the start (with the first layer's), then
+// each task's result in the gate's commit together with its layer's end
+// and the next layer's start (the last one's with the completion).
 func TestCommitsPerRun(t *testing.T) {
 	ctx := context.Background()
 	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"), &sqlite.Options{Extensions: []store.Extension{workflow.Extension}})
