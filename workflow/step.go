@@ -204,10 +204,10 @@ func (r *runner) layerEnd(ctx context.Context, w *Workflow, layer []string, evs 
 	return &saved{events: evs, cp: cp}, next
 }
 
-// ending is the write of a layer's end with its one task's result, for the
-// gate to commit with that result: built on a copy of the workflow, which
-// becomes the runner's once the gate has committed it (*end is set then).
-// A result worth another attempt ends nothing.
+// ending builds the write of a layer's end with its one task's result,
+// for the gate to commit with that result: on a copy of the workflow,
+// kept in *end, which becomes the runner's only once the gate reports it
+// written. A result worth another attempt, or one of a stop, ends nothing.
 func (r *runner) ending(ctx context.Context, id string, layer []string, end **layerEnded) func(agentplane.ExecutionResult) []store.Op {
 	return func(res agentplane.ExecutionResult) []store.Op {
 		r.mu.Lock()
