@@ -309,17 +309,14 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 	// the principal's inbox (channel A) rides along: what is not delivered
 	// yet, then each new one
 	inbox := make(<-chan events.Frame)
+	var feed *inboxFeed
 	if s.bus != nil {
-		isub := s.hub.Subscribe(notify.UserTopic(p.ID), 0)
-		defer isub.Close()
-		inbox = isub.Events()
-		if list, _, err := s.bus.Inbox(ctx, p.ID, 500); err == nil {
-			for i := len(list) - 1; i >= 0; i-- {
-				if n := list[i]; !n.State.Terminal() {
-					data, _ := json.Marshal(n)
-					if write(wsServer{Type: "notification", Event: data}) != nil {
-						return nil
-					}
+		if feed, err = s.openInbox(ctx, p); err == nil {
+			defer feed.sub.Close()
+			inbox = feed.sub.Events()
+			for _, data := range feed.backlog {
+				if write(wsServer{Type: "notification", Event: data}) != nil {
+					return nil
 				}
 			}
 		}
@@ -329,6 +326,9 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 	for {
 		select {
 		case f := <-inbox:
+			if !feed.fresh(f.Data) {
+				continue // shown with the backlog already
+			}
 			if write(wsServer{Type: "notification", Event: f.Data}) != nil {
 				return nil
 			}

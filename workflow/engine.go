@@ -593,7 +593,8 @@ func (e *Engine) Poll() time.Duration { return e.poll }
 // runner runs one workflow the engine holds.
 type runner struct {
 	e     *Engine
-	mu    sync.Mutex // guards w while a layer's tasks finish
+	id    string     // the workflow's, for the goroutines beside the runner's own
+	mu    sync.Mutex // guards w while a layer's tasks finish; the runner's goroutine replaces w under it
 	w     *Workflow
 	lease int64
 	wake  chan struct{}
@@ -613,7 +614,7 @@ type runner struct {
 // newRunner makes the runner of w; stored says its tasks are as stored
 // (a workflow read back in rows), false for a new one.
 func (e *Engine) newRunner(w *Workflow, lease int64, stored bool) *runner {
-	r := &runner{e: e, w: w, lease: lease, wake: make(chan struct{}, 1)}
+	r := &runner{e: e, id: w.ID, w: w, lease: lease, wake: make(chan struct{}, 1)}
 	if stored {
 		r.stored = &taskStates{tasks: slices.Clone(w.Tasks)}
 		r.checkpoints = -1
@@ -710,9 +711,9 @@ func (r *runner) traced(ctx context.Context, name string, step func(context.Cont
 // out) resumes from it.
 func (r *runner) fail(err error) {
 	if errors.Is(err, errStale) {
-		r.e.log.Info("workflow: lease lost", "workflow", r.w.ID)
+		r.e.log.Info("workflow: lease lost", "workflow", r.id)
 	} else if r.e.ctx.Err() == nil {
-		r.e.log.Error("workflow: runner stopped", "workflow", r.w.ID, "err", err)
+		r.e.log.Error("workflow: runner stopped", "workflow", r.id, "err", err)
 	}
 	r.mu.Lock()
 	r.lost = true
@@ -736,7 +737,7 @@ func (r *runner) renew(done <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		ok, err := e.j.renew(e.ctx, r.w.ID, r.lease, e.core.Now().Add(e.lease))
+		ok, err := e.j.renew(e.ctx, r.id, r.lease, e.core.Now().Add(e.lease))
 		if err == nil && !ok {
 			r.fail(errStale)
 			return
