@@ -418,6 +418,10 @@ function confirmEntry(question, seq) {
   );
   box.classList.add('confirm-choices');
   li.append(box);
+  if (answeredEarly) { // the dialog was answered before this line came: it is drawn answered
+    answeredEarly = false;
+    answered(box);
+  }
   return li;
 }
 
@@ -788,10 +792,14 @@ function openConfirm(question, box = null) {
 }
 
 let confirmBox = null;
+// answeredEarly: the dialog was answered before the conversation drew
+// the question's line (the answer to the turn came before its event)
+let answeredEarly = false;
 
 async function confirmYes() {
   closeDialog($('confirm'));
   answered(confirmBox);
+  answeredEarly = !confirmBox;
   const pc = state.snapshot && state.snapshot.pending_confirmation;
   const c = state.confirm;
   state.confirm = null;
@@ -810,6 +818,7 @@ async function confirmYes() {
 function decline(box = confirmBox) {
   closeDialog($('confirm'));
   answered(box);
+  answeredEarly = !box;
   state.confirm = null;
   sendTurn({ text: 'no' }).catch(() => {});
 }
