@@ -868,7 +868,7 @@ func (r *runner) recover(ctx context.Context) ([]Event, error) {
 		}
 		switch {
 		case ok && req.State == store.RequestDone && req.Result != nil:
-			if retryable(*req.Result, r.e.rerunnable(t.Tool)) && t.Attempts < w.MaxAttempts {
+			if r.retries(w, t, *req.Result) {
 				t.Status = TaskPending // the recorded attempt failed as runTask would have retried
 				continue
 			}

@@ -216,8 +216,7 @@ func (r *runner) ending(ctx context.Context, id string, layer []string, end **la
 		if ctx.Err() != nil {
 			return nil // stopped hard: the result may be the stop's, and the task stays in flight
 		}
-		t := r.w.task(id)
-		if retryable(res, r.e.rerunnable(t.Tool)) && t.Attempts < r.w.MaxAttempts {
+		if r.retries(r.w, r.w.task(id), res) {
 			return nil
 		}
 		w := r.w.copy()
@@ -286,7 +285,7 @@ func (r *runner) runTask(ctx context.Context, id string, layer []string) (next [
 		}
 		r.mu.Lock()
 		w, t = r.w, r.w.task(id)
-		retry := retryable(res, r.e.rerunnable(t.Tool)) && t.Attempts < w.MaxAttempts
+		retry := r.retries(w, t, res)
 		var evs []Event
 		if retry {
 			t.Attempts++
@@ -315,6 +314,12 @@ func (r *runner) runTask(ctx context.Context, id string, layer []string) (next [
 			return nil, false, ctx.Err()
 		}
 	}
+}
+
+// retries reports whether the task's result gets another attempt: it is
+// worth one, and the workflow allows it.
+func (r *runner) retries(w *Workflow, t *TaskRun, res agentplane.ExecutionResult) bool {
+	return retryable(res, r.e.rerunnable(t.Tool)) && t.Attempts < w.MaxAttempts
 }
 
 // retryable reports whether a result is worth another attempt: a failure

@@ -282,7 +282,7 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 		if seq != nil && hash != nil {
 			h = chainHead{*seq, *hash}
 		}
-		s.sawHead(id, h)
+		s.setHead(id, h)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", id)
@@ -673,22 +673,13 @@ func (s *Store) head(ctx context.Context, q rowQuerier, session string) (chainHe
 	return h, nil
 }
 
+// setHead caches a session's head, as committed or read, unless the cache
+// holds a later one (this store's own commit since the read).
 func (s *Store) setHead(session string, h chainHead) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.heads) >= maxHeads {
-		clear(s.heads)
-	}
-	s.heads[session] = h
-}
-
-// sawHead caches a head read from the database, unless the cache holds a
-// later one (this store's own commit since the read).
-func (s *Store) sawHead(session string, h chainHead) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if cur, ok := s.heads[session]; ok && cur.seq >= h.seq {
-		return
+		return // a later one is known: a commit or read since h was seen
 	}
 	if len(s.heads) >= maxHeads {
 		clear(s.heads)
