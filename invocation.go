@@ -25,12 +25,16 @@ type InvocationContext struct {
 	ActiveWorkContext ActiveWorkContext `json:"active_work_context"`
 	// SnapshotVersion is the session version the call was decided on.
 	SnapshotVersion int64 `json:"snapshot_version"`
-	// RequestID is the call's request id within the session; "" when the
-	// caller sent none.
+	// RequestID is the call's request id within the session and for the
+	// principal: the caller's, or one the gate made (starting with "~gate-")
+	// when the caller sent none.
 	RequestID string `json:"request_id,omitempty"`
-	// IdempotencyKey is what a downstream service dedups the call by: the
-	// request id unless the caller set another (a workflow task's retries
-	// share one key).
+	// IdempotencyKey is what a downstream service dedups the call by: 32
+	// hex digits derived from the principal, the session and the request
+	// (its request id, or a workflow task's one key for all its
+	// attempts). A retried request gets the same key; two principals' or
+	// two sessions' calls never share one, whatever ids their clients or
+	// models sent.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Authorization says why the call may run.
 	Authorization Authorization `json:"authorization"`

@@ -77,6 +77,10 @@ type Options struct {
 	HTTPClient *http.Client
 	// ToolTimeout bounds a tool call; 0 means 30s.
 	ToolTimeout time.Duration
+	// ClockMargin is how far instances' clocks may differ: a request still
+	// running after twice ToolTimeout and this is taken over as
+	// interrupted (see gate.Options). 0 means one minute; < 0 none.
+	ClockMargin time.Duration
 	// MCPRetry is how often a configured MCP server that was down at start
 	// is tried again; 0 means 5s.
 	MCPRetry time.Duration
@@ -228,8 +232,8 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 	if c.obs.Committed != nil {
 		gst = observed{Store: c.store, committed: c.obs.Committed}
 	}
-	c.gate, err = gate.New(c.reg, gst, &gate.Options{Now: c.now, NewToken: opts.NewToken, Tools: c.tools,
-		ToolTimeout: opts.ToolTimeout, Logger: c.log, Tracer: c.tracer})
+	c.gate, err = gate.New(c.reg, gst, &gate.Options{Now: c.now, NewToken: opts.NewToken, NewID: c.newID, Tools: c.tools,
+		ToolTimeout: opts.ToolTimeout, ClockMargin: opts.ClockMargin, Logger: c.log, Tracer: c.tracer})
 	if err != nil {
 		c.Close()
 		return nil, err

@@ -34,91 +34,148 @@ func countingSend(sends *atomic.Int32, hold func()) map[string]tool.Program {
 // n clients — "yes" turns, the token under different request ids, the
 // token without one — runs the external tool once; every other answer is
 // refused and recorded, and no run is recorded as a version conflict.
-// (Each answer claimed its own request key, and the token was marked used
-// only at commit: 8 answers sent 8 times, and the audit showed one.)
+// The question is the router's (a command that needs confirmation) or the
+// LLM's proposal of a tool the human may run directly. (Each answer
+// claimed its own request key, and the token was marked used only at
+// commit: 8 answers sent 8 times, and the audit showed one. A proposal's
+// token was not even checked — the human needs none for that tool — so
+// every answer ran it.)
 func TestOneConfirmationOneRun(t *testing.T) {
 	t.Parallel()
-	for _, n := range []int{2, 8, 32} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			t.Parallel()
-			var sends atomic.Int32
-			var answered atomic.Int32
-			hold := func() { // until every other answer is in, or a while
-				for i := 0; i < 2000 && answered.Load() < int32(n-1); i++ {
-					time.Sleep(time.Millisecond)
+	for _, q := range confirmationQuestions {
+		for _, n := range []int{1, 2, 8, 32} {
+			t.Run(fmt.Sprint(q.name, "/", n), func(t *testing.T) {
+				t.Parallel()
+				oneConfirmationOneRun(t, n, q.ask)
+			})
+		}
+	}
+}
+
+// askedConfirmation is a confirmation question asked of the human: its
+// token and the intent a confirm button sends with it.
+type askedConfirmation struct {
+	token  string
+	intent agentplane.Intent
+}
+
+// confirmationQuestions are the ways a session comes to wait for the
+// human's confirmation of the demo's send.
+var confirmationQuestions = []struct {
+	name string
+	ask  func(t *testing.T, c *core.Core, s *agentplane.Session) askedConfirmation
+}{
+	{"command", func(t *testing.T, c *core.Core, s *agentplane.Session) askedConfirmation {
+		turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
+		tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "send this to the Q1 pilot list"})
+		return askedConfirmation{tr.ConfirmationToken, agentplane.Intent{Type: agentplane.IntentActionCall, Action: "send_template_to_list", Args: json.RawMessage(`{"list_id":"LIST-9"}`)}}
+	}},
+	{"llm_proposal", func(t *testing.T, c *core.Core, s *agentplane.Session) askedConfirmation {
+		turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
+		args, err := c.Tools().Validate("send_template", json.RawMessage(`{"list_id":"LIST-9"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur, err := c.Session(context.Background(), s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := c.Gate().Propose(context.Background(), cur, "p", "send_template", args, "Send the template to the Q1 pilot list?")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return askedConfirmation{d.ConfirmationToken, agentplane.Intent{Type: agentplane.IntentActionCall, Action: "send_template", Args: args}}
+	}},
+}
+
+func oneConfirmationOneRun(t *testing.T, n int, ask func(*testing.T, *core.Core, *agentplane.Session) askedConfirmation) {
+	var sends atomic.Int32
+	var answered atomic.Int32
+	hold := func() { // until every other answer is in, or a while
+		for i := 0; i < 2000 && answered.Load() < int32(n-1); i++ {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	c := demotest.Core(t, &core.Options{Programs: countingSend(&sends, hold)})
+	ctx := context.Background()
+	s := startSession(t, c, "sales")
+	q := ask(t, c, s)
+	if q.token == "" {
+		t.Fatal("no confirmation asked")
+	}
+	intent := q.intent
+	intent.ConfirmationToken = q.token
+	var wg sync.WaitGroup
+	var wins, refused atomic.Int32
+	for i := range n {
+		wg.Go(func() {
+			defer answered.Add(1)
+			var res *agentplane.ExecutionResult
+			switch i % 3 {
+			case 0: // the human types yes
+				tr, err := c.Turn(ctx, core.TurnRequest{SessionID: s.ID, Principal: "p", Input: agentplane.TurnInput{Text: "yes"}})
+				if err != nil {
+					t.Error(err)
+					return
 				}
-			}
-			c := demotest.Core(t, &core.Options{Programs: countingSend(&sends, hold)})
-			ctx := context.Background()
-			s := startSession(t, c, "sales")
-			turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
-			asked := turn(t, c, s.ID, agentplane.TurnInput{Text: "send this to the Q1 pilot list"})
-			if asked.ConfirmationToken == "" {
-				t.Fatalf("no confirmation asked: %+v", asked.Decision)
-			}
-			intent := agentplane.Intent{Type: agentplane.IntentActionCall, Action: "send_template_to_list", Args: json.RawMessage(`{"list_id":"LIST-9"}`),
-				ConfirmationToken: asked.ConfirmationToken}
-			var wg sync.WaitGroup
-			var wins, refused atomic.Int32
-			for i := range n {
-				wg.Go(func() {
-					defer answered.Add(1)
-					var res *agentplane.ExecutionResult
-					switch i % 3 {
-					case 0: // the human types yes
-						tr, err := c.Turn(ctx, core.TurnRequest{SessionID: s.ID, Principal: "p", Input: agentplane.TurnInput{Text: "yes"}})
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						res = tr.Result // nil: routed on a session whose question was answered
-					default: // the confirm button, under a request id of its own or none
-						in := intent
-						if i%3 == 1 {
-							in.RequestID = fmt.Sprint("click-", i)
-						}
-						r, err := c.Intent(ctx, gate.IntentRequest{SessionID: s.ID, Principal: "p", Intent: in})
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						res = &r
-					}
-					switch {
-					case res == nil:
-					case res.Status == agentplane.StatusSuccess:
-						wins.Add(1)
-					case res.Error != nil && res.Error.Code == agentplane.CodeConfirmationInvalid:
-						refused.Add(1)
-					default:
-						t.Errorf("answer %d: %s %+v", i, res.Status, res.Error)
-					}
-				})
-			}
-			wg.Wait()
-			if sends.Load() != 1 || wins.Load() != 1 {
-				t.Fatalf("%d answers: the tool ran %d times, %d successes (%d refused)", n, sends.Load(), wins.Load(), refused.Load())
-			}
-			recs, err := c.Records(ctx, s.ID, 0)
-			if err != nil || audit.Verify(recs) != nil {
-				t.Fatalf("records: %v %v", err, audit.Verify(recs))
-			}
-			ran := 0
-			for _, r := range recs {
-				if r.Result == nil {
-					continue
+				res = tr.Result // nil: routed on a session whose question was answered
+			default: // the confirm button, under a request id of its own or none
+				in := intent
+				if i%3 == 1 {
+					in.RequestID = fmt.Sprint("click-", i)
 				}
-				if r.Result.Status == agentplane.StatusSuccess && r.Result.Tool == "send_template" {
-					ran++
+				r, err := c.Intent(ctx, gate.IntentRequest{SessionID: s.ID, Principal: "p", Intent: in})
+				if err != nil {
+					t.Error(err)
+					return
 				}
-				if r.Result.Error != nil && r.Result.Error.Code == agentplane.CodeVersionConflict {
-					t.Errorf("record %d: a version conflict: %s", r.Seq, r.Result.Message)
-				}
+				res = &r
 			}
-			if ran != int(sends.Load()) {
-				t.Fatalf("the audit records %d runs; the tool ran %d times", ran, sends.Load())
+			switch {
+			case res == nil:
+			case res.Status == agentplane.StatusSuccess:
+				wins.Add(1)
+			case res.Error != nil && res.Error.Code == agentplane.CodeConfirmationInvalid:
+				refused.Add(1)
+			default:
+				t.Errorf("answer %d: %s %+v", i, res.Status, res.Error)
 			}
 		})
+	}
+	wg.Wait()
+	if sends.Load() != 1 || wins.Load() != 1 {
+		t.Fatalf("%d answers: the tool ran %d times, %d successes (%d refused)", n, sends.Load(), wins.Load(), refused.Load())
+	}
+	recs, err := c.Records(ctx, s.ID, 0)
+	if err != nil || audit.Verify(recs) != nil {
+		t.Fatalf("records: %v %v", err, audit.Verify(recs))
+	}
+	ran := 0
+	for _, r := range recs {
+		if r.Result == nil {
+			continue
+		}
+		if r.Result.Status == agentplane.StatusSuccess && r.Result.Tool == "send_template" {
+			ran++
+		}
+		if r.Result.Error != nil && r.Result.Error.Code == agentplane.CodeVersionConflict {
+			t.Errorf("record %d: a version conflict: %s", r.Seq, r.Result.Message)
+		}
+	}
+	if ran != int(sends.Load()) {
+		t.Fatalf("the audit records %d runs; the tool ran %d times", ran, sends.Load())
+	}
+	// the same answers again, one after the other: none runs it again
+	if tr, err := c.Turn(ctx, core.TurnRequest{SessionID: s.ID, Principal: "p", Input: agentplane.TurnInput{Text: "yes"}}); err != nil || tr.Result != nil && tr.Result.Status == agentplane.StatusSuccess {
+		t.Fatalf("a later yes: %+v %v", tr.Result, err)
+	}
+	again := intent
+	again.RequestID = "click-again"
+	if r, err := c.Intent(ctx, gate.IntentRequest{SessionID: s.ID, Principal: "p", Intent: again}); err != nil || r.Status == agentplane.StatusSuccess {
+		t.Fatalf("a later click: %+v %v", r, err)
+	}
+	if sends.Load() != 1 {
+		t.Fatalf("answered again, the tool ran %d times", sends.Load())
 	}
 }
 

@@ -236,6 +236,18 @@ func (c *Core) repeated(ctx context.Context, r TurnRequest) (Turn, bool, error) 
 		return Turn{}, false, err
 	case prev.Digest != gate.TurnDigest(r.Input):
 		return Turn{}, true, agentplane.Errorf(agentplane.CodeRequestConflict, "request id %q was used for another turn in this session; use a new id", r.RequestID)
+	case c.gate.Stale(prev):
+		// its instance stopped while the turn's tool ran: taken over by
+		// the gate's one rule, and answered from the record it writes
+		if _, err := c.gate.TakeOver(ctx, prev); err != nil {
+			return Turn{}, true, err
+		}
+		if prev, ok, err = c.store.Request(ctx, store.RequestKey{SessionID: r.SessionID, Principal: r.Principal, RequestID: r.RequestID}); err != nil || !ok {
+			return Turn{}, true, fmt.Errorf("core: turn %q was taken over, but its request cannot be read: %v", r.RequestID, err)
+		}
+		if prev.State != store.RequestDone || prev.Seq == 0 {
+			return Turn{}, true, agentplane.Errorf(agentplane.CodeRequestInProgress, "turn %q is still running; retry later for its answer", r.RequestID)
+		}
 	case prev.State != store.RequestDone || prev.Seq == 0:
 		return Turn{}, true, agentplane.Errorf(agentplane.CodeRequestInProgress, "turn %q is still running; retry later for its answer", r.RequestID)
 	}
@@ -253,6 +265,31 @@ func (c *Core) repeated(ctx context.Context, r TurnRequest) (Turn, bool, error) 
 		t.Result = res
 	}
 	return t, true, nil
+}
+
+// Recover takes over, every interval until ctx is done, the requests
+// that instances which stopped while their tools ran left running (see
+// gate.Gate.Recover): each is recorded as interrupted in its session's
+// audit chain with what it was running, so nothing that may have acted
+// stays unrecorded, and its client's retry is answered. A serving
+// process runs it (plane.Runtime.Start).
+func (c *Core) Recover(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := c.gate.Recover(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			c.log.Error("stale requests could not be listed", "err", err)
+		case n > 0:
+			c.log.Warn("requests whose instance stopped while their tools ran were recorded as interrupted", "requests", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Execute runs an invocation through the gate.

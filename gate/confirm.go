@@ -65,9 +65,15 @@ func Digest(token string) string {
 
 // confirm applies the confirmation policy. An invocation that needs
 // confirmation and brings none gets confirmation_required with a new token
-// bound to it (delivered only to the human's channel); one that brings a
-// token, or the human's yes in a turn, is checked against what it
-// confirms.
+// bound to it (delivered only to the human's channel).
+//
+// A confirmation presented — a token, or the human's yes in a turn — is
+// checked against what it confirms and used up by the claim, whether or
+// not the policy asks for one for this origin: the human confirming what
+// the LLM proposed (a call that needs confirmation from the LLM, not from
+// the human) confirms that proposal, once. Were it waved through because
+// the human may run the call directly, every repeat of the confirmation
+// would run it again.
 func (x *execution) confirm() {
 	if x.decided() {
 		return
@@ -78,18 +84,16 @@ func (x *execution) confirm() {
 		spec = &s
 	}
 	x.authorized = agentplane.Authorization{Kind: agentplane.AuthorizedByPolicy}
-	if !NeedsConfirmation(x.cmd, spec, x.inv.Origin) {
-		return
-	}
 	inv := x.inv
-	switch {
-	case inv.Origin == OriginWorkflow && inv.Approval != "":
-		// the human approved the workflow's layer holding this call
-		x.authorized = agentplane.Authorization{Kind: agentplane.AuthorizedByApproval, Approval: inv.Approval}
+	switch needs := NeedsConfirmation(x.cmd, spec, inv.Origin); {
 	case inv.ConfirmationToken != "":
 		x.checkToken()
 	case inv.Confirmed:
 		x.checkPending()
+	case !needs && !(inv.AskConfirmation && inv.Origin.Human()):
+	case inv.Origin == OriginWorkflow && inv.Approval != "":
+		// the human approved the workflow's layer holding this call
+		x.authorized = agentplane.Authorization{Kind: agentplane.AuthorizedByApproval, Approval: inv.Approval}
 	default:
 		x.ask()
 	}

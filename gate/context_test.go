@@ -59,14 +59,14 @@ func TestInvocationContext(t *testing.T) {
 	}
 	first := seen[0]
 	if first.Principal.UserID != "ann" || len(first.Principal.Roles) != 1 || first.Origin != "api" || first.SessionID != s.ID || first.Mode != "sales" ||
-		first.ActiveWorkContext.Entity == nil || first.ActiveWorkContext.Entity.ID != "TPL-123" || first.RequestID != "r-1" || first.IdempotencyKey != "r-1" ||
+		first.ActiveWorkContext.Entity == nil || first.ActiveWorkContext.Entity.ID != "TPL-123" || first.RequestID != "r-1" || first.IdempotencyKey != gate.DownstreamKey("ann", s.ID, "r-1") ||
 		first.Authorization.Kind != agentplane.AuthorizedByHuman || first.SnapshotVersion < 2 {
 		t.Errorf("the token's call: %+v", first)
 	}
 	if yes := seen[1]; yes.Origin != "user" || yes.Authorization.Kind != agentplane.AuthorizedByHuman || yes.RequestID == "" {
 		t.Errorf("the yes's call: %+v", yes)
 	}
-	if direct := seen[2]; direct.Authorization.Kind != agentplane.AuthorizedByPolicy || direct.IdempotencyKey != "k-1" || direct.RequestID != "r-9" {
+	if direct := seen[2]; direct.Authorization.Kind != agentplane.AuthorizedByPolicy || direct.IdempotencyKey != gate.DownstreamKey("ann", s.ID, "k-1") || direct.RequestID != "r-9" {
 		t.Errorf("the direct call: %+v", direct)
 	}
 	for _, cx := range seen {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentplane/agentplane"
@@ -73,6 +74,7 @@ type execution struct {
 	presented string              // digest of the token presented, for the record
 
 	// idempotency
+	requestID string // the invocation's, or one the gate made for it
 	key       *store.RequestKey
 	digest    string
 	claimed   bool // the key is held: something runs outside the commit
@@ -128,7 +130,15 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentp
 		x.action = inv.Tool
 	}
 	if inv.RequestID == "" {
+		// the call still carries a request id, downstream and in a claim
+		x.requestID = gateKeyPrefix + x.g.newID()
 		return agentplane.ExecutionResult{}, false, nil
+	}
+	x.requestID = inv.RequestID
+	if strings.HasPrefix(inv.RequestID, gateKeyPrefix) {
+		r := rejected(agentplane.CodeInvalidInput, "request id %q: ids starting with %q are the gate's own; use another", inv.RequestID, gateKeyPrefix)
+		r.RequestID = inv.RequestID
+		return unchanged(r, x.sess), true, nil
 	}
 	x.key = &store.RequestKey{SessionID: x.sess.ID, Principal: inv.Principal, RequestID: inv.RequestID}
 	x.digest = invocationDigest(inv)
@@ -165,42 +175,12 @@ func (x *execution) held(prev store.Request) (agentplane.ExecutionResult, bool) 
 		}
 		return res, true
 	case prev.State == store.RequestRunning && prev.ClaimedAt.Before(x.staleBefore()):
-		return x.interrupted(), true
+		return x.interrupted(prev), true
 	default:
 		r := rejected(agentplane.CodeRequestInProgress, "request %q is still running; retry later for its result", x.inv.RequestID)
 		r.RequestID = x.inv.RequestID
 		return unchanged(r, x.sess), true
 	}
-}
-
-// staleBefore is when a running claim was made that no live execution
-// holds any more: its tool would have timed out twice over, and a minute
-// more allows for instances' clocks.
-func (x *execution) staleBefore() time.Time {
-	return x.now.Add(-2*x.g.toolTimeout - time.Minute)
-}
-
-// interrupted finishes a request whose claim went stale: the instance
-// that ran it stopped while its tool ran, and the tool may have acted.
-// It is not run again (whether it acted cannot be known here): the claim
-// is taken over and the request recorded as failed with code interrupted,
-// so its client gets an answer and the audit log holds the attempt.
-func (x *execution) interrupted() agentplane.ExecutionResult {
-	holder, ok, err := x.g.store.Claim(x.ctx, store.Claim{Key: *x.key, Digest: x.digest, Now: x.now, StaleBefore: x.staleBefore()})
-	switch {
-	case err != nil:
-		x.err = fmt.Errorf("gate: take over request %s: %w", x.key.RequestID, err)
-		return agentplane.ExecutionResult{}
-	case !ok: // another execution took it over or finished it first
-		res, _ := x.held(holder)
-		return res
-	}
-	x.claimed, x.claimedAt = true, x.now
-	x.res = failed(agentplane.CodeInterrupted, x.inv.Tool, "request %q was running %s when its instance stopped: it may have acted, and is not run again; if it did not, ask again with a new request id",
-		x.inv.RequestID, x.action)
-	res, err := x.commit()
-	x.err = err
-	return res
 }
 
 // claim holds the request key in the store before anything that may act
@@ -223,11 +203,11 @@ func (x *execution) claim() *agentplane.ExecutionResult {
 		return nil
 	}
 	if x.key == nil {
-		x.key = &store.RequestKey{SessionID: x.sess.ID, Principal: x.inv.Principal, RequestID: gateKeyPrefix + randomToken()}
+		x.key = &store.RequestKey{SessionID: x.sess.ID, Principal: x.inv.Principal, RequestID: x.requestID}
 		x.digest = invocationDigest(x.inv)
 	}
 	x.claimedAt = x.now
-	holder, ok, err := x.g.store.Claim(x.ctx, store.Claim{Key: *x.key, Digest: x.digest, Now: x.now, StaleBefore: x.staleBefore(), Use: use})
+	holder, ok, err := x.g.store.Claim(x.ctx, store.Claim{Key: *x.key, Digest: x.digest, Now: x.now, StaleBefore: x.staleBefore(), Use: use, Running: x.running()})
 	switch {
 	case errors.Is(err, store.ErrConfirmationUsed):
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "the confirmation was used already: what it confirmed runs once")

@@ -82,9 +82,18 @@ type Invocation struct {
 	Origin    Origin
 	Principal string   // who asks: a user id, "local" for the terminal
 	Roles     []string // the principal's roles
-	// ConfirmationToken confirms an invocation that needs confirmation. It
-	// is accepted only from the human's channel (origin user or api).
+	// ConfirmationToken confirms an invocation. It is accepted only from
+	// the human's channel (origin user or api), for exactly the invocation
+	// it was issued for, once: a token presented is checked and used up
+	// even when the policy would not ask this origin for one (the human
+	// confirming a call the LLM proposed).
 	ConfirmationToken string
+	// AskConfirmation asks for a confirmation token (origin user or api)
+	// even when the policy needs none for this origin: a front end that
+	// has the human confirm another origin's call (an MCP client's, by
+	// elicitation) runs it with the token, so it runs once and is
+	// recorded as the human's confirmation.
+	AskConfirmation bool
 	// Confirmed says the human answered yes, in a turn, to the session's
 	// pending confirmation of exactly this invocation (origin user only).
 	Confirmed bool
@@ -144,8 +153,10 @@ type Gate struct {
 	store       store.Store
 	now         func() time.Time
 	newToken    func() string
+	newID       func() string
 	tools       *tool.Registry
 	toolTimeout time.Duration
+	clockMargin time.Duration
 	log         *slog.Logger
 	argSchemas  map[string]*jsonschema.Schema // by command id
 	tracer      trace.Tracer                  // nil: tracing is off
@@ -155,9 +166,14 @@ type Gate struct {
 type Options struct {
 	Now         func() time.Time // the clock; nil means time.Now
 	NewToken    func() string    // confirmation tokens; nil means 16 random bytes in hex
+	NewID       func() string    // the request ids the gate makes for invocations without one; nil means 16 random bytes in hex
 	Tools       *tool.Registry   // the tools that run, built-in ones included; nil means none
 	ToolTimeout time.Duration    // how long a tool may run; 0 means 30s
-	Logger      *slog.Logger     // nil discards
+	// ClockMargin is how far instances' clocks may differ: a request still
+	// running after twice the tool timeout and this is taken over as
+	// interrupted (its instance stopped). 0 means one minute; < 0 none.
+	ClockMargin time.Duration
+	Logger      *slog.Logger // nil discards
 	// Tracer, when set, traces every execution as an execute_tool span
 	// (package telemetry); nil means no tracing, at no cost.
 	Tracer trace.Tracer
@@ -174,8 +190,8 @@ func New(reg *registry.Registry, st store.Store, opts *Options) (*Gate, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	g := &Gate{reg: reg, store: st, now: opts.Now, newToken: opts.NewToken, tools: opts.Tools,
-		toolTimeout: opts.ToolTimeout, log: opts.Logger, tracer: opts.Tracer}
+	g := &Gate{reg: reg, store: st, now: opts.Now, newToken: opts.NewToken, newID: opts.NewID, tools: opts.Tools,
+		toolTimeout: opts.ToolTimeout, clockMargin: opts.ClockMargin, log: opts.Logger, tracer: opts.Tracer}
 	if g.tools == nil {
 		g.tools = tool.NewRegistry()
 	}
@@ -185,8 +201,17 @@ func New(reg *registry.Registry, st store.Store, opts *Options) (*Gate, error) {
 	if g.newToken == nil {
 		g.newToken = randomToken
 	}
+	if g.newID == nil {
+		g.newID = randomToken
+	}
 	if g.toolTimeout <= 0 {
 		g.toolTimeout = 30 * time.Second
+	}
+	switch {
+	case g.clockMargin == 0:
+		g.clockMargin = time.Minute
+	case g.clockMargin < 0:
+		g.clockMargin = 0
 	}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)

@@ -2,6 +2,8 @@ package gate
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,12 +114,16 @@ func checkOutput(name string, out json.RawMessage) agentplane.ExecutionResult {
 }
 
 // invocationContext is what the tool is told about the call: built once,
-// here, from what the gate decided on.
+// here, from what the gate decided on. Its keys are the gate's: the
+// request id the call runs under (the caller's, or one the gate made),
+// and an idempotency key derived from the principal, the session and
+// that request (or the caller's downstream key), so no two people's or
+// sessions' calls share a key whatever their clients or models sent.
 func (x *execution) invocationContext() agentplane.InvocationContext {
 	inv := x.inv
 	key := inv.IdempotencyKey
 	if key == "" {
-		key = inv.RequestID
+		key = x.requestID
 	}
 	roles := inv.Roles
 	if roles == nil {
@@ -130,8 +136,25 @@ func (x *execution) invocationContext() agentplane.InvocationContext {
 		Mode:              x.mode,
 		ActiveWorkContext: x.sess.AWC,
 		SnapshotVersion:   x.sess.Version,
-		RequestID:         inv.RequestID,
-		IdempotencyKey:    key,
+		RequestID:         x.requestID,
+		IdempotencyKey:    DownstreamKey(inv.Principal, x.sess.ID, key),
 		Authorization:     x.authorized,
 	}
+}
+
+// DownstreamKey is the idempotency key a call is sent downstream with:
+// 32 hex digits of a SHA-256 over the principal, the session and the
+// key the call runs under there (its request id, or a workflow task's
+// one key for all its attempts). The same request gets the same key on
+// every retry; calls of different principals or sessions never share
+// one, whatever request ids their clients or models chose.
+func DownstreamKey(principal, session, key string) string {
+	h := sha256.New()
+	h.Write([]byte("agentplane/idempotency\x00"))
+	h.Write([]byte(principal))
+	h.Write([]byte{0})
+	h.Write([]byte(session))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }

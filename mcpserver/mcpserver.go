@@ -446,7 +446,9 @@ func (b *binding) call(name string) mcp.ToolHandler {
 
 // confirm asks the human, through the client's elicitation, whether the
 // call may run. Yes: the call runs as the human's (origin user), with the
-// token the gate issues to the human, never shown to the model. No, or no
+// token the gate issues to the human for it (asked for even where the
+// human could run the call without one, so it runs once and is recorded
+// as the human's confirmation), never shown to the model. No, or no
 // elicitation: the result says a human must confirm.
 func (b *binding) confirm(ctx context.Context, req *mcp.CallToolRequest, inv gate.Invocation, asked agentplane.ExecutionResult) (agentplane.ExecutionResult, error) {
 	must := asked
@@ -471,12 +473,12 @@ func (b *binding) confirm(ctx context.Context, req *mcp.CallToolRequest, inv gat
 		return declined, nil
 	}
 	human := inv
-	human.Origin = gate.OriginUser
+	human.Origin, human.AskConfirmation = gate.OriginUser, true
 	res, err := b.s.core.Execute(ctx, human)
 	if err != nil || res.Status != agentplane.StatusConfirmationRequired || res.ConfirmationToken == "" {
 		return res, err
 	}
-	human.ConfirmationToken = res.ConfirmationToken
+	human.ConfirmationToken, human.AskConfirmation = res.ConfirmationToken, false
 	res, err = b.s.core.Execute(ctx, human)
 	res.ConfirmationToken = ""
 	return res, err

@@ -106,13 +106,14 @@ type Runtime struct {
 	// DB names the database in messages, never with a password.
 	DB string
 
-	pgEvents string
-	shutdown func(context.Context) error // the tracer provider's: flushes the spans
-	mu       sync.Mutex
-	changed  []func() // told when tools were mounted late
-	stop     context.CancelFunc
-	bg       sync.WaitGroup
-	closed   bool
+	pgEvents     string
+	recoverEvery time.Duration
+	shutdown     func(context.Context) error // the tracer provider's: flushes the spans
+	mu           sync.Mutex
+	changed      []func() // told when tools were mounted late
+	stop         context.CancelFunc
+	bg           sync.WaitGroup
+	closed       bool
 }
 
 // Open opens the store, builds the core over the configuration (an
@@ -122,7 +123,7 @@ type Runtime struct {
 // its notifications), the core before all. ctx bounds the opening only;
 // Close ends the runtime.
 func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
-	rt := &Runtime{Logger: o.Logger, pgEvents: o.PGEvents, DB: Shown(o.DB)}
+	rt := &Runtime{Logger: o.Logger, pgEvents: o.PGEvents, DB: Shown(o.DB), recoverEvery: recoverEvery(o.Core.ToolTimeout)}
 	if rt.Logger == nil {
 		rt.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -203,6 +204,15 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	return rt, nil
 }
 
+// recoverEvery is how often Start looks for requests left running by a
+// stopped instance: half the tool timeout, between 1 s and 15 s.
+func recoverEvery(toolTimeout time.Duration) time.Duration {
+	if toolTimeout <= 0 {
+		toolTimeout = 30 * time.Second
+	}
+	return min(max(toolTimeout/2, time.Second), 15*time.Second)
+}
+
 // agent connects the configured LLM: nil when none is configured.
 func (rt *Runtime) agent(ctx context.Context, getenv func(string) string, co *core.Options) (*llm.Agent, error) {
 	s, ok, err := llm.FromEnv(rt.Core.Config().LLM, getenv)
@@ -262,6 +272,7 @@ func (rt *Runtime) OnToolsChanged(fn func()) {
 }
 
 // Start runs the background work of a serving process until Close: the
+// takeover of requests a stopped instance left running (core.Recover), the
 // notification watchdog, the workflow engine taking over what nobody holds
 // (after a crash, another instance's), and, on PostgreSQL, following other
 // instances' commits for the event streams — by polling the followed
@@ -275,6 +286,8 @@ func (rt *Runtime) Start(ctx context.Context) {
 	rt.mu.Lock()
 	rt.stop = stop
 	rt.mu.Unlock()
+	// requests left running by an instance that stopped while a tool ran
+	rt.bg.Go(func() { rt.Core.Recover(ctx, rt.recoverEvery) })
 	if rt.Bus != nil {
 		rt.bg.Go(func() { (&notify.Watchdog{Bus: rt.Bus, Logger: rt.Logger}).Run(ctx) })
 	}

@@ -61,6 +61,10 @@ type Store interface {
 	// confirmation is unknown or used already, Claim fails with code
 	// confirmation_invalid and writes nothing.
 	Claim(ctx context.Context, c Claim) (Request, bool, error)
+	// Stale returns up to limit requests still running that were claimed
+	// before before, oldest first: what instances that stopped while they
+	// ran left behind, for the gate to take over.
+	Stale(ctx context.Context, before time.Time, limit int) ([]Request, error)
 	// Confirmation returns an issued confirmation token by its digest.
 	Confirmation(ctx context.Context, digest string) (Confirmation, bool, error)
 	// Commit applies c atomically: all of it or, with an error, none.
@@ -198,6 +202,9 @@ type Request struct {
 	// produced, when done; 0 when it produced none.
 	Seq       int64
 	ClaimedAt time.Time
+	// Running, while the request runs, is what it runs, as the claim said
+	// (Claim.Running): what a takeover records as having maybe acted.
+	Running json.RawMessage
 }
 
 // Claim asks for an idempotency key before the request runs.
@@ -210,6 +217,11 @@ type Claim struct {
 	// is its one use, so of concurrent requests presenting the same
 	// confirmation exactly one runs.
 	Use *Use
+	// Running is what the request runs, as JSON the caller defines (the
+	// gate: the intent, and a turn's input and decision), kept while it
+	// runs. A claim taking over a stale one keeps the first claim's when
+	// it brings none.
+	Running json.RawMessage
 }
 
 // Use names the confirmation a claim consumes: the token presented (its

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/workflow"
 )
@@ -135,7 +136,7 @@ func TestInFlightByKeyResumesAutomatically(t *testing.T) {
 				}
 				keys, requests, _ := e.down.counts()
 				e.down.mu.Lock()
-				seen := e.down.seen[w.ID+"-pub"]
+				seen := e.down.seen[gate.DownstreamKey("alice", w.SessionID, w.ID+"-pub")] // the task's key, as the gate derives it
 				e.down.mu.Unlock()
 				if keys != 1 || requests != 2 || seen != 2 {
 					t.Fatalf("downstream: %d keys, %d requests (%d with the task's key)", keys, requests, seen)

@@ -18,6 +18,7 @@ import (
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/sqlite"
+	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -27,7 +28,7 @@ type world struct {
 	mu        sync.Mutex
 	acted     map[string]int             // Idempotency-Key -> times it acted (at most 1)
 	attempts  map[string]int             // the gate's request id -> requests
-	bySession map[string]map[string]bool // session -> Idempotency-Keys of sessions' calls that reached the world
+	bySession map[string]map[string]bool // session -> request ids of sessions' calls that reached the world
 	keys      map[string]int             // Idempotency-Key -> requests
 }
 
@@ -55,7 +56,7 @@ func (s *world) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if s.bySession[body.Context.SessionID] == nil {
 				s.bySession[body.Context.SessionID] = map[string]bool{}
 			}
-			s.bySession[body.Context.SessionID][key] = true
+			s.bySession[body.Context.SessionID][body.RequestID] = true // its key is derived from it, the session and the principal
 		}
 	}
 	s.mu.Unlock()
@@ -104,8 +105,9 @@ func (s *world) checkWorkflows(t *testing.T, ws []workflow.Workflow) (statuses m
 		for _, task := range w.Tasks {
 			if task.Tool == "publish" && task.Status == workflow.TaskCompleted {
 				completed++
-				if s.acted[task.Key] != 1 {
-					t.Fatalf("workflow %s: %s completed, the world acted %d times for %s", w.ID, task.ID, s.acted[task.Key], task.Key)
+				key := gate.DownstreamKey(w.Principal, w.SessionID, task.Key) // the task's key as its service sees it
+				if s.acted[key] != 1 {
+					t.Fatalf("workflow %s: %s completed, the world acted %d times for %s", w.ID, task.ID, s.acted[key], task.Key)
 				}
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,8 +92,31 @@ func (s *Store) Claim(_ context.Context, c store.Claim) (store.Request, bool, er
 		t.Used = true
 		s.tokens[digest] = t
 	}
-	s.requests[c.Key] = store.Request{Key: c.Key, Digest: c.Digest, State: store.RequestRunning, ClaimedAt: c.Now}
+	running := slices.Clone(c.Running)
+	if running == nil && ok {
+		running = r.Running // a takeover keeps what the first claim ran
+	}
+	s.requests[c.Key] = store.Request{Key: c.Key, Digest: c.Digest, State: store.RequestRunning, ClaimedAt: c.Now, Running: running}
 	return store.Request{}, true, nil
+}
+
+// Stale returns running requests claimed before before; see store.Store.
+func (s *Store) Stale(_ context.Context, before time.Time, limit int) ([]store.Request, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.Request
+	for _, r := range s.requests {
+		if r.State == store.RequestRunning && r.ClaimedAt.Before(before) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Request) int {
+		if c := a.ClaimedAt.Compare(b.ClaimedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key.RequestID, b.Key.RequestID)
+	})
+	return out[:min(len(out), max(limit, 0))], nil
 }
 
 // Confirmation returns an issued confirmation token by its digest.

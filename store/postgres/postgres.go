@@ -297,7 +297,41 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 	return &sess, nil
 }
 
-const readRequest = `SELECT digest, state, result, seq, claimed_at FROM requests WHERE session = $1 AND principal = $2 AND request_id = $3`
+const readRequest = `SELECT digest, state, result, seq, claimed_at, running FROM requests WHERE session = $1 AND principal = $2 AND request_id = $3`
+
+// Stale returns running requests claimed before before; see store.Store.
+func (s *Store) Stale(ctx context.Context, before time.Time, limit int) ([]store.Request, error) {
+	rows, err := s.pool.Query(ctx, `SELECT session, principal, request_id, digest, state, result, seq, claimed_at, running FROM requests
+		WHERE state = 'running' AND claimed_at < $1 ORDER BY claimed_at, request_id LIMIT $2`, before.UnixNano(), max(limit, 0))
+	if err != nil {
+		return nil, s.fail("list stale requests", err)
+	}
+	defer rows.Close()
+	var out []store.Request
+	for rows.Next() {
+		var key store.RequestKey
+		r, _, err := s.scanRequest(keyed{rows, &key}, key)
+		if err != nil {
+			return nil, err
+		}
+		r.Key = key
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list stale requests", err)
+	}
+	return out, nil
+}
+
+// keyed scans a request row that starts with its key.
+type keyed struct {
+	row pgx.Row
+	key *store.RequestKey
+}
+
+func (k keyed) Scan(dest ...any) error {
+	return k.row.Scan(append([]any{&k.key.SessionID, &k.key.Principal, &k.key.RequestID}, dest...)...)
+}
 
 // Request returns what an idempotency key holds.
 func (s *Store) Request(ctx context.Context, key store.RequestKey) (store.Request, bool, error) {
@@ -307,8 +341,9 @@ func (s *Store) Request(ctx context.Context, key store.RequestKey) (store.Reques
 func (s *Store) scanRequest(row pgx.Row, key store.RequestKey) (store.Request, bool, error) {
 	r := store.Request{Key: key}
 	var result []byte
+	var running *string
 	var claimed int64
-	err := row.Scan(&r.Digest, &r.State, &result, &r.Seq, &claimed)
+	err := row.Scan(&r.Digest, &r.State, &result, &r.Seq, &claimed, &running)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Request{}, false, nil
 	}
@@ -316,6 +351,9 @@ func (s *Store) scanRequest(row pgx.Row, key store.RequestKey) (store.Request, b
 		return store.Request{}, false, s.fail("load request "+key.RequestID, err)
 	}
 	r.ClaimedAt = time.Unix(0, claimed).UTC()
+	if running != nil {
+		r.Running = json.RawMessage(*running)
+	}
 	if result != nil {
 		r.Result = new(agentplane.ExecutionResult)
 		if err := json.Unmarshal(result, r.Result); err != nil {
@@ -327,10 +365,14 @@ func (s *Store) scanRequest(row pgx.Row, key store.RequestKey) (store.Request, b
 
 // Claim claims an idempotency key; see store.Store.
 func (s *Store) Claim(ctx context.Context, c store.Claim) (store.Request, bool, error) {
-	const claim = `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES ($1, $2, $3, $4, 'running', NULL, $5)
-		ON CONFLICT (session, principal, request_id) DO UPDATE SET claimed_at = excluded.claimed_at
+	const claim = `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at, running) VALUES ($1, $2, $3, $4, 'running', NULL, $5, $9)
+		ON CONFLICT (session, principal, request_id) DO UPDATE SET claimed_at = excluded.claimed_at, running = COALESCE(excluded.running, requests.running)
 		WHERE requests.state = 'running' AND requests.claimed_at < $6 AND requests.digest = excluded.digest RETURNING 1`
-	args := []any{c.Key.SessionID, c.Key.Principal, c.Key.RequestID, c.Digest, c.Now.UnixNano(), c.StaleBefore.UnixNano()}
+	var running *string
+	if len(c.Running) > 0 {
+		running = new(string(c.Running))
+	}
+	args := []any{c.Key.SessionID, c.Key.Principal, c.Key.RequestID, c.Digest, c.Now.UnixNano(), c.StaleBefore.UnixNano(), nil, nil, running}
 	query := claim
 	if c.Use != nil {
 		// One statement: the key and the confirmation, or neither (the
@@ -344,7 +386,10 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) (store.Request, bool, 
 		query = `WITH c AS (` + claim + `),
 			u AS (UPDATE confirmations SET used = TRUE WHERE ` + column + ` = $7 AND NOT used AND EXISTS (SELECT 1 FROM c) RETURNING 1)
 			SELECT 1 FROM c WHERE agentplane_check(EXISTS (SELECT 1 FROM u), $8, 'the confirmation was used already')`
-		args = append(args, key, stateToken)
+		args[6], args[7] = key, stateToken
+	} else {
+		query = strings.Replace(query, "$9", "$7", 1)
+		args = append(args[:6], running)
 	}
 	var one int
 	err := s.pool.QueryRow(ctx, query, args...).Scan(&one)
@@ -594,7 +639,7 @@ func (s *Store) batch(c *store.Commit, sealed *audit.Record) (*pgx.Batch, error)
 			result = []byte(r)
 		}
 		b.Queue(`WITH u AS (INSERT INTO requests (session, principal, request_id, digest, state, result, seq, claimed_at) VALUES ($1, $2, $3, $4, 'done', $5, $6, $7)
-			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result, seq = excluded.seq WHERE requests.state = 'running' RETURNING 1)
+			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result, seq = excluded.seq, running = NULL WHERE requests.state = 'running' RETURNING 1)
 			SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $8, 'request finished already')`,
 			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, result, sealed.Seq, q.ClaimedAt.UnixNano(), stateRequest)
 	}

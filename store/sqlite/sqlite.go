@@ -89,7 +89,7 @@ type chainHead struct {
 // The reads, prepared once at Open.
 const (
 	readSession       = `SELECT state FROM sessions WHERE id = ?`
-	readRequest       = `SELECT digest, state, result, seq, claimed_at FROM requests WHERE session = ? AND principal = ? AND request_id = ?`
+	readRequest       = `SELECT digest, state, result, seq, claimed_at, running FROM requests WHERE session = ? AND principal = ? AND request_id = ?`
 	readConfirmation  = `SELECT confirmation, used FROM confirmations WHERE digest = ?`
 	readRecords       = `SELECT record FROM audit WHERE session = ? AND seq > ? ORDER BY seq`
 	readRecordsBefore = `SELECT record FROM (SELECT seq, record FROM audit WHERE session = ? AND seq < ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`
@@ -374,6 +374,48 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 	return &sess, nil
 }
 
+// Stale returns running requests claimed before before; see store.Store.
+func (s *Store) Stale(ctx context.Context, before time.Time, limit int) ([]store.Request, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT session, principal, request_id, digest, state, result, seq, claimed_at, running FROM requests
+		WHERE state = 'running' AND claimed_at < ? ORDER BY claimed_at, request_id LIMIT ?`, before.UnixNano(), max(limit, 0))
+	if err != nil {
+		return nil, s.wrap("list stale requests", err)
+	}
+	defer rows.Close()
+	var out []store.Request
+	for rows.Next() {
+		var key store.RequestKey
+		r, _, err := s.readRequest(ctx, keyed{rows, &key}, key)
+		if err != nil {
+			return nil, err
+		}
+		r.Key = key
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap("list stale requests", err)
+	}
+	return out, nil
+}
+
+// keyed scans a request row that starts with its key.
+type keyed struct {
+	row scanner
+	key *store.RequestKey
+}
+
+func (k keyed) Scan(dest ...any) error {
+	return k.row.Scan(append([]any{&k.key.SessionID, &k.key.Principal, &k.key.RequestID}, dest...)...)
+}
+
+// nullText is b as a SQL text, or NULL when b is empty.
+func nullText(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
 // Request returns what an idempotency key holds.
 func (s *Store) Request(ctx context.Context, key store.RequestKey) (store.Request, bool, error) {
 	return s.readRequest(ctx, s.reads[readRequest].QueryRowContext(ctx, key.SessionID, key.Principal, key.RequestID), key)
@@ -381,9 +423,9 @@ func (s *Store) Request(ctx context.Context, key store.RequestKey) (store.Reques
 
 func (s *Store) readRequest(_ context.Context, row scanner, key store.RequestKey) (store.Request, bool, error) {
 	r := store.Request{Key: key}
-	var result sql.NullString
+	var result, running sql.NullString
 	var claimed int64
-	err := row.Scan(&r.Digest, &r.State, &result, &r.Seq, &claimed)
+	err := row.Scan(&r.Digest, &r.State, &result, &r.Seq, &claimed, &running)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Request{}, false, nil
 	}
@@ -391,6 +433,9 @@ func (s *Store) readRequest(_ context.Context, row scanner, key store.RequestKey
 		return store.Request{}, false, s.wrap("load request "+key.RequestID, err)
 	}
 	r.ClaimedAt = time.Unix(0, claimed).UTC()
+	if running.Valid {
+		r.Running = json.RawMessage(running.String)
+	}
 	if result.Valid {
 		r.Result = new(agentplane.ExecutionResult)
 		if err := json.Unmarshal([]byte(result.String), r.Result); err != nil {
@@ -751,7 +796,7 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 			return false, err
 		}
 		res, err := s.exec(ctx, tx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES (?, ?, ?, ?, 'done', ?, ?)
-			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result WHERE requests.state = 'running'`,
+			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result, running = NULL WHERE requests.state = 'running'`,
 			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, result, q.ClaimedAt.UnixNano())
 		if err != nil {
 			return false, s.wrap("store request", err)
@@ -803,10 +848,10 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 // key was written (partial).
 func (s *Store) applyClaim(ctx context.Context, tx *sql.Tx, r *request) (partial bool, err error) {
 	c := r.claim
-	res, err := s.exec(ctx, tx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES (?, ?, ?, ?, 'running', NULL, ?)
-		ON CONFLICT (session, principal, request_id) DO UPDATE SET claimed_at = excluded.claimed_at
+	res, err := s.exec(ctx, tx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at, running) VALUES (?, ?, ?, ?, 'running', NULL, ?, ?)
+		ON CONFLICT (session, principal, request_id) DO UPDATE SET claimed_at = excluded.claimed_at, running = COALESCE(excluded.running, requests.running)
 		WHERE requests.state = 'running' AND requests.claimed_at < ? AND requests.digest = excluded.digest`,
-		c.Key.SessionID, c.Key.Principal, c.Key.RequestID, c.Digest, c.Now.UnixNano(), c.StaleBefore.UnixNano())
+		c.Key.SessionID, c.Key.Principal, c.Key.RequestID, c.Digest, c.Now.UnixNano(), nullText(c.Running), c.StaleBefore.UnixNano())
 	if err != nil {
 		return false, s.wrap("claim request", err)
 	}

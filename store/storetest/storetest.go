@@ -5,8 +5,10 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -293,6 +295,47 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		holder, ok, err = s.Claim(ctx, late)
 		if err != nil || ok || holder.State != store.RequestDone || holder.Result.Message != "ran" {
 			t.Fatalf("a finished key: %+v %v %v", holder, ok, err)
+		}
+	})
+
+	t.Run("StaleClaimsKeepWhatTheyRun", func(t *testing.T) {
+		s := open(t)
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1)})
+		what := json.RawMessage(`{"intent":{"action":"send"}}`)
+		for i, at := range []time.Time{t0.Add(2 * time.Second), t0, t0.Add(time.Second), t0.Add(time.Hour)} {
+			c := store.Claim{Key: key("a", fmt.Sprint("r", i)), Digest: "d", Now: at, StaleBefore: at.Add(-time.Minute), Running: what}
+			if _, ok, err := s.Claim(ctx, c); err != nil || !ok {
+				t.Fatalf("claim %d: %v %v", i, ok, err)
+			}
+		}
+		mustCommit(t, s, &store.Commit{SessionID: "a", Request: done(key("a", "r1"), "ran")}) // finished: not stale
+		got, err := s.Stale(ctx, t0.Add(time.Minute), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range got {
+			ids = append(ids, r.Key.RequestID)
+			if r.State != store.RequestRunning || r.Digest != "d" || r.Key.SessionID != "a" || r.Key.Principal != "p" || string(r.Running) != string(what) {
+				t.Errorf("stale request %+v", r)
+			}
+		}
+		if strings.Join(ids, " ") != "r2 r0" {
+			t.Fatalf("stale requests, oldest first: %v, want r2 r0", ids)
+		}
+		if got, _ := s.Stale(ctx, t0.Add(time.Minute), 1); len(got) != 1 || got[0].Key.RequestID != "r2" {
+			t.Fatalf("a limit of 1: %+v", got)
+		}
+		// a takeover that brings nothing keeps what the first claim ran
+		late := t0.Add(2 * time.Hour)
+		if _, ok, err := s.Claim(ctx, store.Claim{Key: key("a", "r0"), Digest: "d", Now: late, StaleBefore: late.Add(-time.Minute)}); err != nil || !ok {
+			t.Fatalf("takeover: %v %v", ok, err)
+		}
+		if r, _, _ := s.Request(ctx, key("a", "r0")); string(r.Running) != string(what) || !r.ClaimedAt.Equal(late) {
+			t.Fatalf("taken over: %+v", r)
+		}
+		if r, _, _ := s.Request(ctx, key("a", "r1")); r.State != store.RequestDone || r.Running != nil {
+			t.Fatalf("a finished request keeps what it ran: %+v", r)
 		}
 	})
 
