@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/sqlite"
-	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/workflow"
 )
 
