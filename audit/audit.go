@@ -120,7 +120,7 @@ func Seal(r *Record, prevSeq int64, prevHash string) error {
 // UTF-8: such a record reads differently to different JSON readers.
 func Decode(raw []byte) (Record, error) {
 	var r Record
-	if err := canonjson.Check(raw); err != nil {
+	if err := canonjson.CheckDocument(raw); err != nil {
 		return r, err
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {

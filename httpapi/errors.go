@@ -101,12 +101,15 @@ func decode(r *http.Request, v any, empty bool) error {
 // log's reader applies, so that nothing is accepted that could not be
 // read back: member names that repeat or differ only in letter case,
 // invalid UTF-8, a lone surrogate, a number out of range, nesting deeper
-// than 128 and data after the object are refused, naming the byte and the
-// member; so are unknown fields and values of the wrong type. It is the one
+// than a stored document may (canonjson.MaxDepth) and data after the object
+// are refused, naming the byte and the member; so are unknown fields and
+// values of the wrong type. The values the body carries — arguments,
+// payloads — are held to the depth of a value (canonjson.MaxValueDepth) by
+// their own door, the same for every front end. It is the one
 // decoder of HTTP bodies and WebSocket messages; what names the input in
 // messages ("the body", "the message").
 func decodeJSON(data []byte, what string, v any) error {
-	if err := canonjson.Check(data); err != nil {
+	if err := canonjson.CheckDocument(data); err != nil {
 		return invalid("%s is not strict JSON: %v", what, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -242,6 +242,9 @@ func (r *Registry) Validate(name string, args json.RawMessage) (json.RawMessage,
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	if len(args) > MaxArgsBytes {
+		return nil, fmt.Errorf("args are %d bytes; at most %d", len(args), MaxArgsBytes)
+	}
 	if err := canonjson.Check(args); err != nil {
 		return nil, fmt.Errorf("args are not strict JSON: %v", err)
 	}
@@ -258,6 +261,11 @@ func (r *Registry) Validate(name string, args json.RawMessage) (json.RawMessage,
 	}
 	return canonical, nil
 }
+
+// MaxArgsBytes is the most a tool call's arguments may weigh, whoever
+// sends them (an HTTP body is already held to as much; an MCP client's
+// call or the LLM's is held to it here).
+const MaxArgsBytes = 1 << 20
 
 // Func is a Tool made of a spec and a function.
 type Func struct {

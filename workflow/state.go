@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/internal/canonjson"
 )
 
 // Statuses of a workflow.
@@ -258,6 +259,11 @@ func (c *Command) Check() error {
 		case len(c.AvailableContext) > 0 && !isObject(c.AvailableContext):
 			return bad("available_context must be a JSON object")
 		}
+		if len(c.AvailableContext) > 0 {
+			if err := canonjson.Check(c.AvailableContext); err != nil {
+				return bad("available_context: %v", err)
+			}
+		}
 	case CommandApprovalResponse:
 		switch {
 		case c.CheckpointID == "":
@@ -275,6 +281,17 @@ func (c *Command) Check() error {
 			return bad("modify needs modifications {args: {task: {...}}, skip: [task]}")
 		case c.Decision != ResumeModify && c.Modifications != nil:
 			return bad("modifications go with decision modify only")
+		}
+		if c.Modifications != nil {
+			for task, args := range c.Modifications.Args {
+				raw, err := json.Marshal(args)
+				if err == nil {
+					err = canonjson.Check(raw)
+				}
+				if err != nil {
+					return bad("modifications.args.%s: %v", task, err)
+				}
+			}
 		}
 	case "":
 		return agentplane.Errorf(agentplane.CodeInvalidInput, "command: type is required: continue, abort, replan_dag, approval_response or checkpoint_response")

@@ -29,8 +29,16 @@ import (
 	"unicode/utf8"
 )
 
-// MaxDepth is the deepest nesting of arrays and objects accepted.
-const MaxDepth = 128
+// Depth limits. A value that comes from outside — arguments, payloads,
+// request bodies, tool outputs, items — may nest MaxValueDepth deep: every
+// door checks it with Check. A stored document — an audit record, which
+// holds such values a few levels inside itself — is read up to MaxDepth
+// (CheckDocument). The gap between the two is what keeps everything that
+// was accepted readable back.
+const (
+	MaxValueDepth = 64
+	MaxDepth      = 128
+)
 
 // Options adjust Append. nil means the defaults: duplicate names are
 // refused, names that differ only in case are allowed, nothing is left out.
@@ -171,12 +179,21 @@ func Append(dst, b []byte, opts *Options) ([]byte, error) {
 	return w.out, nil
 }
 
-// Check reports what is wrong with b as strict JSON (with FoldedNames),
-// or nil.
-func Check(b []byte) error {
+// Check reports what is wrong with b as a strict JSON value from outside
+// (with FoldedNames, nested at most MaxValueDepth deep), or nil: what
+// every door checks before a value is kept.
+func Check(b []byte) error { return check(b, MaxValueDepth) }
+
+// CheckDocument reports what is wrong with b as a strict stored document
+// (with FoldedNames, nested at most MaxDepth deep), or nil: what the
+// reader of audit records checks.
+func CheckDocument(b []byte) error { return check(b, MaxDepth) }
+
+func check(b []byte, depth int) error {
 	p := pool.Get().(*parser)
 	defer pool.Put(p)
 	p.reset(b, &Options{FoldedNames: true})
+	p.maxDepth = depth
 	_, err := p.parse()
 	if err != nil {
 		return located(err, b)
@@ -217,10 +234,12 @@ type parser struct {
 	text  []byte   // decoded strings with escapes
 	names [][]byte // scratch: one object's member names while sorting
 	depth int
+	// maxDepth is the deepest nesting accepted
+	maxDepth int
 }
 
 func (p *parser) reset(b []byte, opts *Options) {
-	p.in, p.i, p.depth = b, 0, 0
+	p.in, p.i, p.depth, p.maxDepth = b, 0, 0, MaxDepth
 	p.opts = Options{}
 	if opts != nil {
 		p.opts = *opts
@@ -298,8 +317,8 @@ func (p *parser) literal(word string) (int32, error) {
 }
 
 func (p *parser) enter() error {
-	if p.depth++; p.depth > MaxDepth {
-		return p.fail("nested deeper than %d", MaxDepth)
+	if p.depth++; p.depth > p.maxDepth {
+		return p.fail("nested deeper than %d", p.maxDepth)
 	}
 	return nil
 }
