@@ -180,17 +180,62 @@ func (e *ChainError) Error() string {
 // Hash equal to the hash of its stored bytes (Raw). It returns a
 // *ChainError for the first bad record.
 func Verify(recs []Record) error {
-	var c chain
+	var v Verifier
 	for i := range recs {
-		if reason := c.next(&recs[i]); reason != "" {
-			return &ChainError{Session: recs[i].Session, Index: i, Seq: recs[i].Seq, Reason: reason}
-		}
-		if i > 0 && recs[i].Session != recs[0].Session {
-			return &ChainError{Session: recs[i].Session, Index: i, Seq: recs[i].Seq, Reason: "belongs to session " + recs[i].Session + ", not " + recs[0].Session}
+		if err := v.Add(&recs[i]); err != nil {
+			return err
 		}
 	}
 	return nil
 }
+
+// Verifier checks a session's records as they come, a page at a time:
+// Verify without holding the chain in memory. The zero value expects the
+// chain's first record.
+type Verifier struct {
+	c       chain
+	n       int
+	session string
+}
+
+// Add checks that r continues the chain (see Verify) and moves on; it
+// returns a *ChainError when it does not.
+func (v *Verifier) Add(r *Record) error {
+	if v.n > 0 && r.Session != v.session {
+		return &ChainError{Session: r.Session, Index: v.n, Seq: r.Seq, Reason: "belongs to session " + r.Session + ", not " + v.session}
+	}
+	if reason := v.c.next(r); reason != "" {
+		return &ChainError{Session: r.Session, Index: v.n, Seq: r.Seq, Reason: reason}
+	}
+	v.session = r.Session
+	v.n++
+	return nil
+}
+
+// End checks that the chain read so far ends where the session says it
+// does (its head: the last record's seq and hash), so a chain cut at its
+// tail, or one with records past its head, is a *ChainError naming the
+// first record missing or extra.
+func (v *Verifier) End(session string, headSeq int64, headHash string) error {
+	switch {
+	case v.c.seq < headSeq:
+		return &ChainError{Session: session, Index: v.n, Seq: v.c.seq + 1,
+			Reason: fmt.Sprintf("the chain ends at record %d, but the session's head is record %d: the records after %d were removed", v.c.seq, headSeq, v.c.seq)}
+	case v.c.seq > headSeq:
+		return &ChainError{Session: session, Index: int(headSeq), Seq: headSeq + 1,
+			Reason: fmt.Sprintf("the chain goes on to record %d past the session's head, record %d: records were added after it", v.c.seq, headSeq)}
+	case v.c.hash != headHash:
+		return &ChainError{Session: session, Index: v.n - 1, Seq: v.c.seq,
+			Reason: "the last record is not the session's head (another hash): the chain's end was replaced"}
+	}
+	return nil
+}
+
+// Records is how many records were added; Last is the last one's seq.
+func (v *Verifier) Records() int { return v.n }
+
+// Last is the sequence number of the last record added (0 before any).
+func (v *Verifier) Last() int64 { return v.c.seq }
 
 // chain is where a session's chain has got to while verifying.
 type chain struct {

@@ -103,6 +103,13 @@ func (c *Core) Records(ctx context.Context, session string, after int64) ([]audi
 	return c.store.Records(ctx, session, after)
 }
 
+// Verify checks a session's audit chain whole, a page at a time: every
+// record continues the one before, and the chain ends at the session's
+// head (see store.Verify).
+func (c *Core) Verify(ctx context.Context, session string) (store.Verification, error) {
+	return store.Verify(ctx, c.store, session)
+}
+
 // Page returns up to limit of a session's audit records: the first ones
 // above after when after > 0, else the last ones below before (before ≤
 // 0: the chain's end). Its cost does not grow with the session.

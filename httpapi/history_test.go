@@ -161,4 +161,20 @@ func TestVerificationAndReplay(t *testing.T) {
 	if !strings.Contains(eb.Error.Message, "does not verify") {
 		t.Fatalf("replay of an altered chain: %q", eb.Error.Message)
 	}
+	// another session's chain cut at its tail: its last two records deleted
+	// (it verified whole: every record left followed the one before)
+	cut := e.create("", nil)
+	for _, text := range []string{"switch to ddr mode", "change the mode to sales", "hello there"} {
+		e.turn("", cut.SessionID, httpapi.TurnBody{Text: text})
+	}
+	if res, err = sqldb.Exec(`DELETE FROM audit WHERE session = ? AND seq > 2`, cut.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 2 {
+		t.Fatalf("cut: %d rows", n)
+	}
+	if st := e.call("GET", "/v1/sessions/"+cut.SessionID+"/audit/verification", "", nil, &v); st != 200 || v.Verified || v.FirstBad == nil || v.FirstBad.Seq != 3 ||
+		!strings.Contains(v.FirstBad.Reason, "removed") || v.LastSeq != 2 {
+		t.Fatalf("verification of a chain cut at its tail: %d %+v %+v", st, v, v.FirstBad)
+	}
 }

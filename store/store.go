@@ -47,6 +47,11 @@ type Store interface {
 	// RecordsAfter returns the first limit (at least 1) audit records of
 	// the session with sequence numbers above after, in order.
 	RecordsAfter(ctx context.Context, session string, after int64, limit int) ([]audit.Record, error)
+	// Head returns the head of the session's audit chain as the session
+	// keeps it, moved in the same statement as each record is appended:
+	// the chain read back must end there (a chain cut at its tail does
+	// not). An error with code not_found when there is no such session.
+	Head(ctx context.Context, session string) (Head, error)
 	// Sessions returns a page of an owner's sessions, newest first. A
 	// cursor that is not one Sessions returned is an error with code
 	// invalid_input.
@@ -102,6 +107,13 @@ type Commit struct {
 	// Ops are writes of subsystems' own tables, run in order in the
 	// commit's transaction after everything above.
 	Ops []Op
+}
+
+// Head is where a session's audit chain ends: its last record's
+// sequence number and hash (0 and "" before the first).
+type Head struct {
+	Seq  int64
+	Hash string
 }
 
 // SessionQuery asks for a page of an owner's sessions.

@@ -100,6 +100,20 @@ func (s *Store) Claim(_ context.Context, c store.Claim) (store.Request, bool, er
 	return store.Request{}, true, nil
 }
 
+// Head returns the head of a session's audit chain; see store.Store.
+func (s *Store) Head(_ context.Context, session string) (store.Head, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sessions[session]; !ok {
+		return store.Head{}, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", session)
+	}
+	ch := s.chains[session]
+	if ch == nil {
+		return store.Head{}, nil
+	}
+	return store.Head{Seq: int64(len(ch.raw)), Hash: ch.hash}, nil
+}
+
 // Stale returns running requests claimed before before; see store.Store.
 func (s *Store) Stale(_ context.Context, before time.Time, limit int) ([]store.Request, error) {
 	s.mu.Lock()

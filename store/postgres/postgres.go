@@ -299,6 +299,20 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 
 const readRequest = `SELECT digest, state, result, seq, claimed_at, running FROM requests WHERE session = $1 AND principal = $2 AND request_id = $3`
 
+// Head returns the head of a session's audit chain as the session keeps
+// it; see store.Store.
+func (s *Store) Head(ctx context.Context, session string) (store.Head, error) {
+	var h store.Head
+	err := s.pool.QueryRow(ctx, `SELECT head_seq, head_hash FROM sessions WHERE id = $1`, session).Scan(&h.Seq, &h.Hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return h, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", session)
+	}
+	if err != nil {
+		return h, s.fail("read chain head", err)
+	}
+	return h, nil
+}
+
 // Stale returns running requests claimed before before; see store.Store.
 func (s *Store) Stale(ctx context.Context, before time.Time, limit int) ([]store.Request, error) {
 	rows, err := s.pool.Query(ctx, `SELECT session, principal, request_id, digest, state, result, seq, claimed_at, running FROM requests
@@ -658,7 +672,9 @@ func (s *Store) batch(c *store.Commit, sealed *audit.Record) (*pgx.Batch, error)
 		}
 	}
 	if c.Record != nil {
-		b.Queue(`INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4)`, c.SessionID, sealed.Seq, sealed.Hash, string(sealed.Raw))
+		// the record and the session's head, in one statement
+		b.Queue(`WITH a AS (INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4))
+			UPDATE sessions SET head_seq = $2, head_hash = $3 WHERE id = $1`, c.SessionID, sealed.Seq, sealed.Hash, string(sealed.Raw))
 		if s.notify {
 			b.Queue(`SELECT pg_notify($1, $2)`, EventsChannel, c.SessionID)
 		}

@@ -173,3 +173,25 @@ func TestLostConnection(t *testing.T) {
 func freshURLLike(c *pgx.ConnConfig) string {
 	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable&search_path=%s", c.User, c.Host, c.Port, c.Database, c.RuntimeParams["search_path"])
 }
+
+// TestHeadsOfAnOlderDatabase: a database of version 6 gets its sessions'
+// chain heads from their records when it is opened.
+func TestHeadsOfAnOlderDatabase(t *testing.T) {
+	url := freshDB(t)
+	storetest.HeadsOfAnOlderDatabase(t, func(t *testing.T) store.Store {
+		s, err := postgres.Open(context.Background(), url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}, func(t *testing.T) {
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), `ALTER TABLE sessions DROP COLUMN head_seq, DROP COLUMN head_hash; DELETE FROM schema_version WHERE version >= 7`); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -374,6 +374,20 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 	return &sess, nil
 }
 
+// Head returns the head of a session's audit chain as the session keeps
+// it; see store.Store.
+func (s *Store) Head(ctx context.Context, session string) (store.Head, error) {
+	var h store.Head
+	err := s.db.QueryRowContext(ctx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, session).Scan(&h.Seq, &h.Hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return h, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", session)
+	}
+	if err != nil {
+		return h, s.wrap("read chain head", err)
+	}
+	return h, nil
+}
+
 // Stale returns running requests claimed before before; see store.Store.
 func (s *Store) Stale(ctx context.Context, before time.Time, limit int) ([]store.Request, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT session, principal, request_id, digest, state, result, seq, claimed_at, running FROM requests

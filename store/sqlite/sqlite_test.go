@@ -283,3 +283,25 @@ func TestLocked(t *testing.T) {
 		t.Fatalf("commit on a locked database: %v", err)
 	}
 }
+
+// TestHeadsOfAnOlderDatabase: a database of version 6 gets its sessions'
+// chain heads from their records when it is opened.
+func TestHeadsOfAnOlderDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	storetest.HeadsOfAnOlderDatabase(t, func(t *testing.T) store.Store {
+		s, err := sqlite.Open(context.Background(), path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}, func(t *testing.T) {
+		db, err := sqlite.OpenRaw(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`DROP TRIGGER audit_head; ALTER TABLE sessions DROP COLUMN head_seq; ALTER TABLE sessions DROP COLUMN head_hash; DELETE FROM schema_version WHERE version >= 7`); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -41,12 +41,6 @@ func done(k store.RequestKey, msg string) *store.Request {
 // the test closes it.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	ctx := context.Background()
-	mustCommit := func(t *testing.T, s store.Store, c *store.Commit) {
-		t.Helper()
-		if err := s.Commit(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	t.Run("SessionNotFound", func(t *testing.T) {
 		s := open(t)
@@ -295,6 +289,34 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		holder, ok, err = s.Claim(ctx, late)
 		if err != nil || ok || holder.State != store.RequestDone || holder.Result.Message != "ran" {
 			t.Fatalf("a finished key: %+v %v %v", holder, ok, err)
+		}
+	})
+
+	t.Run("HeadsFollowTheChain", func(t *testing.T) {
+		s := open(t)
+		if _, err := s.Head(ctx, "a"); agentplane.ErrorCode(err) != agentplane.CodeNotFound {
+			t.Fatalf("the head of no session: %v", err)
+		}
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1)})
+		if h, err := s.Head(ctx, "a"); err != nil || h != (store.Head{}) {
+			t.Fatalf("the head of a session without records: %+v %v", h, err)
+		}
+		var last *audit.Record
+		for i := range 5 {
+			c := &store.Commit{SessionID: "a", Record: rec("a")}
+			if i%2 == 0 {
+				c.Session = sess("a", int64(2+i/2)) // with and without a state change
+			}
+			mustCommit(t, s, c)
+			last = c.Record
+		}
+		h, err := s.Head(ctx, "a")
+		if err != nil || h.Seq != 5 || h.Hash != last.Hash {
+			t.Fatalf("head %+v %v, want seq 5 hash %s", h, err, last.Hash)
+		}
+		v, err := store.Verify(ctx, s, "a")
+		if err != nil || v.Bad != nil || v.Records != 5 || v.LastSeq != 5 || v.Head != h {
+			t.Fatalf("verify: %+v %v", v, err)
 		}
 	})
 
@@ -635,6 +657,13 @@ func bump(name string, want int64) store.Op {
 	})
 }
 
+func mustCommit(t *testing.T, s store.Store, c *store.Commit) {
+	t.Helper()
+	if err := s.Commit(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // RunSQL runs the extension suite: open returns a new, empty store opened
 // with the Counters extension.
 func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.Store) {
@@ -683,6 +712,35 @@ func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.
 		}
 	})
 
+	t.Run("ACutChainIsFound", func(t *testing.T) {
+		for _, cut := range []struct {
+			name  string
+			where string
+			seq   int64 // the first bad record
+			why   string
+		}{
+			{"tail", "seq > 3", 4, "removed"},
+			{"last", "seq = 5", 5, "removed"},
+			{"middle", "seq = 2", 3, "sequence number"}, // the record found where 2 was due
+		} {
+			t.Run(cut.name, func(t *testing.T) {
+				s := open(t, nil)
+				mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1)})
+				for range 5 {
+					mustCommit(t, s, &store.Commit{SessionID: "a", Record: rec("a")})
+				}
+				mustCommit(t, s, &store.Commit{Ops: []store.Op{store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+					_, err := tx.Exec(ctx, `DELETE FROM audit WHERE session = 'a' AND `+cut.where)
+					return err
+				})}})
+				v, err := store.Verify(ctx, s, "a")
+				if err != nil || v.Bad == nil || v.Bad.Seq != cut.seq || !strings.Contains(v.Bad.Reason, cut.why) {
+					t.Fatalf("a chain cut at %s (%s): %+v %+v %v", cut.name, cut.where, v, v.Bad, err)
+				}
+			})
+		}
+	})
+
 	t.Run("OpsAlone", func(t *testing.T) {
 		s := open(t, []store.Extension{Counters})
 		var wg sync.WaitGroup
@@ -700,4 +758,40 @@ func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.
 			}
 		}
 	})
+}
+
+// HeadsOfAnOlderDatabase checks the migration that gave sessions their
+// chain heads: a database from before it (downgrade takes a store's
+// database back there: the head columns dropped, the version forgotten),
+// opened again, has every session's head where its chain ends, and its
+// chains verify whole.
+func HeadsOfAnOlderDatabase(t *testing.T, open func(t *testing.T) store.Store, downgrade func(t *testing.T)) {
+	ctx := context.Background()
+	s := open(t)
+	heads := map[string]store.Head{}
+	for _, id := range []string{"a", "b", "c"} {
+		mustCommit(t, s, &store.Commit{SessionID: id, Session: sess(id, 1)})
+		n := map[string]int{"a": 5, "b": 1, "c": 0}[id]
+		for i := range n {
+			c := &store.Commit{SessionID: id, Record: rec(id)}
+			if i%2 == 1 {
+				c.Session = sess(id, int64(2+i/2))
+			}
+			mustCommit(t, s, c)
+			heads[id] = store.Head{Seq: c.Record.Seq, Hash: c.Record.Hash}
+		}
+	}
+	s.Close()
+	downgrade(t)
+	s = open(t)
+	defer s.Close()
+	for _, id := range []string{"a", "b", "c"} {
+		h, err := s.Head(ctx, id)
+		if err != nil || h != heads[id] {
+			t.Fatalf("session %s: head %+v %v after the migration, want %+v", id, h, err, heads[id])
+		}
+		if v, err := store.Verify(ctx, s, id); err != nil || v.Bad != nil {
+			t.Fatalf("session %s: %+v %v", id, v.Bad, err)
+		}
+	}
 }
