@@ -33,6 +33,7 @@ import (
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/mcpclient"
+	"github.com/agentplane/agentplane/redact"
 	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/router"
@@ -98,6 +99,10 @@ type Options struct {
 	// names (headers_env) of HTTP tools, providers and MCP servers. nil
 	// means os.Getenv.
 	Getenv func(string) string
+	// Secrets are values besides those headers that must never be stored,
+	// answered or logged (the LLM's API key, the database's password):
+	// they are masked wherever the headers' values are (package redact).
+	Secrets []string
 	// Tracer, when set, traces turns, executions and calls of mounted MCP
 	// servers (package telemetry); nil: no tracing, at no cost. A derived
 	// core (replay, conversation tests) traces nothing.
@@ -133,7 +138,8 @@ type Core struct {
 	store  store.Store
 	now    func() time.Time
 	newID  func() string
-	log    *slog.Logger
+	log    *slog.Logger // masks the secrets (redact)
+	redact *redact.Redactor
 	obs    Observer
 	tracer trace.Tracer
 
@@ -212,10 +218,12 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	wired, err := withSecrets(cfg, getenv)
+	wired, secrets, err := withSecrets(cfg, getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	c.redact = redact.New(append(secrets, opts.Secrets...)...)
+	c.log = slog.New(c.redact.Handler(c.log.Handler()))
 	c.reg, err = registry.New(wired, &registry.Options{Providers: opts.Providers, Now: c.now, HTTPClient: opts.HTTPClient})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -233,7 +241,7 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 		gst = observed{Store: c.store, committed: c.obs.Committed}
 	}
 	c.gate, err = gate.New(c.reg, gst, &gate.Options{Now: c.now, NewToken: opts.NewToken, NewID: c.newID, Tools: c.tools,
-		ToolTimeout: opts.ToolTimeout, ClockMargin: opts.ClockMargin, Logger: c.log, Tracer: c.tracer})
+		ToolTimeout: opts.ToolTimeout, ClockMargin: opts.ClockMargin, Logger: c.log, Tracer: c.tracer, Redact: c.redact})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -283,7 +291,7 @@ func (c *Core) mountTools(ctx context.Context, wired *config.Config, opts *Optio
 			impact[k] = tool.Impact(v)
 		}
 		srv := mcpclient.Mount(ctx, mcpclient.Spec{Name: m.Name, Prefix: m.Prefix, Command: m.Command, URL: m.URL, Headers: m.Headers,
-			Impact: impact, ConnectTimeout: m.ConnectTimeout, CallTimeout: m.CallTimeout, HTTPClient: opts.HTTPClient, Tracer: c.tracer})
+			Impact: impact, ConnectTimeout: m.ConnectTimeout, CallTimeout: m.CallTimeout, HTTPClient: opts.HTTPClient, Tracer: c.tracer, Redact: c.redact})
 		c.mcp = append(c.mcp, srv)
 		mount := func(tools []tool.Tool) {
 			for _, t := range tools {
@@ -347,7 +355,7 @@ func (c *Core) Derive(d Derived) (*Core, error) {
 		return nil, errors.New("core: Derive needs a store")
 	}
 	n := &Core{name: c.name, cfg: c.cfg, reg: c.reg, router: c.router, tools: d.Tools, store: d.Store,
-		now: d.Now, newID: d.NewID, log: c.log}
+		now: d.Now, newID: d.NewID, log: c.log, redact: c.redact}
 	if n.tools == nil {
 		n.tools = c.tools
 	}
@@ -358,7 +366,7 @@ func (c *Core) Derive(d Derived) (*Core, error) {
 		n.newID = c.newID
 	}
 	var err error
-	n.gate, err = gate.New(c.reg, d.Store, &gate.Options{Now: n.now, NewToken: d.NewToken, Tools: n.tools, Logger: c.log})
+	n.gate, err = gate.New(c.reg, d.Store, &gate.Options{Now: n.now, NewToken: d.NewToken, Tools: n.tools, Logger: c.log, Redact: c.redact})
 	return n, err
 }
 
@@ -387,8 +395,14 @@ func (c *Core) Store() store.Store { return c.store }
 // Now returns the core's clock reading.
 func (c *Core) Now() time.Time { return c.now() }
 
-// Logger returns the logger.
+// Logger returns the logger: the one given, with the server's secrets
+// masked.
 func (c *Core) Logger() *slog.Logger { return c.log }
+
+// Redactor masks the server's secrets (the configuration's secret
+// headers and Options.Secrets): front ends pass what a tool, a provider or
+// a model said through it before they answer or log it. nil masks nothing.
+func (c *Core) Redactor() *redact.Redactor { return c.redact }
 
 // MCPServers returns the mounted MCP servers, for health reports.
 func (c *Core) MCPServers() []*mcpclient.Server { return c.mcp }
@@ -447,8 +461,8 @@ func (c *Core) Route(ctx context.Context, sess *agentplane.Session, in agentplan
 // the headers its HTTP tools, providers and MCP servers send. cfg is not
 // changed, so Config never holds a secret. Every variable that is not set
 // is named in the error, with where the configuration asks for it.
-func withSecrets(cfg *config.Config, getenv func(string) string) (*config.Config, error) {
-	var missing []string
+func withSecrets(cfg *config.Config, getenv func(string) string) (*config.Config, []string, error) {
+	var missing, values []string
 	fill := func(path string, headers, fromEnv map[string]string) map[string]string {
 		merged := make(map[string]string, len(headers)+len(fromEnv))
 		for k, v := range headers {
@@ -461,6 +475,7 @@ func withSecrets(cfg *config.Config, getenv func(string) string) (*config.Config
 				continue
 			}
 			merged[header] = v
+			values = append(values, v)
 		}
 		return merged
 	}
@@ -490,7 +505,7 @@ func withSecrets(cfg *config.Config, getenv func(string) string) (*config.Config
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		return nil, fmt.Errorf("secret headers: %s", strings.Join(missing, "; "))
+		return nil, nil, fmt.Errorf("secret headers: %s", strings.Join(missing, "; "))
 	}
-	return &w, nil
+	return &w, values, nil
 }

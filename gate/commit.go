@@ -87,6 +87,24 @@ func (x *execution) commitWith(also *Also) (agentplane.ExecutionResult, error) {
 	}
 }
 
+// redacted is res with the server's secrets masked in what a tool or a
+// provider said — its message, error and output — before it is recorded,
+// kept under its key or answered: a service that echoes its credentials
+// puts them nowhere.
+func (g *Gate) redacted(res agentplane.ExecutionResult) agentplane.ExecutionResult {
+	if g.redact == nil {
+		return res
+	}
+	res.Message = g.redact.String(res.Message)
+	res.Output = g.redact.JSON(res.Output)
+	if e := res.Error; e != nil && g.redact.Contains(e.Detail) {
+		c := *e
+		c.Detail = g.redact.String(c.Detail)
+		res.Error = &c
+	}
+	return res
+}
+
 // alsoOp is a caller's write in the gate's commit; its failure is told
 // apart from the gate's own.
 type alsoOp struct{ op store.Op }
@@ -110,7 +128,7 @@ const maxRebases = 8
 
 // unit is the commit of the decided result, and the result to answer.
 func (x *execution) unit() (agentplane.ExecutionResult, *store.Commit) {
-	res := x.res
+	res := x.g.redacted(x.res)
 	res.RequestID = x.inv.RequestID
 	c := &store.Commit{SessionID: x.sess.ID, Issue: x.issue}
 	if res.Status == agentplane.StatusSuccess {

@@ -32,6 +32,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/redact"
 	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/tool"
@@ -160,6 +161,7 @@ type Gate struct {
 	log         *slog.Logger
 	argSchemas  map[string]*jsonschema.Schema // by command id
 	tracer      trace.Tracer                  // nil: tracing is off
+	redact      *redact.Redactor              // nil: nothing to mask
 }
 
 // Options configure a Gate. nil means defaults.
@@ -177,6 +179,9 @@ type Options struct {
 	// Tracer, when set, traces every execution as an execute_tool span
 	// (package telemetry); nil means no tracing, at no cost.
 	Tracer trace.Tracer
+	// Redact masks the server's secrets in results (messages, errors,
+	// outputs) before they are recorded or answered; nil masks nothing.
+	Redact *redact.Redactor
 }
 
 // New returns a gate over the registry and store.
@@ -191,7 +196,7 @@ func New(reg *registry.Registry, st store.Store, opts *Options) (*Gate, error) {
 		opts = &Options{}
 	}
 	g := &Gate{reg: reg, store: st, now: opts.Now, newToken: opts.NewToken, newID: opts.NewID, tools: opts.Tools,
-		toolTimeout: opts.ToolTimeout, clockMargin: opts.ClockMargin, log: opts.Logger, tracer: opts.Tracer}
+		toolTimeout: opts.ToolTimeout, clockMargin: opts.ClockMargin, log: opts.Logger, tracer: opts.Tracer, redact: opts.Redact}
 	if g.tools == nil {
 		g.tools = tool.NewRegistry()
 	}

@@ -186,7 +186,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			st = http.StatusForbidden // RFC 6750 §3.1
 		}
 	}
-	writeJSON(w, st, ErrorBody{Error: ErrorDetail{Code: code, Message: agentplane.ErrorMessage(err)}})
+	msg := s.redact.String(agentplane.ErrorMessage(err)) // a provider's error may quote what it was sent
+	writeJSON(w, st, ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})
 }
 
 // isScope reports whether err refuses a token for its scope.

@@ -32,6 +32,7 @@ import (
 	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/redact"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -62,6 +63,7 @@ type Options struct {
 // Server is the HTTP front end over one core.
 type Server struct {
 	core      *core.Core
+	redact    *redact.Redactor // the core's: what answers quote of a tool or provider is masked
 	keys      *auth.Keys
 	auth      *auth.Authenticator // keys, then the provider's tokens (auth.OIDC nil: none)
 	hub       *events.Hub
@@ -103,6 +105,9 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	}
 	if s.keys == nil {
 		s.keys = &auth.Keys{}
+	}
+	if s.core != nil {
+		s.redact = s.core.Redactor()
 	}
 	s.auth = &auth.Authenticator{Keys: s.keys, OIDC: rt.OIDC}
 	if s.log == nil {

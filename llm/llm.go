@@ -20,6 +20,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -154,9 +155,12 @@ func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 		resp, attempts, err := a.complete(ctx, req, onText)
 		ex := &agentplane.LLMExchange{Model: a.model.Name(), Tools: names, Aware: req.Aware, Attempts: attempts, Internal: r.Task != ""}
 		compact(ex, req.Messages, req.History, recs)
+		red := a.core.Redactor() // what the endpoint said may hold a secret (its key, echoed)
 		if err != nil {
+			err = errors.New(red.String(err.Error()))
 			ex.Error = err.Error()
 		} else {
+			resp.Text = red.String(resp.Text)
 			ex.Response = &resp
 		}
 		seq, rerr := a.core.Gate().RecordExchange(ctx, r.SessionID, r.Principal, r.Roles, ex)
@@ -518,7 +522,7 @@ func (a *Agent) complete(ctx context.Context, req Request, onText func(string)) 
 	resp, attempts, err := a.model.Complete(ctx, req, onText)
 	span.SetAttributes(attribute.Int("agentplane.llm.attempts", attempts))
 	if err != nil {
-		telemetry.Fail(span, "llm_error", err.Error())
+		telemetry.Fail(span, "llm_error", a.core.Redactor().String(err.Error()))
 		return resp, attempts, err
 	}
 	span.SetAttributes(semconv.GenAIResponseModel(model), semconv.GenAIUsageInputTokens(int(resp.Usage.PromptTokens)),

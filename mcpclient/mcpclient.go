@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/redact"
 	"github.com/agentplane/agentplane/telemetry"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -57,6 +58,10 @@ type Spec struct {
 	// sends its trace context in the request's _meta (traceparent); nil:
 	// no tracing.
 	Tracer trace.Tracer
+	// Redact masks secrets (its Headers' values among them) in what the
+	// server says — errors, failed calls' texts — before they are traced,
+	// logged, shown in its health or returned; nil masks nothing.
+	Redact *redact.Redactor
 }
 
 // Health is how a server is.
@@ -246,7 +251,7 @@ func (s *Server) setHealth(err error) {
 	s.health.Up = up
 	s.health.Error = ""
 	if err != nil {
-		s.health.Error = err.Error()
+		s.health.Error = s.spec.Redact.String(err.Error())
 	}
 	s.health.ToolCount = len(s.tools)
 }
@@ -344,6 +349,7 @@ func (m *mounted) Call(ctx context.Context, args json.RawMessage) (json.RawMessa
 	}
 	res, err := cs.CallTool(ctx, params)
 	if err != nil {
+		err = errors.New(s.spec.Redact.String(err.Error()))
 		telemetry.Fail(span, "mcp_error", err.Error())
 		if ctx.Err() != nil {
 			return nil, tool.Errorf("timeout", "MCP server %s: %s did not answer within %s", s.spec.Name, m.remote, s.spec.CallTimeout)
@@ -358,8 +364,9 @@ func (m *mounted) Call(ctx context.Context, args json.RawMessage) (json.RawMessa
 		return nil, tool.Errorf("mcp_error", "MCP server %s: %s: %v", s.spec.Name, m.remote, err)
 	}
 	if res.IsError {
-		telemetry.Fail(span, "tool_error", text(res))
-		return nil, tool.Errorf("tool_error", "MCP server %s: %s: %s", s.spec.Name, m.remote, text(res))
+		said := s.spec.Redact.String(text(res))
+		telemetry.Fail(span, "tool_error", said)
+		return nil, tool.Errorf("tool_error", "MCP server %s: %s: %s", s.spec.Name, m.remote, said)
 	}
 	var out []byte
 	if res.StructuredContent != nil {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -161,9 +162,6 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	if rt.Store, err = OpenStore(ctx, o.DB, &StoreOptions{PGNotify: rt.pgEvents == "notify"}); err != nil {
 		return nil, err
 	}
-	ho := o.Hub
-	ho.Logger = rt.Logger
-	rt.Hub = events.NewHub(rt.Store.Records, &ho)
 	_, sql := rt.Store.(store.Querier)
 	if sql {
 		if rt.Ledger, err = notify.NewLedger(rt.Store, &notify.Options{Now: o.Core.Now}); err != nil {
@@ -176,10 +174,25 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	// agent_notify_user emits through the bus, which is built on the core:
 	// the tool reads it from the runtime, whole before anything runs
 	co.Notifier = notify.Notifier(func() *notify.Bus { return rt.Bus })
-	// the core outlives ctx (it closes with the runtime)
-	if rt.Core, err = core.New(context.WithoutCancel(ctx), o.Config, &co); err != nil {
+	cfg, err := core.Load(o.Config, &co)
+	if err != nil {
 		return nil, err
 	}
+	// values the core masks beside the configuration's secret headers
+	co.Secrets = append(co.Secrets, dbPassword(o.DB))
+	if o.LLM {
+		if s, ok, err := llm.FromEnv(cfg.LLM, getenv); err == nil && ok {
+			co.Secrets = append(co.Secrets, s.APIKey)
+		}
+	}
+	// the core outlives ctx (it closes with the runtime)
+	if rt.Core, err = core.FromConfig(context.WithoutCancel(ctx), o.Config.String(), cfg, &co); err != nil {
+		return nil, err
+	}
+	rt.Logger = rt.Core.Logger() // what every part logs from here on has the secrets masked
+	ho := o.Hub
+	ho.Logger = rt.Logger
+	rt.Hub = events.NewHub(rt.Store.Records, &ho) // woken by the core's commits
 	if rt.Keys, err = auth.New(rt.Core.Config().Auth, getenv); err != nil {
 		return nil, fmt.Errorf("%s: %w", rt.Core.Name(), err)
 	}
@@ -412,4 +425,17 @@ func Shown(db string) string {
 		return postgres.Redact(db)
 	}
 	return db
+}
+
+// dbPassword is the password in a PostgreSQL URL, or "".
+func dbPassword(db string) string {
+	if !IsPostgres(db) {
+		return ""
+	}
+	u, err := url.Parse(db)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	p, _ := u.User.Password()
+	return p
 }

@@ -119,8 +119,14 @@ func (w *WireItem) Check() error {
 	return nil
 }
 
-// Items fetches and decodes the items.
+// Items fetches and decodes the items. Its errors never quote the values
+// of the headers it sent (a service that echoes them).
 func (p *HTTPProvider) Items(ctx context.Context) ([]agentplane.ResolverItem, error) {
+	items, err := p.items(ctx)
+	return items, httpbody.Masked(err, p.Headers)
+}
+
+func (p *HTTPProvider) items(ctx context.Context) ([]agentplane.ResolverItem, error) {
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second

@@ -48,8 +48,14 @@ func ByKey(t Tool) bool {
 	return ok
 }
 
-// Call posts the arguments.
+// Call posts the arguments. Its errors never quote the values of the
+// headers it sent (a service that echoes them).
 func (h *HTTP) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	out, err := h.call(ctx, args)
+	return out, httpbody.Masked(err, h.Headers)
+}
+
+func (h *HTTP) call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 	timeout := h.Timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
