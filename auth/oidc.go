@@ -247,7 +247,7 @@ func (o *OIDC) verify(ctx context.Context, token string) (Principal, time.Time, 
 	if user == "" || len(user) > 256 || !utf8.ValidString(user) || strings.ContainsFunc(user, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return Principal{}, time.Time{}, invalidToken("claim %s (the user) is missing or not a usable id", o.cfg.UserClaim)
 	}
-	p := Principal{ID: user}
+	p := Principal{ID: Namespaced(o.cfg.Issuer, user)}
 	if o.cfg.RolesClaim != "" {
 		p.Roles = words(claimAt(claims, o.cfg.RolesClaim))
 	}
@@ -264,6 +264,14 @@ func (o *OIDC) verify(ctx context.Context, token string) (Principal, time.Time, 
 	}
 	return p, t.Expiry, nil
 }
+
+// Namespaced is the principal id of a provider's user: the issuer, "#",
+// and the user claim. Principals are namespaced by where they come from,
+// so none can stand for another: an API key's user id has no "#" (the
+// configuration refuses one) and is never "local" (the terminal's), and
+// an issuer has no fragment, so a provider's "alice" is not the API key's
+// alice, nor another provider's, and its "local" is not the terminal.
+func Namespaced(issuer, user string) string { return issuer + "#" + user }
 
 // refusal says why go-oidc refused a token, without quoting it.
 func refusal(err error) error {

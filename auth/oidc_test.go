@@ -34,7 +34,7 @@ func TestVerifyTokens(t *testing.T) {
 	ctx := context.Background()
 	good := map[string]any{"sub": "carol", "aud": audience, "realm_access": map[string]any{"roles": []any{"admin", "ops"}}}
 	pr, err := o.Verify(ctx, p.Token(good))
-	if err != nil || pr.ID != "carol" || len(pr.Roles) != 2 || pr.Roles[0] != "admin" {
+	if err != nil || pr.ID != auth.Namespaced(p.URL, "carol") || len(pr.Roles) != 2 || pr.Roles[0] != "admin" {
 		t.Fatalf("a good token: %+v %v", pr, err)
 	}
 	with := func(k string, v any) map[string]any { return oidctest.With(good, k, v) }
@@ -199,7 +199,7 @@ func FuzzAuthenticate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, header string) {
 		pr, err := a.Authenticate(context.Background(), header)
 		if err == nil {
-			if pr.ID != "carol" {
+			if pr.ID != auth.Namespaced(p.URL, "carol") {
 				t.Fatalf("%q: accepted as %q", header, pr.ID)
 			}
 			return

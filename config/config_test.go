@@ -324,6 +324,8 @@ func TestAuthKeys(t *testing.T) {
 		{"{user_id: a, key_sha256: ABC}", "auth.keys[0].key_sha256: must be 64 lowercase hex digits"},
 		{"{user_id: a, key_env: 'A B'}", `auth.keys[0].key_env: "A B" is not an environment variable name`},
 		{"{user_id: '', key_env: K}", `auth.keys[0].user_id: "": must be`},
+		{"{user_id: local, key_env: K}", `auth.keys[0].user_id: "local" is the terminal's own principal`},
+		{"{user_id: 'https://idp.example#alice', key_env: K}", `auth.keys[0].user_id: "https://idp.example#alice": must be`},
 		{"{user_id: a, roles: [''], key_env: K}", "auth.keys[0].roles[0]: empty"},
 		{"{user_id: a, key_sha256: " + digest + "}\n    - {user_id: b, key_sha256: " + digest + "}", "auth.keys[1].key_sha256: the same key as auth.keys[0]"},
 	} {

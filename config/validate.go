@@ -825,8 +825,11 @@ func (v *validator) checkAuth() Auth {
 	digests := map[string]int{}
 	for i, k := range v.f.Auth.Keys {
 		p := fmt.Sprintf("auth.keys[%d]", i)
-		if !userIDPattern.MatchString(k.UserID) {
+		switch {
+		case !userIDPattern.MatchString(k.UserID):
 			v.add(p+".user_id", "%q: must be 1-128 letters, digits or _.@:- starting with a letter or digit", k.UserID)
+		case k.UserID == agentplane.LocalPrincipal:
+			v.add(p+".user_id", "%q is the terminal's own principal: an API key's user would reach its sessions; choose another id", k.UserID)
 		}
 		nonEmpty(v, p+".roles", k.Roles)
 		switch {

@@ -20,8 +20,12 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/internal/oidctest"
+	"github.com/agentplane/agentplane/workflow"
 )
 
 // testAudience is the resource identifier the test servers take tokens for.
@@ -67,7 +71,7 @@ func TestBearerTokensFromTheProvider(t *testing.T) {
 	var created httpapi.SessionCreated
 	json.Unmarshal([]byte(body), &created)
 	sess, _ := e.core.Session(context.Background(), created.SessionID)
-	if sess.Owner != "carol" {
+	if sess.Owner != auth.Namespaced(p.URL, "carol") {
 		t.Fatalf("the session belongs to %q", sess.Owner)
 	}
 	// the API key still works, and does not see carol's session
@@ -219,7 +223,7 @@ func TestSignInWithPKCE(t *testing.T) {
 	// the same code, from the page itself: not used up by the refused request
 	st, _, b := e.raw("POST", "/v1/auth/token", "", string(body))
 	var ta httpapi.TokenAnswer
-	if json.Unmarshal([]byte(b), &ta); st != 200 || ta.UserID != "carol" || ta.AccessToken == "" {
+	if json.Unmarshal([]byte(b), &ta); st != 200 || ta.UserID != auth.Namespaced(p.URL, "carol") || ta.AccessToken == "" {
 		t.Fatalf("the code: %d %s", st, b)
 	}
 	if st, _, _ := e.raw("GET", "/v1/sessions", "Bearer "+ta.AccessToken, ""); st != 200 {
@@ -280,5 +284,46 @@ func BenchmarkTurnAuth(b *testing.B) {
 	for kind, l := range lat {
 		slices.Sort(l)
 		b.ReportMetric(float64(l[len(l)/2].Microseconds()), "p50-"+kind+"-µs")
+	}
+}
+
+// TestPrincipalsAreNamespacedBySource: a provider's user is not the API
+// key's user of the same name, nor the terminal's principal: a token whose
+// user claim is "alice" reads none of the API key alice's sessions, and
+// one whose claim is "local" none of the terminal's sessions or
+// workflows. (Both read them: principals of every source shared one
+// namespace.)
+func TestPrincipalsAreNamespacedBySource(t *testing.T) {
+	p := oidctest.New(t)
+	key := "alice-key-0123456789"
+	e := newEnv(t, &envOptions{oidc: p, keys: map[string]string{key: "alice"}})
+	ctx := context.Background()
+	st, _, body := e.raw("POST", "/v1/sessions", "Bearer "+key, "{}")
+	var keyed httpapi.SessionCreated
+	if json.Unmarshal([]byte(body), &keyed); st != 201 {
+		t.Fatalf("the key's session: %d %s", st, body)
+	}
+	terminal, err := e.core.Start(ctx, core.Start{Principal: agentplane.LocalPrincipal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.wf.Start(ctx, workflow.Start{SessionID: terminal.ID, Principal: agentplane.LocalPrincipal, Definition: &workflow.Definition{Tasks: []workflow.Task{{ID: "a", Tool: "catalog_search", Args: map[string]any{"query": "x"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range []string{"alice", agentplane.LocalPrincipal} {
+		tok := "Bearer " + p.Token(map[string]any{"sub": user, "aud": testAudience})
+		for _, id := range []string{keyed.SessionID, terminal.ID} {
+			for _, path := range []string{"", "/audit", "/history"} {
+				if st, _, body := e.raw("GET", "/v1/sessions/"+id+path, tok, ""); st != 404 {
+					t.Errorf("the provider's %q reads session %s%s: %d %s", user, id, path, st, body)
+				}
+			}
+		}
+		for _, path := range []string{"/v1/sessions", "/v1/workflows"} {
+			st, _, body := e.raw("GET", path, tok, "")
+			if st != 200 || strings.Contains(body, keyed.SessionID) || strings.Contains(body, terminal.ID) {
+				t.Errorf("the provider's %q lists another source's: GET %s %d %s", user, path, st, body)
+			}
+		}
 	}
 }
