@@ -57,6 +57,9 @@ func (x *execution) commitWith(also *Also) (agentplane.ExecutionResult, error) {
 				res.Message += " (the session kept changing meanwhile: its effects on the session were not applied)"
 			}
 			res.RequestID = x.inv.RequestID
+			if x.called {
+				res.RequestID = x.requestID
+			}
 			x.issue = nil
 			c = &store.Commit{SessionID: x.sess.ID, Record: x.record(&res)}
 			if x.key != nil && x.claimed { // the tool ran: its key must not run it again
@@ -130,6 +133,9 @@ const maxRebases = 8
 func (x *execution) unit() (agentplane.ExecutionResult, *store.Commit) {
 	res := x.g.redacted(x.res)
 	res.RequestID = x.inv.RequestID
+	if x.called {
+		res.RequestID = x.requestID // the one the tool was called with, the gate's when the caller sent none
+	}
 	c := &store.Commit{SessionID: x.sess.ID, Issue: x.issue}
 	if res.Status == agentplane.StatusSuccess {
 		c.Session = x.next

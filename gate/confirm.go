@@ -3,10 +3,12 @@ package gate
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/internal/canonjson"
 	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/tool"
@@ -156,7 +158,7 @@ func (x *execution) checkPending() {
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "only the human's own turn confirms a pending confirmation, not %s", x.inv.Origin)
 	case pc == nil:
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "nothing is waiting for confirmation")
-	case pc.Tool != "" && (pc.Tool != x.action || string(pc.Args) != x.binding):
+	case pc.Tool != "" && (pc.Tool != x.action || canonical(pc.Args) != x.binding):
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "the pending confirmation is for %s(%s), not %s(%s)", pc.Tool, pc.Args, x.action, x.binding)
 	case pc.Tool == "" && (pc.CommandID != x.action || binding(pc.ResolvedID, pc.Mode) != x.binding):
 		x.res = rejected(agentplane.CodeConfirmationInvalid, "the pending confirmation is for %s(%s), not %s(%s)", pc.CommandID, binding(pc.ResolvedID, pc.Mode), x.action, x.binding)
@@ -166,6 +168,17 @@ func (x *execution) checkPending() {
 		x.yes = true // used up by the claim, before anything runs
 		x.authorized = agentplane.Authorization{Kind: agentplane.AuthorizedByHuman}
 	}
+}
+
+// canonical is a JSON value's canonical form (RFC 8785), or the bytes as
+// they are when they are not JSON: a stored session may hold arguments
+// reformatted (PostgreSQL's jsonb spaces them), and a binding is
+// compared by its value.
+func canonical(raw json.RawMessage) string {
+	if c, err := canonjson.Append(nil, raw, nil); err == nil {
+		return string(c)
+	}
+	return string(raw)
 }
 
 // binding is what a confirmation of a command binds: its resolved id, and

@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -204,7 +203,7 @@ func equalConfirm(a, b *agentplane.PendingConfirmation) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.CommandID == b.CommandID && a.ResolvedID == b.ResolvedID && a.Tool == b.Tool && bytes.Equal(a.Args, b.Args) &&
+	return a.CommandID == b.CommandID && a.ResolvedID == b.ResolvedID && a.Tool == b.Tool && canonical(a.Args) == canonical(b.Args) &&
 		a.Question == b.Question && a.Mode == b.Mode && a.ExpiresAt.Equal(b.ExpiresAt)
 }
 

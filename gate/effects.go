@@ -19,7 +19,7 @@ func (x *execution) effects() {
 		x.res = agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: fmt.Sprintf("%s done.", x.tool), Tool: x.tool, Output: x.out}
 		// a proposed call the human confirmed, or made themselves: its
 		// pending confirmation is used up
-		if pc := x.sess.PendingConfirmation; pc != nil && pc.Tool == x.tool && string(pc.Args) == x.binding && (x.inv.Origin.Human() || x.use != "") {
+		if pc := x.sess.PendingConfirmation; pc != nil && pc.Tool == x.tool && canonical(pc.Args) == x.binding && (x.inv.Origin.Human() || x.use != "") {
 			next := x.sess.Clone()
 			next.PendingConfirmation = nil
 			next.Version++

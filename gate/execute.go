@@ -86,6 +86,8 @@ type execution struct {
 	// acted: a tool that may change something was called, so the run is
 	// recorded whatever else happens to the session meanwhile
 	acted bool
+	// called: the tool was called, under requestID: the result names it
+	called bool
 	// rebased: the session version the effects were applied to when it
 	// had moved on while the tool ran (0: the version decided on)
 	rebased int64

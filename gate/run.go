@@ -41,6 +41,7 @@ func (x *execution) run() {
 		return
 	}
 	x.acted = t.Spec().Impact != tool.ImpactRead
+	x.called = true
 	timeout := x.g.toolTimeout
 	ci := tool.CallInfo{Context: x.invocationContext(), Session: x.sess.Clone()}
 	ctx, cancel := context.WithTimeout(tool.WithCallInfo(x.ctx, ci), timeout)

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -111,12 +112,21 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 // that does not exist, on every method and the GET stream.
 func (s *Server) Handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		return s.server(principal(r))
+		want, _ := r.Context().Value(wantSession{}).(string)
+		return s.bound(principal(r), want)
 	}, &mcp.StreamableHTTPOptions{Logger: s.sdkLog, SessionTimeout: s.timeout})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principal(r)
 		id := r.Header.Get("Mcp-Session-Id")
 		if id == "" { // initialize: the new session is p's before its id reaches anyone
+			if want := r.Header.Get(SessionHeader); want != "" {
+				// bound to one of p's sessions: checked now, bound at initialized
+				if _, err := s.core.Owned(r.Context(), want, p.ID); err != nil {
+					http.Error(w, "no agentplane session "+strconv.Quote(want)+" of yours", http.StatusNotFound)
+					return
+				}
+				r = r.WithContext(context.WithValue(r.Context(), wantSession{}, want))
+			}
 			h.ServeHTTP(&opening{ResponseWriter: w, open: func(id string) { s.own(id, p.ID) }}, r)
 			return
 		}
@@ -130,6 +140,18 @@ func (s *Server) Handler() http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// SessionHeader, on the request that initializes an MCP session over
+// HTTP, names an agentplane session of the principal's to bind it to,
+// instead of a new one: a client that lost its MCP session (its instance
+// stopped) carries on in the same agentplane session, where a call it
+// sends again under its request id (_meta RequestIDKey) is answered from
+// its record and does not run twice.
+const SessionHeader = "Agentplane-Session"
+
+// wantSession is the context key of the agentplane session an
+// initializing request asks to be bound to.
+type wantSession struct{}
 
 // own records that the MCP session id was opened by the principal.
 func (s *Server) own(id, principal string) {
@@ -241,7 +263,19 @@ type binding struct {
 
 // server makes an MCP server for a new MCP session of the principal.
 func (s *Server) server(p auth.Principal) *mcp.Server {
-	b := &binding{s: s, p: p, mode: s.core.Registry().DefaultMode()}
+	return s.bound(p, "")
+}
+
+// bound makes an MCP server for a new MCP session of the principal, bound
+// to the agentplane session want (the principal's, checked by the caller)
+// or, when want is "", to a new one when the client initializes.
+func (s *Server) bound(p auth.Principal, want string) *mcp.Server {
+	b := &binding{s: s, p: p, mode: s.core.Registry().DefaultMode(), session: want}
+	if want != "" {
+		if sess, err := s.core.Session(context.Background(), want); err == nil {
+			b.mode = sess.Mode
+		}
+	}
 	b.srv = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Logger:       s.sdkLog,
 		Instructions: "agentplane: the tools listed are those active in this session's mode. Every call goes through agentplane's execution gate; an action that changes the world may need the human's confirmation, which only the human can give.",
@@ -428,6 +462,12 @@ func (b *binding) call(name string) mcp.ToolHandler {
 			args = json.RawMessage(`{}`)
 		}
 		inv := gate.Invocation{SessionID: session, Tool: name, Args: args, Origin: gate.OriginMCP, Principal: b.p.ID, Roles: b.p.Roles}
+		if id, ok := req.Params.Meta[RequestIDKey].(string); ok {
+			if err := checkRequestID(id); err != nil {
+				return nil, err
+			}
+			inv.RequestID = id // a retried call is answered from its record, and runs once
+		}
 		res, err := b.s.core.Execute(ctx, inv)
 		if err != nil {
 			return nil, err
@@ -442,6 +482,27 @@ func (b *binding) call(name string) mcp.ToolHandler {
 		}
 		return toolResult(res), nil
 	}
+}
+
+// RequestIDKey is the _meta key under which an MCP client may name a
+// tools/call's request id: the call is then idempotent — sent again (a
+// retry after a lost answer, the same call from several connections) it
+// is answered from its record and runs once. The id is the client's
+// within its agentplane session, as an Idempotency-Key is over HTTP.
+const RequestIDKey = "agentplane/request_id"
+
+// checkRequestID checks a request id from _meta: 1 to 255 visible ASCII
+// characters.
+func checkRequestID(id string) error {
+	if id == "" || len(id) > 255 {
+		return fmt.Errorf("_meta %q: want 1 to 255 characters, got %d", RequestIDKey, len(id))
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return fmt.Errorf("_meta %q: visible ASCII characters only", RequestIDKey)
+		}
+	}
+	return nil
 }
 
 // confirm asks the human, through the client's elicitation, whether the

@@ -226,7 +226,7 @@ func TestBadNotifications(t *testing.T) {
 		{func(n *notify.Notification) { n.Payload = []byte(`{"a":1,"a":2}`) }, `duplicate member name "a"`},
 		{func(n *notify.Notification) { n.Payload = []byte(`{"n":1e999}`) }, "(n): number 1e999 is out of range"},
 		{func(n *notify.Notification) { n.Payload = []byte(`{"s":"\udc00"}`) }, "(s): lone surrogate"},
-		{func(n *notify.Notification) { n.Payload = []byte(strings.Repeat("[", 129) + strings.Repeat("]", 129)) }, "nested deeper than 128"},
+		{func(n *notify.Notification) { n.Payload = []byte(strings.Repeat("[", 65) + strings.Repeat("]", 65)) }, "nested deeper than 64"},
 		{func(n *notify.Notification) { n.TTLSeconds = -1 }, "ttl_seconds: -1"},
 		{func(n *notify.Notification) { n.DedupKey = strings.Repeat("k", 257) }, "deduplication_key: 257 bytes; at most 256"},
 		{func(n *notify.Notification) { n.UserID = "" }, "user_id: missing"},

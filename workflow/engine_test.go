@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/pgtest"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/memstore"
@@ -442,7 +443,7 @@ func TestExternalFailureStops(t *testing.T) {
 	// every retry carried the task's one key
 	e.down.mu.Lock()
 	defer e.down.mu.Unlock()
-	if len(e.down.seen) != 1 || e.down.seen[w.ID+"-p"] != 3 {
+	if len(e.down.seen) != 1 || e.down.seen[gate.DownstreamKey(w.Principal, w.SessionID, w.ID+"-p")] != 3 { // the task's key, as the gate derives it
 		t.Fatalf("keys seen %v", e.down.seen)
 	}
 }

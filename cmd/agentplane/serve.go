@@ -25,6 +25,14 @@ import (
 // event streams get a final event, in-flight requests finish (up to
 // --drain-timeout), running workflow layers finish and their workflows
 // are released, and the runtime closes.
+// margin is the clock margin as core.Options takes it: 0 (none) is < 0 there.
+func margin(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 func (m *Main) serve(ctx context.Context, args []string) error {
 	fs := m.flags("serve", "[--config FILE] [--db DB] [--addr HOST:PORT] [flags]")
 	c := m.commonFlags(fs, true)
@@ -32,7 +40,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	drain := fs.Duration("drain-timeout", 30*time.Second, "how long in-flight requests may take to finish at shutdown")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	lease := fs.Duration("workflow-lease", 10*time.Second, "how long a workflow's claim holds unrenewed: another instance (or this one, restarted) takes over the workflows of one that died after this long")
-	toolTimeout := fs.Duration("tool-timeout", 30*time.Second, "how long a tool call may run; a request whose instance stopped while its tool ran is recorded as interrupted when asked again after twice this and a minute")
+	toolTimeout := fs.Duration("tool-timeout", 30*time.Second, "how long a tool call may run; a request whose instance stopped while its tool ran is recorded as interrupted after twice this and the clock margin")
+	clockMargin := fs.Duration("clock-margin", time.Minute, "how far the instances' clocks may differ: added to twice the tool timeout before a request left running by a stopped instance is taken over (0 for one instance)")
 	bodyTimeout := fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "how long a request body may take to arrive, from the request's start: a stalled or dripping body is cut")
 	var origins []string
 	fs.Func("cors-origin", "an origin (scheme://host[:port]) whose pages may call the API: CORS is answered for it; repeat for more (none by default: only this server's own page)", func(v string) error {
@@ -53,6 +62,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return usagef("--body-timeout %s: at least 100ms", *bodyTimeout)
 	case *toolTimeout < 100*time.Millisecond:
 		return usagef("--tool-timeout %s: at least 100ms", *toolTimeout)
+	case *clockMargin < 0:
+		return usagef("--clock-margin %s: not negative", *clockMargin)
 	case *pgEvents != "poll" && *pgEvents != "notify":
 		return usagef("--pg-events %q: want poll or notify", *pgEvents)
 	}
@@ -63,7 +74,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	log := slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: level}))
 	metrics := httpapi.NewMetrics()
 	rt, err := m.open(ctx, c, plane.Options{PGEvents: *pgEvents, LLM: true, Logger: log,
-		Core: core.Options{Observer: metrics.Observer(nil), ToolTimeout: *toolTimeout}, Workflows: workflow.Options{Lease: *lease}})
+		Core: core.Options{Observer: metrics.Observer(nil), ToolTimeout: *toolTimeout, ClockMargin: margin(*clockMargin)}, Workflows: workflow.Options{Lease: *lease}})
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,10 @@ type Call struct {
 type Server struct {
 	URL    string   // base URL, ending in /v1
 	Models []string // what GET /models lists; New sets "test-model"
+	// Respond, when set, answers every request by what it asks (the
+	// decoded body) instead of the script: a model for tests whose
+	// requests come in no fixed order. Set it before the first request.
+	Respond func(req map[string]any) Reply
 
 	mu       sync.Mutex
 	script   []Reply
@@ -94,14 +98,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.raw = append(s.raw, body)
 	s.requests = append(s.requests, req)
-	if len(s.script) == 0 {
+	var rep Reply
+	switch {
+	case s.Respond != nil:
+		s.mu.Unlock()
+		rep = s.Respond(req)
+	case len(s.script) == 0:
 		s.mu.Unlock()
 		http.Error(w, `{"error":{"message":"the test script has no more replies"}}`, http.StatusInternalServerError)
 		return
+	default:
+		rep = s.script[0]
+		s.script = s.script[1:]
+		s.mu.Unlock()
 	}
-	rep := s.script[0]
-	s.script = s.script[1:]
-	s.mu.Unlock()
 	if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
 		http.Error(w, "not found", http.StatusNotFound)
 		return

@@ -1,0 +1,855 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/docs"
+	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/internal/llmtest"
+	"github.com/agentplane/agentplane/internal/pgtest"
+	"github.com/agentplane/agentplane/mcpserver"
+	"github.com/agentplane/agentplane/workflow"
+)
+
+// The acting paths: every way a request reaches a tool that may change
+// the world, each a row of TestEveryActingPathRunsOnce. A row sets a
+// session up (setup), then has n clients send the same request at once
+// (act: client i of them), and says when its effects have settled.
+// Clients that send "the same request" share what makes it one: its
+// Idempotency-Key, the confirmation it answers, the pause it answers, the
+// notification's deduplication key.
+type actingPath struct {
+	name string
+	// doors are the front-end routes this row goes through (a POST route
+	// of the published API, or another door: the WebSocket, /mcp)
+	doors []string
+	// origin is the gate origin its acting call is recorded with
+	origin gate.Origin
+	setup  func(c *cell)
+	act    func(c *cell, i int)
+	settle func(c *cell)
+}
+
+// nonActing are the published API's writes that run no tool: each says
+// why, so a new route is a decision, not an oversight.
+var nonActing = map[string]string{
+	"POST /v1/sessions":                 "opens a session: runs nothing",
+	"POST /v1/auth/token":               "exchanges a sign-in code with the identity provider",
+	"POST /v1/notifications/{id}/ack":   "acknowledges a notification: a ledger transition",
+	"DELETE /mcp":                       "ends an MCP session",
+	"POST /v1/workflows/{id}/commands":  "covered by the rows approval and decision",
+	"POST /v1/sessions/{id}/turns":      "covered by the rows turn_command, turn_yes, llm_call and llm_proposal_yes",
+	"POST /v1/sessions/{id}/intents":    "covered by the rows intent_direct, intent_token and llm_proposal_token",
+	"POST /v1/workflows":                "covered by the row workflow_start",
+	"POST /v1/notifications":            "covered by the row internal_turn",
+	"POST /mcp":                         "covered by the row mcp_call",
+	"GET /v1/sessions/{id}/ws (a turn)": "covered by the row ws_yes",
+}
+
+var actingPaths = []actingPath{
+	{name: "turn_command", origin: gate.OriginUser, doors: []string{"POST /v1/sessions/{id}/turns"},
+		act: func(c *cell, i int) {
+			c.post(i, "/v1/sessions/"+c.session+"/turns", c.key("turn"), `{"text":"act now on target one"}`)
+		}},
+	{name: "turn_yes", origin: gate.OriginUser, doors: []string{"POST /v1/sessions/{id}/turns"},
+		setup: func(c *cell) { c.ask() },
+		act: func(c *cell, i int) {
+			c.post(i, "/v1/sessions/"+c.session+"/turns", c.key(fmt.Sprint("yes-", i)), `{"text":"yes"}`)
+		}},
+	{name: "ws_yes", origin: gate.OriginUser, doors: []string{"GET /v1/sessions/{id}/ws (a turn)"},
+		setup: func(c *cell) { c.ask() },
+		act:   func(c *cell, i int) { c.wsTurn(i, c.key(fmt.Sprint("ws-", i)), "yes") }},
+	{name: "intent_token", origin: gate.OriginAPI, doors: []string{"POST /v1/sessions/{id}/intents"},
+		setup: func(c *cell) { c.ask() },
+		act:   func(c *cell, i int) { c.confirm(i, c.key(fmt.Sprint("token-", i))) }},
+	{name: "intent_direct", origin: gate.OriginAPI, doors: []string{"POST /v1/sessions/{id}/intents"},
+		act: func(c *cell, i int) {
+			c.post(i, "/v1/sessions/"+c.session+"/intents", c.key("direct"), `{"type":"action_call","action":"act","args":{"target":"T-1"}}`)
+		}},
+	{name: "llm_call", origin: gate.OriginLLM, doors: []string{"POST /v1/sessions/{id}/turns"},
+		act: func(c *cell, i int) {
+			c.post(i, "/v1/sessions/"+c.session+"/turns", c.key("turn"), `{"text":"please note target one"}`)
+		},
+		settle: func(c *cell) { c.acts(1) }},
+	{name: "llm_proposal_yes", origin: gate.OriginUser, doors: []string{"POST /v1/sessions/{id}/turns"},
+		setup: func(c *cell) { c.propose() },
+		act: func(c *cell, i int) {
+			c.post(i, "/v1/sessions/"+c.session+"/turns", c.key(fmt.Sprint("yes-", i)), `{"text":"yes"}`)
+		}},
+	{name: "llm_proposal_token", origin: gate.OriginAPI, doors: []string{"POST /v1/sessions/{id}/intents"},
+		setup: func(c *cell) { c.propose() },
+		act:   func(c *cell, i int) { c.confirm(i, c.key(fmt.Sprint("token-", i))) }},
+	{name: "mcp_call", origin: gate.OriginMCP, doors: []string{"POST /mcp"},
+		setup: func(c *cell) { c.mcpConnect() },
+		act:   func(c *cell, i int) { c.mcpCall(c.key("mcp")) }},
+	{name: "approval", origin: gate.OriginWorkflow, doors: []string{"POST /v1/workflows", "POST /v1/workflows/{id}/commands"},
+		setup: func(c *cell) {
+			c.startWorkflow(`{"tasks":[{"id":"a","tool":"act","args":{"target":"T-1"}}]}`, workflow.StatusAwaitingApproval)
+		},
+		act: func(c *cell, i int) {
+			c.post(i, "/v1/workflows/"+c.workflow+"/commands", c.key(fmt.Sprint("approve-", i)),
+				`{"type":"approval_response","checkpoint_id":"`+c.pause+`","approved":true}`)
+		},
+		settle: func(c *cell) { c.workflowSettles() }},
+	{name: "decision", origin: gate.OriginWorkflow, doors: []string{"POST /v1/workflows/{id}/commands"},
+		setup: func(c *cell) {
+			c.startWorkflow(`{"per_layer_validation":true,"tasks":[{"id":"a","tool":"note","args":{"target":"T-1"}},`+
+				`{"id":"b","tool":"note","args":{"target":"T-1"},"depends_on":["a"]},{"id":"c","tool":"note","args":{"target":"T-1"},"depends_on":["b"]}]}`,
+				workflow.StatusAwaitingDecision)
+		},
+		act: func(c *cell, i int) {
+			c.post(i, "/v1/workflows/"+c.workflow+"/commands", c.key(fmt.Sprint("continue-", i)), `{"type":"continue"}`)
+		},
+		settle: func(c *cell) { c.workflowSettles() }},
+	{name: "workflow_start", origin: gate.OriginWorkflow, doors: []string{"POST /v1/workflows"},
+		act: func(c *cell, i int) {
+			c.post(i, "/v1/workflows", c.key("start"), `{"session_id":"`+c.session+`","tasks":[{"id":"a","tool":"note","args":{"target":"T-1"}}]}`)
+		},
+		settle: func(c *cell) { c.workflowsOfSessionSettle() }},
+	{name: "internal_turn", origin: gate.OriginAgentInternal, doors: []string{"POST /v1/notifications"},
+		act: func(c *cell, i int) {
+			c.post(i, "/v1/notifications", c.key(fmt.Sprint("n-", i)), `{"address":"SESSION","session_id":"`+c.session+
+				`","target":"AGENT","handler":"AGENT","title":"handle-note","deduplication_key":"`+c.session+`"}`)
+		},
+		settle: func(c *cell) { c.acts(1) }},
+}
+
+// TestEveryActingPathRunsOnce walks the table of acting paths × {1, 2, 8
+// clients sending the same request at once} × {SQLite, PostgreSQL, two
+// instances on one PostgreSQL}, and then each path once more with the
+// instance SIGKILLed while its tool runs. A recording tool service counts
+// what reached the world: one act per request, on every row; after a
+// crash every request is answered (its result, or interrupted) within
+// twice the tool timeout and the clock margin, and every act that reached
+// the service is in the session's audit, as run or as interrupted. A
+// published route that can act, or a gate origin, without a row fails
+// the test.
+func TestEveryActingPathRunsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts instances and kills them")
+	}
+	coversEveryDoor(t)
+	bin := buildBinary(t)
+	stores := []struct {
+		name      string
+		instances int
+		db        func(t testing.TB) string
+	}{
+		{"sqlite", 1, func(t testing.TB) string { return filepath.Join(t.TempDir(), "paths.db") }},
+		{"postgres", 1, pgtest.Schema},
+		{"two_instances", 2, pgtest.Schema},
+	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			w := newPathWorld(t, bin, st.db(t), st.instances)
+			t.Run("concurrent", func(t *testing.T) {
+				var wg sync.WaitGroup
+				for _, p := range actingPaths {
+					for _, n := range []int{1, 2, 8} {
+						wg.Go(func() {
+							c := w.cell(t, p, n)
+							c.run()
+							if got := c.actsSince(); got != 1 {
+								t.Errorf("%s × %d: the world acted %d times for one request; the answers:\n%s", p.name, n, got, strings.Join(c.answers, "\n"))
+							}
+							c.recorded()
+						})
+					}
+				}
+				wg.Wait()
+				w.originsSeen(t)
+			})
+			t.Run("killed_while_the_tool_runs", func(t *testing.T) {
+				w.crash(t)
+			})
+		})
+	}
+}
+
+// coversEveryDoor fails t when a write of the published API, or a gate
+// origin, has no row and no reason.
+func coversEveryDoor(t *testing.T) {
+	var api struct {
+		Paths map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(docs.OpenAPI, &api); err != nil {
+		t.Fatal(err)
+	}
+	covered := map[string]bool{}
+	for _, p := range actingPaths {
+		for _, d := range p.doors {
+			covered[d] = true
+		}
+	}
+	for path, ops := range api.Paths {
+		for method := range ops {
+			route := strings.ToUpper(method) + " " + path
+			if method == "get" || method == "parameters" {
+				continue
+			}
+			if _, ok := nonActing[route]; !ok && !covered[route] {
+				t.Errorf("%s writes and is in no row of actingPaths nor in nonActing: add its row", route)
+			}
+			if why, ok := nonActing[route]; ok && strings.HasPrefix(why, "covered by") && !covered[route] {
+				t.Errorf("%s: %s, but no row goes through it", route, why)
+			}
+		}
+	}
+	for door := range covered {
+		if _, ok := nonActing[door]; !ok {
+			t.Errorf("row door %s is not in nonActing's list of doors", door)
+		}
+	}
+	for _, o := range gate.Origins {
+		if !slices.ContainsFunc(actingPaths, func(p actingPath) bool { return p.origin == o }) {
+			t.Errorf("origin %s has no acting path", o)
+		}
+	}
+}
+
+// pathWorld is the instances, the recording service and the model.
+type pathWorld struct {
+	t    *testing.T
+	svc  *recorder
+	f    *fleet
+	http *http.Client
+	mu   sync.Mutex
+	urls []string     // each instance's
+	dead map[int]bool // instances killed and not started again
+	n    int
+	// origins the acting calls were recorded with, over all cells
+	origins map[string]bool
+	cells   []*cell
+}
+
+func newPathWorld(t *testing.T, bin, db string, instances int) *pathWorld {
+	svc := &recorder{hold: map[string]chan struct{}{}, arrived: make(chan string, 256)}
+	down := httptest.NewServer(svc)
+	t.Cleanup(down.Close)
+	model := llmtest.New(t)
+	model.Respond = respond
+	cfg := filepath.Join(t.TempDir(), "paths.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`version: 1
+modes: [{key: m, default: true, toolboxes: [t]}]
+toolboxes: [{id: t, catalogs: [targets], commands: [act_now, act_confirmed], tools: [act, note]}]
+catalogs: [{id: targets, entity_type: target, items: [{id: T-1, display_name: Target one}]}]
+commands:
+  - {id: act_now, tool: act, parameter: target, resolver: {catalog: targets}, triggers: ["act now on {item}"]}
+  - {id: act_confirmed, tool: act, parameter: target, resolver: {catalog: targets}, requires_confirmation: true, triggers: ["act on {item}"]}
+tools:
+  - {name: act, description: Acts on a target., impact: external, risk: low, input_schema: {type: object, properties: {target: {type: string}}, required: [target]}, http: {url: %q}}
+  - {name: note, description: Notes a target., impact: internal, risk: low, input_schema: {type: object, properties: {target: {type: string}}}, http: {url: %q}}
+llm: {base_url: %q, model: test-model, timeout_ms: 10000}
+`, down.URL+"/act", down.URL+"/note", model.URL)), 0o644)
+	f := &fleet{t: t, bin: bin, args: []string{"--config", cfg, "--db", db, "--tool-timeout", "1s", "--clock-margin", "0", "--workflow-lease", "500ms", "--log-level", "warn"},
+		ports: freePorts(t, instances), procs: make([]*exec.Cmd, instances)}
+	w := &pathWorld{t: t, svc: svc, f: f, origins: map[string]bool{}, dead: map[int]bool{}, http: &http.Client{Timeout: 30 * time.Second}}
+	for i := range instances {
+		f.start(i)
+		w.urls = append(w.urls, fmt.Sprintf("http://127.0.0.1:%d", f.ports[i]))
+	}
+	t.Cleanup(func() {
+		for i := range instances {
+			f.kill(i)
+		}
+	})
+	return w
+}
+
+// url is the instance client i talks to — the clients are spread over
+// the instances — or, when it was killed, one that lives.
+func (w *pathWorld) url(i int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := i % len(w.urls)
+	for k := range len(w.urls) {
+		if !w.dead[(n+k)%len(w.urls)] {
+			return w.urls[(n+k)%len(w.urls)]
+		}
+	}
+	return w.urls[n]
+}
+
+// do sends a request as a patient client does: one that found no
+// instance (a transport error, 502, 503) or whose request is still
+// running elsewhere (409 request_in_progress) is sent again, with the same
+// Idempotency-Key, to whichever instance serves client i then, until it
+// gets an answer or a minute has passed.
+func (w *pathWorld) do(i int, method, path, key, body string) (int, []byte) {
+	deadline := time.Now().Add(time.Minute)
+	var last string
+	for {
+		req, _ := http.NewRequest(method, w.url(i)+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := w.http.Do(req)
+		if err == nil {
+			raw, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			retry := resp.StatusCode == 502 || resp.StatusCode == 503 || resp.StatusCode == 409 && strings.Contains(string(raw), agentplane.CodeRequestInProgress)
+			if rerr == nil && !retry {
+				return resp.StatusCode, raw
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, raw)
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return 0, []byte(method + " " + path + " got no answer in a minute: " + last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// answerPauses approves every workflow waiting for approval and continues
+// every interrupted one.
+func (w *pathWorld) answerPauses() {
+	st, raw := w.do(0, "GET", "/v1/workflows?limit=500", "", "")
+	var list struct{ Workflows []workflow.Workflow }
+	if st != 200 || json.Unmarshal(raw, &list) != nil {
+		return
+	}
+	for _, wf := range list.Workflows {
+		if wf.Interruption != nil {
+			w.do(0, "POST", "/v1/workflows/"+wf.ID+"/commands", "", `{"type":"checkpoint_response","checkpoint_id":"`+wf.Interruption.CheckpointID+`","decision":"continue"}`)
+		}
+	}
+}
+
+// respond is the model: it proposes the external act when asked to handle
+// target one, notes a target in an internal turn, and answers text after
+// a tool's result.
+func respond(req map[string]any) llmtest.Reply {
+	msgs, _ := req["messages"].([]any)
+	if len(msgs) > 0 {
+		if last, _ := msgs[len(msgs)-1].(map[string]any); last["role"] == "tool" {
+			return llmtest.Reply{Text: "done"}
+		}
+	}
+	raw, _ := json.Marshal(msgs)
+	switch {
+	case strings.Contains(string(raw), "handle-note") || strings.Contains(string(raw), "please note target one"):
+		return llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "note", Arguments: `{"target":"T-1"}`}}}
+	case strings.Contains(string(raw), "please handle target one"):
+		return llmtest.Reply{Text: "I will act on it.", ToolCalls: []llmtest.Call{{Name: "act", Arguments: `{"target":"T-1"}`}}}
+	}
+	return llmtest.Reply{Text: "ok"}
+}
+
+// recorder is the world the tools act on: it counts every call by the
+// session it came from and acts once per Idempotency-Key, as a
+// well-behaved service does; calls of a session on hold wait until it is
+// released (its instance is killed meanwhile).
+type recorder struct {
+	mu      sync.Mutex
+	calls   []recorded
+	acted   map[string]bool // Idempotency-Keys acted on
+	hold    map[string]chan struct{}
+	arrived chan string // sessions whose call is being held
+}
+
+type recorded struct {
+	tool, session, requestID, key, origin string
+	acted                                 bool // the first call with its key
+}
+
+func (s *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Context agentplane.InvocationContext `json:"context"`
+	}
+	json.NewDecoder(r.Body).Decode(&body)
+	key := r.Header.Get("Idempotency-Key")
+	s.mu.Lock()
+	if s.acted == nil {
+		s.acted = map[string]bool{}
+	}
+	first := !s.acted[key]
+	s.acted[key] = true
+	s.calls = append(s.calls, recorded{tool: strings.TrimPrefix(r.URL.Path, "/"), session: body.Context.SessionID,
+		requestID: body.Context.RequestID, key: key, origin: body.Context.Origin, acted: first})
+	wait := s.hold[body.Context.SessionID]
+	s.mu.Unlock()
+	if wait != nil {
+		s.arrived <- body.Context.SessionID
+		select {
+		case <-wait:
+		case <-r.Context().Done():
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"ok":true,"session":%q}`, body.Context.SessionID)
+}
+
+// acted returns how many calls of a session acted (first with their key).
+func (s *recorder) actedFor(session string) (n int, calls []recorded) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.calls {
+		if c.session == session {
+			calls = append(calls, c)
+			if c.acted {
+				n++
+			}
+		}
+	}
+	return n, calls
+}
+
+// cell is one row × n clients on one store.
+type cell struct {
+	t        *testing.T
+	w        *pathWorld
+	p        actingPath
+	n        int
+	id       string
+	session  string
+	token    string // a confirmation's token
+	intent   string // the intent that confirms, as JSON
+	workflow string
+	pause    string // the checkpoint an approval answers
+	before   int    // acts before the clients sent their request
+	mcp      *mcpsdk.ClientSession
+	answers  []string
+}
+
+func (w *pathWorld) cell(t *testing.T, p actingPath, n int) *cell {
+	w.mu.Lock()
+	w.n++
+	c := &cell{t: t, w: w, p: p, n: n, id: fmt.Sprintf("%s-%d-%d", p.name, n, w.n)}
+	w.cells = append(w.cells, c)
+	w.mu.Unlock()
+	st, raw := w.do(0, "POST", "/v1/sessions", c.key("open"), `{}`)
+	var created struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal(raw, &created); st != 201 || created.SessionID == "" {
+		t.Fatalf("%s: open a session: %d %s", c.id, st, raw)
+	}
+	c.session = created.SessionID
+	return c
+}
+
+// run sets the cell up, has its n clients send the request at once, and
+// waits for it to settle.
+func (c *cell) run() {
+	if c.p.setup != nil {
+		c.p.setup(c)
+	}
+	c.before, _ = c.w.svc.actedFor(c.session)
+	var wg sync.WaitGroup
+	for i := range c.n {
+		wg.Go(func() { c.p.act(c, i) })
+	}
+	wg.Wait()
+	if c.p.settle != nil {
+		c.p.settle(c)
+	}
+}
+
+// actsSince is how many acts the cell's request caused.
+func (c *cell) actsSince() int {
+	n, _ := c.w.svc.actedFor(c.session)
+	return n - c.before
+}
+
+func (c *cell) key(what string) string { return c.id + "-" + what }
+
+func (c *cell) post(i int, path, key, body string) []byte {
+	st, raw := c.w.do(i, "POST", path, key, body)
+	c.w.mu.Lock()
+	c.answers = append(c.answers, fmt.Sprintf("POST %s %s → %d %s", path, body, st, raw))
+	c.w.mu.Unlock()
+	if st >= 500 || st == 0 {
+		c.t.Errorf("%s: POST %s: %d %s", c.id, path, st, raw)
+	}
+	return raw
+}
+
+// ask has the router ask for the confirmation of act_confirmed.
+func (c *cell) ask() {
+	var a struct {
+		ConfirmationToken string          `json:"confirmation_token"`
+		ConfirmIntent     json.RawMessage `json:"confirm_intent"`
+	}
+	raw := c.post(0, "/v1/sessions/"+c.session+"/turns", c.key("ask"), `{"text":"act on target one"}`)
+	if json.Unmarshal(raw, &a); a.ConfirmationToken == "" || len(a.ConfirmIntent) == 0 {
+		c.t.Fatalf("%s: no confirmation asked: %s", c.id, raw)
+	}
+	c.token, c.intent = a.ConfirmationToken, string(a.ConfirmIntent)
+}
+
+// propose has the LLM propose the external act.
+func (c *cell) propose() {
+	var a struct {
+		LLM struct {
+			ConfirmationToken string          `json:"confirmation_token"`
+			ConfirmIntent     json.RawMessage `json:"confirm_intent"`
+		} `json:"llm"`
+	}
+	raw := c.post(0, "/v1/sessions/"+c.session+"/turns", c.key("propose"), `{"text":"please handle target one"}`)
+	if json.Unmarshal(raw, &a); a.LLM.ConfirmationToken == "" {
+		c.t.Fatalf("%s: the LLM's call was not asked of the human: %s", c.id, raw)
+	}
+	c.token, c.intent = a.LLM.ConfirmationToken, string(a.LLM.ConfirmIntent)
+}
+
+// confirm posts the confirm button's intent.
+func (c *cell) confirm(i int, key string) {
+	c.post(i, "/v1/sessions/"+c.session+"/intents", key, c.intent)
+}
+
+// wsTurn sends a turn over the session's WebSocket and waits for its answer.
+func (c *cell) wsTurn(i int, key, text string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		conn, _, err := websocket.Dial(ctx, strings.Replace(c.w.url(i), "http", "ws", 1)+"/v1/sessions/"+c.session+"/ws", nil)
+		if err == nil {
+			msg, _ := json.Marshal(map[string]string{"type": "turn", "request_id": key, "text": text})
+			err = conn.Write(ctx, websocket.MessageText, msg)
+			for err == nil {
+				var data []byte
+				if _, data, err = conn.Read(ctx); err != nil {
+					break
+				}
+				var m struct {
+					Type  string
+					Error *struct{ Code string }
+				}
+				json.Unmarshal(data, &m)
+				if m.Type == "turn" || m.Type == "error" && m.Error != nil && m.Error.Code != agentplane.CodeRequestInProgress {
+					conn.Close(websocket.StatusNormalClosure, "")
+					return
+				}
+				if m.Type == "error" { // still running: ask again
+					time.Sleep(20 * time.Millisecond)
+					err = conn.Write(ctx, websocket.MessageText, msg)
+				}
+			}
+			conn.CloseNow()
+		}
+		if ctx.Err() != nil {
+			c.t.Errorf("%s: the WebSocket turn got no answer: %v", c.id, err)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// mcpConnect opens the cell's MCP session: the agentplane session it
+// acts in is the one MCP binds it to.
+func (c *cell) mcpConnect() {
+	c.mcp = c.mcpSession("")
+	// the bound session: the one the first call's output names
+	res, err := c.mcp.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: "note", Arguments: map[string]any{"target": "T-1"}})
+	if err != nil || res.IsError {
+		c.t.Fatalf("%s: MCP's first call: %+v %v", c.id, res, err)
+	}
+	var out struct{ Session string }
+	json.Unmarshal([]byte(res.Content[0].(*mcpsdk.TextContent).Text), &out)
+	c.session = out.Session
+}
+
+// mcpSession connects to the instance client 0 talks to now, bound to the
+// agentplane session (mcpserver.SessionHeader) when one is named.
+func (c *cell) mcpSession(session string) *mcpsdk.ClientSession {
+	hc := &http.Client{Transport: sessionHeader{session}}
+	var cs *mcpsdk.ClientSession
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		cs, err = mcpsdk.NewClient(&mcpsdk.Implementation{Name: "paths", Version: "1"}, nil).Connect(context.Background(),
+			&mcpsdk.StreamableClientTransport{Endpoint: c.w.url(0) + "/mcp", HTTPClient: hc}, nil)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s: MCP: %v", c.id, err)
+		}
+	}
+	c.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// sessionHeader names the agentplane session an MCP session binds to.
+type sessionHeader struct{ session string }
+
+func (h sessionHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	if h.session != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set(mcpserver.SessionHeader, h.session)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// mcpCall calls note over MCP with the cell's request id in _meta; when
+// the MCP session is lost (its instance stopped) it connects again, bound
+// to the same agentplane session, and sends the same call again.
+func (c *cell) mcpCall(key string) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		params := &mcpsdk.CallToolParams{Name: "note", Arguments: map[string]any{"target": "T-1"}}
+		params.Meta = mcpsdk.Meta{mcpserver.RequestIDKey: key}
+		res, err := c.mcp.CallTool(context.Background(), params)
+		if err == nil && !res.IsError {
+			return
+		}
+		b, _ := json.Marshal(res)
+		if err == nil && strings.Contains(string(b), agentplane.CodeInterrupted) {
+			return // answered: its instance stopped while it ran
+		}
+		if err == nil && !strings.Contains(string(b), agentplane.CodeRequestInProgress) {
+			c.t.Errorf("%s: MCP call: %s", c.id, b)
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Errorf("%s: MCP call got no answer in a minute: %v", c.id, err)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+		if err != nil {
+			c.mcp = c.mcpSession(c.session)
+		}
+	}
+}
+
+// startWorkflow starts a workflow in the cell's session and waits until
+// it pauses with status want.
+func (c *cell) startWorkflow(tasks, want string) {
+	body := `{"session_id":"` + c.session + `",` + tasks[1:]
+	var w workflow.Workflow
+	raw := c.post(0, "/v1/workflows", c.key("wf"), body)
+	if err := json.Unmarshal(raw, &w); err != nil || w.ID == "" {
+		c.t.Fatalf("%s: start: %s", c.id, raw)
+	}
+	c.workflow = w.ID
+	w = c.waitWorkflow(func(w workflow.Workflow) bool { return w.Status == want })
+	if w.Approval != nil {
+		c.pause = w.Approval.CheckpointID
+	}
+}
+
+// waitWorkflow polls the cell's workflow until ok, for up to a minute.
+func (c *cell) waitWorkflow(ok func(workflow.Workflow) bool) workflow.Workflow {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var w workflow.Workflow
+		st, raw := c.w.do(0, "GET", "/v1/workflows/"+c.workflow, "", "")
+		if st == 200 && json.Unmarshal(raw, &w) == nil && ok(w) {
+			return w
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s: workflow %s: %s", c.id, c.workflow, raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// workflowSettles waits until the workflow is paused again or finished,
+// and no task of it runs.
+func (c *cell) workflowSettles() {
+	c.waitWorkflow(func(w workflow.Workflow) bool {
+		return w.Status != workflow.StatusRunning && !slices.ContainsFunc(w.Tasks, func(t workflow.TaskRun) bool { return t.Status == workflow.TaskRunning })
+	})
+}
+
+// workflowsOfSessionSettle waits until every workflow of the session ended.
+func (c *cell) workflowsOfSessionSettle() {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var list struct{ Workflows []workflow.Workflow }
+		_, raw := c.w.do(0, "GET", "/v1/workflows?limit=500", "", "")
+		json.Unmarshal(raw, &list)
+		open := 0
+		for _, w := range list.Workflows {
+			if w.SessionID == c.session && !workflow.Terminal(w.Status) {
+				open++
+			}
+		}
+		if open == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// acts waits until the cell's request acted n times, for up to 30 s.
+func (c *cell) acts(n int) {
+	deadline := time.Now().Add(30 * time.Second)
+	for c.actsSince() < n && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// recorded fails the test unless every call of the cell's session that
+// reached the service is in the session's audit chain — run, or recorded
+// as interrupted — and the chain verifies; it notes the origins seen.
+func (c *cell) recorded() {
+	_, calls := c.w.svc.actedFor(c.session)
+	var recs []audit.Record
+	deadline := time.Now().Add(2*time.Second + 2*time.Second + 10*time.Second) // twice the tool timeout, the sweep, slack
+	for {
+		st, raw := c.w.do(0, "GET", "/v1/sessions/"+c.session+"/audit", "", "")
+		recs = recs[:0]
+		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			if r, err := audit.Decode([]byte(line)); err == nil {
+				recs = append(recs, r)
+			}
+		}
+		missing := unrecorded(calls, recs)
+		if st == 200 && len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.t.Errorf("%s: %d calls reached the world and are not in the audit chain: %+v", c.id, len(missing), missing)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := audit.Verify(recs); err != nil {
+		c.t.Errorf("%s: the chain does not verify: %v", c.id, err)
+	}
+	c.w.mu.Lock()
+	for _, r := range recs {
+		if r.Intent != nil && r.Result != nil && r.Result.Tool != "" {
+			c.w.origins[r.Intent.Origin] = true
+		}
+	}
+	c.w.mu.Unlock()
+}
+
+// unrecorded returns the calls no record of the chain accounts for: an
+// execution (or turn) with the call's request id, run or interrupted.
+func unrecorded(calls []recorded, recs []audit.Record) []recorded {
+	var out []recorded
+	for _, call := range calls {
+		found := slices.ContainsFunc(recs, func(r audit.Record) bool {
+			if r.Result == nil || r.Intent == nil {
+				return false
+			}
+			id := r.Result.RequestID
+			if id == "" {
+				id = r.Intent.RequestID
+			}
+			ran := r.Result.Status == agentplane.StatusSuccess || r.Result.Error != nil && r.Result.Error.Code == agentplane.CodeInterrupted
+			return ran && id == call.requestID
+		})
+		if !found {
+			out = append(out, call)
+		}
+	}
+	return out
+}
+
+// originsSeen fails t unless every gate origin acted in some cell.
+func (w *pathWorld) originsSeen(t *testing.T) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, o := range gate.Origins {
+		if !w.origins[string(o)] {
+			t.Errorf("no cell recorded an acting call of origin %s", o)
+		}
+	}
+}
+
+// crash runs every path once more with its session on hold: when every
+// call has reached the service, the instance that runs them is killed;
+// then every request is asked again (the patient client retries with its
+// key) and must be answered, each call that reached the world must be in
+// its chain, and nothing acted twice.
+func (w *pathWorld) crash(t *testing.T) {
+	var cells []*cell
+	for _, p := range actingPaths {
+		for _, n := range []int{1, 2, 8} {
+			cells = append(cells, w.cell(t, p, n))
+		}
+	}
+	// the setups run first, undisturbed; then the requests, held
+	for _, c := range cells {
+		if c.p.setup != nil {
+			c.p.setup(c)
+		}
+		c.before, _ = w.svc.actedFor(c.session)
+		w.svc.mu.Lock()
+		w.svc.hold[c.session] = make(chan struct{})
+		w.svc.mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for _, c := range cells {
+		for i := range c.n {
+			wg.Go(func() { c.p.act(c, i) }) // patient clients: each retries until answered
+		}
+	}
+	held := map[string]bool{}
+	deadline := time.After(time.Minute)
+	for len(held) < len(cells) {
+		select {
+		case s := <-w.svc.arrived:
+			held[s] = true
+		case <-deadline:
+			t.Fatalf("only %d of %d paths reached their tool", len(held), len(cells))
+		}
+	}
+	w.mu.Lock()
+	w.dead[0] = true
+	w.mu.Unlock()
+	w.f.kill(0) // while every path's tool runs
+	killed := time.Now()
+	w.svc.mu.Lock()
+	for s, ch := range w.svc.hold {
+		close(ch)
+		delete(w.svc.hold, s)
+	}
+	w.svc.mu.Unlock()
+	if len(w.urls) == 1 {
+		w.f.start(0) // restarted on the same database; with two, the other instance answers
+		w.mu.Lock()
+		w.dead[0] = false
+		w.mu.Unlock()
+	}
+	answered := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(answered)
+	}()
+	// a workflow the kill interrupted waits for checkpoint_response
+	for done := false; !done; {
+		select {
+		case <-answered:
+			done = true
+		case <-time.After(200 * time.Millisecond):
+			w.answerPauses()
+		}
+	}
+	t.Logf("killed with %d requests' tools running: every request answered %.1fs after the kill (tool timeout 1s, clock margin 0)", len(cells), time.Since(killed).Seconds())
+	for _, c := range cells {
+		if c.p.settle != nil {
+			c.p.settle(c)
+		}
+		if got := c.actsSince(); got > 1 {
+			t.Errorf("%s × %d, killed: the world acted %d times for one request; the answers:\n%s", c.p.name, c.n, got, strings.Join(c.answers, "\n"))
+		}
+		c.recorded()
+	}
+}
