@@ -524,3 +524,54 @@ func TestEvalCommand(t *testing.T) {
 		t.Errorf("--min-accuracy 2: exit %d %s", code, stderr)
 	}
 }
+
+// TestProbeCommand: the frames kept clean pass on the demo; a careless
+// trigger fails the probe, naming the frame and the act, unless --max
+// allows it; a bad frame is a usage error; a catalog the probe could not
+// fill is named.
+func TestProbeCommand(t *testing.T) {
+	t.Parallel()
+	out, _, code := run(t, "", "probe", "--summary", "--frames", "negation,question,report,plan,colleague,hesitation,reminder,mention")
+	if code != 0 || !strings.Contains(out, "as local (roles [])") || !regexp.MustCompile(`(?m)^  negation +\d+ +\d+ +0 +0 +0 +0$`).MatchString(out) ||
+		strings.Contains(out, "laughter") {
+		t.Fatalf("demo: exit %d\n%s", code, out)
+	}
+	careless := filepath.Join(t.TempDir(), "careless.yaml")
+	os.WriteFile(careless, []byte(`version: 1
+modes: [{key: home, default: true, toolboxes: [music]}]
+toolboxes: [{id: music, catalogs: [albums], commands: [play_album]}]
+catalogs:
+  - {id: albums, entity_type: album, items: [{id: AL-1, display_name: Abbey Road}]}
+commands:
+  - {id: play_album, tool: agent_set_active_entity, parameter: album, resolver: {catalog: albums},
+     sets_active_context: true, active_entity_type: album, triggers: ["play {item}", "remind me to play {item} tomorrow"]}
+`), 0o644)
+	out, _, code = run(t, "", "probe", "--config", careless, "--frames", "reminder")
+	if code != 1 || !strings.Contains(out, `HIJACK reminder "remind me to play Abbey Road tomorrow" in mode home (ui false): invokes play_album(AL-1)`) {
+		t.Fatalf("careless: exit %d\n%s", code, out)
+	}
+	n := regexp.MustCompile(`(\d+) not handed to the LLM`).FindStringSubmatch(out)
+	if n == nil {
+		t.Fatalf("no count:\n%s", out)
+	}
+	if _, _, code := run(t, "", "probe", "--config", careless, "--frames", "reminder", "--max", n[1]); code != 0 {
+		t.Errorf("--max %s: exit %d", n[1], code)
+	}
+	if _, stderr, code := run(t, "", "probe", "--frames", "jokes"); code != 2 || !strings.Contains(stderr, `unknown frame "jokes"`) {
+		t.Errorf("--frames jokes: exit %d %s", code, stderr)
+	}
+	desk := filepath.Join(t.TempDir(), "desk.yaml")
+	os.WriteFile(desk, []byte(`version: 1
+modes: [{key: desk, default: true, toolboxes: [t]}]
+toolboxes: [{id: t, catalogs: [tickets], commands: [open_ticket]}]
+catalogs: [{id: tickets, entity_type: ticket, provider: {http: {url: "http://127.0.0.1:1/tickets"}}}]
+commands:
+  - {id: open_ticket, tool: agent_set_active_entity, parameter: ticket, resolver: {catalog: tickets},
+     sets_active_context: true, active_entity_type: ticket, triggers: ["open {item}"]}
+`), 0o644)
+	out, _, code = run(t, "", "probe", "--config", desk, "--principal", "dana", "--roles", "agent,oncall", "--summary")
+	if code != 0 || !strings.Contains(out, "as dana (roles [agent, oncall])") ||
+		!strings.Contains(out, "not covered: catalog:tickets: no items for dana (roles [agent, oncall])") {
+		t.Fatalf("desk: exit %d\n%s", code, out)
+	}
+}
