@@ -120,7 +120,8 @@ func TestRouteAllGoodExitsZero(t *testing.T) {
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	out, _, code := run(t, "", "validate")
-	if code != 0 || !strings.Contains(out, "valid (3 modes") {
+	if code != 0 || !strings.Contains(out, "valid (3 modes") ||
+		!strings.Contains(out, "  mode general: off — only 4 active commands with examples or triggers (20+ needed)") {
 		t.Fatalf("demo: exit %d, %s", code, out)
 	}
 	dir := t.TempDir()
@@ -522,6 +523,37 @@ func TestEvalCommand(t *testing.T) {
 	}
 	if _, stderr, code := run(t, "", "eval", "--min-accuracy", "2", bad); code == 0 || !strings.Contains(stderr, "between 0 and 1") {
 		t.Errorf("--min-accuracy 2: exit %d %s", code, stderr)
+	}
+	if !strings.Contains(out, "not covered: no line expects set_mode, open_email_templates") || !strings.Contains(out, "not covered: no line is in mode ddr, sales") ||
+		!strings.Contains(out, "0.2 serves this file best") {
+		t.Errorf("what is not covered, and the advice:\n%s", out)
+	}
+	// the run's roles and principal, for lines that give none
+	roles := filepath.Join(t.TempDir(), "roles.yaml")
+	os.WriteFile(roles, []byte(`version: 1
+modes: [{key: home, default: true, toolboxes: [music, admin]}]
+toolboxes:
+  - {id: music, catalogs: [albums], commands: [play_album]}
+  - {id: admin, catalogs: [albums], commands: [delete_album], required_roles: [curator]}
+catalogs:
+  - {id: albums, entity_type: album, items: [{id: AL-1, display_name: Abbey Road}]}
+commands:
+  - {id: play_album, tool: agent_set_active_entity, parameter: album, resolver: {catalog: albums},
+     sets_active_context: true, active_entity_type: album, triggers: ["play {item}"]}
+  - {id: delete_album, tool: agent_clear_active_entity, parameter: album, resolver: {catalog: albums},
+     clears_active_context: true, triggers: ["delete {item}"]}
+`), 0o644)
+	lines := filepath.Join(t.TempDir(), "roles.jsonl")
+	os.WriteFile(lines, []byte(`{"text": "delete abbey road", "expect": {"action": "invoke_command", "command_id": "delete_album", "resolved_id": "AL-1"}}
+{"text": "delete abbey road", "roles": [], "principal": "kim", "expect": {"action": "continue_with_llm"}}
+`), 0o644)
+	if out, _, code := run(t, "", "eval", "--config", roles, "--roles", "curator", "--min-accuracy", "1", lines); code != 0 {
+		t.Errorf("--roles curator: exit %d\n%s", code, out)
+	}
+	out, _, code = run(t, "", "eval", "--config", roles, "--min-accuracy", "1", lines)
+	if code != 1 || !strings.Contains(out, `line 1 "delete abbey road" (mode "", ui false): want invoke_command delete_album(AL-1), got continue_with_llm`) ||
+		!strings.Contains(out, "not covered: no line expects play_album") {
+		t.Errorf("no roles: exit %d\n%s", code, out)
 	}
 }
 
