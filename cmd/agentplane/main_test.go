@@ -305,6 +305,62 @@ func TestTestCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "FAIL "+bad+`:2: turn 1: mode is "ddr", want "sales"`) || !strings.Contains(out, "1 passed, 1 failed") {
 		t.Fatalf("failing file: exit %d\n%s", code, out)
 	}
+	if !strings.Contains(out, "not covered: no turn decided open_email_templates, set_active_email_template, close_email_template, send_template_to_list, open_ddrs, set_active_ddr") {
+		t.Errorf("what was not covered:\n%s", out)
+	}
+}
+
+// TestTestCommandPeopleAndStubs: --principal and --roles for files that
+// name nobody; a file's stubs stand in for a service nobody runs, and the
+// output says what was stubbed and what ran against a real service.
+func TestTestCommandPeopleAndStubs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var calls sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Store(r.URL.Path, true)
+		w.Write([]byte(`{"ok": true}`))
+	}))
+	defer srv.Close()
+	cfg := filepath.Join(dir, "desk.yaml")
+	os.WriteFile(cfg, []byte(`version: 1
+modes: [{key: desk, default: true, toolboxes: [t, leads]}]
+toolboxes:
+  - {id: t, catalogs: [tickets], commands: [open_ticket], tools: [archive]}
+  - {id: leads, catalogs: [tickets], commands: [close_ticket], tools: [close], required_roles: [lead]}
+catalogs: [{id: tickets, entity_type: ticket, provider: {http: {url: "http://127.0.0.1:1/tickets"}}}]
+commands:
+  - {id: open_ticket, tool: agent_set_active_entity, parameter: ticket, resolver: {catalog: tickets},
+     sets_active_context: true, active_entity_type: ticket, triggers: ["open {item}"]}
+  - {id: close_ticket, tool: close, parameter: ticket_id, resolver: {catalog: tickets}, triggers: ["close {item}"]}
+tools:
+  - {name: close, description: Closes a ticket., impact: external, http: {url: "`+srv.URL+`/close"},
+     input_schema: {type: object, properties: {ticket_id: {type: string}}, required: [ticket_id]}}
+  - {name: archive, description: Archives a ticket., impact: external, http: {url: "`+srv.URL+`/archive"},
+     input_schema: {type: object, properties: {ticket_id: {type: string}}, required: [ticket_id]}}
+`), 0o644)
+	file := filepath.Join(dir, "close.yaml")
+	os.WriteFile(file, []byte(`stubs:
+  - catalog: tickets
+    items: [{id: T-1, display_name: Printer on fire}]
+  - tool: archive
+    output: {archived: true}
+turns:
+  - user: close printer on fire
+    expect: {decision: invoke_command, command: close_ticket, resolved_id: T-1, status: success}
+`), 0o644)
+	out, _, code := run(t, "", "test", "--config", cfg, "--principal", "walter", "--roles", "lead", file)
+	if code != 0 || !strings.Contains(out, "ok   "+file+" (as walter)") || !strings.Contains(out, "not covered: no turn decided open_ticket") ||
+		!strings.Contains(out, "stubbed: catalog tickets ("+file+")") || !strings.Contains(out, "stubbed: tool archive ("+file+")") ||
+		!strings.Contains(out, "ran against the real service: close (1 calls)") {
+		t.Fatalf("as walter, lead: exit %d\n%s", code, out)
+	}
+	if _, ok := calls.Load("/close"); !ok {
+		t.Error("the real close tool was not called")
+	}
+	if out, _, code := run(t, "", "test", "--config", cfg, file); code != 1 || !strings.Contains(out, `decision is "continue_with_llm", want "invoke_command"`) {
+		t.Errorf("without the lead role: exit %d\n%s", code, out)
+	}
 }
 
 func TestToolsCommand(t *testing.T) {
