@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,35 @@ func TestMediaExamples(t *testing.T) {
 	for _, f := range files {
 		for _, x := range failures(t, c, f, nil) {
 			t.Error(x)
+		}
+	}
+}
+
+// TestHelpdeskExamples runs the help desk's suite under
+// examples/helpdesk/tests, as its people, against the stubs the files
+// declare: no service runs.
+func TestHelpdeskExamples(t *testing.T) {
+	t.Parallel()
+	c, err := core.New(context.Background(), core.Source{Path: "../examples/helpdesk/agentplane.yaml"},
+		&core.Options{SkipMCP: true, Getenv: func(string) string { return "unused-secret" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	files, _ := filepath.Glob("../examples/helpdesk/tests/*.yaml")
+	if len(files) < 2 {
+		t.Fatalf("%d help desk conversations", len(files))
+	}
+	for _, f := range files {
+		res, err := scenario.Run(context.Background(), c, f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range res.Failures {
+			t.Error(x)
+		}
+		if res.Principal == scenario.DefaultPrincipal || !slices.Contains(res.Stubbed, "catalog tickets") {
+			t.Errorf("%s: as %s, stubbed %v", f, res.Principal, res.Stubbed)
 		}
 	}
 }
