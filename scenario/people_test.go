@@ -226,6 +226,11 @@ turns:
 	if calls[0].key == "" || calls[0].key == calls[1].key || calls[0].session == calls[1].session {
 		t.Fatalf("two runs called with key %q and %q, sessions %q and %q", calls[0].key, calls[1].key, calls[0].session, calls[1].session)
 	}
+	// a run's ids may be named, for a run that must be exact
+	mustRun(t, c, file, &scenario.Options{RunID: "run-7"})
+	if cl := d.seen()[2]; !strings.HasPrefix(cl.session, "run-7-") || !strings.HasPrefix(cl.key, "run-7-") {
+		t.Fatalf("with RunID run-7: %+v", cl)
+	}
 }
 
 // TestStubs: with its tools and its catalog stubbed in the file, a

@@ -171,6 +171,10 @@ type Options struct {
 	Principal string
 	// Roles are the roles of files that give none.
 	Roles []string
+	// RunID prefixes the ids of the run (sessions, requests, tokens); ""
+	// means a random one. Give every run its own: services dedup calls by
+	// the keys made from them.
+	RunID string
 }
 
 // DefaultPrincipal is who speaks when neither the file nor the run names
@@ -337,7 +341,10 @@ func Run(ctx context.Context, c *core.Core, path string, opts *Options) (Result,
 
 	clock := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 	now := func() time.Time { clock = clock.Add(time.Second); return clock }
-	run := runID()
+	run := opts.RunID
+	if run == "" {
+		run = runID()
+	}
 	n := 0
 	newID := func() string { n++; return fmt.Sprintf("%s-%d", run, n) }
 	tr := base.Tools()
