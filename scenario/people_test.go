@@ -228,8 +228,14 @@ turns:
 	}
 	// a run's ids may be named, for a run that must be exact
 	mustRun(t, c, file, &scenario.Options{RunID: "run-7"})
-	if cl := d.seen()[2]; !strings.HasPrefix(cl.session, "run-7-") || !strings.HasPrefix(cl.key, "run-7-") {
+	if cl := d.seen()[2]; !strings.HasPrefix(cl.session, "run-7-") || cl.key == calls[0].key || cl.key == calls[1].key {
 		t.Fatalf("with RunID run-7: %+v", cl)
+	}
+	// the same run id again makes the same ids, and the service, which
+	// answers a key once, takes it for the same call
+	mustRun(t, c, file, &scenario.Options{RunID: "run-7"})
+	if all := d.seen(); all[3].key != all[2].key || all[3].session != all[2].session {
+		t.Fatalf("the same run id twice: %+v and %+v", all[2], all[3])
 	}
 }
 
