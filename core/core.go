@@ -142,6 +142,7 @@ type Core struct {
 	redact *redact.Redactor
 	obs    Observer
 	tracer trace.Tracer
+	opts   Options // as given to FromConfig, for Rebuild
 
 	mcp     []*mcpclient.Server
 	stop    context.CancelFunc
@@ -198,7 +199,7 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 	if opts == nil {
 		opts = &Options{}
 	}
-	c := &Core{name: name, cfg: cfg, store: opts.Store, now: opts.Now, newID: opts.NewID, log: opts.Logger, tracer: opts.Tracer}
+	c := &Core{name: name, cfg: cfg, store: opts.Store, now: opts.Now, newID: opts.NewID, log: opts.Logger, tracer: opts.Tracer, opts: *opts}
 	if c.store == nil {
 		c.store = memstore.New()
 	}
@@ -355,7 +356,7 @@ func (c *Core) Derive(d Derived) (*Core, error) {
 		return nil, errors.New("core: Derive needs a store")
 	}
 	n := &Core{name: c.name, cfg: c.cfg, reg: c.reg, router: c.router, tools: d.Tools, store: d.Store,
-		now: d.Now, newID: d.NewID, log: c.log, redact: c.redact}
+		now: d.Now, newID: d.NewID, log: c.log, redact: c.redact, opts: c.opts}
 	if n.tools == nil {
 		n.tools = c.tools
 	}
@@ -368,6 +369,35 @@ func (c *Core) Derive(d Derived) (*Core, error) {
 	var err error
 	n.gate, err = gate.New(c.reg, d.Store, &gate.Options{Now: n.now, NewToken: d.NewToken, Tools: n.tools, Logger: c.log, Redact: c.redact})
 	return n, err
+}
+
+// Rebuild returns a core over cfg, a changed copy of this core's
+// configuration (already valid), built with this core's options but its
+// own in-memory store, no observer and no tracer, and without connecting
+// to MCP servers: the tools mounted from them here are mounted there too.
+// Conversation tests with a catalog's items given in the test file, and
+// eval trying another example threshold, route on one. The caller closes
+// it; closing it leaves this core as it is. A derived core rebuilds with
+// the options of the core it was derived from.
+func (c *Core) Rebuild(ctx context.Context, cfg *config.Config) (*Core, error) {
+	o := c.opts
+	o.Store, o.Observer, o.Tracer, o.SkipMCP = nil, nil, nil, true
+	n, err := FromConfig(ctx, c.name, cfg, &o)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range c.tools.Names() {
+		if _, ok := n.tools.Get(name); ok {
+			continue
+		}
+		if t, ok := c.tools.Get(name); ok && t.Spec().Server != "" {
+			if err := n.tools.Register(t); err != nil {
+				n.Close()
+				return nil, err
+			}
+		}
+	}
+	return n, nil
 }
 
 // Name returns what messages call the configuration: its file, or the

@@ -1,12 +1,15 @@
 // Package eval measures how a configuration routes labelled utterances:
 // per-command precision and recall, the pairs of commands it confuses,
 // how often it keeps from the LLM an utterance that must not act, each
-// miss with the router's trace, and, for each command with examples, the
-// example threshold that would serve this file best and what it would
-// change. It is the tool for the people who write configurations.
+// miss with the router's trace, what no line covers, and advice for the
+// one global example threshold with every utterance it would decide
+// otherwise. It is the tool for the people who write configurations, and
+// a line says what they configure: who speaks (principal, roles), in which
+// mode, with what active, what the person picks from a picker
+// (selection), and the decisions that would all be right (any_of).
 //
 //	cases, err := eval.Read(f)
-//	rep := eval.Run(ctx, rt, cases, time.Now())
+//	rep, err := eval.Run(ctx, c, cases, nil)
 //	fmt.Println(rep.Accuracy)
 package eval
 
@@ -22,18 +25,38 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/router"
 )
 
 // Case is one labelled utterance: a line of the file.
 type Case struct {
-	Text string `json:"text"`
-	Mode string `json:"mode,omitempty"` // the default mode when empty
-	UI   bool   `json:"ui,omitempty"`
+	Text string `json:"text,omitempty"`
+	// Selection is a pick from a picker or an option button. With Text,
+	// the text is routed first and must offer a pick (a picker, or a
+	// question listing options); the pick is then made there, as the page
+	// makes it, and Expect is what the pick decides. Without Text, the
+	// turn is the selection (its command_id is needed).
+	Selection *Selection `json:"selection,omitempty"`
+	Mode      string     `json:"mode,omitempty"` // the default mode when empty
+	UI        bool       `json:"ui,omitempty"`
+	// Principal is who speaks: the session is theirs, and per-person
+	// providers are asked as them. "" means the run's principal.
+	Principal string `json:"principal,omitempty"`
+	// Roles are the principal's roles (they decide which toolboxes are
+	// active); absent means the run's roles, [] none.
+	Roles []string `json:"roles,omitempty"`
 	// Active is the item active in the session, if any.
 	Active *Active `json:"active,omitempty"`
 	Expect Expect  `json:"expect"`
 	Line   int     `json:"-"`
+}
+
+// Selection is a pick: the item's id and the command it is for ("" with
+// text: the command of the picker the text opened).
+type Selection struct {
+	CommandID string `json:"command_id,omitempty"`
+	ID        string `json:"id"`
 }
 
 // Active is an item active in a case's session.
@@ -43,13 +66,71 @@ type Active struct {
 	DisplayName string `json:"display_name,omitempty"`
 }
 
-// Expect is the decision a case should get. CommandID and ResolvedID are
-// checked when given; an expected continue_with_llm is an utterance that
-// must not act.
+// Expect is the decision a case should get: Action, with CommandID,
+// ResolvedID and TargetMode checked when given (an expected
+// continue_with_llm is an utterance that must not act) — or AnyOf, the
+// decisions that would each be right. A launcher's picker names its
+// on_select command; a line that expects the launcher is credited with it.
 type Expect struct {
-	Action     agentplane.Action `json:"action"`
+	Action     agentplane.Action `json:"action,omitempty"`
 	CommandID  string            `json:"command_id,omitempty"`
 	ResolvedID string            `json:"resolved_id,omitempty"`
+	TargetMode string            `json:"target_mode,omitempty"`
+	AnyOf      []Expect          `json:"any_of,omitempty"`
+}
+
+// Alternatives returns the decisions that would each be right: AnyOf, or
+// the expectation itself.
+func (e Expect) Alternatives() []Expect {
+	if len(e.AnyOf) > 0 {
+		return e.AnyOf
+	}
+	return []Expect{e}
+}
+
+// MustNotAct reports whether every right decision is continue_with_llm.
+func (e Expect) MustNotAct() bool {
+	for _, a := range e.Alternatives() {
+		if a.Action != agentplane.ActionContinueLLM {
+			return false
+		}
+	}
+	return true
+}
+
+// check reports the first problem of an expectation at path.
+func (e Expect) check(path string, nested bool) error {
+	if len(e.AnyOf) > 0 {
+		if nested {
+			return fmt.Errorf("%s.any_of: alternatives cannot have alternatives", path)
+		}
+		if e.Action != "" || e.CommandID != "" || e.ResolvedID != "" || e.TargetMode != "" {
+			return fmt.Errorf("%s: give either any_of or action (with command_id, resolved_id, target_mode), not both", path)
+		}
+		for i, a := range e.AnyOf {
+			if err := a.check(fmt.Sprintf("%s.any_of[%d]", path, i), true); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if e.AnyOf != nil {
+		return fmt.Errorf("%s.any_of: empty; list the decisions that would each be right", path)
+	}
+	switch e.Action {
+	case agentplane.ActionInvokeCommand, agentplane.ActionOpenPicker, agentplane.ActionAskQuestion, agentplane.ActionContinueLLM:
+	case "":
+		return fmt.Errorf("%s.action is missing", path)
+	default:
+		return fmt.Errorf("%s.action %q is not a decision (invoke_command, open_picker, ask_clarifying_question, continue_with_llm)", path, e.Action)
+	}
+	if e.Action != agentplane.ActionContinueLLM && e.CommandID == "" {
+		return fmt.Errorf("%s.command_id is missing for %s", path, e.Action)
+	}
+	if e.Action == agentplane.ActionContinueLLM && (e.CommandID != "" || e.ResolvedID != "" || e.TargetMode != "") {
+		return fmt.Errorf("%s: continue_with_llm names no command, item or mode", path)
+	}
+	return nil
 }
 
 // Read decodes a JSON Lines file of cases; blank lines and lines starting
@@ -58,7 +139,9 @@ func Read(r io.Reader) ([]Case, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), agentplane.MaxInputBytes+4096)
 	var out []Case
-	for n := 1; sc.Scan(); n++ {
+	n := 0
+	for sc.Scan() {
+		n++
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 || line[0] == '#' {
 			continue
@@ -72,24 +155,14 @@ func Read(r io.Reader) ([]Case, error) {
 		if dec.More() {
 			return nil, fmt.Errorf("line %d: more than one JSON value", n)
 		}
-		switch c.Expect.Action {
-		case agentplane.ActionInvokeCommand, agentplane.ActionOpenPicker, agentplane.ActionAskQuestion, agentplane.ActionContinueLLM:
-		case "":
-			return nil, fmt.Errorf("line %d: expect.action is missing", n)
-		default:
-			return nil, fmt.Errorf("line %d: expect.action %q is not a decision (invoke_command, open_picker, ask_clarifying_question, continue_with_llm)", n, c.Expect.Action)
-		}
-		if c.Expect.Action != agentplane.ActionContinueLLM && c.Expect.CommandID == "" {
-			return nil, fmt.Errorf("line %d: expect.command_id is missing for %s", n, c.Expect.Action)
-		}
-		if c.Active != nil && (c.Active.EntityType == "" || c.Active.ID == "") {
-			return nil, fmt.Errorf("line %d: active needs entity_type and id", n)
+		if err := c.check(); err != nil {
+			return nil, fmt.Errorf("line %d: %v", n, err)
 		}
 		c.Line = n
 		out = append(out, c)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", len(out)+1, err)
+		return nil, fmt.Errorf("line %d: %w", n+1, err)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no cases")
@@ -97,10 +170,45 @@ func Read(r io.Reader) ([]Case, error) {
 	return out, nil
 }
 
+// check reports the first problem of a case.
+func (c *Case) check() error {
+	switch s := c.Selection; {
+	case c.Text == "" && s == nil:
+		return fmt.Errorf("text is missing (or a selection)")
+	case s != nil && s.ID == "":
+		return fmt.Errorf("selection.id is missing")
+	case s != nil && c.Text == "" && s.CommandID == "":
+		return fmt.Errorf("selection.command_id is missing: a selection without text names its command")
+	}
+	for i, r := range c.Roles {
+		if strings.TrimSpace(r) == "" {
+			return fmt.Errorf("roles[%d] is empty", i)
+		}
+	}
+	if c.Active != nil && (c.Active.EntityType == "" || c.Active.ID == "") {
+		return fmt.Errorf("active needs entity_type and id")
+	}
+	return c.Expect.check("expect", false)
+}
+
+// Options adjust Run. nil means defaults.
+type Options struct {
+	// Principal is who speaks on lines that name nobody; "" means
+	// agentplane.LocalPrincipal.
+	Principal string
+	// Roles are the roles of lines that give none.
+	Roles []string
+	// Now is the turns' time; zero means the core's clock.
+	Now time.Time
+	// NoAdvice skips the threshold advice (it rebuilds the router for the
+	// thresholds it tries).
+	NoAdvice bool
+}
+
 // CommandScore is how well one command was recognised.
 type CommandScore struct {
 	CommandID           string
-	Expected, Predicted int // cases expecting it; decisions naming it
+	Expected, Predicted int // cases expecting it; decisions credited to it
 	Correct             int // both
 	Precision, Recall   float64
 }
@@ -116,19 +224,9 @@ type Confusion struct {
 type Miss struct {
 	Case     Case
 	Decision agentplane.Decision
-}
-
-// Suggestion is, for a command with examples, the example threshold at
-// which its recognitions by similarity would serve this file best, and
-// what that threshold would change against the configured one.
-type Suggestion struct {
-	CommandID  string
-	Current    float64
-	Threshold  float64
-	Gained     int // cases of the command recognised at Threshold and not at Current
-	Lost       int // cases of the command recognised at Current and not at Threshold
-	FalseAdded int // cases of another decision it would take at Threshold and not at Current
-	FalseGone  int // the other way round
+	// Note says what went wrong beside the decision: a text that offered
+	// nothing to pick from, a line the router refused.
+	Note string
 }
 
 // Report is what Run measured.
@@ -141,7 +239,12 @@ type Report struct {
 	Commands             []CommandScore // by command id
 	Confusions           []Confusion    // most frequent first
 	Misses               []Miss         // in file order
-	Suggestions          []Suggestion   // by command id
+	// Untested are the commands no line expects, and UntestedModes the
+	// modes no line is routed in: what the file does not cover.
+	Untested, UntestedModes []string
+	// Advice is the example threshold that serves the file best (nil
+	// with Options.NoAdvice).
+	Advice *Advice
 }
 
 // HijackRate is the share of must-not-act cases that were not handed to
@@ -153,11 +256,29 @@ func (r Report) HijackRate() float64 {
 	return float64(r.Hijacked) / float64(r.MustNotAct)
 }
 
+// runner routes cases on one router.
+type runner struct {
+	c     *core.Core
+	rt    *router.Router
+	opts  *Options
+	now   time.Time
+	modes map[string]bool // the modes lines were routed in
+}
+
 // Run routes every case (routing is pure: nothing runs, nothing is
 // recorded) and measures. A case the router refuses (malformed text, an
-// unknown mode) is a miss with a continue_with_llm decision carrying the
-// error in its trace.
-func Run(ctx context.Context, rt *router.Router, cases []Case, now time.Time) Report {
+// unknown mode, a selection of an item its source does not hold) is a
+// miss with a continue_with_llm decision carrying the error in its trace.
+// The error is for threshold advice that could not rebuild the router.
+func Run(ctx context.Context, c *core.Core, cases []Case, opts *Options) (Report, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = c.Now()
+	}
+	r := &runner{c: c, rt: c.Router(), opts: opts, now: now, modes: map[string]bool{}}
 	rep := Report{Cases: len(cases)}
 	scores := map[string]*CommandScore{}
 	score := func(id string) *CommandScore {
@@ -167,30 +288,15 @@ func Run(ctx context.Context, rt *router.Router, cases []Case, now time.Time) Re
 		return scores[id]
 	}
 	confusions := map[[2]string]int{}
-	reg := rt.Registry()
-	for _, c := range cases {
-		sess := &agentplane.Session{ID: "eval", Mode: c.Mode, Version: 1}
-		if c.Active != nil {
-			sess.AWC = agentplane.ActiveWorkContext{EntityType: c.Active.EntityType,
-				Entity: &agentplane.EntityHeader{ID: c.Active.ID, DisplayName: c.Active.DisplayName}}
+	expected := map[string]bool{}
+	decisions := r.routeAll(ctx, cases)
+	for i, cs := range cases {
+		d, note := decisions[i].d, decisions[i].note
+		ok, want, got := r.judge(cs, decisions[i])
+		for _, a := range cs.Expect.Alternatives() {
+			expected[a.CommandID] = true
 		}
-		var d agentplane.Decision
-		var err error
-		if c.Mode != "" && reg.ModeOf(c.Mode) != c.Mode {
-			err = fmt.Errorf("mode %q is not configured", c.Mode)
-		} else {
-			d, err = rt.Route(ctx, sess, agentplane.TurnInput{Text: c.Text, UI: c.UI, Now: now})
-		}
-		if err != nil {
-			d = agentplane.Decision{Action: agentplane.ActionContinueLLM, Trace: []string{"refused: " + err.Error()}}
-		}
-		got := ""
-		if d.Action != agentplane.ActionContinueLLM {
-			got = d.CommandID
-		}
-		want := c.Expect.CommandID
-		if c.Expect.Action == agentplane.ActionContinueLLM {
-			want = ""
+		if cs.Expect.MustNotAct() {
 			rep.MustNotAct++
 			if d.Action != agentplane.ActionContinueLLM {
 				rep.Hijacked++
@@ -202,8 +308,6 @@ func Run(ctx context.Context, rt *router.Router, cases []Case, now time.Time) Re
 		if got != "" {
 			score(got).Predicted++
 		}
-		ok := d.Action == c.Expect.Action && (want == "" || got == want) &&
-			(c.Expect.ResolvedID == "" || d.ResolvedID == c.Expect.ResolvedID)
 		if ok {
 			rep.Correct++
 			if want != "" {
@@ -216,7 +320,7 @@ func Run(ctx context.Context, rt *router.Router, cases []Case, now time.Time) Re
 		} else {
 			confusions[[2]string{want, got}]++
 		}
-		rep.Misses = append(rep.Misses, Miss{Case: c, Decision: d})
+		rep.Misses = append(rep.Misses, Miss{Case: cs, Decision: d, Note: note})
 	}
 	rep.Accuracy = float64(rep.Correct) / float64(max(rep.Cases, 1))
 	for _, s := range scores {
@@ -238,70 +342,168 @@ func Run(ctx context.Context, rt *router.Router, cases []Case, now time.Time) Re
 		}
 		return strings.Compare(a.Expected+"\x00"+a.Got, b.Expected+"\x00"+b.Got)
 	})
-	rep.Suggestions = suggest(rt, cases)
-	return rep
+	for _, cmd := range c.Registry().Commands() {
+		if !expected[cmd.ID] {
+			rep.Untested = append(rep.Untested, cmd.ID)
+		}
+	}
+	for _, m := range c.Config().Modes {
+		if !r.modes[m.Key] {
+			rep.UntestedModes = append(rep.UntestedModes, m.Key)
+		}
+	}
+	if !opts.NoAdvice {
+		adv, err := advise(ctx, r, cases, decisions)
+		if err != nil {
+			return rep, err
+		}
+		rep.Advice = adv
+	}
+	return rep, nil
 }
 
-// suggest finds, for each command the example model names for some case,
-// the threshold that maximises its recognitions of its own cases minus
-// those of other cases, among the confidences seen (lowest on ties, then
-// the configured one when it is as good).
-func suggest(rt *router.Router, cases []Case) []Suggestion {
-	type point struct {
-		conf float64
-		own  bool
+// routed is a case's decision, and a note on what went wrong beside it.
+type routed struct {
+	d    agentplane.Decision
+	note string
+}
+
+func (r *runner) routeAll(ctx context.Context, cases []Case) []routed {
+	out := make([]routed, len(cases))
+	for i, cs := range cases {
+		d, note, err := r.route(ctx, cs)
+		if err != nil {
+			d = agentplane.Decision{Action: agentplane.ActionContinueLLM, Trace: append(d.Trace, "refused: "+err.Error())}
+			note = "refused: " + err.Error()
+		}
+		out[i] = routed{d, note}
 	}
-	byCmd := map[string][]point{}
-	for _, c := range cases {
-		m, ok := rt.MatchExamples(rt.Registry().ModeOf(c.Mode), nil, c.Text)
-		if !ok || m.Declined != "" {
-			continue // no threshold makes the router act on it
-		}
-		want := c.Expect.CommandID
-		if cmd, ok := rt.Registry().Command(m.CommandID); ok && cmd.Kind == agentplane.KindLauncher && cmd.OnSelect == want {
-			want = m.CommandID // a launcher's decisions name its on_select command
-		}
-		byCmd[m.CommandID] = append(byCmd[m.CommandID], point{m.Confidence, want == m.CommandID && c.Expect.Action != agentplane.ActionContinueLLM})
-	}
-	cur := rt.Registry().Settings().ExampleThreshold
-	var out []Suggestion
-	for id, pts := range byCmd {
-		at := func(th float64) (own, other int) {
-			for _, p := range pts {
-				if p.conf >= th {
-					if p.own {
-						own++
-					} else {
-						other++
-					}
-				}
-			}
-			return
-		}
-		best, bestScore := cur, 0
-		o, f := at(cur)
-		bestScore = o - f
-		for _, p := range pts {
-			if o, f := at(p.conf); o-f > bestScore || o-f == bestScore && p.conf < best && best != cur {
-				best, bestScore = p.conf, o-f
-			}
-		}
-		s := Suggestion{CommandID: id, Current: cur, Threshold: best}
-		for _, p := range pts {
-			now, then := p.conf >= cur, p.conf >= best
-			switch {
-			case p.own && then && !now:
-				s.Gained++
-			case p.own && now && !then:
-				s.Lost++
-			case !p.own && then && !now:
-				s.FalseAdded++
-			case !p.own && now && !then:
-				s.FalseGone++
-			}
-		}
-		out = append(out, s)
-	}
-	slices.SortFunc(out, func(a, b Suggestion) int { return strings.Compare(a.CommandID, b.CommandID) })
 	return out
+}
+
+// principal and roles of a case.
+func (r *runner) who(cs Case) (string, []string) {
+	p, roles := cs.Principal, cs.Roles
+	if p == "" {
+		p = r.opts.Principal
+	}
+	if p == "" {
+		p = agentplane.LocalPrincipal
+	}
+	if roles == nil {
+		roles = r.opts.Roles
+	}
+	return p, roles
+}
+
+// route decides a case: its text, its selection, or its text and then
+// the selection in the picker the text opened.
+func (r *runner) route(ctx context.Context, cs Case) (agentplane.Decision, string, error) {
+	reg := r.c.Registry()
+	mode := cs.Mode
+	if mode == "" {
+		mode = reg.DefaultMode()
+	} else if reg.ModeOf(mode) != mode {
+		return agentplane.Decision{}, "", fmt.Errorf("mode %q is not configured", mode)
+	}
+	r.modes[mode] = true
+	principal, roles := r.who(cs)
+	sess := &agentplane.Session{ID: "eval", Mode: mode, Version: 1, Owner: principal}
+	if cs.Active != nil {
+		sess.AWC = agentplane.ActiveWorkContext{EntityType: cs.Active.EntityType,
+			Entity: &agentplane.EntityHeader{ID: cs.Active.ID, DisplayName: cs.Active.DisplayName}}
+	}
+	in := agentplane.TurnInput{Text: cs.Text, UI: cs.UI, Roles: roles, Now: r.now}
+	sel := cs.Selection
+	if cs.Text == "" {
+		in.Selection = &agentplane.Selection{CommandID: sel.CommandID, ID: sel.ID}
+		d, err := r.rt.Route(ctx, sess, in)
+		return d, "", err
+	}
+	d, err := r.rt.Route(ctx, sess, in)
+	if err != nil || sel == nil {
+		return d, "", err
+	}
+	// the pick, made in what the text offered, as the page makes it
+	offers := d.Action == agentplane.ActionOpenPicker || d.Action == agentplane.ActionAskQuestion && len(d.OptionIDs) > 0
+	if !offers {
+		return d, fmt.Sprintf("the text offers nothing to select %s from: %s %s", sel.ID, d.Action, d.CommandID), nil
+	}
+	if len(d.OptionIDs) > 0 && !slices.Contains(d.OptionIDs, sel.ID) {
+		return d, fmt.Sprintf("the question does not offer %s (options %s)", sel.ID, strings.Join(d.OptionIDs, ", ")), nil
+	}
+	cmd := sel.CommandID
+	if cmd == "" {
+		cmd = d.CommandID
+	}
+	after := *sess
+	after.Version++
+	after.PendingPicker, after.PendingConfirmation = r.c.Gate().Pending(sess, &d, r.now)
+	picked, err := r.rt.Route(ctx, &after, agentplane.TurnInput{Selection: &agentplane.Selection{CommandID: cmd, ID: sel.ID}, UI: cs.UI, Roles: roles, Now: r.now})
+	if err != nil {
+		return d, "", fmt.Errorf("selecting %s in the %s %s offered: %w", sel.ID, d.Action, d.CommandID, err)
+	}
+	picked.Trace = append(append(slices.Clip(d.Trace), "then the selection of "+sel.ID+":"), picked.Trace...)
+	return picked, "", nil
+}
+
+// judge says whether the decision is one the case expects (a line with a
+// note — a pick that could not be made — never is), which command the
+// case is scored under (the alternative that matched, or the first; ""
+// for continue_with_llm) and which the decision is credited to.
+func (r *runner) judge(cs Case, rd routed) (ok bool, want, got string) {
+	d := rd.d
+	alts := cs.Expect.Alternatives()
+	at := 0
+	for i, a := range alts {
+		if rd.note == "" && r.matches(cs, a, d) {
+			ok, at = true, i
+			break
+		}
+	}
+	if alts[at].Action != agentplane.ActionContinueLLM {
+		want = alts[at].CommandID
+	}
+	return ok, want, r.credit(cs, d, want)
+}
+
+func (r *runner) matches(cs Case, a Expect, d agentplane.Decision) bool {
+	if d.Action != a.Action {
+		return false
+	}
+	if a.Action == agentplane.ActionContinueLLM {
+		return true
+	}
+	return r.credit(cs, d, a.CommandID) == a.CommandID &&
+		(a.ResolvedID == "" || d.ResolvedID == a.ResolvedID) &&
+		(a.TargetMode == "" || d.TargetMode == a.TargetMode)
+}
+
+// credit returns the command a decision is credited to ("" for
+// continue_with_llm): its command, or the launcher want when the decision
+// is that launcher's picker or question — its on_select command, in its
+// target mode.
+func (r *runner) credit(cs Case, d agentplane.Decision, want string) string {
+	if d.Action == agentplane.ActionContinueLLM {
+		return ""
+	}
+	if want == "" || want == d.CommandID {
+		return d.CommandID
+	}
+	reg := r.c.Registry()
+	l, ok := reg.Command(want)
+	offers := d.Action == agentplane.ActionOpenPicker || d.Action == agentplane.ActionAskQuestion && len(d.OptionIDs) > 0
+	mode := reg.ModeOf(cs.Mode)
+	_, roles := r.who(cs)
+	if !ok || l.Kind != agentplane.KindLauncher || l.OnSelect != d.CommandID || !offers || !reg.CommandActive(mode, roles, l.ID) {
+		return d.CommandID
+	}
+	target := ""
+	if l.TargetMode != "" && l.TargetMode != mode {
+		target = l.TargetMode
+	}
+	if d.TargetMode != target {
+		return d.CommandID
+	}
+	return want
 }

@@ -4,23 +4,36 @@
 //
 //	name: switch mode
 //	mode: general
+//	principal: ann          # who speaks (default: the run's, "test")
+//	roles: [lead]           # their roles (default: the run's)
 //	turns:
 //	  - user: switch to DDR mode
 //	    expect: {decision: invoke_command, command: set_mode, resolved_id: ddr, status: success, mode: ddr}
 //
 // A turn is one of `user: TEXT`, `select: {command: ID, id: ID}`,
-// `confirm: true` (the human says yes) or `decline: true` (no). A turn the
-// router hands to the LLM may script the model's replies, one per round
-// (`llm: [{text: ..., tool_calls: [{name: ..., args: {...}}]}]`), and
-// expect what the LLM turn did (`expect: {llm: {text, calls, question,
-// prompt, offered, not_offered}}`): the calls run through the gate as a
-// model's would.
+// `confirm: true` (the human says yes) or `decline: true` (no); `roles:` on
+// a turn replaces the file's for it. A turn the router hands to the LLM may
+// script the model's replies, one per round (`llm: [{text: ..., tool_calls:
+// [{name: ..., args: {...}}]}]`), and expect what the LLM turn did
+// (`expect: {llm: {text, calls, question, prompt, offered, not_offered}}`):
+// the calls run through the gate as a model's would.
+//
+// `stubs:` replaces what the configuration reaches outside for, for this
+// file: a tool by a fixed answer (`{tool: NAME, output: VALUE}`) or a
+// failure (`{tool: NAME, error: MESSAGE}`), a catalog by items (`{catalog:
+// ID, items: [{id, display_name, ...}]}`), so a file runs without the
+// service behind them. Every run uses ids of its own (sessions, requests,
+// confirmation tokens), so a service that answers an idempotency key once
+// never takes a second run for the first.
 package scenario
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -33,17 +46,36 @@ import (
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/tool"
 )
 
 // File is a conversation test file.
 type File struct {
-	Name  string   `yaml:"name"`
-	Mode  string   `yaml:"mode"`  // the mode the session starts in; the default mode when empty
-	UI    bool     `yaml:"ui"`    // the client renders pickers
-	Roles []string `yaml:"roles"` // the principal's roles
+	Name string `yaml:"name"`
+	Mode string `yaml:"mode"` // the mode the session starts in; the default mode when empty
+	UI   bool   `yaml:"ui"`   // the client renders pickers
+	// Principal is who speaks: the session is theirs, tools are told it,
+	// per-person providers answer it. "" means the run's.
+	Principal string `yaml:"principal"`
+	// Roles are the principal's roles; absent means the run's, [] none.
+	Roles []string `yaml:"roles"`
+	Stubs []Stub   `yaml:"stubs"`
 	Turns []Turn   `yaml:"turns"`
+}
+
+// Stub replaces, for one file, a tool (Tool, with Output or Error) or a
+// catalog's items (Catalog, with Items).
+type Stub struct {
+	Tool   string `yaml:"tool"`
+	Output any    `yaml:"output"` // what the tool returns, as JSON; {} when neither this nor Error is given
+	Error  string `yaml:"error"`  // the tool fails with this message
+	// Catalog is a catalog whose items are Items for this file, instead
+	// of its configured items or its provider's.
+	Catalog string             `yaml:"catalog"`
+	Items   []resolve.WireItem `yaml:"items"`
+	Line    int                `yaml:"-"`
 }
 
 // Turn is one scripted turn and what must follow from it.
@@ -52,9 +84,11 @@ type Turn struct {
 	Select  *Selection `yaml:"select"`
 	Confirm bool       `yaml:"confirm"`
 	Decline bool       `yaml:"decline"`
-	UI      *bool      `yaml:"ui"` // overrides the file's ui for this turn
+	UI      *bool      `yaml:"ui"`    // overrides the file's ui for this turn
+	Roles   []string   `yaml:"roles"` // overrides the file's roles for this turn
 	LLM     []Reply    `yaml:"llm"`
 	Expect  Expect     `yaml:"expect"`
+	Line    int        `yaml:"-"`
 }
 
 // Reply is a scripted reply of the LLM: text and/or tool calls.
@@ -123,21 +157,51 @@ type Failure struct {
 
 func (f Failure) String() string { return fmt.Sprintf("%s:%d: %s", f.File, f.Line, f.Msg) }
 
-// Tools builds the tools a file's conversation runs with, on the test's
-// clock; each file gets its own, so files do not share state.
-type Tools func(now func() time.Time) (*tool.Registry, error)
+// Tools builds the tools a file's conversation runs with, from the core
+// it runs on (the core given to Run, or one rebuilt with the file's
+// catalogs) and on the test's clock; each file gets its own, so files do
+// not share state.
+type Tools func(c *core.Core, now func() time.Time) (*tool.Registry, error)
 
-// Run runs the conversation test file at path against the core's
-// configuration, in a session of its own (an in-memory store, a scripted
-// clock) and returns its failures (none when it passes). tools nil means
-// the core's tools. The error is for a file that cannot be read or parsed:
-// an empty file, a second YAML document, a file without turns, a turn that
-// is not exactly one of user, select, confirm, decline.
-func Run(ctx context.Context, c *core.Core, path string, tools Tools) ([]Failure, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+// Options adjust Run. nil means defaults.
+type Options struct {
+	// Tools builds the file's tools; nil means the core's.
+	Tools Tools
+	// Principal speaks in files that name nobody; "" means "test".
+	Principal string
+	// Roles are the roles of files that give none.
+	Roles []string
+	// RunID prefixes the ids of the run (sessions, requests, tokens); ""
+	// means a random one. Give every run its own: services dedup calls by
+	// the keys made from them.
+	RunID string
+}
+
+// DefaultPrincipal is who speaks when neither the file nor the run names
+// anyone.
+const DefaultPrincipal = "test"
+
+// Result is what running a file found, and what it reached.
+type Result struct {
+	Failures  []Failure
+	Principal string // who spoke
+	// Decided are the commands the router's decisions named (a launcher
+	// when its picker opened), sorted.
+	Decided []string
+	// Calls counts, by tool, the calls that ran it (succeeded or failed;
+	// from the session's audit log) — the stub for a stubbed tool, the
+	// real one otherwise.
+	Calls map[string]int
+	// Stubbed are the tools and catalogs the file replaced ("tool NAME",
+	// "catalog ID"), in file order.
+	Stubbed []string
+}
+
+// Parse reads a conversation test file: one YAML document with known keys,
+// turns each exactly one of user, select, confirm, decline, stubs each a
+// tool (with output or error) or a catalog (with valid items). Each error
+// names the file and, where it can, the line.
+func Parse(path string, data []byte) (*File, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: the file is empty; a test file has a name and turns", path)
 	}
@@ -158,9 +222,12 @@ func Run(ctx context.Context, c *core.Core, path string, tools Tools) ([]Failure
 	if len(f.Turns) == 0 {
 		return nil, fmt.Errorf("%s: no turns: a test file needs at least one", path)
 	}
-	lines := turnLines(&root)
-	r := &runner{path: path, lines: lines}
-	for i, t := range f.Turns {
+	turnLines, stubLines := lines(&root, "turns"), lines(&root, "stubs")
+	for i := range f.Turns {
+		t := &f.Turns[i]
+		if i < len(turnLines) {
+			t.Line = turnLines[i]
+		}
 		kinds := 0
 		for _, set := range []bool{t.User != nil, t.Select != nil, t.Confirm, t.Decline} {
 			if set {
@@ -168,33 +235,146 @@ func Run(ctx context.Context, c *core.Core, path string, tools Tools) ([]Failure
 			}
 		}
 		if kinds != 1 {
-			return nil, fmt.Errorf("%s:%d: turn %d: give exactly one of user, select, confirm, decline", path, r.line(i), i+1)
+			return nil, fmt.Errorf("%s:%d: turn %d: give exactly one of user, select, confirm, decline", path, t.Line, i+1)
 		}
+		if err := checkRoles(t.Roles); err != nil {
+			return nil, fmt.Errorf("%s:%d: turn %d: %v", path, t.Line, i+1, err)
+		}
+	}
+	if err := checkRoles(f.Roles); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	for i := range f.Stubs {
+		st := &f.Stubs[i]
+		if i < len(stubLines) {
+			st.Line = stubLines[i]
+		}
+		if err := st.check(); err != nil {
+			return nil, fmt.Errorf("%s:%d: stubs[%d]: %v", path, st.Line, i, err)
+		}
+		for j := range i {
+			if o := f.Stubs[j]; o.Tool != "" && o.Tool == st.Tool || o.Catalog != "" && o.Catalog == st.Catalog {
+				return nil, fmt.Errorf("%s:%d: stubs[%d]: %s%s is stubbed twice (stubs[%d])", path, st.Line, i, st.Tool, st.Catalog, j)
+			}
+		}
+	}
+	return &f, nil
+}
+
+func checkRoles(roles []string) error {
+	for i, r := range roles {
+		if strings.TrimSpace(r) == "" {
+			return fmt.Errorf("roles[%d] is empty", i)
+		}
+	}
+	return nil
+}
+
+// check reports the first problem of a stub on its own.
+func (s *Stub) check() error {
+	switch {
+	case s.Tool == "" && s.Catalog == "":
+		return errors.New("give tool (with output or error) or catalog (with items)")
+	case s.Tool != "" && s.Catalog != "":
+		return errors.New("give tool or catalog, not both")
+	case s.Tool != "" && s.Items != nil:
+		return errors.New("a tool stub has output or error, not items")
+	case s.Tool != "" && s.Output != nil && s.Error != "":
+		return errors.New("give output or error, not both")
+	case s.Catalog != "" && (s.Output != nil || s.Error != ""):
+		return errors.New("a catalog stub has items, not output or error")
+	}
+	if s.Tool != "" {
+		if _, err := json.Marshal(s.Output); err != nil {
+			return fmt.Errorf("output is not JSON: %v", err)
+		}
+	}
+	seen := map[string]bool{}
+	for j := range s.Items {
+		if err := s.Items[j].Check(); err != nil {
+			return fmt.Errorf("items[%d]: %v", j, err)
+		}
+		if seen[s.Items[j].ID] {
+			return fmt.Errorf("items[%d]: id %q is given twice", j, s.Items[j].ID)
+		}
+		seen[s.Items[j].ID] = true
+	}
+	return nil
+}
+
+// Run runs the conversation test file at path against the core's
+// configuration, in a session of its own (an in-memory store, a scripted
+// clock, ids of its own) and returns its failures (none when it passes)
+// and what it reached. The error is for a file that cannot be read or
+// parsed (see Parse), or stubs that name no tool or catalog of the
+// configuration.
+func Run(ctx context.Context, c *core.Core, path string, opts *Options) (Result, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Result{}, err
+	}
+	f, err := Parse(path, data)
+	if err != nil {
+		return Result{}, err
+	}
+	principal, roles := f.Principal, f.Roles
+	if principal == "" {
+		principal = opts.Principal
+	}
+	if principal == "" {
+		principal = DefaultPrincipal
+	}
+	if roles == nil {
+		roles = opts.Roles
+	}
+	res := Result{Principal: principal, Calls: map[string]int{}}
+	base, err := withCatalogs(ctx, c, f, path)
+	if err != nil {
+		return Result{}, err
+	}
+	if base != c {
+		defer base.Close()
 	}
 
 	clock := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 	now := func() time.Time { clock = clock.Add(time.Second); return clock }
+	run := opts.RunID
+	if run == "" {
+		run = runID()
+	}
 	n := 0
-	newID := func() string { n++; return fmt.Sprintf("id-%d", n) }
-	var tr *tool.Registry
-	if tools != nil {
-		if tr, err = tools(now); err != nil {
-			return nil, err
+	newID := func() string { n++; return fmt.Sprintf("%s-%d", run, n) }
+	tr := base.Tools()
+	if opts.Tools != nil {
+		if tr, err = opts.Tools(base, now); err != nil {
+			return Result{}, err
 		}
 	}
-	fc, err := c.Derive(core.Derived{Store: memstore.New(), Now: now, NewID: newID, NewToken: newID, Tools: tr})
+	tr, err = withStubs(tr, f, path, &res)
 	if err != nil {
-		return nil, err
+		return Result{}, err
+	}
+	fc, err := base.Derive(core.Derived{Store: memstore.New(), Now: now, NewID: newID, NewToken: newID, Tools: tr})
+	if err != nil {
+		return Result{}, err
 	}
 	defer fc.Close()
-	sess, err := fc.Start(ctx, core.Start{Mode: f.Mode, Principal: "test"})
+	sess, err := fc.Start(ctx, core.Start{Mode: f.Mode, Principal: principal})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return Result{}, fmt.Errorf("%s: %w", path, err)
 	}
+	r := &runner{path: path, turns: f.Turns}
+	decided := map[string]bool{}
 	for i, t := range f.Turns {
-		in := agentplane.TurnInput{UI: f.UI, Roles: f.Roles}
+		in := agentplane.TurnInput{UI: f.UI, Roles: roles}
 		if t.UI != nil {
 			in.UI = *t.UI
+		}
+		if t.Roles != nil {
+			in.Roles = t.Roles
 		}
 		switch {
 		case t.User != nil:
@@ -206,24 +386,157 @@ func Run(ctx context.Context, c *core.Core, path string, tools Tools) ([]Failure
 		case t.Decline:
 			in.Text = "no"
 		}
-		tr, err := fc.Turn(ctx, core.TurnRequest{SessionID: sess.ID, Principal: "test", Input: in})
+		turn, err := fc.Turn(ctx, core.TurnRequest{SessionID: sess.ID, Principal: principal, Input: in})
 		if err != nil {
 			r.fail(i, "turn %d: %v", i+1, err)
 			continue
 		}
+		for _, id := range decidedBy(fc, sess.Mode, in.Roles, turn.Decision) {
+			decided[id] = true
+		}
 		if t.LLM != nil || t.Expect.LLM != nil {
-			if tr.Session, err = r.llmTurn(ctx, i, fc, sess.ID, f.Roles, &t, &tr); err != nil {
-				return nil, err
+			if turn.Session, err = r.llmTurn(ctx, i, fc, sess.ID, principal, in.Roles, &t, &turn); err != nil {
+				return Result{}, err
 			}
 		}
-		r.check(i, &t.Expect, &tr)
+		sess = turn.Session
+		r.check(i, &t.Expect, &turn)
 	}
-	return r.failures, nil
+	for id := range decided {
+		res.Decided = append(res.Decided, id)
+	}
+	slices.Sort(res.Decided)
+	res.Failures = r.failures
+	recs, err := fc.Records(ctx, sess.ID, 0)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, rec := range recs {
+		if x := rec.Result; x != nil && x.Tool != "" && (x.Status == agentplane.StatusSuccess || x.Status == agentplane.StatusFailed) {
+			res.Calls[x.Tool]++
+		}
+	}
+	return res, nil
+}
+
+// decidedBy returns the commands a decision, made in mode, counts for: the
+// command it names, and a launcher whose picker it is (its on_select
+// command's picker or question, in its target mode, where it is active).
+func decidedBy(c *core.Core, mode string, roles []string, d agentplane.Decision) []string {
+	if d.CommandID == "" {
+		return nil
+	}
+	out := []string{d.CommandID}
+	if d.Action != agentplane.ActionOpenPicker && (d.Action != agentplane.ActionAskQuestion || len(d.OptionIDs) == 0) {
+		return out
+	}
+	reg := c.Registry()
+	for _, l := range reg.Commands() {
+		if l.Kind != agentplane.KindLauncher || l.OnSelect != d.CommandID || !reg.CommandActive(mode, roles, l.ID) {
+			continue
+		}
+		target := ""
+		if l.TargetMode != "" && l.TargetMode != mode {
+			target = l.TargetMode
+		}
+		if d.TargetMode == target {
+			out = append(out, l.ID)
+		}
+	}
+	return out
+}
+
+// runID is a random prefix for a run's ids.
+func runID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "t" + hex.EncodeToString(b[:])
+}
+
+// withCatalogs returns the core the file runs on: c, or, when the file
+// gives catalogs' items, c rebuilt with them (the caller closes it).
+func withCatalogs(ctx context.Context, c *core.Core, f *File, path string) (*core.Core, error) {
+	var stubs []Stub
+	for _, s := range f.Stubs {
+		if s.Catalog != "" {
+			stubs = append(stubs, s)
+		}
+	}
+	if len(stubs) == 0 {
+		return c, nil
+	}
+	cfg := *c.Config()
+	cfg.Catalogs = slices.Clone(cfg.Catalogs)
+	for _, s := range stubs {
+		i := slices.IndexFunc(cfg.Catalogs, func(cat agentplane.Catalog) bool { return cat.ID == s.Catalog })
+		if i < 0 {
+			var ids []string
+			for _, cat := range cfg.Catalogs {
+				ids = append(ids, cat.ID)
+			}
+			return nil, fmt.Errorf("%s:%d: stubs: unknown catalog %q (catalogs: %s)", path, s.Line, s.Catalog, strings.Join(ids, ", "))
+		}
+		cat := cfg.Catalogs[i]
+		cat.Provider, cat.TTL, cat.Items = nil, 0, nil
+		for _, w := range s.Items {
+			cat.Items = append(cat.Items, w.Item())
+		}
+		cfg.Catalogs[i] = cat
+	}
+	n, err := c.Rebuild(ctx, &cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: stubs: %w", path, err)
+	}
+	return n, nil
+}
+
+// withStubs returns the file's tools: tr's, with the file's stubs in
+// place of the tools they name.
+func withStubs(tr *tool.Registry, f *File, path string, res *Result) (*tool.Registry, error) {
+	stubs := map[string]Stub{}
+	for _, s := range f.Stubs {
+		switch {
+		case s.Tool != "":
+			if _, ok := tr.Get(s.Tool); !ok {
+				return nil, fmt.Errorf("%s:%d: stubs: unknown tool %q (tools: %s)", path, s.Line, s.Tool, strings.Join(tr.Names(), ", "))
+			}
+			stubs[s.Tool] = s
+			res.Stubbed = append(res.Stubbed, "tool "+s.Tool)
+		case s.Catalog != "":
+			res.Stubbed = append(res.Stubbed, "catalog "+s.Catalog)
+		}
+	}
+	out := tool.NewRegistry()
+	for _, name := range tr.Names() {
+		t, _ := tr.Get(name)
+		if s, ok := stubs[name]; ok {
+			t = stubbed(t.Spec(), s)
+		}
+		if err := out.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// stubbed is a tool with the real one's spec that answers as the stub
+// says.
+func stubbed(spec tool.Spec, s Stub) tool.Tool {
+	out := json.RawMessage(`{}`)
+	if s.Output != nil {
+		out, _ = json.Marshal(s.Output) // checked by Parse
+	}
+	return &tool.Func{S: spec, Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		if s.Error != "" {
+			return nil, &tool.Error{Code: "stub", Message: s.Error}
+		}
+		return out, nil
+	}}
 }
 
 // llmTurn runs the turn's scripted LLM turn, when the router handed the
 // turn to the LLM, checks what it did, and returns the session after it.
-func (r *runner) llmTurn(ctx context.Context, i int, c *core.Core, session string, roles []string, t *Turn, tr *core.Turn) (*agentplane.Session, error) {
+func (r *runner) llmTurn(ctx context.Context, i int, c *core.Core, session, principal string, roles []string, t *Turn, tr *core.Turn) (*agentplane.Session, error) {
 	if tr.Decision.Action != agentplane.ActionContinueLLM {
 		if t.LLM != nil {
 			r.fail(i, "turn %d: the LLM is scripted, but the router decided %s", i+1, tr.Decision.Action)
@@ -246,7 +559,7 @@ func (r *runner) llmTurn(ctx context.Context, i int, c *core.Core, session strin
 	if l := c.Config().LLM; l != nil {
 		limits = *l
 	}
-	reply, err := llm.New(c, script, limits, nil).Turn(ctx, llm.TurnRequest{SessionID: session, Principal: "test", Roles: roles})
+	reply, err := llm.New(c, script, limits, nil).Turn(ctx, llm.TurnRequest{SessionID: session, Principal: principal, Roles: roles})
 	if err != nil {
 		return nil, err
 	}
@@ -301,14 +614,14 @@ func (r *runner) contains(i int, what, got, want string) {
 	}
 }
 
-// turnLines returns the line of each turn in the file.
-func turnLines(root *yaml.Node) []int {
+// lines returns the line of each element of the root mapping's key.
+func lines(root *yaml.Node, key string) []int {
 	n := root
 	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
 		n = n.Content[0]
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == "turns" {
+		if n.Content[i].Value == key {
 			var out []int
 			for _, t := range n.Content[i+1].Content {
 				out = append(out, t.Line)
@@ -321,13 +634,13 @@ func turnLines(root *yaml.Node) []int {
 
 type runner struct {
 	path     string
-	lines    []int
+	turns    []Turn
 	failures []Failure
 }
 
 func (r *runner) line(i int) int {
-	if i < len(r.lines) {
-		return r.lines[i]
+	if i < len(r.turns) {
+		return r.turns[i].Line
 	}
 	return 0
 }

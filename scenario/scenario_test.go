@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,8 @@ func demoCore(t *testing.T) *core.Core { return demotest.Core(t, nil) }
 
 // demoTools gives each file the demo's send tool over a fresh outbox,
 // beside the built-in tools.
-func demoTools(c *core.Core) scenario.Tools {
-	return func(now func() time.Time) (*tool.Registry, error) {
+func demoTools() *scenario.Options {
+	return &scenario.Options{Tools: func(c *core.Core, now func() time.Time) (*tool.Registry, error) {
 		r := tool.NewRegistry()
 		for _, name := range c.Tools().Names() {
 			t, _ := c.Tools().Get(name)
@@ -32,7 +33,17 @@ func demoTools(c *core.Core) scenario.Tools {
 			r.Register(t)
 		}
 		return r, nil
+	}}
+}
+
+// failures runs a file and returns its failures.
+func failures(t *testing.T, c *core.Core, path string, opts *scenario.Options) []scenario.Failure {
+	t.Helper()
+	res, err := scenario.Run(context.Background(), c, path, opts)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return res.Failures
 }
 
 // TestExamples runs the demo's conversation suite under examples/.
@@ -44,11 +55,7 @@ func TestExamples(t *testing.T) {
 		t.Fatal("no example conversations")
 	}
 	for _, f := range files {
-		fails, err := scenario.Run(context.Background(), c, f, demoTools(c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, x := range fails {
+		for _, x := range failures(t, c, f, demoTools()) {
 			t.Error(x)
 		}
 	}
@@ -70,12 +77,37 @@ func TestMediaExamples(t *testing.T) {
 		t.Fatalf("%d media conversations", len(files))
 	}
 	for _, f := range files {
-		fails, err := scenario.Run(context.Background(), c, f, nil)
+		for _, x := range failures(t, c, f, nil) {
+			t.Error(x)
+		}
+	}
+}
+
+// TestHelpdeskExamples runs the help desk's suite under
+// examples/helpdesk/tests, as its people, against the stubs the files
+// declare: no service runs.
+func TestHelpdeskExamples(t *testing.T) {
+	t.Parallel()
+	c, err := core.New(context.Background(), core.Source{Path: "../examples/helpdesk/agentplane.yaml"},
+		&core.Options{SkipMCP: true, Getenv: func(string) string { return "unused-secret" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	files, _ := filepath.Glob("../examples/helpdesk/tests/*.yaml")
+	if len(files) < 2 {
+		t.Fatalf("%d help desk conversations", len(files))
+	}
+	for _, f := range files {
+		res, err := scenario.Run(context.Background(), c, f, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, x := range fails {
+		for _, x := range res.Failures {
 			t.Error(x)
+		}
+		if res.Principal == scenario.DefaultPrincipal || !slices.Contains(res.Stubbed, "catalog tickets") {
+			t.Errorf("%s: as %s, stubbed %v", f, res.Principal, res.Stubbed)
 		}
 	}
 }
@@ -90,12 +122,8 @@ turns:
   - user: switch to sales mode
     expect: {resolved_id: general, mode: ddr, status: failed}
 `), 0o644)
-	fails, err := scenario.Run(context.Background(), demoCore(t), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, f := range fails {
+	for _, f := range failures(t, demoCore(t), path, nil) {
 		got = append(got, f.String())
 	}
 	want := []string{
@@ -145,11 +173,7 @@ func TestDocumentedExample(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "readme.yaml")
 	os.WriteFile(path, m[1], 0o644)
 	c := demoCore(t)
-	fails, err := scenario.Run(context.Background(), c, path, demoTools(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fails {
+	for _, f := range failures(t, c, path, demoTools()) {
 		t.Error(f)
 	}
 }
@@ -176,12 +200,8 @@ turns:
         offered: [open_ddrs]
         not_offered: [catalog_search]
 `), 0o644)
-	failures, err := scenario.Run(context.Background(), c, path, demoTools(c))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, f := range failures {
+	for _, f := range failures(t, c, path, demoTools()) {
 		got = append(got, f.String())
 	}
 	all := strings.Join(got, "\n")

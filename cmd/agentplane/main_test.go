@@ -120,7 +120,8 @@ func TestRouteAllGoodExitsZero(t *testing.T) {
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	out, _, code := run(t, "", "validate")
-	if code != 0 || !strings.Contains(out, "valid (3 modes") {
+	if code != 0 || !strings.Contains(out, "valid (3 modes") ||
+		!strings.Contains(out, "  mode general: off — only 4 active commands with examples or triggers (20+ needed)") {
 		t.Fatalf("demo: exit %d, %s", code, out)
 	}
 	dir := t.TempDir()
@@ -303,6 +304,62 @@ func TestTestCommand(t *testing.T) {
 	out, _, code = run(t, "", "test", bad, files[0])
 	if code != 1 || !strings.Contains(out, "FAIL "+bad+`:2: turn 1: mode is "ddr", want "sales"`) || !strings.Contains(out, "1 passed, 1 failed") {
 		t.Fatalf("failing file: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "not covered: no turn decided open_email_templates, set_active_email_template, close_email_template, send_template_to_list, open_ddrs, set_active_ddr") {
+		t.Errorf("what was not covered:\n%s", out)
+	}
+}
+
+// TestTestCommandPeopleAndStubs: --principal and --roles for files that
+// name nobody; a file's stubs stand in for a service nobody runs, and the
+// output says what was stubbed and what ran against a real service.
+func TestTestCommandPeopleAndStubs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var calls sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Store(r.URL.Path, true)
+		w.Write([]byte(`{"ok": true}`))
+	}))
+	defer srv.Close()
+	cfg := filepath.Join(dir, "desk.yaml")
+	os.WriteFile(cfg, []byte(`version: 1
+modes: [{key: desk, default: true, toolboxes: [t, leads]}]
+toolboxes:
+  - {id: t, catalogs: [tickets], commands: [open_ticket], tools: [archive]}
+  - {id: leads, catalogs: [tickets], commands: [close_ticket], tools: [close], required_roles: [lead]}
+catalogs: [{id: tickets, entity_type: ticket, provider: {http: {url: "http://127.0.0.1:1/tickets"}}}]
+commands:
+  - {id: open_ticket, tool: agent_set_active_entity, parameter: ticket, resolver: {catalog: tickets},
+     sets_active_context: true, active_entity_type: ticket, triggers: ["open {item}"]}
+  - {id: close_ticket, tool: close, parameter: ticket_id, resolver: {catalog: tickets}, triggers: ["close {item}"]}
+tools:
+  - {name: close, description: Closes a ticket., impact: external, http: {url: "`+srv.URL+`/close"},
+     input_schema: {type: object, properties: {ticket_id: {type: string}}, required: [ticket_id]}}
+  - {name: archive, description: Archives a ticket., impact: external, http: {url: "`+srv.URL+`/archive"},
+     input_schema: {type: object, properties: {ticket_id: {type: string}}, required: [ticket_id]}}
+`), 0o644)
+	file := filepath.Join(dir, "close.yaml")
+	os.WriteFile(file, []byte(`stubs:
+  - catalog: tickets
+    items: [{id: T-1, display_name: Printer on fire}]
+  - tool: archive
+    output: {archived: true}
+turns:
+  - user: close printer on fire
+    expect: {decision: invoke_command, command: close_ticket, resolved_id: T-1, status: success}
+`), 0o644)
+	out, _, code := run(t, "", "test", "--config", cfg, "--principal", "walter", "--roles", "lead", file)
+	if code != 0 || !strings.Contains(out, "ok   "+file+" (as walter)") || !strings.Contains(out, "not covered: no turn decided open_ticket") ||
+		!strings.Contains(out, "stubbed: catalog tickets ("+file+")") || !strings.Contains(out, "stubbed: tool archive ("+file+")") ||
+		!strings.Contains(out, "ran against the real service: close (1 calls)") {
+		t.Fatalf("as walter, lead: exit %d\n%s", code, out)
+	}
+	if _, ok := calls.Load("/close"); !ok {
+		t.Error("the real close tool was not called")
+	}
+	if out, _, code := run(t, "", "test", "--config", cfg, file); code != 1 || !strings.Contains(out, `decision is "continue_with_llm", want "invoke_command"`) {
+		t.Errorf("without the lead role: exit %d\n%s", code, out)
 	}
 }
 
@@ -522,5 +579,87 @@ func TestEvalCommand(t *testing.T) {
 	}
 	if _, stderr, code := run(t, "", "eval", "--min-accuracy", "2", bad); code == 0 || !strings.Contains(stderr, "between 0 and 1") {
 		t.Errorf("--min-accuracy 2: exit %d %s", code, stderr)
+	}
+	if !strings.Contains(out, "not covered: no line expects set_mode, open_email_templates") || !strings.Contains(out, "not covered: no line is in mode ddr, sales") ||
+		!strings.Contains(out, "0.2 serves this file best") {
+		t.Errorf("what is not covered, and the advice:\n%s", out)
+	}
+	// the run's roles and principal, for lines that give none
+	roles := filepath.Join(t.TempDir(), "roles.yaml")
+	os.WriteFile(roles, []byte(`version: 1
+modes: [{key: home, default: true, toolboxes: [music, admin]}]
+toolboxes:
+  - {id: music, catalogs: [albums], commands: [play_album]}
+  - {id: admin, catalogs: [albums], commands: [delete_album], required_roles: [curator]}
+catalogs:
+  - {id: albums, entity_type: album, items: [{id: AL-1, display_name: Abbey Road}]}
+commands:
+  - {id: play_album, tool: agent_set_active_entity, parameter: album, resolver: {catalog: albums},
+     sets_active_context: true, active_entity_type: album, triggers: ["play {item}"]}
+  - {id: delete_album, tool: agent_clear_active_entity, parameter: album, resolver: {catalog: albums},
+     clears_active_context: true, triggers: ["delete {item}"]}
+`), 0o644)
+	lines := filepath.Join(t.TempDir(), "roles.jsonl")
+	os.WriteFile(lines, []byte(`{"text": "delete abbey road", "expect": {"action": "invoke_command", "command_id": "delete_album", "resolved_id": "AL-1"}}
+{"text": "delete abbey road", "roles": [], "principal": "kim", "expect": {"action": "continue_with_llm"}}
+`), 0o644)
+	if out, _, code := run(t, "", "eval", "--config", roles, "--roles", "curator", "--min-accuracy", "1", lines); code != 0 {
+		t.Errorf("--roles curator: exit %d\n%s", code, out)
+	}
+	out, _, code = run(t, "", "eval", "--config", roles, "--min-accuracy", "1", lines)
+	if code != 1 || !strings.Contains(out, `line 1 "delete abbey road" (mode "", ui false): want invoke_command delete_album(AL-1), got continue_with_llm`) ||
+		!strings.Contains(out, "not covered: no line expects play_album") {
+		t.Errorf("no roles: exit %d\n%s", code, out)
+	}
+}
+
+// TestProbeCommand: the frames kept clean pass on the demo; a careless
+// trigger fails the probe, naming the frame and the act, unless --max
+// allows it; a bad frame is a usage error; a catalog the probe could not
+// fill is named.
+func TestProbeCommand(t *testing.T) {
+	t.Parallel()
+	out, _, code := run(t, "", "probe", "--summary", "--frames", "negation,question,report,plan,colleague,hesitation,reminder,mention")
+	if code != 0 || !strings.Contains(out, "as local (roles [])") || !regexp.MustCompile(`(?m)^  negation +\d+ +\d+ +0 +0 +0 +0$`).MatchString(out) ||
+		strings.Contains(out, "laughter") {
+		t.Fatalf("demo: exit %d\n%s", code, out)
+	}
+	careless := filepath.Join(t.TempDir(), "careless.yaml")
+	os.WriteFile(careless, []byte(`version: 1
+modes: [{key: home, default: true, toolboxes: [music]}]
+toolboxes: [{id: music, catalogs: [albums], commands: [play_album]}]
+catalogs:
+  - {id: albums, entity_type: album, items: [{id: AL-1, display_name: Abbey Road}]}
+commands:
+  - {id: play_album, tool: agent_set_active_entity, parameter: album, resolver: {catalog: albums},
+     sets_active_context: true, active_entity_type: album, triggers: ["play {item}", "remind me to play {item} tomorrow"]}
+`), 0o644)
+	out, _, code = run(t, "", "probe", "--config", careless, "--frames", "reminder")
+	if code != 1 || !strings.Contains(out, `HIJACK reminder "remind me to play Abbey Road tomorrow" in mode home (ui false): invokes play_album(AL-1)`) {
+		t.Fatalf("careless: exit %d\n%s", code, out)
+	}
+	n := regexp.MustCompile(`(\d+) not handed to the LLM`).FindStringSubmatch(out)
+	if n == nil {
+		t.Fatalf("no count:\n%s", out)
+	}
+	if _, _, code := run(t, "", "probe", "--config", careless, "--frames", "reminder", "--max", n[1]); code != 0 {
+		t.Errorf("--max %s: exit %d", n[1], code)
+	}
+	if _, stderr, code := run(t, "", "probe", "--frames", "jokes"); code != 2 || !strings.Contains(stderr, `unknown frame "jokes"`) {
+		t.Errorf("--frames jokes: exit %d %s", code, stderr)
+	}
+	desk := filepath.Join(t.TempDir(), "desk.yaml")
+	os.WriteFile(desk, []byte(`version: 1
+modes: [{key: desk, default: true, toolboxes: [t]}]
+toolboxes: [{id: t, catalogs: [tickets], commands: [open_ticket]}]
+catalogs: [{id: tickets, entity_type: ticket, provider: {http: {url: "http://127.0.0.1:1/tickets"}}}]
+commands:
+  - {id: open_ticket, tool: agent_set_active_entity, parameter: ticket, resolver: {catalog: tickets},
+     sets_active_context: true, active_entity_type: ticket, triggers: ["open {item}"]}
+`), 0o644)
+	out, _, code = run(t, "", "probe", "--config", desk, "--principal", "dana", "--roles", "agent,oncall", "--summary")
+	if code != 0 || !strings.Contains(out, "as dana (roles [agent, oncall])") ||
+		!strings.Contains(out, "not covered: catalog:tickets: no items for dana (roles [agent, oncall])") {
+		t.Fatalf("desk: exit %d\n%s", code, out)
 	}
 }
