@@ -70,8 +70,11 @@ func (x *execution) commitWith(also *Also) (agentplane.ExecutionResult, error) {
 		if errors.Is(err, store.ErrRequestDone) {
 			// Another execution with this key finished first: its result is the answer.
 			prev, ok, rerr := x.g.store.Request(x.ctx, *x.key)
-			if rerr != nil || !ok || prev.Result == nil {
-				return agentplane.ExecutionResult{}, fmt.Errorf("gate: request %s finished elsewhere, but its result cannot be read: %v", x.inv.RequestID, rerr)
+			switch {
+			case rerr != nil:
+				return agentplane.ExecutionResult{}, fmt.Errorf("gate: request %s finished elsewhere, but its result cannot be read: %w", x.key.RequestID, rerr)
+			case !ok || prev.Result == nil:
+				return agentplane.ExecutionResult{}, fmt.Errorf("gate: request %s finished elsewhere, but the store holds no result for it", x.key.RequestID)
 			}
 			out, _ := x.held(prev)
 			return out, x.err

@@ -3,8 +3,10 @@ package llm_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -487,4 +489,44 @@ func TestExchangeRecordsDoNotRepeatTheConversation(t *testing.T) {
 			t.Errorf("replay on a changed mode summary does not say %q:\n%s", want, out)
 		}
 	}
+}
+
+// TestAttemptsPerCall: concurrent calls of one model each count their own
+// HTTP requests, retries included — the number the audit records. (One
+// counter per model was shared by every session's calls, so a call
+// counted its neighbours' requests.)
+func TestAttemptsPerCall(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[string]int{} // prompt -> requests
+	srv := llmtest.New(t)
+	srv.Respond = func(req map[string]any) llmtest.Reply {
+		msgs, _ := req["messages"].([]any)
+		last, _ := msgs[len(msgs)-1].(map[string]any)
+		prompt, _ := last["content"].(string)
+		mu.Lock()
+		seen[prompt]++
+		n := seen[prompt]
+		mu.Unlock()
+		if strings.HasPrefix(prompt, "flaky") && n == 1 {
+			return llmtest.Reply{Status: 500, Body: `{"error":{"message":"try again"}}`}
+		}
+		return llmtest.Reply{Text: "fine", Delay: 20 * time.Millisecond}
+	}
+	m := llm.NewOpenAI(llm.Settings{LLM: config.LLM{BaseURL: srv.URL, Model: "test-model", Timeout: 5 * time.Second}}, nil)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			prompt := fmt.Sprint("steady ", i)
+			want := 1
+			if i%4 == 0 {
+				prompt, want = fmt.Sprint("flaky ", i), 2
+			}
+			_, attempts, err := m.Complete(context.Background(), llm.Request{Messages: []agentplane.LLMMessage{{Role: "user", Content: prompt}}}, nil)
+			if err != nil || attempts != want {
+				t.Errorf("%s: %d attempts, want %d (%v)", prompt, attempts, want, err)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -93,7 +93,6 @@ const maxResponse = 8 << 20
 type OpenAI struct {
 	client   openai.Client
 	settings Settings
-	requests atomic.Int64 // HTTP requests made, for Attempts
 }
 
 // NewOpenAI returns the model of the settings. httpClient nil means a
@@ -103,7 +102,7 @@ func NewOpenAI(s Settings, httpClient *http.Client) *OpenAI {
 		httpClient = &http.Client{}
 	}
 	m := &OpenAI{settings: s}
-	counted := &http.Client{Transport: countingTransport{next: transport(httpClient), n: &m.requests}, CheckRedirect: httpClient.CheckRedirect}
+	counted := &http.Client{Transport: countingTransport{next: transport(httpClient)}, CheckRedirect: httpClient.CheckRedirect}
 	opts := []option.RequestOption{option.WithBaseURL(s.BaseURL + "/"), option.WithHTTPClient(counted), option.WithMaxRetries(2),
 		option.WithRequestTimeout(s.Timeout)}
 	key := s.APIKey
@@ -125,14 +124,20 @@ func transport(c *http.Client) http.RoundTripper {
 	return http.DefaultTransport
 }
 
-// countingTransport counts requests and bounds response bodies.
+// countingTransport counts each call's requests — in the counter its
+// context carries (attemptsKey), so concurrent calls of one model count
+// only their own — and bounds response bodies.
 type countingTransport struct {
 	next http.RoundTripper
-	n    *atomic.Int64
 }
 
+// attemptsKey is the context key of a call's request counter.
+type attemptsKey struct{}
+
 func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	t.n.Add(1)
+	if n, ok := r.Context().Value(attemptsKey{}).(*atomic.Int64); ok {
+		n.Add(1)
+	}
 	resp, err := t.next.RoundTrip(r)
 	if err == nil {
 		resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxResponse}
@@ -210,7 +215,8 @@ func (m *OpenAI) Complete(ctx context.Context, req Request, onText func(string))
 	if err := params.UnmarshalJSON(raw); err != nil {
 		return agentplane.LLMResponse{}, 0, fmt.Errorf("llm: build the request: %w", err)
 	}
-	before := m.requests.Load()
+	attempts := new(atomic.Int64) // this call's requests, retries included
+	ctx = context.WithValue(ctx, attemptsKey{}, attempts)
 	var res agentplane.LLMResponse
 	for try := 0; ; try++ {
 		var streamed bool
@@ -226,7 +232,7 @@ func (m *OpenAI) Complete(ctx context.Context, req Request, onText func(string))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return res, int(m.requests.Load() - before), err
+	return res, int(attempts.Load()), err
 }
 
 // stream makes one streaming request; streamed says the stream had begun

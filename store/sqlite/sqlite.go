@@ -317,7 +317,8 @@ func (s *Store) migrate(ctx context.Context, exts []store.Extension) error {
 	}
 	for v := have + 1; v <= latest; v++ {
 		body, _ := migrations.ReadFile(files[v-1])
-		if err := s.migrateTx(ctx, string(body), `INSERT INTO schema_version (version) VALUES (?)`, v); err != nil {
+		err := s.migrateTx(ctx, v, `SELECT COALESCE(MAX(version), 0) FROM schema_version`, nil, string(body), `INSERT INTO schema_version (version) VALUES (?)`, v)
+		if err != nil {
 			return fmt.Errorf("sqlite: migrate %s to version %d: %w", s.path, v, err)
 		}
 	}
@@ -332,7 +333,8 @@ func (s *Store) migrate(ctx context.Context, exts []store.Extension) error {
 			return fmt.Errorf("sqlite: %s has %s tables of version %d, newer than this agentplane's %d: use a newer agentplane", s.path, ext.Name, have, len(steps))
 		}
 		for v := have + 1; v <= len(steps); v++ {
-			err := s.migrateTx(ctx, steps[v-1], `INSERT INTO schema_extensions (name, version) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET version = excluded.version`, ext.Name, v)
+			err := s.migrateTx(ctx, v, `SELECT COALESCE(MAX(version), 0) FROM schema_extensions WHERE name = ?`, []any{ext.Name},
+				steps[v-1], `INSERT INTO schema_extensions (name, version) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET version = excluded.version`, ext.Name, v)
 			if err != nil {
 				return fmt.Errorf("sqlite: migrate %s tables of %s to version %d: %w", ext.Name, s.path, v, err)
 			}
@@ -342,12 +344,26 @@ func (s *Store) migrate(ctx context.Context, exts []store.Extension) error {
 }
 
 // migrateTx runs one migration and records it, in one transaction.
-func (s *Store) migrateTx(ctx context.Context, body, record string, args ...any) error {
+// migrateTx applies migration step v in one write transaction (BEGIN
+// IMMEDIATE: one writer at a time across processes), reading the version
+// again inside it: a step another process applied meanwhile is skipped,
+// never applied twice.
+func (s *Store) migrateTx(ctx context.Context, v int, current string, currentArgs []any, body, record string, args ...any) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	var have int
+	if err := tx.QueryRowContext(ctx, current, currentArgs...).Scan(&have); err != nil {
+		return err
+	}
+	switch {
+	case have >= v:
+		return nil // another process applied it
+	case have != v-1:
+		return fmt.Errorf("the database is at version %d, not %d", have, v-1)
+	}
 	if _, err := tx.ExecContext(ctx, body); err != nil {
 		return err
 	}

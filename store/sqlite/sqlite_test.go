@@ -305,3 +305,40 @@ func TestHeadsOfAnOlderDatabase(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentOpensMigrateOnce: processes that open a new database at
+// once (each its own connections, as separate processes have) all open
+// it, and every migration is applied exactly once. (The versions were read
+// outside the migrating transaction: the second opener applied migration
+// 1 again and failed on a table that existed.)
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			s, err := sqlite.Open(context.Background(), path, &sqlite.Options{Extensions: []store.Extension{storetest.Counters}})
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("opener %d: %v", i, err)
+		}
+	}
+	db, err := sqlite.OpenRaw(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows, distinct, ext int
+	db.QueryRow(`SELECT count(*), count(DISTINCT version) FROM schema_version`).Scan(&rows, &distinct)
+	db.QueryRow(`SELECT version FROM schema_extensions WHERE name = 'counters'`).Scan(&ext)
+	if rows != distinct || ext != 2 {
+		t.Fatalf("schema_version has %d rows for %d versions; counters at %d", rows, distinct, ext)
+	}
+}
