@@ -130,6 +130,16 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	// the configuration first: a bad one, or one whose secrets are not
+	// all in the environment, touches no database (every missing
+	// variable is named at once)
+	cfg, err := core.Load(o.Config, &o.Core)
+	if err != nil {
+		return nil, err
+	}
+	if missing := MissingSecrets(cfg, getenv, o.LLM); len(missing) > 0 {
+		return nil, &MissingEnvError{Config: o.Config.String(), Missing: missing}
+	}
 	switch rt.pgEvents {
 	case "":
 		rt.pgEvents = "poll"
@@ -176,7 +186,7 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	// the tool reads it from the runtime, whole before anything runs
 	co.Notifier = notify.Notifier(func() *notify.Bus { return rt.Bus })
 	// the core outlives ctx (it closes with the runtime)
-	if rt.Core, err = core.New(context.WithoutCancel(ctx), o.Config, &co); err != nil {
+	if rt.Core, err = core.FromConfig(context.WithoutCancel(ctx), o.Config.String(), cfg, &co); err != nil {
 		return nil, err
 	}
 	if rt.Keys, err = auth.New(rt.Core.Config().Auth, getenv); err != nil {

@@ -259,14 +259,23 @@ func source(path string) core.Source {
 	return core.Source{Path: path}
 }
 
+// programs gives the core the programs the binary ships (the demo's
+// outbox, for any configuration), unless it has its own.
+func (m *Main) programs(o *core.Options) {
+	if o.Programs == nil {
+		o.Programs = demo.Programs(m.Now)
+	}
+}
+
 // open opens the runtime a command needs over its common flags (c.db ""
 // keeps everything in memory); o adds what the command needs besides.
 func (m *Main) open(ctx context.Context, c *common, o plane.Options) (*plane.Runtime, error) {
 	o.Config, o.DB = source(c.config), c.db
-	if o.Core.Programs == nil {
-		o.Core.Programs = demo.Programs(m.Now) // the binary ships the demo's outbox, for any configuration
+	m.programs(&o.Core)
+	o.Core.Now = m.Now
+	if o.Getenv == nil {
+		o.Getenv = m.Getenv
 	}
-	o.Core.Now, o.Getenv = m.Now, m.Getenv
 	if o.Logger == nil {
 		o.Logger = m.Logger
 	}
