@@ -246,9 +246,29 @@ func (m *Main) dbFlag(fs *flag.FlagSet, db bool) *common {
 		if def == "" {
 			def = DefaultDB
 		}
-		fs.StringVar(&c.db, "db", def, "database: a SQLite file or a postgres:// URL ($AGENTPLANE_DB)")
+		c.db = def
+		fs.Var(dbValue{&c.db}, "db", "the database `DB`: a SQLite file or a postgres:// URL ($AGENTPLANE_DB)")
 	}
 	return c
+}
+
+// dbValue is --db: a SQLite file or a postgres:// URL, never empty (an
+// empty one would keep everything in memory, and lose it, unasked).
+type dbValue struct{ p *string }
+
+func (v dbValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v dbValue) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return fmt.Errorf("empty: want a SQLite file or a postgres:// URL (without --db: $AGENTPLANE_DB, else %s)", DefaultDB)
+	}
+	*v.p = s
+	return nil
 }
 
 // source is the configuration to load: the file, or the embedded demo.
