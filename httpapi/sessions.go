@@ -399,17 +399,17 @@ func (s *Server) chain(r *http.Request, p auth.Principal) ([]audit.Record, error
 }
 
 func (s *Server) getVerification(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	recs, err := s.chain(r, p)
+	sess, err := s.owned(r, p)
 	if err != nil {
 		return err
 	}
-	out := Verification{Verified: true, Records: len(recs)}
-	if len(recs) > 0 {
-		out.LastSeq = recs[len(recs)-1].Seq
+	v, err := store.Verify(r.Context(), s.core.Store(), sess.ID)
+	if err != nil {
+		return err
 	}
-	var ce *audit.ChainError // what Verify returns
-	if err := audit.Verify(recs); errors.As(err, &ce) {
-		out.Verified, out.FirstBad = false, &BadRecord{Seq: ce.Seq, Reason: ce.Reason}
+	out := Verification{Verified: v.FirstBad == nil, Records: v.Records, LastSeq: v.LastSeq}
+	if v.FirstBad != nil {
+		out.FirstBad = &BadRecord{Seq: v.FirstBad.Seq, Reason: v.FirstBad.Reason}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -11,7 +11,7 @@ func TestEmptyDBIsRefused(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"serve"}, {"chat"}, {"mcp"},
-		{"audit", "export", "--session", "x"},
+		{"audit", "export", "--session", "x"}, {"audit", "verify"},
 		{"notify", "list", "--user", "u"}, {"notify", "dead"},
 		{"workflow", "status", "w"}, {"workflow", "abort", "--reason", "r", "w"},
 	} {

@@ -49,7 +49,7 @@ var commands = []command{
 	{"probe", "[--config FILE] [--trace]", "utterances that must not act, made from the configuration: list any that would", (*Main).probe},
 	{"eval", "[--config FILE] [--min-accuracy F] [--trace] FILE.jsonl", "labelled utterances: per-command precision and recall, confusions, misses, thresholds", (*Main).eval},
 	{"replay", "[--config FILE] LOG.jsonl", "re-run recorded sessions, print divergences", (*Main).replay},
-	{"audit", "verify FILE | export [--db DB] --session ID", "check an audit log's hash chains; a stored session's chain as JSON Lines", (*Main).audit},
+	{"audit", "verify FILE | verify --db DB [--all | --session ID] | export [--db DB] --session ID", "check hash chains, in a file or a database; a stored session's chain as JSON Lines", (*Main).audit},
 	{"tools", "list|call [--config FILE] [--mode KEY] [flags]", "the active tools; run one through the gate", (*Main).toolsCmd},
 	{"notify", "send|list|show|ack|dead [--config FILE] [--db DB] [flags]", "the notification ledger", (*Main).notifyCmd},
 	{"workflow", "validate|run|status|approve|continue|abort|resume [flags]", "workflows: check a definition, run one, answer its pauses", (*Main).workflowCmd},
