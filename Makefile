@@ -1,5 +1,5 @@
 # agentplane — `make help` lists the targets.
-.PHONY: help test race vet fuzz bench peers deploy-test ci run serve mcp-conformance release image
+.PHONY: help build test race vet fuzz bench peers deploy-test ci run serve mcp-conformance release image
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -9,6 +9,9 @@ run: ## terminal chat on the embedded demo configuration
 
 serve: ## the HTTP API, event streams and MCP server on 127.0.0.1:8080
 	go run ./cmd/agentplane serve
+
+build: ## ./agentplane, stamped with its version, commit and time as a release is (scripts/ldflags.sh)
+	go build -ldflags "$$(bash scripts/ldflags.sh)" -o agentplane ./cmd/agentplane
 
 test: ## the tests (PostgreSQL's and the browser's run where AGENTPLANE_TEST_POSTGRES is set and chromium is on PATH)
 	go test ./...

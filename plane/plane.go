@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/internal/version"
 	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
@@ -150,7 +150,7 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	if o.TracerProvider != nil {
 		rt.shutdown, rt.Tracer = func(context.Context) error { return nil }, telemetry.Tracer(o.TracerProvider) // the caller's to flush
 	} else {
-		tp, shutdown, err := telemetry.FromEnv(ctx, getenv, "agentplane", moduleVersion())
+		tp, shutdown, err := telemetry.FromEnv(ctx, getenv, "agentplane", version.Version())
 		if err != nil {
 			return nil, err
 		}
@@ -341,14 +341,6 @@ func nilIfNone(tp *sdktrace.TracerProvider) trace.TracerProvider {
 		return nil
 	}
 	return tp
-}
-
-// moduleVersion is the binary's module version, for the traces' resource.
-func moduleVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "(devel)"
 }
 
 // StoreOptions configure OpenStore. nil means defaults.
