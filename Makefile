@@ -13,8 +13,8 @@ serve: ## the HTTP API, event streams and MCP server on 127.0.0.1:8080
 build: ## ./agentplane, stamped with its version, commit and time as a release is (scripts/ldflags.sh)
 	go build -ldflags "$$(bash scripts/ldflags.sh)" -o agentplane ./cmd/agentplane
 
-test: ## the tests (PostgreSQL's and the browser's run where AGENTPLANE_TEST_POSTGRES is set and chromium is on PATH)
-	go test ./...
+test: ## the tests (PostgreSQL's and the browser's run where AGENTPLANE_TEST_POSTGRES is set and chromium is on PATH), then the suites skipped here
+	@status=0; go test ./... || status=$$?; go run ./internal/testenv/skipped; exit $$status
 
 race: ## all tests with the race detector, shuffled
 	go test -race -shuffle=on ./...
