@@ -32,6 +32,7 @@ const state = {
   older: false, // the page being drawn is earlier history (its questions were answered since)
   waysLoaded: false, // the ways to sign in were asked for
   entityTypes: {}, // entity type -> display name
+  commandNames: {}, // command id -> display name, of every mode (a launcher's picker runs a command of its target mode)
 };
 
 // PAGE is how many events a page of history holds: the newest page is
@@ -241,7 +242,7 @@ function resultLine(r, seq) {
 
 function commandName(id) {
   const c = state.commands.find((x) => x.id === id);
-  return c ? c.display_name : id;
+  return c ? c.display_name : state.commandNames[id] || id;
 }
 
 // render draws one event of the session's stream.
@@ -706,9 +707,11 @@ async function searchPicker(text, highlight) {
   const serial = ++picker.serial;
   const note = $('picker-note');
   const source = d.catalog_id ? `catalogs/${encodeURIComponent(d.catalog_id)}` : `providers/${encodeURIComponent(d.provider_id || '')}`;
+  // a launcher's picker lists its catalog as its target mode sees it
+  const mode = d.target_mode ? `&mode=${encodeURIComponent(d.target_mode)}` : '';
   let m;
   try {
-    const path = `/v1/sessions/${encodeURIComponent(state.session)}/${source}/items?limit=20&q=${encodeURIComponent(text)}`;
+    const path = `/v1/sessions/${encodeURIComponent(state.session)}/${source}/items?limit=20&q=${encodeURIComponent(text)}${mode}`;
     m = await api('GET', path);
   } catch (e) {
     if (serial === picker.serial) note.textContent = e.message;
@@ -859,6 +862,7 @@ async function loadCommands() {
     state.commands = l.commands;
     state.commandsMode = l.mode;
     state.entityTypes = l.entity_types || {};
+    state.commandNames = l.command_names || {};
   } catch {
     state.commandsMode = '';
   }
