@@ -147,6 +147,7 @@ func (s *Server) routes() http.Handler {
 	api("POST /v1/sessions", s.createSession)
 	api("GET /v1/sessions", s.listSessions)
 	api("GET /v1/sessions/{id}", s.getSession)
+	api("POST /v1/sessions/{id}/resume", s.postResume)
 	api("POST /v1/sessions/{id}/turns", s.postTurn)
 	api("POST /v1/sessions/{id}/intents", s.postIntent)
 	api("GET /v1/sessions/{id}/audit", s.getAudit)

@@ -160,6 +160,38 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, p auth.Princ
 	return nil
 }
 
+// Resumed answers POST /v1/sessions/{id}/resume: the session's state,
+// fitted to the configuration, and what was changed to fit it.
+type Resumed struct {
+	Snapshot agentplane.StateSnapshot `json:"snapshot"`
+	// Notes say, for the person, what was changed (a mode that is gone
+	// replaced by the default, a pending question dropped); empty when the
+	// session fit. The resume record's event carries them too.
+	Notes []string `json:"notes"`
+}
+
+// postResume opens a stored session to continue it, as chat --session
+// does: fitted to the configuration running now (see gate.Resume), which
+// is recorded, and said, only when something had to change.
+func (s *Server) postResume(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	if err := decode(r, &struct{}{}, true); err != nil {
+		return err
+	}
+	next, notes, err := s.core.Resume(r.Context(), sess.ID, p.ID)
+	if err != nil {
+		return err
+	}
+	if notes == nil {
+		notes = []string{}
+	}
+	writeJSON(w, http.StatusOK, Resumed{Snapshot: next.Snapshot(s.core.Now()), Notes: notes})
+	return nil
+}
+
 func (s *Server) postTurn(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	sess, err := s.owned(r, p)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 // them (it asked for them in the session's mode and opened empty), the
 // picker, its line and the person's choice are titled with the command's
 // display name (not its id), and the choice runs in the support mode.
+// Then the support mode is gone from the configuration: the page opening
+// the session again says so, once.
 func TestWebPageLauncherOfAnotherMode(t *testing.T) {
 	browser := newBrowser(t)
 	media, err := os.ReadFile("../../examples/media/agentplane.yaml")
@@ -52,4 +54,31 @@ func TestWebPageLauncherOfAnotherMode(t *testing.T) {
 		t.Errorf("the person's choice shows as %q", got)
 	}
 	p.shot("launcher-target-mode-chosen")
+
+	// the configuration changes under the session: its mode is gone, and
+	// the page, opening it again, says so
+	small := filepath.Join(t.TempDir(), "small.yaml")
+	if err := os.WriteFile(small, []byte(`version: 1
+modes:
+  - {key: general, display_name: General, default: true, toolboxes: [core]}
+toolboxes: [{id: core, catalogs: [modes], commands: [set_mode]}]
+commands:
+  - {id: set_mode, tool: agent_set_mode, parameter: mode, resolver: {catalog: modes}, sets_session_mode: true, triggers: ["switch to {item} mode"]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv.kill()
+	srv.args[1] = small
+	srv.start(t)
+	p.run(chromedp.Reload())
+	p.wait(`document.documentElement.dataset.ready !== undefined && document.getElementById('mode').dataset.value === 'general'`)
+	want := `Session resumed: mode "support" is no longer configured; the session continues in the default mode "general".`
+	p.wait(lastSys + ` === ` + jsString(want))
+	p.shot("resumed-mode-gone")
+	// opened again, it fits: nothing more is said
+	p.run(chromedp.Reload())
+	p.wait(`document.documentElement.dataset.ready !== undefined`)
+	if n := eval[int](p, `[...document.querySelectorAll('#log .msg-sys')].filter(l => l.textContent.startsWith('Session resumed')).length`); n != 1 {
+		t.Errorf("%d resume lines after a second opening", n)
+	}
 }

@@ -253,7 +253,8 @@ function render(e) {
       line(`Session started in ${modeName(e.snapshot && e.snapshot.mode)} mode.`, 'msg-sys', seq);
       break;
     case 'resume':
-      line('Session resumed.', 'msg-sys', seq);
+      // what had to change to fit the configuration, said to the person
+      line(e.notes && e.notes.length ? `Session resumed: ${e.notes.join('; ')}.` : 'Session resumed.', 'msg-sys', seq);
       break;
     case 'turn':
       renderTurn(e);
@@ -1560,10 +1561,17 @@ async function openSession(id) {
   localStorage.setItem('agentplane.session', id);
   history.replaceState(null, '', '#s=' + encodeURIComponent(id));
   const sid = encodeURIComponent(id);
-  // the newest page of events, the state and the commands at once; earlier
-  // events are read when the person scrolls up to them
-  const [snap, page] = await Promise.all([api('GET', `/v1/sessions/${sid}`), api('GET', `/v1/sessions/${sid}/history?limit=${PAGE}`), loadCommands()]);
-  setSnapshot(snap); // after the commands: the mode they are for is the snapshot's
+  // the session fitted to the configuration (a mode that is gone is
+  // replaced, and the resume record's event says so: in this page, or on
+  // the stream that follows it), the newest page of events and the
+  // commands at once; earlier events are read when the person scrolls up
+  // to them
+  const [resumed, page] = await Promise.all([
+    api('POST', `/v1/sessions/${sid}/resume`, {}),
+    api('GET', `/v1/sessions/${sid}/history?limit=${PAGE}`),
+    loadCommands(),
+  ]);
+  setSnapshot(resumed.snapshot); // after the commands: a mode other than theirs loads them again
   drawPage(page, false);
   if (!page.more_before && !page.events.some((e) => e.kind === 'turn')) showHint();
   state.stopSession = stream(`/v1/sessions/${encodeURIComponent(id)}/events?inbox=${$('open-inbox').hidden ? 'false' : 'true'}`, {
