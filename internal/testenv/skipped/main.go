@@ -1,8 +1,8 @@
-// Skipped prints the one line naming the test suites this machine cannot
-// run (no PostgreSQL, no browser, no Python) and how to run them — what
-// the root package's tests print on a terminal, here for where that line
-// is lost: a cached run, or output written to a file. `make test` and
-// .ci/run run it after the tests:
+// Command skipped prints the one line naming the test suites this machine
+// cannot run (no PostgreSQL, no browser, no Python) and how to run them —
+// what the root package's tests print on a terminal, here for where that
+// line is lost: a cached run, or output written to a file. `make test`
+// and .ci/run run it after the tests:
 //
 //	go run ./internal/testenv/skipped      # the line, or nothing
 //	go run ./internal/testenv/skipped -v   # or "no test suite was skipped"
