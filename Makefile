@@ -1,5 +1,5 @@
 # agentplane — `make help` lists the targets.
-.PHONY: help test race vet fuzz bench peers deploy-test ci run serve mcp-conformance release image
+.PHONY: help build test race vet fuzz bench peers deploy-test ci run serve mcp-conformance release image
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -10,8 +10,11 @@ run: ## terminal chat on the embedded demo configuration
 serve: ## the HTTP API, event streams and MCP server on 127.0.0.1:8080
 	go run ./cmd/agentplane serve
 
-test: ## the tests (PostgreSQL's and the browser's run where AGENTPLANE_TEST_POSTGRES is set and chromium is on PATH)
-	go test ./...
+build: ## ./agentplane, stamped with its version, commit and time as a release is (scripts/ldflags.sh)
+	go build -ldflags "$$(bash scripts/ldflags.sh)" -o agentplane ./cmd/agentplane
+
+test: ## the tests (PostgreSQL's and the browser's run where AGENTPLANE_TEST_POSTGRES is set and chromium is on PATH), then the suites skipped here
+	@status=0; go test ./... || status=$$?; go run ./internal/testenv/skipped; exit $$status
 
 race: ## all tests with the race detector, shuffled
 	go test -race -shuffle=on ./...
@@ -48,7 +51,7 @@ peers: ## peers side by side: CLINC150 vs scikit-learn and fastText (apt-get ins
 	cd bench/peers/river && go run . -n 10000 -producers 32
 	bash bench/peers/workflows.sh
 
-deploy-test: ## three serve processes on PostgreSQL behind HAProxy, 120 SIGKILLs under load (apt-get install haproxy; AGENTPLANE_TEST_POSTGRES; not in CI, which runs 12)
+deploy-test: ## three serve processes on PostgreSQL behind deploy/'s HAProxy and nginx, 120 SIGKILLs under load (apt-get install haproxy nginx; AGENTPLANE_TEST_POSTGRES; not in CI, which runs 12)
 	AGENTPLANE_DEPLOY_KILLS=120 AGENTPLANE_DEPLOY_BENCH=1 AGENTPLANE_REQUIRE_BALANCER=1 PATH="$$PATH:/usr/sbin" go test ./cmd/agentplane -run '^TestDeployment' -count 1 -v -timeout 30m
 
 mcp-conformance: ## the official MCP conformance suite and Inspector against serve and the fixture server (MCP_SCRIPTS=DIR holding conformance.sh; not in CI)

@@ -152,6 +152,7 @@ func (s *Server) routes() http.Handler {
 	api("POST /v1/sessions", s.createSession)
 	api("GET /v1/sessions", s.listSessions)
 	api("GET /v1/sessions/{id}", s.getSession)
+	api("POST /v1/sessions/{id}/resume", s.postResume)
 	api("POST /v1/sessions/{id}/turns", s.postTurn)
 	api("POST /v1/sessions/{id}/intents", s.postIntent)
 	api("GET /v1/sessions/{id}/audit", s.getAudit)
@@ -304,8 +305,14 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			if s.metrics != nil {
 				s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(took.Seconds())
 			}
-			if s.log.Enabled(r.Context(), slog.LevelInfo) {
-				s.log.LogAttrs(r.Context(), slog.LevelInfo, "http", slog.String("request_id", id), slog.String("method", r.Method),
+			// a balancer's health checks (every second or two, per
+			// instance) are logged at debug: at info they drown the log
+			level := slog.LevelInfo
+			if route == "GET /healthz" || route == "GET /readyz" {
+				level = slog.LevelDebug
+			}
+			if s.log.Enabled(r.Context(), level) {
+				s.log.LogAttrs(r.Context(), level, "http", slog.String("request_id", id), slog.String("method", r.Method),
 					slog.String("path", truncate(r.URL.Path, 200)), slog.String("route", route), slog.Int("status", rec.status),
 					slog.Int("bytes", rec.bytes), slog.Float64("duration_ms", float64(took.Microseconds())/1000))
 			}
@@ -360,57 +367,54 @@ func (r *recorder) Write(b []byte) (int, error) {
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // getReady answers 200 when the store answers, the configuration is
-// loaded and the server is not draining; it lists the MCP servers' state
-// either way (a server that is down does not make agentplane unready: its
-// tools are unavailable until it is back).
+// loaded and the server is not draining. A caller with a key (or anyone on
+// a keyless loopback server) also learns what the server runs: the
+// configuration, the store and the MCP servers' state (a server that is
+// down does not make agentplane unready: its tools are unavailable until
+// it is back). Without a key it answers the status alone, which is all a
+// load balancer needs.
 func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
 	type mcpState struct {
 		Name  string `json:"name"`
 		Up    bool   `json:"up"`
 		Error string `json:"error,omitempty"`
 	}
-	out := struct {
-		Status string     `json:"status"`
-		Config string     `json:"config,omitempty"`
+	type detail struct {
+		Config string     `json:"config"`
 		Store  string     `json:"store"`
 		MCP    []mcpState `json:"mcp_servers"`
 		Error  string     `json:"error,omitempty"`
-	}{Status: "ready", Store: "ok", MCP: []mcpState{}}
-	// what the server runs and why a server is down only for a caller
-	// with a key (or on a keyless loopback server): a load balancer needs
-	// the status alone
-	_, err := s.auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
-	known := err == nil
-	if known {
-		out.Config = s.core.Name()
 	}
+	status, code := "ready", http.StatusOK
+	d := detail{Config: s.core.Name(), Store: "ok", MCP: []mcpState{}}
 	for _, m := range s.core.MCPServers() {
 		h := m.Health()
-		st := mcpState{Name: m.Name(), Up: h.Up}
-		if known {
-			st.Error = h.Error
-		}
-		out.MCP = append(out.MCP, st)
+		d.MCP = append(d.MCP, mcpState{Name: m.Name(), Up: h.Up, Error: h.Error})
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	code := http.StatusOK
 	if _, err := s.core.Store().Session(ctx, "readyz-probe"); err != nil && agentplane.ErrorCode(err) != agentplane.CodeNotFound {
-		out.Status, out.Store, code = "unready", "unreachable", http.StatusServiceUnavailable
+		status, d.Store, code = "unready", "unreachable", http.StatusServiceUnavailable
 		s.log.Warn("readiness: store unreachable", "err", err)
 	}
 	if s.ready != nil {
 		if err := s.ready(ctx); err != nil {
-			out.Status, code = "unready", http.StatusServiceUnavailable
-			if known {
-				out.Error = err.Error()
-			}
+			status, d.Error, code = "unready", err.Error(), http.StatusServiceUnavailable
 		}
 	}
 	if s.draining.Load() {
-		out.Status, code = "draining", http.StatusServiceUnavailable
+		status, code = "draining", http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, out)
+	if _, err := s.auth.Authenticate(r.Context(), r.Header.Get("Authorization")); err != nil {
+		writeJSON(w, code, struct {
+			Status string `json:"status"`
+		}{status})
+		return
+	}
+	writeJSON(w, code, struct {
+		Status string `json:"status"`
+		detail
+	}{status, d})
 }
 
 // CheckAddr refuses to serve a non-loopback address without API keys or

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -66,6 +67,26 @@ func TestCheckOrigin(t *testing.T) {
 		"https://app.example.com/": false, "app.example.com": false, "ftp://x": false, "https://u@x": false, "https://x?q=1": false, "*": false} {
 		if err := CheckOrigin(o); (err == nil) != ok {
 			t.Errorf("%q: %v", o, err)
+		}
+	}
+}
+
+// Health checks (a balancer's, every second or two per instance) are
+// logged only at debug; every other request at info.
+func TestHealthChecksAreLoggedAtDebug(t *testing.T) {
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		for path, quiet := range map[string]bool{"/healthz": true, "/readyz": true, "/v1/modes": false, "/metrics": false, "/nowhere": false} {
+			var logs bytes.Buffer
+			s := &Server{log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: level})), idPrefix: "t-"}
+			mux := http.NewServeMux()
+			for _, p := range []string{"GET /healthz", "GET /readyz", "GET /v1/modes", "GET /metrics"} {
+				mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "{}") })
+			}
+			s.observe(mux).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
+			logged := strings.Contains(logs.String(), `"msg":"http"`) && strings.Contains(logs.String(), `"path":"`+path+`"`)
+			if want := level == slog.LevelDebug || !quiet; logged != want {
+				t.Errorf("GET %s at level %s: logged %v, want %v: %s", path, level, logged, want, logs.String())
+			}
 		}
 	}
 }

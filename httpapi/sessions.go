@@ -160,6 +160,38 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, p auth.Princ
 	return nil
 }
 
+// Resumed answers POST /v1/sessions/{id}/resume: the session's state,
+// fitted to the configuration, and what was changed to fit it.
+type Resumed struct {
+	Snapshot agentplane.StateSnapshot `json:"snapshot"`
+	// Notes say, for the person, what was changed (a mode that is gone
+	// replaced by the default, a pending question dropped); empty when the
+	// session fit. The resume record's event carries them too.
+	Notes []string `json:"notes"`
+}
+
+// postResume opens a stored session to continue it, as chat --session
+// does: fitted to the configuration running now (see gate.Resume), which
+// is recorded, and said, only when something had to change.
+func (s *Server) postResume(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sess, err := s.owned(r, p)
+	if err != nil {
+		return err
+	}
+	if err := decode(r, &struct{}{}, true); err != nil {
+		return err
+	}
+	next, notes, err := s.core.Resume(r.Context(), sess.ID, p.ID)
+	if err != nil {
+		return err
+	}
+	if notes == nil {
+		notes = []string{}
+	}
+	writeJSON(w, http.StatusOK, Resumed{Snapshot: next.Snapshot(s.core.Now()), Notes: notes})
+	return nil
+}
+
 func (s *Server) postTurn(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	sess, err := s.owned(r, p)
 	if err != nil {
@@ -407,9 +439,9 @@ func (s *Server) getVerification(w http.ResponseWriter, r *http.Request, p auth.
 	if err != nil {
 		return err
 	}
-	out := Verification{Verified: v.Bad == nil, Records: v.Records, LastSeq: v.LastSeq}
-	if v.Bad != nil {
-		out.FirstBad = &BadRecord{Seq: v.Bad.Seq, Reason: v.Bad.Reason}
+	out := Verification{Verified: v.FirstBad == nil, Records: v.Records, LastSeq: v.LastSeq}
+	if v.FirstBad != nil {
+		out.FirstBad = &BadRecord{Seq: v.FirstBad.Seq, Reason: v.FirstBad.Reason}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -522,6 +554,10 @@ type CommandList struct {
 	Commands []CommandItem `json:"commands"`
 	// EntityTypes names the configured entity types for people.
 	EntityTypes map[string]string `json:"entity_types"`
+	// CommandNames are the display names of the commands the caller may
+	// run in any mode, by id: a launcher's picker runs a command of its
+	// target mode, and earlier turns name commands of earlier modes.
+	CommandNames map[string]string `json:"command_names"`
 }
 
 // CommandItem is a command active in the session, as a client offers it:
@@ -553,9 +589,15 @@ func (s *Server) getCommands(w http.ResponseWriter, r *http.Request, p auth.Prin
 		return err
 	}
 	reg := s.core.Registry()
-	out := CommandList{Mode: sess.Mode, Commands: []CommandItem{}, EntityTypes: reg.Config().EntityTypes}
+	out := CommandList{Mode: sess.Mode, Commands: []CommandItem{}, EntityTypes: reg.Config().EntityTypes, CommandNames: map[string]string{}}
 	if out.EntityTypes == nil {
 		out.EntityTypes = map[string]string{}
+	}
+	for _, m := range reg.Config().Modes {
+		for _, id := range reg.ActiveCommands(m.Key, p.Roles) {
+			c, _ := reg.Command(id)
+			out.CommandNames[id] = c.DisplayName
+		}
 	}
 	for _, id := range reg.ActiveCommands(sess.Mode, p.Roles) {
 		c, _ := reg.Command(id)
@@ -570,8 +612,10 @@ func (s *Server) getCommands(w http.ResponseWriter, r *http.Request, p auth.Prin
 
 // getCatalogItems searches a catalog or provider active in the session
 // (?q=, empty lists the first items; ?limit= 1 to 50, default 20): what
-// a picker shows as the person types. It reads only: nothing is
-// recorded.
+// a picker shows as the person types. ?mode= is the picker's target
+// mode (its decision's target_mode): a launcher active in the session
+// opened it on a catalog of that mode, whose selection runs there. It
+// reads only: nothing is recorded.
 func (s *Server) getCatalogItems(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	sess, err := s.owned(r, p)
 	if err != nil {
@@ -586,7 +630,11 @@ func (s *Server) getCatalogItems(w http.ResponseWriter, r *http.Request, p auth.
 		return invalid("query parameter q is not valid UTF-8")
 	}
 	src := agentplane.ResolverSource{CatalogID: r.PathValue("catalog"), ProviderID: r.PathValue("provider")}
-	m, err := tool.SearchSource(r.Context(), s.core.Registry(), resolve.SessionCaller(sess, p.Roles, ""), src, query, limit)
+	mode := r.URL.Query().Get("mode")
+	if mode != "" && mode != sess.Mode && !s.launches(sess.Mode, p.Roles, mode, src) {
+		return agentplane.Errorf(agentplane.CodeNotFound, "no launcher active in mode %q opens a picker on %s in mode %q", sess.Mode, src, truncate(mode, 100))
+	}
+	m, err := tool.SearchSource(r.Context(), s.core.Registry(), resolve.SessionCaller(sess, p.Roles, mode), src, query, limit)
 	var te *tool.Error
 	if errors.As(err, &te) {
 		switch te.Code {
@@ -603,6 +651,22 @@ func (s *Server) getCatalogItems(w http.ResponseWriter, r *http.Request, p auth.
 	}
 	writeJSON(w, http.StatusOK, m)
 	return nil
+}
+
+// launches reports whether a launcher active in mode for the roles opens
+// its picker on src in the target mode: a picker whose items come from
+// another mode than the session's.
+func (s *Server) launches(mode string, roles []string, target string, src agentplane.ResolverSource) bool {
+	reg := s.core.Registry()
+	for _, c := range reg.Commands() {
+		if c.Kind != agentplane.KindLauncher || c.TargetMode != target || !reg.CommandActive(mode, roles, c.ID) {
+			continue
+		}
+		if sel, ok := reg.Command(c.OnSelect); ok && sel.Source == src {
+			return true
+		}
+	}
+	return false
 }
 
 // confirmIntent is the intent that confirms the session's pending

@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +28,7 @@ import (
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/internal/version"
 	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
@@ -132,6 +132,16 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	// the configuration first: a bad one, or one whose secrets are not
+	// all in the environment, touches no database (every missing
+	// variable is named at once)
+	cfg, err := core.Load(o.Config, &o.Core)
+	if err != nil {
+		return nil, err
+	}
+	if missing := MissingSecrets(cfg, getenv, o.LLM); len(missing) > 0 {
+		return nil, &MissingEnvError{Config: o.Config.String(), Missing: missing}
+	}
 	switch rt.pgEvents {
 	case "":
 		rt.pgEvents = "poll"
@@ -142,7 +152,7 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	if o.TracerProvider != nil {
 		rt.shutdown, rt.Tracer = func(context.Context) error { return nil }, telemetry.Tracer(o.TracerProvider) // the caller's to flush
 	} else {
-		tp, shutdown, err := telemetry.FromEnv(ctx, getenv, "agentplane", moduleVersion())
+		tp, shutdown, err := telemetry.FromEnv(ctx, getenv, "agentplane", version.Version())
 		if err != nil {
 			return nil, err
 		}
@@ -174,10 +184,6 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	// agent_notify_user emits through the bus, which is built on the core:
 	// the tool reads it from the runtime, whole before anything runs
 	co.Notifier = notify.Notifier(func() *notify.Bus { return rt.Bus })
-	cfg, err := core.Load(o.Config, &co)
-	if err != nil {
-		return nil, err
-	}
 	// values the core masks beside the configuration's secret headers
 	co.Secrets = append(co.Secrets, dbPassword(o.DB))
 	if o.LLM {
@@ -357,14 +363,6 @@ func nilIfNone(tp *sdktrace.TracerProvider) trace.TracerProvider {
 		return nil
 	}
 	return tp
-}
-
-// moduleVersion is the binary's module version, for the traces' resource.
-func moduleVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "(devel)"
 }
 
 // StoreOptions configure OpenStore. nil means defaults.

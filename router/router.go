@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/agentplane/agentplane"
@@ -601,22 +602,61 @@ func (t *turn) browse(cmd *agentplane.CommandDefinition) agentplane.Decision {
 		t.tracef("%s has no items", src)
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonUnresolved}
 	}
-	q := fmt.Sprintf("Which of the %s?", strings.ToLower(t.sourceName(src)))
+	q := t.which(src) + "?"
 	if ix.Len() > len(items) {
-		q = fmt.Sprintf("Which of the %s? (showing %d of %d; or type a name)", strings.ToLower(t.sourceName(src)), len(items), ix.Len())
+		q = fmt.Sprintf("%s? (showing %d of %d; or type a name)", t.which(src), len(items), ix.Len())
 	}
 	t.tracef("no UI: ask which item of %s for %s", src, target.ID)
 	return t.question(target, q, ix, items)
 }
 
-func (t *turn) sourceName(src agentplane.ResolverSource) string {
-	if c, ok := t.reg.Catalog(src.CatalogID); ok && c.DisplayName != "" {
-		return c.DisplayName
+// which begins a question asking for an item of src: "Which of the email
+// templates", "Which of my loans" (a name that begins with a determiner
+// takes no "the"), or, for a source with no display name whose items'
+// entity type has one, "Which loan".
+func (t *turn) which(src agentplane.ResolverSource) string {
+	c, ok := t.reg.Catalog(src.CatalogID)
+	if ok && c.DisplayName != c.ID { // the configuration names it
+		return "Which of " + theUnlessDetermined(lowerWords(c.DisplayName))
 	}
+	if ok && t.reg.Config().EntityTypes[c.EntityType] != "" {
+		return "Which " + lowerWords(t.reg.Config().EntityTypes[c.EntityType])
+	}
+	id := src.CatalogID
 	if src.ProviderID != "" {
-		return src.ProviderID
+		id = src.ProviderID
 	}
-	return src.CatalogID
+	return "Which of " + theUnlessDetermined(strings.ReplaceAll(id, "_", " "))
+}
+
+// ownDeterminers are the words that begin a name needing no "the" before
+// it.
+var ownDeterminers = map[string]bool{"the": true, "a": true, "an": true, "my": true, "our": true, "your": true, "his": true, "her": true,
+	"its": true, "their": true, "this": true, "that": true, "these": true, "those": true, "all": true, "each": true, "every": true,
+	"some": true, "any": true}
+
+// theUnlessDetermined puts "the " before a name, unless it begins with a
+// determiner of its own ("my loans").
+func theUnlessDetermined(name string) string {
+	first, _, _ := strings.Cut(name, " ")
+	if ownDeterminers[strings.ToLower(first)] {
+		return name
+	}
+	return "the " + name
+}
+
+// lowerWords lowercases the words of a name that are capitalised words
+// ("My Loans" → "my loans"), not those that are acronyms or mixed
+// ("CRM", "iPhone").
+func lowerWords(name string) string {
+	words := strings.Split(name, " ")
+	for i, w := range words {
+		r, size := utf8.DecodeRuneInString(w)
+		if unicode.IsUpper(r) && strings.ToLower(w[size:]) == w[size:] {
+			words[i] = string(unicode.ToLower(r)) + w[size:]
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 func (t *turn) picker(cmd *agentplane.CommandDefinition, prefilter, highlight string) agentplane.Decision {
@@ -701,7 +741,7 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 		t.tracep("not strict: open picker on ", k, id, " prefiltered with \"", text, "\", highlighting ", best)
 		return t.picker(cmd, text, best), qualityCandidate
 	default:
-		q := fmt.Sprintf("Which of the %s did you mean?", strings.ToLower(t.sourceName(cmd.Source)))
+		q := t.which(cmd.Source) + " did you mean?"
 		if len(res.Items) == 1 {
 			q = fmt.Sprintf("Did you mean '%s'?", ix.Item(res.Items[0]).Header.DisplayName)
 		}

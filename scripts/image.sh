@@ -10,7 +10,8 @@ command -v buildah >/dev/null || { echo "image: buildah is not installed (apt-ge
 b() { buildah --storage-driver vfs "$@"; }
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
-CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags="-s -w -buildid=" -o "$ctx/agentplane" ./cmd/agentplane
+# stamped with its version as a release is (scripts/ldflags.sh)
+CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags="-s -w -buildid= $(bash scripts/ldflags.sh)" -o "$ctx/agentplane" ./cmd/agentplane
 cp /etc/ssl/certs/ca-certificates.crt "$ctx/"
 mkdir "$ctx/data"
 tag=localhost/agentplane:$(git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -20,7 +21,9 @@ echo "image: built $tag"
 # smoke test: the binary, then serve with API keys answering a turn
 c=$(b from "$tag")
 trap 'b rm "$c" >/dev/null 2>&1 || true; rm -rf "$ctx"' EXIT
-b run --isolation chroot "$c" /agentplane version
+v=$(b run --isolation chroot "$c" /agentplane version)
+echo "$v"
+case "$v" in *"(devel)"*) echo "image: the binary is not stamped with its version"; exit 1 ;; esac
 cat > "$ctx/keys.yaml" <<'YAML'
 version: 1
 modes:
@@ -43,10 +46,15 @@ for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1
 auth='Authorization: Bearer smoke-key-0123456789abcdef'
 sid=$(curl -sf -H "$auth" -H 'Content-Type: application/json' -d '{}' "http://127.0.0.1:$port/v1/sessions" | sed -E 's/.*"session_id":"([^"]+)".*/\1/')
 curl -sf -H "$auth" -H 'Content-Type: application/json' -d '{"text":"switch to ddr mode"}' "http://127.0.0.1:$port/v1/sessions/$sid/turns" | grep -q '"mode":"ddr"'
-# buildah does not pass a signal on to what it runs: stop serve itself
-pkill -TERM -f -- "/agentplane serve --config /data/keys.yaml --addr 127.0.0.1:$port" 2>/dev/null || true
-kill "$pid" 2>/dev/null || true
+# buildah does not pass a signal on to what it runs: stop serve itself,
+# found among the processes this script started (buildah's descendants),
+# never by a name another user's process could have
+descendants() { local c; for c in $(pgrep -P "$1" || true); do echo "$c"; descendants "$c"; done; }
+for p in $(descendants "$pid"); do
+  if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = agentplane ]; then kill -TERM "$p" 2>/dev/null || true; fi
+done
 wait "$pid" 2>/dev/null || true
+grep -q "agentplane: stopped" "$ctx/serve.out" || { echo "image: serve did not stop cleanly"; cat "$ctx/serve.out" "$ctx/serve.err"; exit 1; }
 echo "image: serve in the image answered a turn (session $sid)"
 mkdir -p dist
 rm -f dist/agentplane-image.tar

@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 
 version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 stamp=$(git log -1 --format=%ct 2>/dev/null || echo 0) # the commit's time, for the archives' files
+stamp_flags=$(bash scripts/ldflags.sh) # the version the binaries print, wherever Go's own stamping cannot see the repository
 out=dist
 rm -rf "$out"
 mkdir -p "$out"
@@ -20,7 +21,7 @@ for target in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
   dir="$out/$name"
   mkdir -p "$dir"
   CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch go build -trimpath -buildvcs=true \
-    -ldflags="-s -w -buildid=" -o "$dir/agentplane" ./cmd/agentplane
+    -ldflags="-s -w -buildid= $stamp_flags" -o "$dir/agentplane" ./cmd/agentplane
   cp LICENSE README.md "$dir/"
   tar --sort=name --mtime="@$stamp" --owner=0 --group=0 --numeric-owner --mode='u+rwX,go+rX,go-w' \
     -C "$out" -cf - "$name" | gzip -n -9 > "$out/$name.tar.gz"

@@ -32,11 +32,12 @@ import (
 )
 
 // The deployment test: three serve processes on one PostgreSQL behind
-// HAProxy (round robin per request, no stickiness), driven through the
-// balancer's one address by clients taking turns and confirming external
+// HAProxy and nginx at once, each running its configuration as shipped in
+// deploy/ (round robin per request, no stickiness), driven through the
+// balancers' addresses by clients taking turns and confirming external
 // actions, emitting and acknowledging notifications, running workflows
 // with approvals and following event streams — while the instances are
-// SIGKILLed and restarted, one at a time.
+// SIGKILLed and restarted, one at a time, and the balancers reload.
 
 // freePorts returns n loopback ports nothing listens on now.
 func freePorts(t *testing.T, n int) []int {
@@ -54,64 +55,6 @@ func freePorts(t *testing.T, n int) []int {
 		l.Close()
 	}
 	return out
-}
-
-// balancer starts HAProxy in front of the ports and returns its URL; it
-// is stopped when the test ends.
-func balancer(t *testing.T, ports []int) string {
-	t.Helper()
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		if os.Getenv("AGENTPLANE_REQUIRE_BALANCER") != "" {
-			t.Fatal("haproxy is not on PATH (apt-get install haproxy)")
-		}
-		t.Skip("haproxy is not on PATH (apt-get install haproxy)")
-	}
-	front := freePorts(t, 1)[0]
-	var cfg strings.Builder
-	fmt.Fprintf(&cfg, `global
-    maxconn 4096
-defaults
-    mode http
-    timeout connect 1s
-    timeout client 60s
-    timeout server 60s
-    retries 3
-    option redispatch
-frontend api
-    bind 127.0.0.1:%d
-    default_backend instances
-backend instances
-    balance roundrobin
-    option httpchk
-    http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host 127.0.0.1
-    http-check expect status 200
-`, front)
-	for i, p := range ports {
-		fmt.Fprintf(&cfg, "    server i%d 127.0.0.1:%d check inter 100ms fall 1 rise 1\n", i, p)
-	}
-	path := filepath.Join(t.TempDir(), "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(cfg.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-db", "-f", path)
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	url := fmt.Sprintf("http://127.0.0.1:%d", front)
-	for i := 0; ; i++ {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", front)); err == nil {
-			c.Close()
-			return url
-		}
-		if i == 100 {
-			t.Fatalf("haproxy did not listen: %s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // fleet is the serve processes behind the balancer.
@@ -294,7 +237,10 @@ tools:
 			f.kill(i)
 		}
 	})
-	c := &client{url: balancer(t, f.ports), http: &http.Client{Timeout: 20 * time.Second}}
+	lbs := []*lb{haproxyLB(t, addrs(f.ports)), nginxLB(t, addrs(f.ports))}
+	// clients alternate between the balancers; c goes through HAProxy, ng through nginx
+	via := func(i int) *client { return &client{url: lbs[i%2].url, http: &http.Client{Timeout: 20 * time.Second}} }
+	c, ng := via(0), via(1)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -321,7 +267,8 @@ tools:
 		}
 		sessions = append(sessions, created.SessionID)
 	}
-	for _, s := range sessions {
+	for i, s := range sessions {
+		c := via(i)
 		wg.Go(func() {
 			for n := 0; ; n++ {
 				select {
@@ -400,11 +347,11 @@ tools:
 				return
 			default:
 			}
-			st, raw := c.do("GET", "/v1/inbox?limit=20", "", "")
+			st, raw := ng.do("GET", "/v1/inbox?limit=20", "", "")
 			var page struct{ Notifications []notify.Notification }
 			if st == 200 && json.Unmarshal(raw, &page) == nil {
 				for _, m := range page.Notifications {
-					if st, _ := c.do("POST", "/v1/notifications/"+m.ID+"/ack", "", `{}`); st == 200 {
+					if st, _ := ng.do("POST", "/v1/notifications/"+m.ID+"/ack", "", `{}`); st == 200 {
 						mu.Lock()
 						ackedOK[m.ID]++
 						mu.Unlock()
@@ -439,23 +386,29 @@ tools:
 					mu.Unlock()
 				}
 			}
-			answerPauses(c)
+			answerPauses(ng)
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	wg.Go(func() { drive(true) })
 
-	// streams: one session's events, followed through the balancer
-	var events stream
-	wg.Go(func() { events.follow(c, "/v1/sessions/"+sessions[1]+"/events", stop) })
+	// streams: one session's events, followed through each balancer
+	streams := make([]*stream, len(lbs))
+	for i := range lbs {
+		streams[i] = &stream{}
+		wg.Go(func() { streams[i].follow(via(i), "/v1/sessions/"+sessions[1]+"/events", stop) })
+	}
 
 	r := rand.New(rand.NewPCG(11, 13))
-	for range kills {
+	for k := range kills {
 		time.Sleep(time.Duration(150+r.IntN(400)) * time.Millisecond)
 		i := r.IntN(3)
 		f.kill(i)
 		time.Sleep(time.Duration(20+r.IntN(150)) * time.Millisecond)
 		f.start(i)
+		if k%3 == 1 { // a balancer reloads, as for a new certificate: requests go on
+			lbs[k/3%2].reload()
+		}
 	}
 	time.Sleep(500 * time.Millisecond)
 	close(stop)
@@ -489,7 +442,7 @@ tools:
 			return nil, fmt.Errorf("list workflows: %d %s", st, raw)
 		}
 		return list.Workflows, nil
-	}, func() { answerPauses(c) })
+	}, func() { answerPauses(ng) })
 	statuses, completed := svc.checkWorkflows(t, workflows)
 
 	mu.Lock()
@@ -587,19 +540,26 @@ tools:
 		t.Fatalf("%d workflows started, %d listed", len(started), len(workflows))
 	}
 
-	// the stream
-	events.mu.Lock()
-	defer events.mu.Unlock()
-	for i, id := range events.ids {
-		if id != int64(i+1) {
-			t.Fatalf("the stream's event %d has id %d: a gap or a duplicate across its %d reconnections", i+1, id, events.drops)
+	// the streams
+	var seen []string
+	for i, events := range streams {
+		events.mu.Lock()
+		defer events.mu.Unlock()
+		for j, id := range events.ids {
+			if id != int64(j+1) {
+				t.Fatalf("the stream through %s: event %d has id %d: a gap or a duplicate across its %d reconnections", lbs[i].name, j+1, id, events.drops)
+			}
 		}
+		if len(events.ids) == 0 {
+			t.Fatalf("the stream through %s saw no event", lbs[i].name)
+		}
+		seen = append(seen, fmt.Sprintf("through %s %d events in order over %d reconnections", lbs[i].name, len(events.ids), events.drops))
 	}
-	if turns == 0 || sent == 0 || len(accepted) == 0 || statuses[workflow.StatusCompleted] == 0 || len(events.ids) == 0 {
-		t.Fatalf("too little happened: %d turns, %d sends, %d notifications, workflows %v, %d events", turns, sent, len(accepted), statuses, len(events.ids))
+	if turns == 0 || sent == 0 || len(accepted) == 0 || statuses[workflow.StatusCompleted] == 0 {
+		t.Fatalf("too little happened: %d turns, %d sends, %d notifications, workflows %v", turns, sent, len(accepted), statuses)
 	}
-	t.Logf("%d kills: %d turns answered, all in their chains; %d sends, each acted and recorded once (%d confirmations left running by a kill; %d recorded as interrupted); %d notifications accepted, %d delivered, none acknowledged twice; %d workflows %v, %d external tasks acted once each; a stream saw %d events in order over %d reconnections",
-		kills, turns, sent, lost, stopped, len(accepted), delivered, len(workflows), statuses, completed, len(events.ids), events.drops)
+	t.Logf("%d kills, %d balancer reloads: %d turns answered, all in their chains; %d sends, each acted and recorded once (%d confirmations left running by a kill; %d recorded as interrupted); %d notifications accepted, %d delivered, none acknowledged twice; %d workflows %v, %d external tasks acted once each; streams saw %s",
+		kills, kills/3, turns, sent, lost, stopped, len(accepted), delivered, len(workflows), statuses, completed, strings.Join(seen, ", "))
 }
 
 // answerPauses approves every workflow waiting for approval and continues
@@ -641,7 +601,7 @@ func TestDeploymentThroughput(t *testing.T) {
 		for i := range n {
 			f.start(i)
 		}
-		c := &client{url: balancer(t, f.ports), http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 20 * time.Second}}
+		c := &client{url: haproxyLB(t, addrs(f.ports)).url, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 20 * time.Second}}
 		const clients = 64
 		sessions := make([]string, clients)
 		for i := range sessions {

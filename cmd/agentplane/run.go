@@ -49,7 +49,7 @@ var commands = []command{
 	{"probe", "[--config FILE] [--trace]", "utterances that must not act, made from the configuration: list any that would", (*Main).probe},
 	{"eval", "[--config FILE] [--min-accuracy F] [--trace] FILE.jsonl", "labelled utterances: per-command precision and recall, confusions, misses, thresholds", (*Main).eval},
 	{"replay", "[--config FILE] LOG.jsonl", "re-run recorded sessions, print divergences", (*Main).replay},
-	{"audit", "verify FILE | export [--db DB] --session ID", "check an audit log's hash chains; a stored session's chain as JSON Lines", (*Main).audit},
+	{"audit", "verify FILE | verify --db DB [--all | --session ID] | export [--db DB] --session ID", "check hash chains, in a file or a database; a stored session's chain as JSON Lines", (*Main).audit},
 	{"tools", "list|call [--config FILE] [--mode KEY] [flags]", "the active tools; run one through the gate", (*Main).toolsCmd},
 	{"notify", "send|list|show|ack|dead [--config FILE] [--db DB] [flags]", "the notification ledger", (*Main).notifyCmd},
 	{"workflow", "validate|run|status|approve|continue|abort|resume [flags]", "workflows: check a definition, run one, answer its pauses", (*Main).workflowCmd},
@@ -246,9 +246,29 @@ func (m *Main) dbFlag(fs *flag.FlagSet, db bool) *common {
 		if def == "" {
 			def = DefaultDB
 		}
-		fs.StringVar(&c.db, "db", def, "database: a SQLite file or a postgres:// URL ($AGENTPLANE_DB)")
+		c.db = def
+		fs.Var(dbValue{&c.db}, "db", "the database `DB`: a SQLite file or a postgres:// URL ($AGENTPLANE_DB)")
 	}
 	return c
+}
+
+// dbValue is --db: a SQLite file or a postgres:// URL, never empty (an
+// empty one would keep everything in memory, and lose it, unasked).
+type dbValue struct{ p *string }
+
+func (v dbValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v dbValue) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return fmt.Errorf("empty: want a SQLite file or a postgres:// URL (without --db: $AGENTPLANE_DB, else %s)", DefaultDB)
+	}
+	*v.p = s
+	return nil
 }
 
 // source is the configuration to load: the file, or the embedded demo.
@@ -259,14 +279,23 @@ func source(path string) core.Source {
 	return core.Source{Path: path}
 }
 
+// programs gives the core the programs the binary ships (the demo's
+// outbox, for any configuration), unless it has its own.
+func (m *Main) programs(o *core.Options) {
+	if o.Programs == nil {
+		o.Programs = demo.Programs(m.Now)
+	}
+}
+
 // open opens the runtime a command needs over its common flags (c.db ""
 // keeps everything in memory); o adds what the command needs besides.
 func (m *Main) open(ctx context.Context, c *common, o plane.Options) (*plane.Runtime, error) {
 	o.Config, o.DB = source(c.config), c.db
-	if o.Core.Programs == nil {
-		o.Core.Programs = demo.Programs(m.Now) // the binary ships the demo's outbox, for any configuration
+	m.programs(&o.Core)
+	o.Core.Now = m.Now
+	if o.Getenv == nil {
+		o.Getenv = m.Getenv
 	}
-	o.Core.Now, o.Getenv = m.Now, m.Getenv
 	if o.Logger == nil {
 		o.Logger = m.Logger
 	}

@@ -89,14 +89,27 @@ func Skipped() []string {
 	return out
 }
 
+// Line is the one line that names the suites skipped here and how to run
+// them; "" when none is.
+func Line() string {
+	skipped := Skipped()
+	if len(skipped) == 0 {
+		return ""
+	}
+	return "agentplane: these test suites were skipped: " + strings.Join(skipped, "; ")
+}
+
 // Announce tells the person running `go test ./...` — on the go
 // command's own standard error, which a passing package's output never
 // reaches — which suites are skipped, in one line. It says nothing when
-// none is, or when the tests were not started by the go command (Linux
-// only: elsewhere it says nothing).
+// none is, when the tests were not started by the go command (Linux
+// only: elsewhere it says nothing), or when that standard error is a
+// file: the go command writes a file at its own offset, over a line
+// appended beside it. A cached run does not run it at all: `make test`
+// and .ci/run print Line after the tests (go run ./internal/testenv/skipped).
 func Announce() {
-	skipped := Skipped()
-	if len(skipped) == 0 {
+	line := Line()
+	if line == "" {
 		return
 	}
 	ppid := os.Getppid()
@@ -104,10 +117,14 @@ func Announce() {
 	if err != nil || strings.TrimSpace(string(comm)) != "go" {
 		return
 	}
-	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", ppid), os.O_WRONLY|os.O_APPEND, 0)
+	stderr := fmt.Sprintf("/proc/%d/fd/2", ppid)
+	if fi, err := os.Stat(stderr); err != nil || fi.Mode().IsRegular() {
+		return
+	}
+	f, err := os.OpenFile(stderr, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "agentplane: these test suites were skipped: %s\n", strings.Join(skipped, "; "))
+	fmt.Fprintln(f, line)
 }

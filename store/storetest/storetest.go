@@ -315,7 +315,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Fatalf("head %+v %v, want seq 5 hash %s", h, err, last.Hash)
 		}
 		v, err := store.Verify(ctx, s, "a")
-		if err != nil || v.Bad != nil || v.Records != 5 || v.LastSeq != 5 || v.Head != h {
+		if err != nil || v.FirstBad != nil || v.Records != 5 || v.LastSeq != 5 || v.Head != h {
 			t.Fatalf("verify: %+v %v", v, err)
 		}
 	})
@@ -734,8 +734,8 @@ func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.
 					return err
 				})}})
 				v, err := store.Verify(ctx, s, "a")
-				if err != nil || v.Bad == nil || v.Bad.Seq != cut.seq || !strings.Contains(v.Bad.Reason, cut.why) {
-					t.Fatalf("a chain cut at %s (%s): %+v %+v %v", cut.name, cut.where, v, v.Bad, err)
+				if err != nil || v.FirstBad == nil || v.FirstBad.Seq != cut.seq || !strings.Contains(v.FirstBad.Reason, cut.why) {
+					t.Fatalf("a chain cut at %s (%s): %+v %+v %v", cut.name, cut.where, v, v.FirstBad, err)
 				}
 			})
 		}
@@ -790,8 +790,8 @@ func HeadsOfAnOlderDatabase(t *testing.T, open func(t *testing.T) store.Store, d
 		if err != nil || h != heads[id] {
 			t.Fatalf("session %s: head %+v %v after the migration, want %+v", id, h, err, heads[id])
 		}
-		if v, err := store.Verify(ctx, s, id); err != nil || v.Bad != nil {
-			t.Fatalf("session %s: %+v %v", id, v.Bad, err)
+		if v, err := store.Verify(ctx, s, id); err != nil || v.FirstBad != nil {
+			t.Fatalf("session %s: %+v %v", id, v.FirstBad, err)
 		}
 	}
 }

@@ -32,6 +32,7 @@ const state = {
   older: false, // the page being drawn is earlier history (its questions were answered since)
   waysLoaded: false, // the ways to sign in were asked for
   entityTypes: {}, // entity type -> display name
+  commandNames: {}, // command id -> display name, of every mode (a launcher's picker runs a command of its target mode)
 };
 
 // PAGE is how many events a page of history holds: the newest page is
@@ -241,7 +242,7 @@ function resultLine(r, seq) {
 
 function commandName(id) {
   const c = state.commands.find((x) => x.id === id);
-  return c ? c.display_name : id;
+  return c ? c.display_name : state.commandNames[id] || id;
 }
 
 // render draws one event of the session's stream.
@@ -252,7 +253,8 @@ function render(e) {
       line(`Session started in ${modeName(e.snapshot && e.snapshot.mode)} mode.`, 'msg-sys', seq);
       break;
     case 'resume':
-      line('Session resumed.', 'msg-sys', seq);
+      // what had to change to fit the configuration, said to the person
+      line(e.notes && e.notes.length ? `Session resumed: ${e.notes.join('; ')}.` : 'Session resumed.', 'msg-sys', seq);
       break;
     case 'turn':
       renderTurn(e);
@@ -706,9 +708,11 @@ async function searchPicker(text, highlight) {
   const serial = ++picker.serial;
   const note = $('picker-note');
   const source = d.catalog_id ? `catalogs/${encodeURIComponent(d.catalog_id)}` : `providers/${encodeURIComponent(d.provider_id || '')}`;
+  // a launcher's picker lists its catalog as its target mode sees it
+  const mode = d.target_mode ? `&mode=${encodeURIComponent(d.target_mode)}` : '';
   let m;
   try {
-    const path = `/v1/sessions/${encodeURIComponent(state.session)}/${source}/items?limit=20&q=${encodeURIComponent(text)}`;
+    const path = `/v1/sessions/${encodeURIComponent(state.session)}/${source}/items?limit=20&q=${encodeURIComponent(text)}${mode}`;
     m = await api('GET', path);
   } catch (e) {
     if (serial === picker.serial) note.textContent = e.message;
@@ -859,6 +863,7 @@ async function loadCommands() {
     state.commands = l.commands;
     state.commandsMode = l.mode;
     state.entityTypes = l.entity_types || {};
+    state.commandNames = l.command_names || {};
   } catch {
     state.commandsMode = '';
   }
@@ -1556,10 +1561,17 @@ async function openSession(id) {
   localStorage.setItem('agentplane.session', id);
   history.replaceState(null, '', '#s=' + encodeURIComponent(id));
   const sid = encodeURIComponent(id);
-  // the newest page of events, the state and the commands at once; earlier
-  // events are read when the person scrolls up to them
-  const [snap, page] = await Promise.all([api('GET', `/v1/sessions/${sid}`), api('GET', `/v1/sessions/${sid}/history?limit=${PAGE}`), loadCommands()]);
-  setSnapshot(snap); // after the commands: the mode they are for is the snapshot's
+  // the session fitted to the configuration (a mode that is gone is
+  // replaced, and the resume record's event says so: in this page, or on
+  // the stream that follows it), the newest page of events and the
+  // commands at once; earlier events are read when the person scrolls up
+  // to them
+  const [resumed, page] = await Promise.all([
+    api('POST', `/v1/sessions/${sid}/resume`, {}),
+    api('GET', `/v1/sessions/${sid}/history?limit=${PAGE}`),
+    loadCommands(),
+  ]);
+  setSnapshot(resumed.snapshot); // after the commands: a mode other than theirs loads them again
   drawPage(page, false);
   if (!page.more_before && !page.events.some((e) => e.kind === 'turn')) showHint();
   state.stopSession = stream(`/v1/sessions/${encodeURIComponent(id)}/events?inbox=${$('open-inbox').hidden ? 'false' : 'true'}`, {
