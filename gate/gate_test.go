@@ -37,9 +37,11 @@ type fixture struct {
 // sendFunc is the body of the fixture's send_template tool.
 type sendFunc func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
 
+// newFixture's tools may take as long as a loaded machine needs; a test
+// of the timeout itself uses newFixtureTimeout.
 func newFixture(t testing.TB, send sendFunc) *fixture {
 	t.Helper()
-	return newFixtureTimeout(t, send, 50*time.Millisecond)
+	return newFixtureTimeout(t, send, 30*time.Second)
 }
 
 func newFixtureTimeout(t testing.TB, send sendFunc, timeout time.Duration) *fixture {
@@ -186,7 +188,7 @@ func containsToken(b []byte) bool {
 
 func TestToolFailuresAreResults(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	f := newFixtureTimeout(t, func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 		switch {
 		case string(args) == `{"list_id":"LIST-9"}`:
 			<-ctx.Done() // hangs until cut
@@ -197,7 +199,7 @@ func TestToolFailuresAreResults(t *testing.T) {
 			return nil, errors.New("smtp: 550 mailbox unavailable")
 		}
 		return json.RawMessage(`not json`), nil
-	})
+	}, 50*time.Millisecond)
 	f.ready(t, "a")
 	tests := []struct{ list, code, detail string }{
 		{"LIST-9", agentplane.CodeTimeout, "tool send_template did not answer within 50ms"},
