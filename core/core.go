@@ -15,8 +15,6 @@ package core
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -210,7 +208,7 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 		c.now = time.Now
 	}
 	if c.newID == nil {
-		c.newID = randomID
+		c.newID = agentplane.RandomID
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -436,12 +434,6 @@ func (c *Core) Redactor() *redact.Redactor { return c.redact }
 
 // MCPServers returns the mounted MCP servers, for health reports.
 func (c *Core) MCPServers() []*mcpclient.Server { return c.mcp }
-
-func randomID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // ToolInfo is a tool as a front end lists it: its spec and when it needs
 // the human's confirmation.

@@ -21,8 +21,6 @@
 package gate
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -204,10 +202,10 @@ func New(reg *registry.Registry, st store.Store, opts *Options) (*Gate, error) {
 		g.now = time.Now
 	}
 	if g.newToken == nil {
-		g.newToken = randomToken
+		g.newToken = agentplane.RandomID
 	}
 	if g.newID == nil {
-		g.newID = randomToken
+		g.newID = agentplane.RandomID
 	}
 	if g.toolTimeout <= 0 {
 		g.toolTimeout = 30 * time.Second
@@ -230,9 +228,3 @@ func New(reg *registry.Registry, st store.Store, opts *Options) (*Gate, error) {
 
 // Registry returns the compiled configuration the gate enforces.
 func (g *Gate) Registry() *registry.Registry { return g.reg }
-
-func randomToken() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}

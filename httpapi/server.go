@@ -11,8 +11,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -116,9 +114,7 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	if s.heartbeat <= 0 {
 		s.heartbeat = 15 * time.Second
 	}
-	var b [4]byte
-	rand.Read(b[:])
-	s.idPrefix = hex.EncodeToString(b[:]) + "-"
+	s.idPrefix = agentplane.RandomID()[:8] + "-"
 	s.handler = s.routes()
 	return s
 }

@@ -2,8 +2,6 @@ package notify
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -105,7 +103,7 @@ func NewLedger(st store.Store, opts *Options) (*Ledger, error) {
 	if !ok {
 		return nil, errors.New("notify: the ledger needs a SQL store (SQLite or PostgreSQL), not an in-memory one")
 	}
-	l := &Ledger{st: st, q: q, now: time.Now, newID: randomID}
+	l := &Ledger{st: st, q: q, now: time.Now, newID: agentplane.RandomID}
 	if opts != nil {
 		if opts.Now != nil {
 			l.now = opts.Now
@@ -115,12 +113,6 @@ func NewLedger(st store.Store, opts *Options) (*Ledger, error) {
 		}
 	}
 	return l, nil
-}
-
-func randomID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 const columns = `id, address, user_id, session_id, target, handler, title, body, payload, dedup_key, directive, ttl_seconds, urgency,

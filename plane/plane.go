@@ -174,7 +174,7 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	}
 	_, sql := rt.Store.(store.Querier)
 	if sql {
-		if rt.Ledger, err = notify.NewLedger(rt.Store, &notify.Options{Now: o.Core.Now}); err != nil {
+		if rt.Ledger, err = notify.NewLedger(rt.Store, &notify.Options{Now: o.Core.Now, NewID: o.Core.NewID}); err != nil {
 			return nil, err
 		}
 	}

@@ -30,8 +30,6 @@ package scenario
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -448,9 +446,7 @@ func decidedBy(c *core.Core, mode string, roles []string, d agentplane.Decision)
 
 // runID is a random prefix for a run's ids.
 func runID() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return "t" + hex.EncodeToString(b[:])
+	return "t" + agentplane.RandomID()[:12]
 }
 
 // withCatalogs returns the core the file runs on: c, or, when the file
