@@ -663,18 +663,25 @@ func (s *Store) batch(c *store.Commit, sealed *audit.Record) (*pgx.Batch, error)
 			return nil, err
 		}
 		msg := fmt.Sprintf("session %q is not at version %d; cannot store version %d", c.Session.ID, c.Session.Version-1, c.Session.Version)
+		// with its chain's head when the commit appends a record
 		if c.Session.Version == 1 {
-			b.Queue(`WITH u AS (INSERT INTO sessions (id, version, state, owner, created) VALUES ($1, 1, $2, $3, $4) ON CONFLICT (id) DO NOTHING RETURNING 1)
-				SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $5, $6)`, c.Session.ID, state, c.Session.Owner, store.CreatedAt(c).UnixNano(), stateVersion, msg)
+			b.Queue(`WITH u AS (INSERT INTO sessions (id, version, state, owner, created, head_seq, head_hash) VALUES ($1, 1, $2, $3, $4, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING 1)
+				SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $5, $6)`, c.Session.ID, state, c.Session.Owner, store.CreatedAt(c).UnixNano(), stateVersion, msg, sealed.Seq, sealed.Hash)
+		} else if c.Record != nil {
+			b.Queue(`WITH u AS (UPDATE sessions SET version = $2, state = $3, head_seq = $6, head_hash = $7 WHERE id = $1 AND version = $2 - 1 RETURNING 1)
+				SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $4, $5)`, c.Session.ID, c.Session.Version, state, stateVersion, msg, sealed.Seq, sealed.Hash)
 		} else {
 			b.Queue(`WITH u AS (UPDATE sessions SET version = $2, state = $3 WHERE id = $1 AND version = $2 - 1 RETURNING 1)
 				SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $4, $5)`, c.Session.ID, c.Session.Version, state, stateVersion, msg)
 		}
 	}
 	if c.Record != nil {
-		// the record and the session's head, in one statement
-		b.Queue(`WITH a AS (INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4))
-			UPDATE sessions SET head_seq = $2, head_hash = $3 WHERE id = $1`, c.SessionID, sealed.Seq, sealed.Hash, string(sealed.Raw))
+		if c.Session != nil { // the session's write above moved its head
+			b.Queue(`INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4)`, c.SessionID, sealed.Seq, sealed.Hash, string(sealed.Raw))
+		} else { // the record and the session's head, in one statement
+			b.Queue(`WITH a AS (INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4))
+				UPDATE sessions SET head_seq = $2, head_hash = $3 WHERE id = $1`, c.SessionID, sealed.Seq, sealed.Hash, string(sealed.Raw))
+		}
 		if s.notify {
 			b.Queue(`SELECT pg_notify($1, $2)`, EventsChannel, c.SessionID)
 		}

@@ -778,30 +778,52 @@ func (s *Store) tryGroup(group []*request, savepoints bool) bool {
 	return true
 }
 
-// appendRecord seals the record onto its session's chain and inserts it, from
-// the cached head when there is one; when the cache is stale (another
-// process appended), the key refuses the insert and it reads the head.
-func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, session string, sealed *audit.Record) error {
-	unsealed := *sealed
-	head, cached := s.heads[session]
-	for {
-		if !cached {
-			err := s.queryRow(ctx, tx, `SELECT seq, hash FROM audit WHERE session = ? ORDER BY seq DESC LIMIT 1`, session).Scan(&head.seq, &head.hash)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return s.wrap("read chain head", err)
+// seal seals the commit's record onto its session's chain, from the
+// cached head when there is one (else the session's): the record, with
+// the state after the commit (a record-only commit's is the session as
+// stored).
+func (s *Store) seal(ctx context.Context, tx *sql.Tx, c *store.Commit, sealed *audit.Record) error {
+	*sealed = *c.Record
+	if c.Session == nil && sealed.State != nil {
+		var state string
+		if err := s.queryRow(ctx, tx, `SELECT state FROM sessions WHERE id = ?`, c.SessionID).Scan(&state); err == nil {
+			var cur agentplane.Session
+			if json.Unmarshal([]byte(state), &cur) == nil {
+				sealed.State = &cur
 			}
 		}
-		*sealed = unsealed
-		if err := audit.Seal(sealed, head.seq, head.hash); err != nil {
-			return err
+	}
+	head, cached := s.heads[c.SessionID]
+	if !cached {
+		err := s.queryRow(ctx, tx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, c.SessionID).Scan(&head.seq, &head.hash)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return s.wrap("read chain head", err)
 		}
+	}
+	return audit.Seal(sealed, head.seq, head.hash)
+}
+
+// appendRecord inserts the sealed record. When the cached head it was
+// sealed on is stale (another process appended; the key refuses the
+// insert), it seals again on the stored head and moves the request's seq
+// and the session's head written before it to where it lands.
+func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, c *store.Commit, sealed *audit.Record) error {
+	for retried := false; ; retried = true {
 		_, err := s.exec(ctx, tx, `INSERT INTO audit (session, seq, hash, record) VALUES (?, ?, ?, ?)`,
-			session, sealed.Seq, sealed.Hash, sealed.Raw)
+			c.SessionID, sealed.Seq, sealed.Hash, sealed.Raw)
 		var se *sqlite.Error
-		if cached && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
-			delete(s.heads, session)
-			cached = false
-			continue
+		if !retried && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+			delete(s.heads, c.SessionID)
+			if err := s.seal(ctx, tx, c, sealed); err != nil {
+				return err
+			}
+			if q := c.Request; q != nil {
+				if _, err := s.exec(ctx, tx, `UPDATE requests SET seq = ? WHERE session = ? AND principal = ? AND request_id = ?`,
+					sealed.Seq, q.Key.SessionID, q.Key.Principal, q.Key.RequestID); err != nil {
+					return s.wrap("store request", err)
+				}
+			}
+			continue // the trigger moves the session's head with the insert
 		}
 		if err != nil {
 			return s.wrap("append audit record", err)
@@ -820,14 +842,21 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 	}
 	c := r.c
 	wrote := false
+	// The record is sealed first: the rows the commit changes name where
+	// it lands (the request its seq, the session its head).
+	if c.Record != nil {
+		if err := s.seal(ctx, tx, c, &r.sealed); err != nil {
+			return false, err
+		}
+	}
 	if q := c.Request; q != nil {
 		result, err := store.ResultJSON(q.Result)
 		if err != nil {
 			return false, err
 		}
-		res, err := s.exec(ctx, tx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at) VALUES (?, ?, ?, ?, 'done', ?, ?)
-			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result, running = NULL WHERE requests.state = 'running'`,
-			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, result, q.ClaimedAt.UnixNano())
+		res, err := s.exec(ctx, tx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at, seq) VALUES (?, ?, ?, ?, 'done', ?, ?, ?)
+			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result, seq = excluded.seq, running = NULL WHERE requests.state = 'running'`,
+			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, result, q.ClaimedAt.UnixNano(), r.sealed.Seq)
 		if err != nil {
 			return false, s.wrap("store request", err)
 		}
@@ -843,11 +872,17 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 		}
 		// One statement writes the session only if it is at the version
 		// before this one (absent, for version 1).
+		// and its chain's head, when the commit appends a record (the
+		// trigger of migration 7 moves it for a record alone)
 		var res sql.Result
-		if c.Session.Version == 1 {
-			res, err = s.exec(ctx, tx, `INSERT INTO sessions (id, version, state, owner, created) VALUES (?, 1, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-				c.Session.ID, string(state), c.Session.Owner, store.CreatedAt(c).UnixNano())
-		} else {
+		switch {
+		case c.Session.Version == 1:
+			res, err = s.exec(ctx, tx, `INSERT INTO sessions (id, version, state, owner, created, head_seq, head_hash) VALUES (?, 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+				c.Session.ID, string(state), c.Session.Owner, store.CreatedAt(c).UnixNano(), r.sealed.Seq, r.sealed.Hash)
+		case c.Record != nil:
+			res, err = s.exec(ctx, tx, `UPDATE sessions SET version = ?, state = ?, head_seq = ?, head_hash = ? WHERE id = ? AND version = ?`,
+				c.Session.Version, string(state), r.sealed.Seq, r.sealed.Hash, c.Session.ID, c.Session.Version-1)
+		default:
 			res, err = s.exec(ctx, tx, `UPDATE sessions SET version = ?, state = ? WHERE id = ? AND version = ?`,
 				c.Session.Version, string(state), c.Session.ID, c.Session.Version-1)
 		}
@@ -862,12 +897,6 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 	}
 	if err := s.write(ctx, tx, c, &r.sealed); err != nil {
 		return true, err
-	}
-	if q := c.Request; q != nil && c.Record != nil {
-		if _, err := s.exec(ctx, tx, `UPDATE requests SET seq = ? WHERE session = ? AND principal = ? AND request_id = ?`,
-			r.sealed.Seq, q.Key.SessionID, q.Key.Principal, q.Key.RequestID); err != nil {
-			return true, s.wrap("store request", err)
-		}
 	}
 	return false, nil
 }
@@ -911,17 +940,7 @@ func (s *Store) applyClaim(ctx context.Context, tx *sql.Tx, r *request) (partial
 // record, an issued confirmation token, the subsystems' ops.
 func (s *Store) write(ctx context.Context, tx *sql.Tx, c *store.Commit, sealed *audit.Record) error {
 	if c.Record != nil {
-		*sealed = *c.Record
-		if c.Session == nil && sealed.State != nil {
-			var state string
-			if err := s.queryRow(ctx, tx, `SELECT state FROM sessions WHERE id = ?`, c.SessionID).Scan(&state); err == nil {
-				var cur agentplane.Session
-				if json.Unmarshal([]byte(state), &cur) == nil {
-					sealed.State = &cur
-				}
-			}
-		}
-		if err := s.appendRecord(ctx, tx, c.SessionID, sealed); err != nil {
+		if err := s.appendRecord(ctx, tx, c, sealed); err != nil {
 			return err
 		}
 	}
