@@ -779,10 +779,12 @@ func (s *Store) tryGroup(group []*request, savepoints bool) bool {
 }
 
 // seal seals the commit's record onto its session's chain, from the
-// cached head when there is one (else the session's): the record, with
+// cached head when there is one, else the session's, or — resealing
+// after the cached one proved stale, when this commit may have written the
+// session's head already — the chain's own last record: the record, with
 // the state after the commit (a record-only commit's is the session as
 // stored).
-func (s *Store) seal(ctx context.Context, tx *sql.Tx, c *store.Commit, sealed *audit.Record) error {
+func (s *Store) seal(ctx context.Context, tx *sql.Tx, c *store.Commit, sealed *audit.Record, again bool) error {
 	*sealed = *c.Record
 	if c.Session == nil && sealed.State != nil {
 		var state string
@@ -795,7 +797,11 @@ func (s *Store) seal(ctx context.Context, tx *sql.Tx, c *store.Commit, sealed *a
 	}
 	head, cached := s.heads[c.SessionID]
 	if !cached {
-		err := s.queryRow(ctx, tx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, c.SessionID).Scan(&head.seq, &head.hash)
+		query := `SELECT head_seq, head_hash FROM sessions WHERE id = ?`
+		if again {
+			query = `SELECT seq, hash FROM audit WHERE session = ? ORDER BY seq DESC LIMIT 1`
+		}
+		err := s.queryRow(ctx, tx, query, c.SessionID).Scan(&head.seq, &head.hash)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return s.wrap("read chain head", err)
 		}
@@ -814,7 +820,7 @@ func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, c *store.Commit, s
 		var se *sqlite.Error
 		if !retried && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
 			delete(s.heads, c.SessionID)
-			if err := s.seal(ctx, tx, c, sealed); err != nil {
+			if err := s.seal(ctx, tx, c, sealed, true); err != nil {
 				return err
 			}
 			if q := c.Request; q != nil {
@@ -845,7 +851,7 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 	// The record is sealed first: the rows the commit changes name where
 	// it lands (the request its seq, the session its head).
 	if c.Record != nil {
-		if err := s.seal(ctx, tx, c, &r.sealed); err != nil {
+		if err := s.seal(ctx, tx, c, &r.sealed, false); err != nil {
 			return false, err
 		}
 	}

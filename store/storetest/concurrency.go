@@ -132,4 +132,65 @@ func runConcurrency(t *testing.T, open func(t *testing.T) store.Store) {
 			}
 		}
 	})
+
+	t.Run("MixedCommitsKeepTheChainAndItsHead", func(t *testing.T) {
+		t.Parallel()
+		// Commits that change the session (retried on version conflicts,
+		// each finishing a request) and commits of a record alone, some
+		// snapshotting the state, at once on one session: the chain
+		// verifies and ends at the session's head. (A commit resealed
+		// after a stale cached head read the head it had just written
+		// itself, and chained its record to a hash no record had.)
+		s := open(t)
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 30 {
+					if (g+i)%2 == 1 {
+						r := rec("a")
+						if i%3 == 0 {
+							r.State = sess("a", 0)
+						}
+						// a chain moving under a record alone may be a version
+						// conflict too (PostgreSQL retries a few times first)
+						for {
+							err := s.Commit(ctx, &store.Commit{SessionID: "a", Record: r})
+							if err == nil {
+								break
+							}
+							if agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
+								t.Error(err)
+								break
+							}
+						}
+						continue
+					}
+					for {
+						cur, err := s.Session(ctx, "a")
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						next := cur.Clone()
+						next.Version++
+						err = s.Commit(ctx, &store.Commit{SessionID: "a", Session: next, Record: rec("a"), Request: done(key("a", fmt.Sprint(g, "-", i)), "ran")})
+						if err == nil {
+							break
+						}
+						if agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		v, err := store.Verify(ctx, s, "a")
+		if err != nil || v.FirstBad != nil || v.Records != 1+8*30 {
+			t.Fatalf("%d records: %+v %v", v.Records, v.FirstBad, err)
+		}
+	})
+
 }
