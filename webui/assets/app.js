@@ -800,10 +800,21 @@ let confirmBox = null;
 // the question's line (the answer to the turn came before its event)
 let answeredEarly = false;
 
+// confirmTarget is the conversation's group of the question the dialog
+// answers, looked up when it is answered: the line may have been drawn
+// between the dialog's opening (the turn's answer) and the click (its
+// event came in meanwhile), and every earlier group was retired by the
+// turn, so the live confirmation group is this question's.
+function confirmTarget() {
+  if (confirmBox && confirmBox.isConnected) return confirmBox;
+  return live.find((b) => b.classList.contains('confirm-choices')) || null;
+}
+
 async function confirmYes() {
   closeDialog($('confirm'));
-  answered(confirmBox);
-  answeredEarly = !confirmBox;
+  const box = confirmTarget();
+  answered(box);
+  answeredEarly = !box;
   const pc = state.snapshot && state.snapshot.pending_confirmation;
   const c = state.confirm;
   state.confirm = null;
@@ -819,7 +830,7 @@ async function confirmYes() {
   if (pc) sendTurn({ text: 'yes' }).catch(() => {}); // no token in this page (it reloaded): the human's yes, in a turn
 }
 
-function decline(box = confirmBox) {
+function decline(box = confirmTarget()) {
   closeDialog($('confirm'));
   answered(box);
   answeredEarly = !box;
