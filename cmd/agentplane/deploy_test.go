@@ -212,6 +212,7 @@ func TestDeploymentBehindABalancer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts HAProxy and three instances, and kills them")
 	}
+	t.Parallel() // it waits on processes of its own most of the time
 	kills := 12
 	if v, err := strconv.Atoi(os.Getenv("AGENTPLANE_DEPLOY_KILLS")); err == nil && v > 0 {
 		kills = v

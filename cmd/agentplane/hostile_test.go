@@ -201,6 +201,7 @@ func auditOf(t *testing.T, url, key, session string) []audit.Record {
 // recorded as a version conflict. (One confirmation sent up to 8 times and
 // the audit recorded one.)
 func TestOneConfirmationRunsOnceOverHTTP(t *testing.T) {
+	t.Parallel() // it waits on processes of its own most of the time
 	bin := buildRaceBinary(t)
 	rec := holdingOutbox(t, 50*time.Millisecond)
 	cfg := hostileConfig(t, rec, false)

@@ -28,6 +28,7 @@ func TestNotificationsSurviveKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and kills it 200 times")
 	}
+	t.Parallel() // it waits on processes of its own most of the time
 	bin := buildBinary(t)
 	db := filepath.Join(t.TempDir(), "kill.db")
 	// a session for the floor's notifications

@@ -147,6 +147,7 @@ func TestEveryActingPathRunsOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts instances and kills them")
 	}
+	t.Parallel() // it waits on processes of its own most of the time
 	coversEveryDoor(t)
 	bin := buildBinary(t)
 	stores := []struct {

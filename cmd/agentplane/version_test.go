@@ -19,6 +19,7 @@ func TestVersionOfABuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("copies the module into a new git repository and builds it twice")
 	}
+	t.Parallel() // it waits on processes of its own most of the time
 	git, err := exec.LookPath("git")
 	if err != nil {
 		t.Skip("no git on PATH")

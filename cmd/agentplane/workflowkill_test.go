@@ -130,6 +130,7 @@ func TestWorkflowsSurviveKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and kills it 200 times")
 	}
+	t.Parallel() // it waits on processes of its own most of the time
 	svc := newWorld()
 	down := httptest.NewServer(svc)
 	defer down.Close()
