@@ -236,3 +236,39 @@ func TestInvocationContextExample(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestImportRules: the import rules docs/architecture.md states hold —
+// the store drivers depend on the domain and the store contract only,
+// the tool contract and the MCP client on no part that runs a session —
+// counted over every package each depends on, not only its imports.
+func TestImportRules(t *testing.T) {
+	const module = "github.com/agentplane/agentplane/"
+	session := []string{"gate", "router", "registry", "core", "plane", "httpapi", "mcpserver", "llm", "notify", "workflow", "events"}
+	for _, rule := range []struct {
+		pkg       string
+		forbidden []string
+	}{
+		{"store/sqlite", session},
+		{"store/postgres", session},
+		{"store/memstore", session},
+		{"store", session},
+		{"audit", append(slices.Clone(session), "store", "config", "tool")},
+		{"tool", append(slices.Clone(session), "store")},
+		{"mcpclient", append(slices.Clone(session), "store")},
+		{"resolve", append(slices.Clone(session), "store", "tool")},
+		{"router", []string{"gate", "core", "plane", "store", "httpapi", "mcpserver", "llm", "notify", "workflow"}},
+	} {
+		t.Run(rule.pkg, func(t *testing.T) {
+			out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../"+rule.pkg).Output()
+			if err != nil {
+				t.Fatalf("go list -deps ./%s: %v", rule.pkg, err)
+			}
+			deps := strings.Fields(string(out))
+			for _, f := range rule.forbidden {
+				if slices.Contains(deps, module+f) {
+					t.Errorf("%s depends on %s (go list -deps ./%s)", rule.pkg, f, rule.pkg)
+				}
+			}
+		})
+	}
+}
