@@ -350,7 +350,15 @@ func respond(req map[string]any) llmtest.Reply {
 			return llmtest.Reply{Text: "done"}
 		}
 	}
-	raw, _ := json.Marshal(msgs)
+	var asked string // the newest user message: what this turn asks (a later turn's history never asks again)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m, _ := msgs[i].(map[string]any); m["role"] == "user" {
+			b, _ := json.Marshal(m["content"])
+			asked = string(b)
+			break
+		}
+	}
+	raw := []byte(asked)
 	switch {
 	case strings.Contains(string(raw), "handle-note") || strings.Contains(string(raw), "please note target one"):
 		return llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "note", Arguments: `{"target":"T-1"}`}}}
@@ -812,7 +820,13 @@ func (w *pathWorld) crash(t *testing.T) {
 		case s := <-w.svc.arrived:
 			held[s] = true
 		case <-deadline:
-			t.Fatalf("only %d of %d paths reached their tool", len(held), len(cells))
+			var missing []string
+			for _, c := range cells {
+				if !held[c.session] {
+					missing = append(missing, c.id)
+				}
+			}
+			t.Fatalf("only %d of %d paths reached their tool; not %v", len(held), len(cells), missing)
 		}
 	}
 	w.mu.Lock()
