@@ -6,6 +6,7 @@
 package oidctest
 
 import (
+	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -106,6 +107,45 @@ func (p *Provider) Rotate() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.keys = append(p.keys, key{id: fmt.Sprintf("k%d", len(p.keys)+1), priv: priv})
+}
+
+// Retire takes a key out of the JWKS (its tokens stay signed with it):
+// what a provider does when a key is compromised or rotated out.
+func (p *Provider) Retire(kid string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.keys {
+		if p.keys[i].id == kid {
+			p.keys[i].retired = true
+		}
+	}
+}
+
+// KeyID returns the id of the newest key, the one Token signs with.
+func (p *Provider) KeyID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.keys[len(p.keys)-1].id
+}
+
+// SignRaw signs the exact header and payload bytes with the newest key
+// (RS256, whatever the header says): what a JSON encoder would never
+// write, such as a member given twice. An empty header is the usual one.
+func (p *Provider) SignRaw(header, payload []byte) string {
+	p.mu.Lock()
+	k := p.keys[len(p.keys)-1]
+	p.mu.Unlock()
+	if len(header) == 0 {
+		header = []byte(`{"alg":"RS256","kid":"` + k.id + `","typ":"JWT"}`)
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	input := enc(header) + "." + enc(payload)
+	sum := sha256.Sum256([]byte(input))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, k.priv, crypto.SHA256, sum[:])
+	if err != nil {
+		panic(err)
+	}
+	return input + "." + enc(sig)
 }
 
 // JWKS makes the key set slow (delay) or down.
