@@ -34,12 +34,13 @@ type Provider struct {
 	User   string
 	Claims map[string]any
 
-	mu       sync.Mutex
-	keys     []key // newest last; the JWKS lists those not retired
-	codes    map[string]grant
-	delay    time.Duration
-	down     bool
-	JWKSHits atomic.Int32 // JWKS requests answered
+	mu        sync.Mutex
+	keys      []key // newest last; the JWKS lists those not retired
+	codes     map[string]grant
+	delay     time.Duration
+	down      bool
+	JWKSHits  atomic.Int32 // JWKS requests answered
+	TokenHits atomic.Int32 // token endpoint requests received
 }
 
 type key struct {
@@ -239,6 +240,7 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 // token trades a code, once, for an access token whose audience is the
 // resource asked for.
 func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
+	p.TokenHits.Add(1)
 	fail := func(code, desc string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
