@@ -1,9 +1,9 @@
 package auth
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,16 +16,20 @@ import (
 	"unicode/utf8"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/go-jose/go-jose/v4"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/internal/canonjson"
 )
 
 // OIDC verifies the access tokens an OpenID Connect provider issues for
-// this server (JWTs, RFC 9068): the signature with the provider's keys
-// (discovered, cached, refetched when a token names a key not seen yet,
-// so a rotation is followed and a provider that is down locks out only
-// tokens signed with keys the server never saw), the issuer, the audience
+// this server (JWTs, RFC 9068): header and claims as strict JSON (a claim
+// given twice is refused), the signature with the provider's keys
+// (discovered, cached, fetched again every 5 minutes and when a token
+// names a key not seen yet, so a rotation is followed, a key the provider
+// removed is refused within minutes, and a provider that is down locks
+// out only tokens signed with keys the server never saw), the issuer, the audience
 // (this server's resource identifier, RFC 8707), expiry and not-before,
 // the algorithm (allowed_algs; never none), and the required scopes. It
 // is safe for concurrent use.
@@ -36,6 +40,7 @@ type OIDC struct {
 
 	mu       sync.Mutex
 	verifier *oidc.IDTokenVerifier
+	keys     *keySet // the verifier's
 	meta     Provider
 	tried    time.Time // the last failed discovery
 	failed   error
@@ -45,65 +50,18 @@ type OIDC struct {
 	// signature need not be checked each time.
 	cacheMu  sync.Mutex
 	verified map[[sha256.Size]byte]verifiedToken
-	nocache  bool // tests: every token verified in full
+	epoch    uint64 // moves when keys are removed: a verification begun before is not remembered
+	nocache  bool   // tests: every token verified in full
 }
 
 type verifiedToken struct {
 	p   Principal
 	exp time.Time
+	kid string // the key it was verified with: forgotten when the provider drops the key
 }
 
 // maxVerified bounds the verified-token cache.
 const maxVerified = 10000
-
-// refetchEvery bounds how often the provider's keys are fetched: a token
-// naming a key id never seen makes go-oidc fetch them again, and a flood
-// of tokens with made-up key ids must not become a flood of requests to
-// the provider.
-const refetchEvery = 5 * time.Second
-
-// throttled is the key set's transport: within refetchEvery of a fetch it
-// answers with that fetch's keys instead of asking again (a token of an
-// unknown key is then refused for its signature, as it would be after a
-// real fetch that did not list its key).
-type throttled struct {
-	next http.RoundTripper // nil: http.DefaultTransport
-	now  func() time.Time
-
-	mu   sync.Mutex
-	at   time.Time
-	body []byte
-	typ  string
-}
-
-func (t *throttled) RoundTrip(r *http.Request) (*http.Response, error) {
-	t.mu.Lock()
-	if t.body != nil && t.now().Sub(t.at) < refetchEvery {
-		body, typ := t.body, t.typ
-		t.mu.Unlock()
-		return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{"Content-Type": {typ}},
-			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
-	}
-	t.mu.Unlock()
-	next := t.next
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	resp, err := next.RoundTrip(r)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return resp, err
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	t.mu.Lock()
-	t.at, t.body, t.typ = t.now(), body, resp.Header.Get("Content-Type")
-	t.mu.Unlock()
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	return resp, nil
-}
 
 // Provider is what the provider's discovery document says.
 type Provider struct {
@@ -184,12 +142,41 @@ func (o *OIDC) discovered(ctx context.Context) (*oidc.IDTokenVerifier, Provider,
 		return nil, Provider{}, o.failed
 	}
 	o.meta, o.failed = meta, nil
-	// the key set lives as long as the verifier; its fetches go through a
-	// transport that asks the provider at most once per refetchEvery
-	keys := &http.Client{Timeout: providerTimeout, Transport: &throttled{next: o.client.Transport, now: o.now}}
-	o.verifier = oidc.NewVerifier(meta.Issuer, oidc.NewRemoteKeySet(oidc.ClientContext(context.WithoutCancel(ctx), keys), meta.JWKSURI),
-		&oidc.Config{ClientID: o.cfg.Audience, SupportedSigningAlgs: o.cfg.AllowedAlgs, Now: o.now})
+	// the key set lives as long as the verifier: refreshed every
+	// refreshEvery, fetched at once for a key it does not hold, never more
+	// than once per refetchEvery
+	algs := make([]jose.SignatureAlgorithm, len(o.cfg.AllowedAlgs))
+	for i, a := range o.cfg.AllowedAlgs {
+		algs[i] = jose.SignatureAlgorithm(a)
+	}
+	o.keys = &keySet{url: meta.JWKSURI, client: &http.Client{Timeout: providerTimeout, Transport: o.client.Transport}, now: o.now, algs: algs,
+		removed: o.forget}
+	o.verifier = oidc.NewVerifier(meta.Issuer, o.keys, &oidc.Config{ClientID: o.cfg.Audience, SupportedSigningAlgs: o.cfg.AllowedAlgs, Now: o.now})
 	return o.verifier, meta, nil
+}
+
+// Close waits for a fetch of the provider's keys in flight to end (at
+// most keyFetchTimeout). The verifier is not to be used after.
+func (o *OIDC) Close() {
+	o.mu.Lock()
+	keys := o.keys
+	o.mu.Unlock()
+	if keys != nil {
+		keys.Close()
+	}
+}
+
+// forget drops the verified tokens of keys the provider no longer lists
+// (and those that named no key): they are verified again, and refused.
+func (o *OIDC) forget(kids []string) {
+	o.cacheMu.Lock()
+	defer o.cacheMu.Unlock()
+	o.epoch++
+	for sum, c := range o.verified {
+		if c.kid == "" || slices.Contains(kids, c.kid) {
+			delete(o.verified, sum)
+		}
+	}
 }
 
 // Verify returns the principal of an access token, or a *TokenError
@@ -199,9 +186,16 @@ func (o *OIDC) Verify(ctx context.Context, token string) (Principal, error) {
 	if strings.Count(token, ".") != 2 {
 		return Principal{}, invalidToken("not a JWT access token of the identity provider, nor a known API key")
 	}
+	o.mu.Lock()
+	keys := o.keys
+	o.mu.Unlock()
+	if keys != nil {
+		keys.refresh() // due every few minutes, for the tokens remembered below as much as for new ones
+	}
 	sum := sha256.Sum256([]byte(token))
 	o.cacheMu.Lock()
 	c, ok := o.verified[sum]
+	epoch := o.epoch
 	o.cacheMu.Unlock()
 	if ok && o.now().Before(c.exp) && !o.nocache {
 		c.p.Roles = slices.Clone(c.p.Roles)
@@ -212,6 +206,11 @@ func (o *OIDC) Verify(ctx context.Context, token string) (Principal, error) {
 		return Principal{}, err
 	}
 	o.cacheMu.Lock()
+	if o.epoch != epoch { // keys were removed while it was verified: verified again next time
+		o.cacheMu.Unlock()
+		p.Roles = slices.Clone(p.Roles)
+		return p, nil
+	}
 	if o.verified == nil {
 		o.verified = map[[sha256.Size]byte]verifiedToken{}
 	}
@@ -221,16 +220,19 @@ func (o *OIDC) Verify(ctx context.Context, token string) (Principal, error) {
 			break
 		}
 	}
-	o.verified[sum] = verifiedToken{p: p, exp: exp}
+	o.verified[sum] = verifiedToken{p: p, exp: exp, kid: keyID(token)}
 	o.cacheMu.Unlock()
 	p.Roles = slices.Clone(p.Roles)
 	return p, nil
 }
 
-// verify checks a token in full: signature, claims, scopes.
+// verify checks a token in full: strict JSON, signature, claims, scopes.
 func (o *OIDC) verify(ctx context.Context, token string) (Principal, time.Time, error) {
 	v, _, err := o.discovered(ctx)
 	if err != nil {
+		return Principal{}, time.Time{}, err
+	}
+	if err := strictToken(token); err != nil {
 		return Principal{}, time.Time{}, err
 	}
 	vctx, cancel := context.WithTimeout(ctx, keyFetchTimeout) // a token naming a new key fetches the keys: bounded
@@ -272,6 +274,36 @@ func (o *OIDC) verify(ctx context.Context, token string) (Principal, time.Time, 
 // an issuer has no fragment, so a provider's "alice" is not the API key's
 // alice, nor another provider's, and its "local" is not the terminal.
 func Namespaced(issuer, user string) string { return issuer + "#" + user }
+
+// strictToken checks a compact JWT's header and claims as the API checks
+// a body (canonjson: a member name that repeats or differs only in
+// letter case, invalid UTF-8, a lone surrogate, a number out of range,
+// nesting past the limit): a signed token with two "sub" members is
+// refused, not read as whichever one a JSON library keeps.
+func strictToken(token string) error {
+	parts := strings.SplitN(token, ".", 3)
+	for i, what := range []string{"header is", "claims are"} {
+		raw, err := base64.RawURLEncoding.DecodeString(parts[i])
+		if err != nil {
+			return invalidToken("the token is malformed: its %s not base64url", what)
+		}
+		if err := canonjson.Check(raw); err != nil {
+			return invalidToken("the token's %s not strict JSON: %v", what, err)
+		}
+	}
+	return nil
+}
+
+// keyID returns the key id a verified token's header names ("" for none).
+func keyID(token string) string {
+	head, _, _ := strings.Cut(token, ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(head)
+	var h struct {
+		Kid string `json:"kid"`
+	}
+	json.Unmarshal(raw, &h)
+	return h.Kid
+}
 
 // refusal says why go-oidc refused a token, without quoting it.
 func refusal(err error) error {

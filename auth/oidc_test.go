@@ -209,3 +209,130 @@ func FuzzAuthenticate(f *testing.F) {
 		}
 	})
 }
+
+// A correctly signed token whose header or claims are not strict JSON is
+// refused, as a body would be: every claim of a good token given twice
+// (with the same value, another one, or a name differing only in case),
+// nested ones too, and the header's members. The same bytes without the
+// repetition verify, so it is the repetition that is refused.
+func TestDuplicateClaimsRefused(t *testing.T) {
+	p := oidctest.New(t)
+	o := verifier(p)
+	o.NoCache()
+	ctx := context.Background()
+	exp := time.Now().Add(time.Hour).Unix()
+	members := []string{
+		`"sub":"carol"`, `"aud":"` + audience + `"`, `"iss":"` + p.URL + `"`, fmt.Sprintf(`"exp":%d`, exp),
+		fmt.Sprintf(`"iat":%d`, time.Now().Unix()), `"scope":"openid agentplane"`, `"realm_access":{"roles":["ops"]}`,
+	}
+	payload := func(extra string) []byte { return []byte("{" + strings.Join(members, ",") + extra + "}") }
+	if pr, err := o.Verify(ctx, p.SignRaw(nil, payload(""))); err != nil || pr.ID != "carol" || len(pr.Roles) != 1 {
+		t.Fatalf("the strict token: %+v %v", pr, err)
+	}
+	cases := map[string][]byte{
+		"sub twice, another user": payload(`,"sub":"alice"`),
+		"sub twice, the same":     payload(`,"sub":"carol"`),
+		"Sub beside sub":          payload(`,"Sub":"alice"`),
+		"aud twice":               payload(`,"aud":"https://other.example/mcp"`),
+		"iss twice":               payload(`,"iss":"https://evil.example"`),
+		"exp twice":               payload(fmt.Sprintf(`,"exp":%d`, exp+86400)),
+		"scope twice":             payload(`,"scope":"openid"`),
+		"realm_access twice":      payload(`,"realm_access":{"roles":["admin"]}`),
+		"roles twice, nested":     []byte("{" + strings.Join(members[:6], ",") + `,"realm_access":{"roles":["ops"],"roles":["admin"]}}`),
+		"a number out of range":   payload(`,"n":1e999`),
+		"invalid UTF-8":           payload(",\"x\":\"\xff\""),
+		"a lone surrogate":        payload(`,"x":"\ud800"`),
+	}
+	for name, raw := range cases {
+		_, err := o.Verify(ctx, p.SignRaw(nil, raw))
+		var te *auth.TokenError
+		if !errors.As(err, &te) || te.Code != "invalid_token" || !strings.Contains(te.Description, "claims are not strict JSON") {
+			t.Errorf("%s: %v, want invalid_token: claims not strict JSON", name, err)
+		}
+	}
+	kid := p.KeyID()
+	for name, header := range map[string]string{
+		"kid twice": `{"alg":"RS256","kid":"` + kid + `","kid":"k9","typ":"JWT"}`,
+		"alg twice": `{"alg":"RS256","alg":"RS256","kid":"` + kid + `","typ":"JWT"}`,
+		"Kid, kid":  `{"alg":"RS256","Kid":"k9","kid":"` + kid + `","typ":"JWT"}`,
+	} {
+		_, err := o.Verify(ctx, p.SignRaw([]byte(header), payload("")))
+		var te *auth.TokenError
+		if !errors.As(err, &te) || !strings.Contains(te.Description, "header is not strict JSON") {
+			t.Errorf("%s: %v, want invalid_token: header not strict JSON", name, err)
+		}
+	}
+}
+
+// A key the provider takes out of its key set is refused within the
+// refresh period: the keys are fetched again after 5 minutes whatever the
+// tokens name, and the tokens verified with the removed key are
+// forgotten — the one a client keeps sending as much as a new one. Before
+// the refresh falls due nothing is fetched, and a provider that is down
+// when it does leaves the keys (and known tokens) as they were.
+func TestRemovedKeyRefused(t *testing.T) {
+	p := oidctest.New(t)
+	var skew atomic.Int64
+	o := auth.NewOIDC(config.OIDC{Issuer: p.URL, Audience: audience, UserClaim: "sub", AllowedAlgs: config.DefaultAlgs}, nil,
+		func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
+	t.Cleanup(o.Close)
+	ctx := context.Background()
+	n := 0
+	token := func() string { // each one new, so verified in full
+		n++
+		return p.Token(map[string]any{"sub": "carol", "aud": audience, "jti": n})
+	}
+	kept := token() // signed with k1, sent on every request
+	if _, err := o.Verify(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	old := p.KeyID()
+	p.Rotate()
+	p.Retire(old)
+	// within the period: nothing fetched, k1 still trusted
+	skew.Add(int64(4 * time.Minute))
+	if _, err := o.Verify(ctx, kept); err != nil {
+		t.Fatalf("before the refresh: %v", err)
+	}
+	if h := p.JWKSHits.Load(); h != 1 {
+		t.Fatalf("%d fetches before the refresh is due", h)
+	}
+	// past it: the request that finds the keys due is answered with what
+	// is held, the refresh runs beside it, and then k1 is refused
+	skew.Add(int64(2 * time.Minute))
+	refused := func(tok string) bool {
+		_, err := o.Verify(ctx, tok)
+		var te *auth.TokenError
+		return errors.As(err, &te) && strings.Contains(te.Description, "does not verify")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !refused(kept) {
+		if time.Now().After(deadline) {
+			t.Fatal("a token of a key the provider removed is still accepted after the refresh")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h := p.JWKSHits.Load(); h != 2 {
+		t.Fatalf("%d fetches, want 2", h)
+	}
+	if _, err := o.Verify(ctx, token()); err != nil { // the new key, learnt by the refresh
+		t.Fatalf("a token of the new key: %v", err)
+	}
+	if h := p.JWKSHits.Load(); h != 2 {
+		t.Fatalf("%d fetches after a token of the key the refresh brought, want 2", h)
+	}
+	// the provider down when the next refresh falls due: known keys still
+	// verify, and it is asked at most once per 5 s
+	p.JWKS(0, true)
+	skew.Add(int64(6 * time.Minute))
+	for range 20 {
+		if _, err := o.Verify(ctx, token()); err != nil {
+			t.Fatalf("a known key with the provider down: %v", err)
+		}
+	}
+	o.Close() // the refresh in flight has ended
+	p.JWKS(0, false)
+	if h := p.JWKSHits.Load(); h != 2 { // down: answered 503, not counted
+		t.Fatalf("%d fetches answered", h)
+	}
+}

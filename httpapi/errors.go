@@ -48,6 +48,8 @@ func status(code string) int {
 		return http.StatusGatewayTimeout
 	case agentplane.CodeToolUnavailable, agentplane.CodeSourceUnavailable:
 		return http.StatusServiceUnavailable
+	case agentplane.CodeTooManyRequests:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }

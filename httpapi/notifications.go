@@ -114,12 +114,21 @@ func (s *Server) ackNotification(w http.ResponseWriter, r *http.Request, p auth.
 	return nil
 }
 
+// getInbox lists a page of the principal's inbox, newest first, with how
+// many are not delivered yet. It only reads: a GET changes nothing (a
+// page of another site could make a browser send one). The client
+// acknowledges what it showed with POST /v1/notifications/{id}/ack,
+// which delivers a notification whatever state it was left in.
 func (s *Server) getInbox(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	limit, err := limitParam(r, 50, 500)
 	if err != nil {
 		return err
 	}
-	list, unread, err := s.bus.Inbox(r.Context(), p.ID, limit)
+	list, err := s.bus.Ledger().List(r.Context(), notify.Query{UserID: p.ID, Channel: notify.ChannelInbox, Limit: limit})
+	if err != nil {
+		return err
+	}
+	unread, err := s.bus.Ledger().Unread(r.Context(), p.ID)
 	if err != nil {
 		return err
 	}
@@ -172,6 +181,11 @@ func (f *inboxFeed) fresh(data []byte) bool {
 // PENDING ones become DISPATCHED), then each new one as it is emitted.
 // The client acknowledges with POST /v1/notifications/{id}/ack.
 func (s *Server) getInboxEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	release, err := s.limits.holdStream(p)
+	if err != nil {
+		return err
+	}
+	defer release()
 	feed, err := s.openInbox(r.Context(), p)
 	if err != nil {
 		return err

@@ -127,7 +127,8 @@ type TokenAnswer struct {
 // page is a public client — it holds no secret, PKCE binds the code to
 // it — and the server makes the call so that the page's Content Security
 // Policy stays its own origin only; the token is verified before it is
-// handed back.
+// handed back. Anyone may post a code, so the exchanges that reach the
+// provider are rate-limited, server-wide (tokenRate a second).
 func (s *Server) postToken(w http.ResponseWriter, r *http.Request) {
 	if s.auth.OIDC == nil || s.auth.OIDC.Config().ClientID == "" {
 		s.writeError(w, r, agentplane.Errorf(agentplane.CodeNotFound, "this server signs no one in through an identity provider (auth.oidc.client_id)"))
@@ -147,6 +148,12 @@ func (s *Server) postToken(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil || u.Scheme+"://"+u.Host != baseURL(r) && r.Header.Get("Origin") != u.Scheme+"://"+u.Host:
 		s.writeError(w, r, invalid("redirect_uri %q: want this server's own page", truncate(in.RedirectURI, 100)))
+		return
+	}
+	if !s.limits.token.Allow() { // anyone may post here, and each one reaches the provider
+		w.Header().Set("Retry-After", "1")
+		s.writeError(w, r, agentplane.Errorf(agentplane.CodeTooManyRequests,
+			"too many sign-ins at once: at most %d code exchanges a second reach the identity provider; try again in a second", tokenRate))
 		return
 	}
 	token, expires, p, err := s.auth.OIDC.Exchange(r.Context(), in.Code, in.CodeVerifier, in.RedirectURI)

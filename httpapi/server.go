@@ -56,6 +56,10 @@ type Options struct {
 	// BodyTimeout is how long a request body may take to arrive, from the
 	// request's start; 0 means DefaultBodyTimeout.
 	BodyTimeout time.Duration
+	// StreamsPerPrincipal caps the event streams (SSE and WebSocket) one
+	// principal holds open at once; 0 means DefaultStreamsPerPrincipal,
+	// negative no cap.
+	StreamsPerPrincipal int
 }
 
 // Server is the HTTP front end over one core.
@@ -84,6 +88,7 @@ type Server struct {
 
 	origins     []string
 	bodyTimeout time.Duration
+	limits      *limits
 }
 
 // New returns the server over the runtime: its core, its API keys (none:
@@ -97,7 +102,7 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	}
 	s := &Server{core: rt.Core, keys: rt.Keys, hub: rt.Hub, metrics: opts.Metrics, mcp: opts.MCP, ui: opts.UI, agent: rt.Agent, bus: rt.Bus, workflows: rt.Workflows,
 		log: rt.Logger, heartbeat: opts.Heartbeat, ready: opts.Ready, drained: make(chan struct{}),
-		origins: slices.Clone(opts.Origins), bodyTimeout: opts.BodyTimeout}
+		origins: slices.Clone(opts.Origins), bodyTimeout: opts.BodyTimeout, limits: newLimits(opts.StreamsPerPrincipal)}
 	if s.bodyTimeout <= 0 {
 		s.bodyTimeout = DefaultBodyTimeout
 	}
@@ -211,6 +216,9 @@ func (s *Server) authenticated(h handler) http.Handler {
 			return
 		}
 		r = r.WithContext(auth.With(r.Context(), p))
+		// what answers a principal is theirs: no cache keeps it (a handler
+		// may say otherwise)
+		w.Header().Set("Cache-Control", "no-store")
 		if err := h(w, r, p); err != nil {
 			s.writeError(w, r, err)
 		}
@@ -426,6 +434,30 @@ func CheckAddr(addr string, keys int) error {
 		return nil
 	}
 	return fmt.Errorf("--addr %s is not a loopback address and the configuration has no API keys: anyone reaching it would act as the local user; add auth.keys to the configuration, or serve on 127.0.0.1", addr)
+}
+
+// CheckListener refuses to serve on a listener bound to an address that
+// is not loopback without API keys or an identity provider: loopback is
+// decided by the address the listener has bound — what the name given
+// to --addr resolved to (localhost or evil.localhost mapped to another
+// address by /etc/hosts), not the name.
+func CheckListener(addr net.Addr, credentials int) error {
+	if credentials > 0 {
+		return nil
+	}
+	var ip net.IP
+	switch a := addr.(type) {
+	case *net.TCPAddr:
+		ip = a.IP
+	default:
+		if host, _, err := net.SplitHostPort(addr.String()); err == nil {
+			ip = net.ParseIP(host)
+		}
+	}
+	if ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("the listener is bound to %s, not a loopback address, and the configuration has no API keys: anyone reaching it would act as the local user; add auth.keys to the configuration, or serve on 127.0.0.1", addr)
 }
 
 // CheckOrigin checks an origin given for Options.Origins: scheme, host and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -40,6 +41,49 @@ func TestCheckAddr(t *testing.T) {
 		if err := CheckAddr(addr, 1); err != nil {
 			t.Errorf("%s with keys: %v", addr, err)
 		}
+	}
+}
+
+// Loopback is decided by the address a listener has bound, not by the
+// name it was given: a name that resolved elsewhere (evil.localhost
+// mapped to another address in /etc/hosts), the unspecified address and
+// any other interface's are refused without credentials.
+func TestCheckListener(t *testing.T) {
+	for addr, ok := range map[net.Addr]bool{
+		&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}: true, &net.TCPAddr{IP: net.IPv6loopback, Port: 1}: true,
+		&net.TCPAddr{IP: net.IPv4(127, 9, 9, 9), Port: 1}: true,
+		&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 80}: false, &net.TCPAddr{IP: net.IPv4zero, Port: 80}: false,
+		&net.TCPAddr{IP: net.IPv6unspecified, Port: 80}: false, &net.TCPAddr{IP: net.IPv4(192, 168, 0, 7), Port: 8080}: false,
+		&net.UnixAddr{Name: "/tmp/x.sock", Net: "unix"}: false,
+	} {
+		if err := CheckListener(addr, 0); (err == nil) != ok {
+			t.Errorf("%s: %v", addr, err)
+		}
+		if err := CheckListener(addr, 1); err != nil {
+			t.Errorf("%s with credentials: %v", addr, err)
+		}
+	}
+	// real listeners: on every address of this machine's interfaces
+	addrs, _ := net.InterfaceAddrs()
+	tried := 0
+	for _, a := range append(addrs, &net.IPNet{IP: net.IPv4zero}) {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(ipn.IP.String(), "0"))
+		if err != nil {
+			continue
+		}
+		err = CheckListener(ln.Addr(), 0)
+		ln.Close()
+		if (err == nil) != ipn.IP.IsLoopback() {
+			t.Errorf("a listener on %s: %v", ln.Addr(), err)
+		}
+		tried++
+	}
+	if tried < 2 {
+		t.Fatalf("only %d listeners tried", tried)
 	}
 }
 

@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -343,12 +345,10 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if err != nil {
 		return err
 	}
-	var recs []audit.Record
-	if paged {
-		recs, err = s.core.Page(r.Context(), sess.ID, before, after, limit)
-	} else {
-		recs, err = s.core.Records(r.Context(), sess.ID, after)
+	if !paged {
+		return s.writeChain(w, r, sess.ID, after)
 	}
+	recs, err := s.core.Page(r.Context(), sess.ID, before, after, limit)
 	if err != nil {
 		return err
 	}
@@ -359,6 +359,60 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request, p auth.Princip
 	}
 	gzipped.Write(w, r, "application/jsonl", buf.Bytes())
 	return nil
+}
+
+// chainPage is how many records the whole chain's answer reads at a time.
+const chainPage = 500
+
+// writeChain answers with the session's records after a sequence number
+// as JSON Lines, read and written a page at a time, so that what it holds
+// does not grow with the chain (gzip when the client takes it and there
+// is more than a page). A read that fails after the answer began cuts it:
+// the client sees a broken response, never a short chain that looks whole.
+func (s *Server) writeChain(w http.ResponseWriter, r *http.Request, session string, after int64) error {
+	recs, err := s.core.Store().RecordsAfter(r.Context(), session, after, chainPage)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	for _, rec := range recs {
+		buf.Write(rec.Raw)
+		buf.WriteByte('\n')
+	}
+	if len(recs) < chainPage { // the whole answer
+		gzipped.Write(w, r, "application/jsonl", buf.Bytes())
+		return nil
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/jsonl")
+	h.Add("Vary", "Accept-Encoding")
+	var out io.Writer = w
+	if gzipped.Accepts(r.Header.Get("Accept-Encoding")) {
+		h.Set("Content-Encoding", "gzip")
+		z, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // a valid level: no error
+		defer z.Close()
+		out = z
+	}
+	for {
+		if _, err := out.Write(buf.Bytes()); err != nil {
+			return nil // the client is gone
+		}
+		if len(recs) < chainPage {
+			return nil
+		}
+		after = recs[len(recs)-1].Seq
+		if recs, err = s.core.Store().RecordsAfter(r.Context(), session, after, chainPage); err != nil {
+			if r.Context().Err() == nil {
+				s.log.Error("audit: read the chain", "session", session, "after", after, "err", err)
+			}
+			panic(http.ErrAbortHandler)
+		}
+		buf.Reset()
+		for _, rec := range recs {
+			buf.Write(rec.Raw)
+			buf.WriteByte('\n')
+		}
+	}
 }
 
 // History is a page of a session's events, in order: the same events as
@@ -421,13 +475,22 @@ type BadRecord struct {
 	Reason string `json:"reason"`
 }
 
-// chain returns the whole audit chain of the principal's session.
-func (s *Server) chain(r *http.Request, p auth.Principal) ([]audit.Record, error) {
+// chain returns the whole audit chain of the principal's session, to
+// verify or replay, holding one of the whole-chain reads (limits) until
+// release.
+func (s *Server) chain(r *http.Request, p auth.Principal) (recs []audit.Record, release func(), err error) {
 	sess, err := s.owned(r, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.core.Records(r.Context(), sess.ID, 0)
+	if release, err = s.limits.holdChain(r.Context(), p, "verification or replay"); err != nil {
+		return nil, nil, err
+	}
+	if recs, err = s.core.Records(r.Context(), sess.ID, 0); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return recs, release, nil
 }
 
 func (s *Server) getVerification(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
@@ -435,7 +498,12 @@ func (s *Server) getVerification(w http.ResponseWriter, r *http.Request, p auth.
 	if err != nil {
 		return err
 	}
-	v, err := s.core.Verify(r.Context(), sess.ID)
+	release, err := s.limits.holdChain(r.Context(), p, "verification or replay")
+	if err != nil {
+		return err
+	}
+	defer release()
+	v, err := s.core.Verify(r.Context(), sess.ID) // a page at a time, to the session's head
 	if err != nil {
 		return err
 	}
@@ -462,10 +530,11 @@ type Replayed struct {
 const MaxDivergences = 1000
 
 func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	recs, err := s.chain(r, p)
+	recs, release, err := s.chain(r, p)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := audit.Verify(recs); err != nil {
 		return agentplane.Errorf(agentplane.CodeInvalidState, "the session's audit chain does not verify, so it cannot be replayed: %v", err)
 	}

@@ -31,28 +31,55 @@ func resumePoint(r *http.Request) (int64, error) {
 	return seqParam(r.URL.Query().Get("after"), "query parameter after")
 }
 
-// openStream starts a stream of the principal's session: where it resumes
-// and the backlog after that point, read from the store.
-func (s *Server) openStream(r *http.Request, p auth.Principal) (*agentplane.Session, int64, []events.Frame, error) {
-	sess, err := s.owned(r, p)
-	if err != nil {
+// streamPage is how many records a stream's backlog reads, encodes and
+// sends at a time: what a stream holds of its backlog at once, however
+// long the session.
+const streamPage = 64
+
+// openStream starts a stream of the principal's session: the session,
+// where it resumes, and the stream counted among the principal's (past
+// the cap, refused) until release.
+func (s *Server) openStream(r *http.Request, p auth.Principal) (sess *agentplane.Session, after int64, release func(), err error) {
+	if sess, err = s.owned(r, p); err != nil {
 		return nil, 0, nil, err
 	}
-	after, err := resumePoint(r)
-	if err != nil {
+	if after, err = resumePoint(r); err != nil {
 		return nil, 0, nil, err
 	}
-	recs, err := s.core.Records(r.Context(), sess.ID, after)
-	if err != nil {
+	if release, err = s.limits.holdStream(p); err != nil {
 		return nil, 0, nil, err
 	}
-	frames := make([]events.Frame, len(recs))
-	for i := range recs {
-		if frames[i], err = events.Encode(&recs[i]); err != nil {
-			return nil, 0, nil, err
+	return sess, after, release, nil
+}
+
+// backlog sends the session's events after a sequence number, read from
+// the store a page at a time, and returns the last one sent; an error
+// (the client gone, or the store's, which is logged) ends the stream, and
+// the client resumes from its last id.
+func (s *Server) backlog(ctx context.Context, session string, after int64, send func(events.Frame) error) (int64, error) {
+	for {
+		recs, err := s.core.Store().RecordsAfter(ctx, session, after, streamPage)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("event stream: read the backlog", "session", session, "err", err)
+			}
+			return after, err
+		}
+		for i := range recs {
+			f, err := events.Encode(&recs[i])
+			if err != nil {
+				s.log.Error("event stream: encode the backlog", "session", session, "err", err)
+				return after, err
+			}
+			if err := send(f); err != nil {
+				return after, err
+			}
+			after = recs[i].Seq
+		}
+		if len(recs) < streamPage {
+			return after, nil
 		}
 	}
-	return sess, after, frames, nil
 }
 
 // boolParam reads a query parameter that is true, false or absent
@@ -121,10 +148,11 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, p auth.Princi
 		return err
 	}
 	withInbox = withInbox && s.bus != nil
-	sess, after, frames, err := s.openStream(r, p)
+	sess, after, release, err := s.openStream(r, p)
 	if err != nil {
 		return err
 	}
+	defer release()
 	var feed *inboxFeed
 	var notices <-chan events.Frame // nil (never ready) without the inbox
 	if withInbox {
@@ -154,10 +182,8 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, p auth.Princi
 	}
 	rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	fmt.Fprint(w, "retry: 1000\n\n")
-	for _, f := range frames {
-		if err := send(f); err != nil {
-			return nil // the client is gone
-		}
+	if _, err := s.backlog(r.Context(), sess.ID, after, send); err != nil {
+		return nil // the stream is open: the client reconnects from its last id
 	}
 	if feed != nil {
 		for _, data := range feed.backlog {
@@ -259,14 +285,17 @@ const wsReadLimit = 64 << 10
 // client's turns and acks coming the other way; see wsClient and
 // wsServer. It resumes after ?after= like the SSE stream.
 func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	sess, after, frames, err := s.openStream(r, p)
+	sess, after, release, err := s.openStream(r, p)
 	if err != nil {
 		return err
 	}
+	defer release()
 	conn, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return nil // Accept answered the request
 	}
+	var wg sync.WaitGroup // the reader and the pinger: waited for once the connection is closed
+	defer wg.Wait()
 	defer conn.CloseNow()
 	conn.SetReadLimit(wsReadLimit)
 	if s.metrics != nil {
@@ -299,10 +328,8 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 		last = f.Seq
 		return write(wsServer{Type: "event", ID: f.Seq, Event: f.Data})
 	}
-	for _, f := range frames {
-		if send(f) != nil {
-			return nil
-		}
+	if _, err := s.backlog(ctx, sess.ID, after, send); err != nil {
+		return nil // the client reconnects from its last id
 	}
 	sub := s.hub.Subscribe(sess.ID, last)
 	defer sub.Close()
@@ -322,7 +349,8 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 		}
 	}
 
-	go s.wsRead(ctx, cancel, conn, sess, p, write)
+	wg.Go(func() { s.wsRead(ctx, cancel, conn, sess, p, write) })
+	wg.Go(func() { s.wsPing(ctx, cancel, conn) })
 	for {
 		select {
 		case f := <-inbox:
@@ -361,6 +389,36 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 		}
 	}
 }
+
+// wsPing pings the client every heartbeat and cuts the connection when
+// no pong comes within the heartbeat (and at least pongWait): a client
+// that is gone, or that stalled in the middle of a frame — it cannot
+// answer until the frame is whole, so a connection whose read is stuck
+// mid-frame is cut too. Browsers and WebSocket libraries answer pings by
+// themselves.
+func (s *Server) wsPing(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn) {
+	t := time.NewTicker(s.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, done := context.WithTimeout(ctx, max(s.heartbeat, pongWait))
+		err := conn.Ping(pctx)
+		done()
+		if err != nil {
+			cancel()
+			conn.CloseNow()
+			return
+		}
+	}
+}
+
+// pongWait is the least time a pong is waited for (a heartbeat set short
+// for tests is not a deadline for a loaded machine).
+const pongWait = 5 * time.Second
 
 // wsRead reads the client's messages until the connection ends: turns run
 // one at a time, in order; acks are answered.
@@ -431,7 +489,7 @@ func (s *Server) ackEvent(ctx context.Context, session string, p auth.Principal,
 	if s.bus == nil {
 		return nil
 	}
-	recs, err := s.core.Records(ctx, session, seq-1)
+	recs, err := s.core.Store().RecordsAfter(ctx, session, seq-1, 1) // one record, however long the chain
 	if err != nil {
 		return err
 	}

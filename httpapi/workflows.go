@@ -169,6 +169,11 @@ func (s *Server) getWorkflowEvents(w http.ResponseWriter, r *http.Request, p aut
 	if err != nil {
 		return err
 	}
+	release, err := s.limits.holdStream(p)
+	if err != nil {
+		return err
+	}
+	defer release()
 	rc, done := s.openSSE(w)
 	defer done()
 	rc.SetWriteDeadline(time.Now().Add(writeTimeout))

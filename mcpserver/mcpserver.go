@@ -18,6 +18,7 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -57,7 +58,17 @@ type Options struct {
 	// Subscribable, when set, says which of Extra's resources clients may
 	// subscribe to.
 	Subscribable func(uri string) bool
+	// SessionsPerPrincipal caps the streamable-HTTP sessions one principal
+	// holds open at once: another initialize is answered 429 naming the
+	// cap. 0 means DefaultSessionsPerPrincipal; negative means no cap.
+	SessionsPerPrincipal int
 }
+
+// DefaultSessionsPerPrincipal is how many MCP sessions a principal may
+// hold open at once unless Options say otherwise: far more than a person's
+// clients need (a session ends when its client deletes it, or after
+// SessionTimeout idle), few enough that one key cannot fill the server.
+const DefaultSessionsPerPrincipal = 100
 
 // Server makes MCP servers bound to agentplane sessions. It is safe for
 // concurrent use.
@@ -72,16 +83,12 @@ type Server struct {
 	hub     *events.Hub  // the sessions' events, for resource subscriptions
 	tracer  trace.Tracer // nil: tracing is off
 
+	capacity int // MCP sessions per principal; ≤ 0: no cap
+
 	mu       sync.Mutex
 	bindings map[*binding]struct{}
-	owners   map[string]owner // by MCP session id
-	swept    time.Time        // when owners were last pruned
-}
-
-// owner is who opened an MCP session, and when.
-type owner struct {
-	principal string
-	since     time.Time
+	owners   map[string]*binding // by MCP session id: whose session it is, for as long as it lives
+	opening  map[string]int      // initialize requests in flight, by principal
 }
 
 // New returns the MCP front end over the runtime: its core, and its
@@ -93,7 +100,8 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{opts: *opts, core: rt.Core, log: rt.Logger, impl: &mcp.Implementation{Name: "agentplane", Title: "agentplane", Version: opts.Version},
-		timeout: opts.SessionTimeout, flows: rt.Workflows, hub: rt.Hub, tracer: rt.Tracer, bindings: map[*binding]struct{}{}, owners: map[string]owner{}}
+		timeout: opts.SessionTimeout, flows: rt.Workflows, hub: rt.Hub, tracer: rt.Tracer, capacity: opts.SessionsPerPrincipal,
+		bindings: map[*binding]struct{}{}, owners: map[string]*binding{}, opening: map[string]int{}}
 	rt.OnToolsChanged(s.ToolsChanged)
 	s.sdkLog = slog.New(withoutSessionIDs{s.log.Handler()})
 	if s.impl.Version == "" {
@@ -102,43 +110,84 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	if s.timeout <= 0 {
 		s.timeout = 30 * time.Minute
 	}
+	if s.capacity == 0 {
+		s.capacity = DefaultSessionsPerPrincipal
+	}
 	return s
 }
 
 // Handler serves MCP over streamable HTTP. The principal is the request
 // context's (auth.With, set by the API's authentication), else the local
-// one. An MCP session belongs to the principal who opened it: another
-// principal presenting its Mcp-Session-Id is answered as for a session
-// that does not exist, on every method and the GET stream.
+// one. An MCP session belongs to the principal who opened it, for as long
+// as the session lives: its id is recorded as theirs when it is made,
+// before it reaches anyone, and forgotten only when the session has ended.
+// Another principal presenting it — or anyone presenting an id this
+// server did not make — is answered as for a session that does not
+// exist, on every method and the GET stream. A principal holding
+// Options.SessionsPerPrincipal sessions is refused another with 429.
 func (s *Server) Handler() http.Handler {
+	// The SDK asks for a server on every request (for its protocol
+	// versions), and twice on an initialize: a binding is made once per
+	// initialize, and a request in a session is given its own.
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		want, _ := r.Context().Value(wantSession{}).(string)
-		return s.bound(principal(r), want)
+		slot, ok := r.Context().Value(openingKey{}).(*openingSlot)
+		if !ok {
+			s.mu.Lock()
+			b := s.owners[r.Header.Get("Mcp-Session-Id")]
+			s.mu.Unlock()
+			if b == nil {
+				return nil // the SDK's defaults; it refuses the request
+			}
+			return b.srv
+		}
+		if slot.b == nil {
+			slot.b = s.server(principal(r), slot.want)
+		}
+		return slot.b.srv
 	}, &mcp.StreamableHTTPOptions{Logger: s.sdkLog, SessionTimeout: s.timeout})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principal(r)
 		id := r.Header.Get("Mcp-Session-Id")
-		if id == "" { // initialize: the new session is p's before its id reaches anyone
-			if want := r.Header.Get(SessionHeader); want != "" {
-				// bound to one of p's sessions: checked now, bound at initialized
+		if id == "" && r.Method == http.MethodPost { // initialize: a new session, p's from the moment its id is made
+			want := r.Header.Get(SessionHeader)
+			if want != "" { // bound to one of p's sessions
 				if _, err := s.core.Owned(r.Context(), want, p.ID); err != nil {
 					http.Error(w, "no agentplane session "+strconv.Quote(want)+" of yours", http.StatusNotFound)
 					return
 				}
-				r = r.WithContext(context.WithValue(r.Context(), wantSession{}, want))
 			}
-			h.ServeHTTP(&opening{ResponseWriter: w, open: func(id string) { s.own(id, p.ID) }}, r)
+			if err := s.admit(p.ID); err != nil {
+				w.Header().Set("Retry-After", "60")
+				http.Error(w, err.Error(), http.StatusTooManyRequests)
+				return
+			}
+			slot := &openingSlot{want: want}
+			defer s.opened(p.ID, slot)
+			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), openingKey{}, slot)))
+			return
+		}
+		if id == "" { // a GET or DELETE without a session: the SDK refuses it
+			h.ServeHTTP(w, r)
 			return
 		}
 		s.mu.Lock()
-		o, known := s.owners[id]
+		b := s.owners[id]
 		s.mu.Unlock()
-		if known && o.principal != p.ID {
+		if b == nil || b.p.ID != p.ID {
 			http.Error(w, "session not found", http.StatusNotFound) // as the SDK answers an unknown one
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// openingKey marks an initialize request's context with the slot that
+// learns which binding the SDK made for it.
+type openingKey struct{}
+
+type openingSlot struct {
+	b    *binding
+	want string // the agentplane session to bind it to (SessionHeader); "" for a new one
 }
 
 // SessionHeader, on the request that initializes an MCP session over
@@ -149,43 +198,58 @@ func (s *Server) Handler() http.Handler {
 // its record and does not run twice.
 const SessionHeader = "Agentplane-Session"
 
-// wantSession is the context key of the agentplane session an
-// initializing request asks to be bound to.
-type wantSession struct{}
-
-// own records that the MCP session id was opened by the principal.
-func (s *Server) own(id, principal string) {
+// admit reserves a new session for the principal, or says why not: it
+// holds the cap already (sessions open, and initializes in flight).
+func (s *Server) admit(principal string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.owners[id] = owner{principal: principal, since: time.Now()}
-}
-
-// opening is the response to a request that may open an MCP session: it
-// tells open the session id the SDK answers with, before the answer goes.
-type opening struct {
-	http.ResponseWriter
-	open   func(id string)
-	headed bool
-}
-
-func (o *opening) WriteHeader(code int) {
-	if !o.headed {
-		o.headed = true
-		if id := o.Header().Get("Mcp-Session-Id"); id != "" {
-			o.open(id)
+	if s.capacity <= 0 {
+		s.opening[principal]++
+		return nil
+	}
+	s.prune()
+	n := s.opening[principal]
+	for b := range s.bindings {
+		if b.settled && b.p.ID == principal {
+			n++
 		}
 	}
-	o.ResponseWriter.WriteHeader(code)
-}
-
-func (o *opening) Write(b []byte) (int, error) {
-	if !o.headed {
-		o.WriteHeader(http.StatusOK)
+	if n >= s.capacity {
+		return fmt.Errorf("too many MCP sessions: this principal holds %d, the cap (serve --max-mcp-sessions); end one (DELETE with its Mcp-Session-Id) or wait for an idle one to time out", n)
 	}
-	return o.ResponseWriter.Write(b)
+	s.opening[principal]++
+	return nil
 }
 
-func (o *opening) Unwrap() http.ResponseWriter { return o.ResponseWriter }
+// opened ends an initialize request: the reservation is released, and
+// the binding made for it counts from now on — or is forgotten at once
+// when no session came of it (a failed initialize).
+func (s *Server) opened(principal string, slot *openingSlot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opening[principal]--; s.opening[principal] <= 0 {
+		delete(s.opening, principal)
+	}
+	if b := slot.b; b != nil {
+		b.settled = true
+		if !live(b) {
+			s.forget(b)
+		}
+	}
+}
+
+// newSessionID makes the id of b's MCP session and records it as b's
+// principal's, before the SDK answers with it.
+func (s *Server) newSessionID(b *binding) string {
+	id := rand.Text()
+	b.mu.Lock()
+	b.mcpID = id
+	b.mu.Unlock()
+	s.mu.Lock()
+	s.owners[id] = b
+	s.mu.Unlock()
+	return id
+}
 
 // principal is who sends an MCP request over HTTP.
 func principal(r *http.Request) auth.Principal {
@@ -228,7 +292,13 @@ func (h withoutSessionIDs) WithGroup(name string) slog.Handler {
 // Run serves one MCP session over a transport (stdio) for the principal,
 // until the client leaves or ctx ends.
 func (s *Server) Run(ctx context.Context, p auth.Principal, t mcp.Transport) error {
-	return s.server(p).Run(ctx, t)
+	b := s.server(p, "")
+	defer func() {
+		s.mu.Lock()
+		s.forget(b)
+		s.mu.Unlock()
+	}()
+	return b.srv.Run(ctx, t)
 }
 
 // ToolsChanged re-lists the active tools of every bound session (tools
@@ -247,13 +317,16 @@ func (s *Server) ToolsChanged() {
 
 // binding is one MCP server and the agentplane session it is bound to.
 type binding struct {
-	s    *Server
-	p    auth.Principal
-	srv  *mcp.Server
-	born time.Time
+	s   *Server
+	p   auth.Principal
+	srv *mcp.Server
+	// settled is set (under s.mu) when the initialize request that made
+	// the binding has been answered: from then on it lives exactly as long
+	// as its MCP session. Over stdio it stays unset until Run returns.
+	settled bool
 
 	mu        sync.Mutex
-	mcpID     string             // the MCP session's id, once initialized
+	mcpID     string             // the MCP session's id ("" over stdio)
 	session   string             // "" until the client initializes
 	mode      string             // the session's mode, as last seen
 	listed    []string           // the tools registered on srv
@@ -262,16 +335,9 @@ type binding struct {
 }
 
 // server makes an MCP server for a new MCP session of the principal.
-func (s *Server) server(p auth.Principal) *mcp.Server {
-	return s.bound(p, "")
-}
-
-// bound makes an MCP server for a new MCP session of the principal, bound
-// to the agentplane session want (the principal's, checked by the caller)
-// or, when want is "", to a new one when the client initializes.
-func (s *Server) bound(p auth.Principal, want string) *mcp.Server {
+func (s *Server) server(p auth.Principal, want string) *binding {
 	b := &binding{s: s, p: p, mode: s.core.Registry().DefaultMode(), session: want}
-	if want != "" {
+	if want != "" { // checked as p's by the caller
 		if sess, err := s.core.Session(context.Background(), want); err == nil {
 			b.mode = sess.Mode
 		}
@@ -290,13 +356,12 @@ func (s *Server) bound(p auth.Principal, want string) *mcp.Server {
 		SubscribeHandler:   func(ctx context.Context, req *mcp.SubscribeRequest) error { return b.subscribe(ctx, req) },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil }, // the SDK forgets the subscriber
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
-			b.mu.Lock()
-			b.mcpID = req.Session.ID() // "" over stdio
-			b.mu.Unlock()
 			if _, err := b.open(ctx); err != nil {
 				s.log.Error("MCP: open the agentplane session", "principal", p.ID, "err", err)
 			}
 		},
+		GetSessionID: func() string { return s.newSessionID(b) },
+		SetCacheable: private,
 	})
 	b.sync()
 	b.addResources()
@@ -306,56 +371,56 @@ func (s *Server) bound(p auth.Principal, want string) *mcp.Server {
 	if s.opts.Extra != nil {
 		s.opts.Extra(b.srv)
 	}
-	b.born = time.Now()
 	s.mu.Lock()
 	s.prune()
 	s.bindings[b] = struct{}{}
 	s.mu.Unlock()
-	return b.srv
+	return b
 }
 
-// prune forgets the servers whose MCP session has ended (made over a
-// minute ago and with no session now), and the owners of sessions that
-// ended or never initialized; s.mu is held.
+// private marks every cacheable result private with no time to live:
+// what an MCP session lists and reads — its state, its audit chain, the
+// tools, catalogs and providers active for its mode and its principal's
+// roles, a provider's items for that principal — is one person's, and
+// changes with the session (the protocol's default would be public).
+func private(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+	c.CacheScope, c.TTLMs = "private", 0
+}
+
+// prune forgets the bindings whose MCP session has ended; s.mu is held.
+// A binding whose initialize is still being answered is kept.
 func (s *Server) prune() {
-	live := map[string]bool{}
-	defer func() {
-		if time.Since(s.swept) < time.Minute {
-			return
-		}
-		s.swept = time.Now()
-		for id, o := range s.owners {
-			if !live[id] && time.Since(o.since) > s.timeout+time.Minute {
-				delete(s.owners, id)
-			}
-		}
-	}()
 	for b := range s.bindings {
-		b.mu.Lock()
-		live[b.mcpID] = true
-		b.mu.Unlock()
-		if time.Since(b.born) < time.Minute {
-			continue
-		}
-		open := false
-		for range b.srv.Sessions() {
-			open = true
-			break
-		}
-		if !open {
-			delete(s.bindings, b)
-			b.mu.Lock()
-			delete(s.owners, b.mcpID)
-			if b.stopWatch != nil {
-				b.stopWatch()
-			}
-			b.mu.Unlock()
+		if b.settled && !live(b) {
+			s.forget(b)
 		}
 	}
 }
 
+// live reports whether b's MCP server has a session open.
+func live(b *binding) bool {
+	for range b.srv.Sessions() {
+		return true
+	}
+	return false
+}
+
+// forget drops a binding and its session id's owner; s.mu is held.
+func (s *Server) forget(b *binding) {
+	delete(s.bindings, b)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mcpID != "" && s.owners[b.mcpID] == b {
+		delete(s.owners, b.mcpID)
+	}
+	if b.stopWatch != nil {
+		b.stopWatch()
+		b.stopWatch = nil
+	}
+}
+
 // Sessions returns how many MCP sessions are bound (ended ones are
-// forgotten within a minute or so).
+// forgotten when the next one is opened).
 func (s *Server) Sessions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

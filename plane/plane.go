@@ -348,6 +348,9 @@ func (rt *Runtime) Close(drain time.Duration) error {
 		stop()
 	}
 	rt.bg.Wait()
+	if rt.OIDC != nil {
+		rt.OIDC.Close() // a fetch of the provider's keys in flight
+	}
 	err := rt.Core.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -51,6 +51,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		origins = append(origins, v)
 		return nil
 	})
+	maxStreams := fs.Int("max-streams", httpapi.DefaultStreamsPerPrincipal, "how many event streams (SSE and WebSocket) one principal may hold open at once; past it, 429 (0: no cap)")
+	maxMCP := fs.Int("max-mcp-sessions", mcpserver.DefaultSessionsPerPrincipal, "how many MCP sessions one principal may hold open at once; past it, 429 (0: no cap)")
 	pgEvents := fs.String("pg-events", "poll", "on PostgreSQL, how this instance learns of other instances' commits: poll (one query every 50 ms for all followed sessions; commits pay nothing) or notify (LISTEN/NOTIFY: about 1 ms, but concurrent commits slow down)")
 	if err := parse(fs, args, 0, 0); err != nil {
 		return err
@@ -66,6 +68,14 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return usagef("--clock-margin %s: not negative", *clockMargin)
 	case *pgEvents != "poll" && *pgEvents != "notify":
 		return usagef("--pg-events %q: want poll or notify", *pgEvents)
+	case *maxStreams < 0 || *maxMCP < 0:
+		return usagef("--max-streams %d, --max-mcp-sessions %d: a number of 0 or more (0: no cap)", *maxStreams, *maxMCP)
+	}
+	if *maxStreams == 0 {
+		*maxStreams = -1 // the options' "no cap"
+	}
+	if *maxMCP == 0 {
+		*maxMCP = -1
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -91,11 +101,15 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := httpapi.New(rt, &httpapi.Options{Metrics: metrics, MCP: mcpserver.New(rt, nil).Handler(), UI: page,
-		Origins: origins, BodyTimeout: *bodyTimeout})
+	srv := httpapi.New(rt, &httpapi.Options{Metrics: metrics, MCP: mcpserver.New(rt, &mcpserver.Options{SessionsPerPrincipal: *maxMCP}).Handler(), UI: page,
+		Origins: origins, BodyTimeout: *bodyTimeout, StreamsPerPrincipal: *maxStreams})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	if err := httpapi.CheckListener(ln.Addr(), ways); err != nil { // what the name resolved to, not the name
+		ln.Close()
+		return fmt.Errorf("--addr %s: %w", *addr, err)
 	}
 	rt.Start(ctx)
 	hs := &http.Server{

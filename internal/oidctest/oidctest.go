@@ -6,6 +6,7 @@
 package oidctest
 
 import (
+	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -33,12 +34,13 @@ type Provider struct {
 	User   string
 	Claims map[string]any
 
-	mu       sync.Mutex
-	keys     []key // newest last; the JWKS lists those not retired
-	codes    map[string]grant
-	delay    time.Duration
-	down     bool
-	JWKSHits atomic.Int32 // JWKS requests answered
+	mu        sync.Mutex
+	keys      []key // newest last; the JWKS lists those not retired
+	codes     map[string]grant
+	delay     time.Duration
+	down      bool
+	JWKSHits  atomic.Int32 // JWKS requests answered
+	TokenHits atomic.Int32 // token endpoint requests received
 }
 
 type key struct {
@@ -106,6 +108,45 @@ func (p *Provider) Rotate() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.keys = append(p.keys, key{id: fmt.Sprintf("k%d", len(p.keys)+1), priv: priv})
+}
+
+// Retire takes a key out of the JWKS (its tokens stay signed with it):
+// what a provider does when a key is compromised or rotated out.
+func (p *Provider) Retire(kid string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.keys {
+		if p.keys[i].id == kid {
+			p.keys[i].retired = true
+		}
+	}
+}
+
+// KeyID returns the id of the newest key, the one Token signs with.
+func (p *Provider) KeyID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.keys[len(p.keys)-1].id
+}
+
+// SignRaw signs the exact header and payload bytes with the newest key
+// (RS256, whatever the header says): what a JSON encoder would never
+// write, such as a member given twice. An empty header is the usual one.
+func (p *Provider) SignRaw(header, payload []byte) string {
+	p.mu.Lock()
+	k := p.keys[len(p.keys)-1]
+	p.mu.Unlock()
+	if len(header) == 0 {
+		header = []byte(`{"alg":"RS256","kid":"` + k.id + `","typ":"JWT"}`)
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	input := enc(header) + "." + enc(payload)
+	sum := sha256.Sum256([]byte(input))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, k.priv, crypto.SHA256, sum[:])
+	if err != nil {
+		panic(err)
+	}
+	return input + "." + enc(sig)
 }
 
 // JWKS makes the key set slow (delay) or down.
@@ -199,6 +240,7 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 // token trades a code, once, for an access token whose audience is the
 // resource asked for.
 func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
+	p.TokenHits.Add(1)
 	fail := func(code, desc string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)

@@ -1379,6 +1379,27 @@ $('open-sessions').addEventListener('click', showSessions);
 // chain and, on demand, a replay against the configuration it runs now.
 const AUDIT_PAGE = 50;
 
+// chainRead asks for a read of a whole chain (verification, replay). The
+// server runs one of them at a time per person: the page sends them one
+// after another, and when another tab's is running (429) it waits and
+// asks again.
+let chainReads = Promise.resolve();
+function chainRead(path) {
+  const run = async () => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await api('GET', path);
+      } catch (e) {
+        if (e.code !== 'too_many_requests' || attempt === 20) throw e;
+        await sleep(500);
+      }
+    }
+  };
+  const p = chainReads.then(run, run);
+  chainReads = p.catch(() => {});
+  return p;
+}
+
 async function showAudit() {
   const sid = encodeURIComponent(state.session);
   const view = { oldest: 0, more: true, bad: null, divs: new Map(), loading: null };
@@ -1436,7 +1457,7 @@ async function showAudit() {
   await more();
 
   // the whole chain is checked by the server; the first page is already shown
-  api('GET', `/v1/sessions/${sid}/audit/verification`)
+  chainRead(`/v1/sessions/${sid}/audit/verification`)
     .then((v) => {
       view.bad = v.first_bad || null;
       if (v.verified) {
@@ -1458,7 +1479,7 @@ async function showAudit() {
     replayBtn.disabled = true;
     replayOut.replaceChildren(el('p', { class: 'muted', text: 'Replaying…' }));
     try {
-      const r = await api('GET', `/v1/sessions/${sid}/audit/replay`);
+      const r = await chainRead(`/v1/sessions/${sid}/audit/replay`);
       view.divs.clear();
       for (const d of r.divergences) view.divs.set(d.seq, [...(view.divs.get(d.seq) || []), d]);
       const out = [
