@@ -226,7 +226,7 @@ func TestDuplicateClaimsRefused(t *testing.T) {
 		fmt.Sprintf(`"iat":%d`, time.Now().Unix()), `"scope":"openid agentplane"`, `"realm_access":{"roles":["ops"]}`,
 	}
 	payload := func(extra string) []byte { return []byte("{" + strings.Join(members, ",") + extra + "}") }
-	if pr, err := o.Verify(ctx, p.SignRaw(nil, payload(""))); err != nil || pr.ID != "carol" || len(pr.Roles) != 1 {
+	if pr, err := o.Verify(ctx, p.SignRaw(nil, payload(""))); err != nil || pr.ID != auth.Namespaced(p.URL, "carol") || len(pr.Roles) != 1 {
 		t.Fatalf("the strict token: %+v %v", pr, err)
 	}
 	cases := map[string][]byte{
