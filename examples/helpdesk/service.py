@@ -18,7 +18,11 @@ It serves, to a caller presenting its key ("X-Desk-Token: $DESK_TOKEN"):
   GET  /log                  what the tools did, oldest first
 
 A tool call is answered once per Idempotency-Key: the same key again gets
-the first answer and changes nothing. Errors are JSON {"error": "..."}
+the first answer and changes nothing. agentplane derives the key from the
+person, the session and the request (never a client's or a model's raw
+id), so it means "this request of this person in this session": two
+people who happen to send the same request id have two keys here, and a
+retried request has its first key. Errors are JSON {"error": "..."}
 with a 4xx status, which agentplane reports as the call's failure.
 """
 
