@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -11,10 +12,12 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/demotest"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/memstore"
+	"github.com/agentplane/agentplane/tool"
 )
 
 // dying is a store shared by two instances, one of which stops (dies)
@@ -144,5 +147,46 @@ func TestReservedRequestIDs(t *testing.T) {
 	res, err := c.Execute(ctx, gate.Invocation{SessionID: s.ID, Tool: "send_template", Args: []byte(`{"list_id":"LIST-9"}`), Origin: gate.OriginUser, Principal: "p", RequestID: "~gate-1"})
 	if err != nil || res.Status != agentplane.StatusRejected || res.Error.Code != agentplane.CodeInvalidInput || sends.Load() != 0 {
 		t.Fatalf("%+v %v (%d sends)", res, err, sends.Load())
+	}
+}
+
+// TestKeysDownstreamCannotCollide: two people confirming in their own
+// sessions under the same Idempotency-Key, and the same LLM call id in
+// two sessions, reach the tool's service under different keys; the same
+// request retried reaches it under its first key. (The client's key went
+// downstream verbatim: a service that dedups by key gave the first
+// person's result to the second, and bob's LLM call alice's answer.)
+func TestKeysDownstreamCannotCollide(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var keys []string
+	c := demotest.Core(t, &core.Options{Programs: demo.SendWith(func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+		ci, _ := tool.CallInfoFrom(ctx)
+		mu.Lock()
+		keys = append(keys, ci.Key())
+		mu.Unlock()
+		return json.RawMessage(`{"sent":true}`), nil
+	})})
+	ctx := context.Background()
+	run := func(principal, requestID string) string {
+		if _, err := c.Start(ctx, core.Start{Mode: "sales", Principal: principal, ID: principal + "-session"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Execute(ctx, gate.Invocation{SessionID: principal + "-session", Tool: "send_template", Args: json.RawMessage(`{"list_id":"LIST-9"}`),
+			Origin: gate.OriginUser, Principal: principal, RequestID: requestID})
+		if err != nil || res.Status != agentplane.StatusSuccess {
+			t.Fatalf("%s: %+v %v", principal, res, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return keys[len(keys)-1]
+	}
+	alice, bob := run("alice", "key-1"), run("bob", "key-1")
+	llmA, llmB := run("carol", "llm-2-0"), run("dave", "llm-2-0")
+	if alice == bob || llmA == llmB || alice == "key-1" || llmA == "llm-2-0" {
+		t.Fatalf("keys downstream: alice %s, bob %s; LLM calls %s, %s", alice, bob, llmA, llmB)
+	}
+	if alice != gate.DownstreamKey("alice", "alice-session", "key-1") {
+		t.Fatalf("alice's key %s is not derived from her, her session and her request", alice)
 	}
 }
