@@ -618,10 +618,11 @@ func (h sessionHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 // to the same agentplane session, and sends the same call again.
 func (c *cell) mcpCall(key string) {
 	deadline := time.Now().Add(time.Minute)
+	cs := c.mcp // the cell's; a lost one is replaced by this client's own
 	for {
 		params := &mcpsdk.CallToolParams{Name: "note", Arguments: map[string]any{"target": "T-1"}}
 		params.Meta = mcpsdk.Meta{mcpserver.RequestIDKey: key}
-		res, err := c.mcp.CallTool(context.Background(), params)
+		res, err := cs.CallTool(context.Background(), params)
 		if err == nil && !res.IsError {
 			return
 		}
@@ -639,7 +640,7 @@ func (c *cell) mcpCall(key string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 		if err != nil {
-			c.mcp = c.mcpSession(c.session)
+			cs = c.mcpSession(c.session)
 		}
 	}
 }
