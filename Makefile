@@ -14,7 +14,7 @@ build: ## ./agentplane, stamped with its version, commit and time as a release i
 	go build -ldflags "$$(bash scripts/ldflags.sh)" -o agentplane ./cmd/agentplane
 
 test: ## the tests (PostgreSQL's and the browser's run where AGENTPLANE_TEST_POSTGRES is set and chromium is on PATH), then the suites skipped here
-	@status=0; go test ./... || status=$$?; go run ./internal/testenv/skipped; exit $$status
+	@status=0; go test ./... || status=$$?; go run ./internal/testkit/testenv/skipped; exit $$status
 
 race: ## all tests with the race detector, shuffled
 	go test -race -shuffle=on ./...

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/agentplane/agentplane/internal/testenv"
+	"github.com/agentplane/agentplane/internal/testkit/testenv"
 )
 
 // TestMain tells the person running go test ./... which test suites the

@@ -16,7 +16,7 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/config"
-	"github.com/agentplane/agentplane/internal/oidctest"
+	"github.com/agentplane/agentplane/internal/testkit/oidctest"
 )
 
 const audience = "https://agentplane.test/mcp"

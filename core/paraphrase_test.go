@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
-	"github.com/agentplane/agentplane/internal/opsdesk"
+	"github.com/agentplane/agentplane/internal/testkit/opsdesk"
 	"github.com/agentplane/agentplane/tool"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
-	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/internal/testkit/demotest"
 )
 
 // TestRebuild: a core rebuilt over a changed configuration routes with

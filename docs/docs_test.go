@@ -271,4 +271,25 @@ func TestImportRules(t *testing.T) {
 			}
 		})
 	}
+	// The harnesses under internal/testkit serve tests and benchmarks only:
+	// no package the binary or an embedder links depends on one, so the
+	// structure drawn from the imports runs one way.
+	t.Run("testkit", func(t *testing.T) {
+		list, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../...").Output()
+		if err != nil {
+			t.Fatalf("go list: %v", err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(list)), "\n") {
+			f := strings.Fields(line)
+			pkg := strings.TrimPrefix(f[0], module)
+			if strings.HasPrefix(pkg, "internal/testkit") || strings.HasPrefix(pkg, "bench/") {
+				continue
+			}
+			for _, imp := range f[1:] {
+				if strings.HasPrefix(imp, module+"internal/testkit") {
+					t.Errorf("%s imports %s: the harnesses under internal/testkit are for tests and benchmarks only", pkg, strings.TrimPrefix(imp, module))
+				}
+			}
+		}
+	})
 }

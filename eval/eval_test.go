@@ -13,8 +13,8 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/eval"
-	"github.com/agentplane/agentplane/internal/demotest"
-	"github.com/agentplane/agentplane/internal/opsdesk"
+	"github.com/agentplane/agentplane/internal/testkit/demotest"
+	"github.com/agentplane/agentplane/internal/testkit/opsdesk"
 	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/tool"
 )

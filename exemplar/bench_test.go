@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/agentplane/agentplane/exemplar"
-	"github.com/agentplane/agentplane/internal/clinc150"
+	"github.com/agentplane/agentplane/internal/testkit/clinc150"
 	"github.com/agentplane/agentplane/resolve"
 )
 

@@ -21,7 +21,7 @@ import (
 
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/httpapi"
-	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/internal/testkit/demotest"
 	"github.com/agentplane/agentplane/mcpserver"
 	"github.com/agentplane/agentplane/plane"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/internal/canonjson"
-	"github.com/agentplane/agentplane/internal/llmtest"
+	"github.com/agentplane/agentplane/internal/testkit/llmtest"
 )
 
 // nested is a JSON object nested depth deep: {"a":{"a":…{"a":1}}}.

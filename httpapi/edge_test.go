@@ -23,8 +23,8 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/httpapi"
-	"github.com/agentplane/agentplane/internal/demotest"
-	"github.com/agentplane/agentplane/internal/oidctest"
+	"github.com/agentplane/agentplane/internal/testkit/demotest"
+	"github.com/agentplane/agentplane/internal/testkit/oidctest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/plane"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
-	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/internal/testkit/demotest"
 	"github.com/agentplane/agentplane/plane"
 )
 

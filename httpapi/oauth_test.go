@@ -24,7 +24,7 @@ import (
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/httpapi"
-	"github.com/agentplane/agentplane/internal/oidctest"
+	"github.com/agentplane/agentplane/internal/testkit/oidctest"
 	"github.com/agentplane/agentplane/workflow"
 )
 

@@ -23,8 +23,8 @@ import (
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/httpapi"
-	"github.com/agentplane/agentplane/internal/demotest"
-	"github.com/agentplane/agentplane/internal/llmtest"
+	"github.com/agentplane/agentplane/internal/testkit/demotest"
+	"github.com/agentplane/agentplane/internal/testkit/llmtest"
 	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/replay"
 )

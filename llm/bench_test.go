@@ -12,7 +12,7 @@ import (
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
-	"github.com/agentplane/agentplane/internal/llmtest"
+	"github.com/agentplane/agentplane/internal/testkit/llmtest"
 	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/store/sqlite"
 )

@@ -10,7 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/internal/testkit/demotest"
 	"github.com/agentplane/agentplane/mcpserver"
 	"github.com/agentplane/agentplane/plane"
 )

@@ -16,7 +16,7 @@ import (
 
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
-	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/internal/testkit/demotest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 )

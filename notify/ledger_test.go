@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
-	"github.com/agentplane/agentplane/internal/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/pgtest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
-	"github.com/agentplane/agentplane/internal/opsdesk"
+	"github.com/agentplane/agentplane/internal/testkit/opsdesk"
 	"github.com/agentplane/agentplane/probe"
 	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/tool"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/agentplane/agentplane/internal/catalogtest"
+	"github.com/agentplane/agentplane/internal/testkit/catalogtest"
 	"github.com/agentplane/agentplane/resolve"
 )
 

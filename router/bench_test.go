@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
-	"github.com/agentplane/agentplane/internal/catalogtest"
+	"github.com/agentplane/agentplane/internal/testkit/catalogtest"
 	"github.com/agentplane/agentplane/router"
 )
 

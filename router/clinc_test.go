@@ -6,7 +6,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
-	"github.com/agentplane/agentplane/internal/clinc150"
+	"github.com/agentplane/agentplane/internal/testkit/clinc150"
 )
 
 // TestExamplesOnCLINC150Subset routes the validation utterances of 25

@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
-	"github.com/agentplane/agentplane/internal/opsdesk"
+	"github.com/agentplane/agentplane/internal/testkit/opsdesk"
 	"github.com/agentplane/agentplane/router"
 )
 

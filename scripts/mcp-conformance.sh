@@ -5,7 +5,7 @@
 # the suite's names: test_simple_text, test://static-text, …), and the
 # Inspector lists and calls its tools, lists and reads its resources and
 # lists and gets its prompts (HTTP and stdio); (b) the fixture server
-# (internal/mcpconformance, the same MCP server code and transport with
+# (internal/testkit/mcpconformance, the same MCP server code and transport with
 # the suite's fixture tools, resources and prompts beside agentplane's) —
 # the full profile, the pending scenarios included, and the tools profile.
 # MCP_SCRIPTS is the directory holding conformance.sh and inspector.sh
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/agentplane" ./cmd/agentplane
-go build -o "$tmp/mcpconformance" ./internal/mcpconformance
+go build -o "$tmp/mcpconformance" ./internal/testkit/mcpconformance
 "$tmp/agentplane" serve --addr 127.0.0.1:18080 --db "$tmp/serve.db" >"$tmp/serve.log" 2>&1 &
 "$tmp/mcpconformance" --addr 127.0.0.1:18081 >"$tmp/fixtures.log" 2>&1 &
 sleep 1

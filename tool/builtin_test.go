@@ -10,7 +10,7 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/gate"
-	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/internal/testkit/demotest"
 	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/tool"

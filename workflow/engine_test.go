@@ -17,7 +17,7 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
-	"github.com/agentplane/agentplane/internal/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/pgtest"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/store/postgres"

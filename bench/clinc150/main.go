@@ -35,7 +35,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
-	"github.com/agentplane/agentplane/internal/clinc150"
+	"github.com/agentplane/agentplane/internal/testkit/clinc150"
 	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/router"
 )

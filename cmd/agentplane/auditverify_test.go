@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentplane/agentplane/internal/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/pgtest"
 )
 
 // TestAuditVerifyDatabase: `audit verify --db DB` checks every stored

@@ -19,7 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/agentplane/agentplane/internal/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/pgtest"
 )
 
 // The deployment kit (deploy/) as an operator uses it: the balancers

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentplane/agentplane/internal/testenv"
+	"github.com/agentplane/agentplane/internal/testkit/testenv"
 )
 
 // helpdesk is the example tool service (examples/helpdesk/service.py)

@@ -22,7 +22,7 @@ import (
 
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/demo"
-	"github.com/agentplane/agentplane/internal/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/pgtest"
 )
 
 // The hostile-client suite: each case runs against real serve processes

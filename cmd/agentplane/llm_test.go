@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentplane/agentplane/internal/llmtest"
+	"github.com/agentplane/agentplane/internal/testkit/llmtest"
 )
 
 // chatWithLLM runs the chat with an LLM endpoint from the environment.

@@ -23,8 +23,8 @@ import (
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/docs"
 	"github.com/agentplane/agentplane/gate"
-	"github.com/agentplane/agentplane/internal/llmtest"
-	"github.com/agentplane/agentplane/internal/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/llmtest"
+	"github.com/agentplane/agentplane/internal/testkit/pgtest"
 	"github.com/agentplane/agentplane/mcpserver"
 	"github.com/agentplane/agentplane/workflow"
 )

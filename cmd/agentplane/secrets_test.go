@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentplane/agentplane/internal/llmtest"
+	"github.com/agentplane/agentplane/internal/testkit/llmtest"
 )
 
 // secretsConfig reads a secret from the environment in every place a

@@ -25,9 +25,9 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/agentplane/agentplane/demo"
-	"github.com/agentplane/agentplane/internal/llmtest"
-	"github.com/agentplane/agentplane/internal/oidctest"
-	"github.com/agentplane/agentplane/internal/testenv"
+	"github.com/agentplane/agentplane/internal/testkit/llmtest"
+	"github.com/agentplane/agentplane/internal/testkit/oidctest"
+	"github.com/agentplane/agentplane/internal/testkit/testenv"
 )
 
 // The web page is tested in a real headless Chromium (Debian's chromium,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agentplane/agentplane/internal/storebench"
+	"github.com/agentplane/agentplane/internal/testkit/storebench"
 	"github.com/agentplane/agentplane/store/postgres"
 )
 

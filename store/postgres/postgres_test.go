@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/internal/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/pgtest"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
 	"github.com/agentplane/agentplane/store/storetest"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentplane/agentplane/internal/storebench"
+	"github.com/agentplane/agentplane/internal/testkit/storebench"
 	"github.com/agentplane/agentplane/store/sqlite"
 )
 

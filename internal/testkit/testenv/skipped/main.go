@@ -4,15 +4,15 @@
 // line is lost: a cached run, or output written to a file. `make test`
 // and .ci/run run it after the tests:
 //
-//	go run ./internal/testenv/skipped      # the line, or nothing
-//	go run ./internal/testenv/skipped -v   # or "no test suite was skipped"
+//	go run ./internal/testkit/testenv/skipped      # the line, or nothing
+//	go run ./internal/testkit/testenv/skipped -v   # or "no test suite was skipped"
 package main
 
 import (
 	"flag"
 	"fmt"
 
-	"github.com/agentplane/agentplane/internal/testenv"
+	"github.com/agentplane/agentplane/internal/testkit/testenv"
 )
 
 func main() {

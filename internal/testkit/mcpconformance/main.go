@@ -7,7 +7,7 @@
 // content types, logging, progress, sampling, elicitation — not
 // agentplane's actions, so they do not pass the gate).
 //
-//	go run ./internal/mcpconformance --addr 127.0.0.1:18081
+//	go run ./internal/testkit/mcpconformance --addr 127.0.0.1:18081
 //	../shared/tools/mcp/conformance.sh --profile tools http://127.0.0.1:18081/mcp
 package main
 

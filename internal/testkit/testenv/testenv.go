@@ -106,7 +106,7 @@ func Line() string {
 // only: elsewhere it says nothing), or when that standard error is a
 // file: the go command writes a file at its own offset, over a line
 // appended beside it. A cached run does not run it at all: `make test`
-// and .ci/run print Line after the tests (go run ./internal/testenv/skipped).
+// and .ci/run print Line after the tests (go run ./internal/testkit/testenv/skipped).
 func Announce() {
 	line := Line()
 	if line == "" {
