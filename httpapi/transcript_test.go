@@ -107,16 +107,16 @@ func firstDifference(want, got string) string {
 
 // transcript is a client playing a script against one server.
 type transcript struct {
-	t       *testing.T
-	e       *env
-	ctx     context.Context
-	out     strings.Builder
-	session string
-	mcp     string
-	sse     *bufio.Reader
+	t        *testing.T
+	e        *env
+	ctx      context.Context
+	out      strings.Builder
+	session  string
+	mcp      string
+	sse      *bufio.Reader
 	closeSSE func()
-	ws      *websocket.Conn
-	rpcID   int
+	ws       *websocket.Conn
+	rpcID    int
 }
 
 func play(t *testing.T, e *env, script string) string {
