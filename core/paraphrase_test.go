@@ -40,7 +40,7 @@ func TestParaphraseIsAskedThenRunOnce(t *testing.T) {
 	}
 	defer c.Close()
 	s := startSession(t, c, opsdesk.Ops)
-	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "could you give search indexer a quick bounce for me"})
+	tr := turn(t, c, s.ID, agentplane.TurnInput{Text: "could you give search indexer a bounce for me"})
 	if d := tr.Decision; d.Action != agentplane.ActionAskQuestion || d.CommandID != "restart_service" || d.ResolvedID != "SER-4" || tr.ConfirmationToken == "" {
 		t.Fatalf("paraphrase -> %s %s(%s) token %q\n%v", d.Action, d.CommandID, d.ResolvedID, tr.ConfirmationToken, d.Trace)
 	}

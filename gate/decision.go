@@ -87,10 +87,12 @@ func (g *Gate) RecordDecision(ctx context.Context, base *agentplane.Session, pri
 //     (expiring after the configured picker TTL) and no confirmation;
 //   - a confirmation question: a pending confirmation and no picker;
 //   - invoke_command: neither (the pick or the confirmation is used up);
-//   - continue_with_llm: no confirmation (anything but yes/no drops it),
-//     no question (a question answered with anything but one of its
-//     options is over: nothing runs from it later), and prev's picker,
-//     shown by the client, while it has not expired.
+//   - continue_with_llm: nothing pending — no confirmation (anything but
+//     yes/no drops it), no question (a question answered with anything
+//     but one of its options is over: nothing runs from it later), and no
+//     picker: the conversation has left the list, and a later "1" or name
+//     must not act on it (a pick made on the page is a selection, which
+//     needs no pending picker).
 //
 // It is a pure function; RecordDecision applies its result.
 func (g *Gate) Pending(prev *agentplane.Session, d *agentplane.Decision, now time.Time) (*agentplane.PendingPicker, *agentplane.PendingConfirmation) {
@@ -110,11 +112,6 @@ func (g *Gate) Pending(prev *agentplane.Session, d *agentplane.Decision, now tim
 		}
 		return &agentplane.PendingPicker{CommandID: d.CommandID, Source: src,
 			OptionIDs: slices.Clone(d.OptionIDs), Mode: d.TargetMode, ExpiresAt: now.Add(settings.PickerTTL)}, nil
-	case agentplane.ActionContinueLLM:
-		if prev != nil && prev.PendingPicker != nil && len(prev.PendingPicker.OptionIDs) == 0 && now.Before(prev.PendingPicker.ExpiresAt) {
-			p := *prev.PendingPicker
-			return &p, nil
-		}
 	}
 	return nil, nil
 }

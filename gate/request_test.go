@@ -198,18 +198,23 @@ func TestPendingAfterDecision(t *testing.T) {
 	if p, _ := g.Pending(s, &d, now); p != nil {
 		t.Fatal("a question not answered with one of its options stayed pending")
 	}
-	// a picker the client shows stays while the conversation goes on
+	// a picker is pending until the conversation leaves it: a turn that
+	// goes to the LLM drops it, and a later name typed is no pick from it
 	d, _ = reg.Route(context.Background(), s, agentplane.TurnInput{Text: "I want to work on email templates", UI: true, Now: now})
 	if picker, _ = g.Pending(s, &d, now); picker == nil || len(picker.OptionIDs) != 0 {
 		t.Fatalf("after a launcher with UI: %+v", picker)
 	}
 	s.PendingPicker = picker
-	d, _ = reg.Route(context.Background(), s, agentplane.TurnInput{Text: "hello there", UI: true, Now: now})
-	if p, _ := g.Pending(s, &d, now); p == nil {
-		t.Fatal("an unrelated turn dropped the picker on screen")
+	if d, _ := reg.Route(context.Background(), s, agentplane.TurnInput{Text: "Renewal Reminder", UI: true, Now: now}); d.Action != agentplane.ActionInvokeCommand {
+		t.Fatalf("a name typed into the pending picker -> %s", d.Action)
 	}
-	if p, _ := g.Pending(s, &d, now.Add(time.Hour)); p != nil {
-		t.Fatal("an expired picker was kept")
+	d, _ = reg.Route(context.Background(), s, agentplane.TurnInput{Text: "hello there", UI: true, Now: now})
+	if p, _ := g.Pending(s, &d, now); p != nil {
+		t.Fatal("a turn that went to the LLM left the picker pending")
+	}
+	s.PendingPicker = nil
+	if d, _ := reg.Route(context.Background(), s, agentplane.TurnInput{Text: "Renewal Reminder", UI: true, Now: now}); d.Action != agentplane.ActionContinueLLM {
+		t.Fatalf("a name typed after the conversation left the picker -> %s %s(%s)", d.Action, d.CommandID, d.ResolvedID)
 	}
 }
 

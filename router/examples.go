@@ -141,6 +141,24 @@ func (t *turn) matchExamples() (agentplane.Decision, bool) {
 	if conf < th {
 		return agentplane.Decision{}, false
 	}
+	target := cmd
+	if cmd.Kind == agentplane.KindLauncher {
+		if c, ok := t.reg.Command(cmd.OnSelect); ok {
+			target = c
+		}
+	}
+	// a launcher's picker runs nothing: one with many examples among many
+	// commands may be asked for in a paraphrase with a word or two of its
+	// own; an executable is held to every word
+	many := cmd.Kind == agentplane.KindLauncher && len(cmd.Examples) >= minExamples && r.Allowed >= minCommands
+	if fw, tolerated := t.foreignWords(r.Label, target, target.Source, t.normalizedWords(), many); len(fw) > 0 {
+		t.tracep("examples: not accounted for: \"", strings.Join(fw, "\", \""), "\" — no example, trigger, kind word or item of ", cmd.ID,
+			" uses it: the utterance is about something else")
+		return agentplane.Decision{}, false
+	} else if tolerated != "" {
+		t.tracep("examples: \"", tolerated, "\": no word of ", cmd.ID, "'s, but inside the utterance, as a paraphrase's may be (",
+			strconv.Itoa(minExamples), "+ examples among ", strconv.Itoa(minCommands), "+ commands)")
+	}
 	if cmd.Kind != agentplane.KindLauncher {
 		return t.paraphrase(cmd, r)
 	}

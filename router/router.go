@@ -114,6 +114,9 @@ func New(reg *registry.Registry) (*Router, error) {
 			for w := range kindWords(reg, c.Source) {
 				m[w] |= wordKind
 			}
+			for w := range r.browsingWords(c.Source) {
+				m[w] |= wordKind
+			}
 			for w := range determiners {
 				m[w] |= wordDeterminer
 			}
@@ -196,8 +199,9 @@ type turn struct {
 	words  []string // normalized words of the text, once computed
 	norm   string   // the normalized text, once computed
 	wbuf   [16]string
-	// searched is the last slot searched for an item in its runs of words
-	searched string
+	// asking: the text ends with a question mark — a command it names is
+	// asked about, never run
+	asking bool
 }
 
 // runMode is the mode commands are checked in: a launcher's target mode
@@ -318,6 +322,15 @@ func (t *turn) route() (agentplane.Decision, error) {
 	if len(t.normalizedWords()) == 0 {
 		return t.llm(agentplane.ReasonEmptyInput)
 	}
+	if why := clause(text); why != "" {
+		t.tracep("not a command: ", why)
+		return t.llm(agentplane.ReasonNoControlIntent)
+	}
+	// "restart web-1?" asks at most; "can you restart web-1?" is a request
+	if t.asking = asksOnly(text); t.asking {
+		w := t.normalizedWords()
+		t.asking = cap(t.rt.fillers.Strip(w)) == cap(w) && preamble(w) == 0
+	}
 	return t.triggers()
 }
 
@@ -408,6 +421,11 @@ func (t *turn) invokeOrConfirm(cmd *agentplane.CommandDefinition, item *agentpla
 		t.tracep(cmd.ID, " needs confirmation; asking")
 		return agentplane.Decision{Action: agentplane.ActionAskQuestion, QuestionText: q, Options: []string{"Yes", "No"},
 			CommandID: cmd.ID, ResolvedID: item.Header.ID, TargetMode: tm}
+	}
+	if t.asking {
+		t.tracep("the command is said as a question: asking before acting")
+		return agentplane.Decision{Action: agentplane.ActionAskQuestion, QuestionText: registry.ConfirmationQuestion(cmd, item.Header.DisplayName),
+			Options: []string{"Yes", "No"}, CommandID: cmd.ID, ResolvedID: item.Header.ID, TargetMode: tm}
 	}
 	t.tracep("invoke ", cmd.ID, "(", item.Header.ID, ")")
 	return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: cmd.ID, ResolvedID: item.Header.ID, TargetMode: tm}
@@ -711,15 +729,19 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 		if d, q, ok := t.missingItem(cmd, ix, text); ok {
 			return d, q
 		}
-	}
-	// a run of the slot may name an item when the slot as a whole names
-	// none, not even by a typo (a typo of a three-word name is no
-	// two-word name); with a candidate in hand, an earlier slot was
-	// searched
-	if res.Tier == resolve.TierNone && !strictOnly {
-		if item, ok := t.subSpan(cmd, ix, text); ok {
-			return t.invokeOrConfirm(cmd, item), qualityStrict
+		// pointing and kind words around the item's name ("the web-1
+		// service") are accounted for: the name is what they hold
+		if name, cres, ok := t.nameWithin(cmd, ix, resolve.Fields(nil, resolve.Normalize(text)), strictOnly); ok &&
+			(cres.Tier == resolve.TierExact || res.Tier == resolve.TierNone) {
+			t.tracep("\"", text, "\": the words around \"", name, "\" point at it or name its kind")
+			res, text = cres, name
 		}
+	}
+	// every word must be accounted for: a slot that names no item as a
+	// whole is no item with words left over ("restart web-1 is the
+	// first step") — the trigger does not match
+	if res.Tier == resolve.TierNone && t.unaccounted(cmd, ix, text) {
+		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonNoControlIntent}, qualityNone
 	}
 	note := ""
 	if strictOnly {

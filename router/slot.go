@@ -24,7 +24,7 @@ const (
 // service", "cancel this order") without naming one.
 var (
 	determiners = set("a", "an", "the", "some", "any", "one", "another")
-	deictics    = set("this", "that", "it", "these", "those", "them", "same", "current")
+	deictics    = set("this", "that", "it", "these", "those", "them", "same", "current", "my", "his", "her", "their", "our", "its", "your")
 )
 
 // missingItem reads a slot that names no item — determiners, deictics
@@ -113,64 +113,6 @@ func kindWords(reg *registry.Registry, src agentplane.ResolverSource) map[string
 	return m
 }
 
-// subSpan finds, in a slot that does not resolve as a whole ("the pods of
-// payments api"), the longest run of words naming exactly one item of the
-// command's source, when the words left over do not change the meaning:
-// no negation and no other item among them. The trace names the leftover.
-func (t *turn) subSpan(cmd *agentplane.CommandDefinition, ix *resolve.Index, text string) (*agentplane.ResolverItem, bool) {
-	if !strings.Contains(strings.TrimSpace(text), " ") {
-		return nil, false // one word: the whole slot was tried
-	}
-	if sameButArticle(text, t.searched) {
-		return nil, false // "the x y" after "x y": its runs were searched
-	}
-	t.searched = text
-	ws := newWordSpans(resolve.Normalize(text))
-	if ws.n < 2 {
-		return nil, false
-	}
-	s, e, item, ok := strictSpanIn(ix, ws, 0, ws.n)
-	if !ok || e-s == ws.n {
-		return nil, false
-	}
-	for i := range ws.n {
-		if w := ws.span(i, i+1); (i < s || i >= e) && negations[w] {
-			t.tracep("\"", w, "\" beside the item ", item.Header.ID, " changes the meaning: not taking it")
-			return nil, false
-		}
-	}
-	if t.otherItem(ix, ws, s, e, item) {
-		return nil, false
-	}
-	before, after, sep := spanOrEmpty(ws, 0, s), spanOrEmpty(ws, e, ws.n), ""
-	if before != "" && after != "" {
-		sep = " … "
-	}
-	t.tracep("\"", ws.span(s, e), "\" in the slot names ", item.Header.ID, " (", item.Header.DisplayName, "); left over: \"", before, sep, after, "\"")
-	return item, true
-}
-
-// sameButArticle reports whether a and b differ only by a leading
-// article of one of them.
-func sameButArticle(a, b string) bool {
-	if len(a) < len(b) {
-		a, b = b, a
-	}
-	if b == "" || !strings.HasSuffix(a, b) {
-		return false
-	}
-	head := a[:len(a)-len(b)]
-	return head == "the " || head == "a " || head == "an " || head == ""
-}
-
-// spanOrEmpty is ws.span(s, e), or "" for no words.
-func spanOrEmpty(ws *wordSpans, s, e int) string {
-	if s >= e {
-		return ""
-	}
-	return ws.span(s, e)
-}
-
 // otherItem reports, and traces, whether the words of ws outside s..e-1
 // name an item other than item.
 func (t *turn) otherItem(ix *resolve.Index, ws *wordSpans, s, e int, item *agentplane.ResolverItem) bool {
@@ -181,4 +123,42 @@ func (t *turn) otherItem(ix *resolve.Index, ws *wordSpans, s, e int, item *agent
 		}
 	}
 	return false
+}
+
+// browsingWords returns the words the launchers browsing a source use for
+// its items, as the source's kind words: the words of their examples and
+// triggers that few commands' examples have ("responders" for the on-call
+// list). They name the kind, not an item.
+func (r *Router) browsingWords(src agentplane.ResolverSource) map[string]bool {
+	m := map[string]bool{}
+	if r.detector == nil {
+		return m
+	}
+	for i, c := range r.commands {
+		if c.Kind != agentplane.KindLauncher || r.cmdLabel[i] < 0 {
+			continue
+		}
+		if target, ok := r.reg.Command(c.OnSelect); !ok || target.Source != src {
+			continue
+		}
+		add := func(text string) {
+			for _, w := range resolve.Fields(nil, resolve.Normalize(text)) {
+				if !functionWords[w] && !articles[w] && r.detector.Spread(w) == 1 {
+					m[w] = true
+					if len(w) > 3 && strings.HasSuffix(w, "s") {
+						m[w[:len(w)-1]] = true
+					}
+				}
+			}
+		}
+		for _, e := range c.Examples {
+			add(e)
+		}
+		for _, p := range r.patterns[i] {
+			for _, ph := range p.Phrasings[:min(len(p.Phrasings), maxTriggerExamples)] {
+				add(strings.Join(ph.Words(), " "))
+			}
+		}
+	}
+	return m
 }
