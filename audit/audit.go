@@ -60,6 +60,10 @@ type Record struct {
 	// moved the session on.
 	Principal string `json:"principal,omitempty"`
 	Base      int64  `json:"base,omitempty"`
+	// Config is the digest of the configuration in force when the event
+	// was decided (config.Digest): replay decides it on the same one.
+	// Records written before configurations were named have none.
+	Config string `json:"config,omitempty"`
 
 	Input    *agentplane.TurnInput `json:"input,omitempty"`
 	Decision *agentplane.Decision  `json:"decision,omitempty"`

@@ -199,7 +199,7 @@ func (x *execution) record(res *agentplane.ExecutionResult) *audit.Record {
 			intent.Args = inv.Args
 		}
 	}
-	r := &audit.Record{Session: x.sess.ID, Time: x.now.UTC(), Kind: audit.KindExecution, Principal: inv.Principal, Base: x.sess.Version,
+	r := &audit.Record{Session: x.sess.ID, Time: x.now.UTC(), Kind: audit.KindExecution, Config: x.g.config, Principal: inv.Principal, Base: x.sess.Version,
 		Intent: intent, Result: &logged, State: res.Session, Presented: x.presented}
 	if x.rebased != 0 {
 		r.Base, r.Rebased = x.base, x.rebased

@@ -56,7 +56,7 @@ func (g *Gate) RecordDecision(ctx context.Context, base *agentplane.Session, pri
 		c.Session, state = next, next
 	}
 	in, d := t.Input, t.Decision
-	c.Record = &audit.Record{Session: base.ID, Time: now.UTC(), Kind: audit.KindTurn, Principal: principal, Base: base.Version,
+	c.Record = &audit.Record{Session: base.ID, Time: now.UTC(), Kind: audit.KindTurn, Config: g.config, Principal: principal, Base: base.Version,
 		Input: &in, Decision: &d, State: state}
 	if c.Issue != nil {
 		c.Record.Issued = c.Issue.Digest
@@ -135,7 +135,7 @@ func (g *Gate) Open(ctx context.Context, o Opening) (*agentplane.Session, error)
 		return nil, agentplane.Errorf(agentplane.CodeInvalidArgs, "unknown mode %q", mode)
 	}
 	s := &agentplane.Session{ID: o.SessionID, Owner: o.Owner, UI: o.UI, Mode: mode, Version: 1}
-	c := &store.Commit{SessionID: o.SessionID, Session: s, Record: &audit.Record{Session: o.SessionID, Time: g.now().UTC(), Kind: audit.KindOpen,
+	c := &store.Commit{SessionID: o.SessionID, Session: s, Record: &audit.Record{Session: o.SessionID, Time: g.now().UTC(), Kind: audit.KindOpen, Config: g.config,
 		Principal: o.Principal, State: s}}
 	if err := g.store.Commit(ctx, c); err != nil {
 		return nil, fmt.Errorf("gate: create session %s: %w", o.SessionID, err)
@@ -180,7 +180,7 @@ func (g *Gate) Resume(ctx context.Context, id, principal string) (*agentplane.Se
 		next.PendingConfirmation = nil
 	}
 	next.Version++
-	c := &store.Commit{SessionID: id, Session: next, Record: &audit.Record{Session: id, Time: g.now().UTC(), Kind: audit.KindResume,
+	c := &store.Commit{SessionID: id, Session: next, Record: &audit.Record{Session: id, Time: g.now().UTC(), Kind: audit.KindResume, Config: g.config,
 		Principal: principal, Base: sess.Version, State: next, Notes: notes}}
 	if err := g.store.Commit(ctx, c); err != nil {
 		return nil, nil, fmt.Errorf("gate: resume session %s: %w", id, err)
@@ -223,7 +223,7 @@ func (g *Gate) Propose(ctx context.Context, base *agentplane.Session, principal,
 	c := &store.Commit{SessionID: base.ID, Session: next,
 		Issue: &store.Confirmation{Digest: Digest(token), SessionID: base.ID, Action: toolName, Binding: string(args),
 			Version: next.Version, ExpiresAt: confirm.ExpiresAt, Pending: true}}
-	c.Record = &audit.Record{Session: base.ID, Time: now.UTC(), Kind: audit.KindProposal, Principal: principal, Base: base.Version,
+	c.Record = &audit.Record{Session: base.ID, Time: now.UTC(), Kind: audit.KindProposal, Config: g.config, Principal: principal, Base: base.Version,
 		Intent:   &agentplane.Intent{Type: agentplane.IntentActionCall, Action: toolName, Args: args, Origin: string(OriginLLM)},
 		Decision: &d, State: next, Issued: c.Issue.Digest}
 	if err := g.store.Commit(ctx, c); err != nil {
@@ -239,7 +239,7 @@ func (g *Gate) Propose(ctx context.Context, base *agentplane.Session, principal,
 // chain, with the principal's roles (which decided the tools offered); it
 // changes no state.
 func (g *Gate) RecordExchange(ctx context.Context, sessionID, principal string, roles []string, ex *agentplane.LLMExchange) (int64, error) {
-	c := &store.Commit{SessionID: sessionID, Record: &audit.Record{Session: sessionID, Time: g.now().UTC(), Kind: audit.KindLLM,
+	c := &store.Commit{SessionID: sessionID, Record: &audit.Record{Session: sessionID, Time: g.now().UTC(), Kind: audit.KindLLM, Config: g.config,
 		Principal: principal, Roles: slices.Clone(roles), LLM: ex}}
 	if err := g.store.Commit(ctx, c); err != nil {
 		return 0, fmt.Errorf("gate: record LLM exchange on session %s: %w", sessionID, err)

@@ -160,6 +160,7 @@ type Gate struct {
 	argSchemas  map[string]*jsonschema.Schema // by command id
 	tracer      trace.Tracer                  // nil: tracing is off
 	redact      *redact.Redactor              // nil: nothing to mask
+	config      string                        // the configuration's digest, in every record
 }
 
 // Options configure a Gate. nil means defaults.
@@ -180,6 +181,10 @@ type Options struct {
 	// Redact masks the server's secrets in results (messages, errors,
 	// outputs) before they are recorded or answered; nil masks nothing.
 	Redact *redact.Redactor
+	// Config is the digest of the configuration the registry was compiled
+	// from (config.Digest): every record of a decision or an execution
+	// carries it. "" leaves it out.
+	Config string
 }
 
 // New returns a gate over the registry and store.
@@ -194,7 +199,7 @@ func New(reg *registry.Registry, st store.Store, opts *Options) (*Gate, error) {
 		opts = &Options{}
 	}
 	g := &Gate{reg: reg, store: st, now: opts.Now, newToken: opts.NewToken, newID: opts.NewID, tools: opts.Tools,
-		toolTimeout: opts.ToolTimeout, clockMargin: opts.ClockMargin, log: opts.Logger, tracer: opts.Tracer, redact: opts.Redact}
+		toolTimeout: opts.ToolTimeout, clockMargin: opts.ClockMargin, log: opts.Logger, tracer: opts.Tracer, redact: opts.Redact, config: opts.Config}
 	if g.tools == nil {
 		g.tools = tool.NewRegistry()
 	}

@@ -164,7 +164,7 @@ func (g *Gate) refuse(ctx context.Context, r IntentRequest, in *agentplane.Inten
 	}
 	res.RequestID = in.RequestID
 	res = unchanged(res, sess)
-	rec := &audit.Record{Session: r.SessionID, Time: g.now().UTC(), Kind: audit.KindExecution, Principal: r.Principal, Base: sess.Version,
+	rec := &audit.Record{Session: r.SessionID, Time: g.now().UTC(), Kind: audit.KindExecution, Config: g.config, Principal: r.Principal, Base: sess.Version,
 		Intent: in, Roles: slices.Clone(r.Roles), Result: &res, State: sess}
 	if err := g.store.Commit(ctx, &store.Commit{SessionID: r.SessionID, Record: rec}); err != nil {
 		return agentplane.ExecutionResult{}, fmt.Errorf("gate: record intent on session %s: %w", r.SessionID, err)

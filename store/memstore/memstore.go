@@ -30,6 +30,7 @@ type Store struct {
 	requests map[store.RequestKey]store.Request
 	tokens   map[string]store.Confirmation
 	pending  map[string]string // store.PendingKey -> the digest of the token issued with it
+	configs  map[string][]byte // configurations by digest (store.Configs)
 }
 
 // New returns an empty store.
