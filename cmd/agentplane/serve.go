@@ -111,7 +111,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		ln.Close()
 		return fmt.Errorf("--addr %s: %w", *addr, err)
 	}
-	rt.Start(ctx)
+	if err := rt.Start(ctx); err != nil {
+		return err
+	}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -168,7 +170,9 @@ func (m *Main) mcp(ctx context.Context, args []string) error {
 		return err
 	}
 	defer rt.Close(time.Minute) // releases its workflows for the next process
-	rt.Start(ctx)
+	if err := rt.Start(ctx); err != nil {
+		return err
+	}
 	srv := mcpserver.New(rt, nil)
 	if err := srv.Run(ctx, auth.Local, &mcpsdk.IOTransport{Reader: io.NopCloser(m.Stdin), Writer: nopWriteCloser{m.Stdout}}); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("mcp: %w", err)
