@@ -139,12 +139,16 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(m.Stdout, "agentplane: shutting down: finishing in-flight requests")
-	srv.Drain("the server is shutting down; reconnect and resume from your last event id")
+	const reason = "the server is shutting down; reconnect and resume from your last event id"
+	srv.Drain(reason)
 	sctx, cancel := context.WithTimeout(context.Background(), *drain)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: shutdown: %v\n", err)
 		hs.Close()
+	}
+	if err := srv.Wait(sctx, reason); err != nil { // the WebSocket connections, which Shutdown does not see
+		fmt.Fprintf(m.Stderr, "agentplane: shutdown: WebSocket connections still open: %v\n", err)
 	}
 	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
