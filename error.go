@@ -28,6 +28,7 @@ const (
 	CodeInterrupted          = "interrupted"         // it was running when its instance stopped, and may have acted
 	CodeUnauthorized         = "unauthorized"        // no API key, or one the server does not know
 	CodeTooManyRequests      = "too_many_requests"   // a cap per principal (streams, MCP sessions, replays) or a rate is reached
+	CodeUnavailable          = "unavailable"         // the server is shutting down: nothing was done; send it again after reconnecting
 	CodeInternal             = "internal"
 )
 

@@ -51,7 +51,8 @@ type Source struct {
 // Options configure New. nil means defaults.
 type Options struct {
 	// Store keeps sessions, audit chains, requests and tokens; the Core
-	// closes it. nil means a new in-memory store.
+	// closes it (when New or FromConfig fails, it is the caller's to
+	// close). nil means a new in-memory store.
 	Store store.Store
 	// Tools are the program's own tools besides the built-in ones;
 	// configurations may name them without declaring them.
@@ -232,7 +233,7 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 	}
 	ctx, c.stop = context.WithCancel(ctx)
 	if err := c.mountTools(ctx, wired, opts); err != nil {
-		c.Close()
+		c.closeParts() // the store is the caller's while New fails
 		return nil, err
 	}
 	var gst store.Store = c.store
@@ -242,7 +243,7 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 	c.gate, err = gate.New(c.reg, gst, &gate.Options{Now: c.now, NewToken: opts.NewToken, NewID: c.newID, Tools: c.tools,
 		ToolTimeout: opts.ToolTimeout, ClockMargin: opts.ClockMargin, Logger: c.log, Tracer: c.tracer, Redact: c.redact})
 	if err != nil {
-		c.Close()
+		c.closeParts()
 		return nil, err
 	}
 	return c, nil
@@ -322,18 +323,24 @@ func (c *Core) mountTools(ctx context.Context, wired *config.Config, opts *Optio
 func (c *Core) Close() error {
 	var err error
 	c.closed.Do(func() {
-		if c.stop != nil {
-			c.stop()
-		}
-		c.retries.Wait()
-		for _, s := range c.mcp {
-			s.Close()
-		}
+		c.closeParts()
 		if c.store != nil {
 			err = c.store.Close()
 		}
 	})
 	return err
+}
+
+// closeParts stops the MCP retries and closes the connections to MCP
+// servers: all Close does but close the store.
+func (c *Core) closeParts() {
+	if c.stop != nil {
+		c.stop()
+	}
+	c.retries.Wait()
+	for _, s := range c.mcp {
+		s.Close()
+	}
 }
 
 // Derived are the parts a derived core replaces.

@@ -100,6 +100,10 @@ type Hub struct {
 	topics map[string]*topic
 	closed string // why the hub closed; "" while open
 	subs   int    // open subscriptions
+
+	ctx    context.Context // the pumps' reads; cancelled by Close
+	cancel context.CancelFunc
+	pumps  sync.WaitGroup // the topics' pump goroutines, waited for by Close
 }
 
 // topic is one session's subscribers and its pump's state.
@@ -124,6 +128,7 @@ type Sub struct {
 // NewHub returns a hub reading records with read.
 func NewHub(read Reader, opts *Options) *Hub {
 	h := &Hub{read: read, queue: 256, log: slog.New(slog.DiscardHandler), topics: map[string]*topic{}}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if opts != nil {
 		if opts.Queue > 0 {
 			h.queue = opts.Queue
@@ -204,12 +209,13 @@ func (h *Hub) Poll(ctx context.Context, every time.Duration, heads Heads) {
 	}
 }
 
-// wake marks t dirty and starts its pump; h.mu is held.
+// wake marks t dirty and starts its pump; h.mu is held. A closed hub
+// starts none: Close waits for those it started.
 func (h *Hub) wake(t *topic) {
 	t.dirty = true
-	if !t.running {
+	if !t.running && h.closed == "" {
 		t.running = true
-		go h.pump(t)
+		h.pumps.Go(func() { h.pump(t) })
 	}
 }
 
@@ -332,16 +338,25 @@ func (h *Hub) Followed(prefix string) []string {
 }
 
 // Close drops every subscription with the reason (a server shutting
-// down) and refuses new ones.
+// down), refuses new ones, and returns once the hub's goroutines have
+// ended (a store read in flight is cancelled). It is safe to call more
+// than once, and concurrently: the first reason is kept.
 func (h *Hub) Close(reason string) {
+	if reason == "" {
+		reason = "the event hub closed"
+	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.closed = reason
+	if h.closed == "" {
+		h.closed = reason
+	}
 	for _, t := range h.topics {
 		for s := range t.subs {
-			h.drop(s, reason)
+			h.drop(s, h.closed)
 		}
 	}
+	h.mu.Unlock()
+	h.cancel()
+	h.pumps.Wait()
 }
 
 // pump serves a topic while it is dirty: it reads the records after the
@@ -367,7 +382,7 @@ func (h *Hub) pump(t *topic) {
 		}
 		h.mu.Unlock()
 
-		recs, err := h.read(context.Background(), t.session, from)
+		recs, err := h.read(h.ctx, t.session, from)
 		frames := make([]Frame, 0, len(recs))
 		for i := range recs {
 			if err != nil {
@@ -378,7 +393,9 @@ func (h *Hub) pump(t *topic) {
 			frames = append(frames, f)
 		}
 		if err != nil {
-			h.log.Error("event stream: read the session's records", "session", t.session, "err", err)
+			if h.ctx.Err() == nil {
+				h.log.Error("event stream: read the session's records", "session", t.session, "err", err)
+			}
 			h.mu.Lock()
 			for s := range t.subs {
 				h.drop(s, "the server could not read the session's events; resume from your last event id")

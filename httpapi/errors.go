@@ -46,7 +46,7 @@ func status(code string) int {
 		return http.StatusUnprocessableEntity
 	case agentplane.CodeTimeout:
 		return http.StatusGatewayTimeout
-	case agentplane.CodeToolUnavailable, agentplane.CodeSourceUnavailable:
+	case agentplane.CodeToolUnavailable, agentplane.CodeSourceUnavailable, agentplane.CodeUnavailable:
 		return http.StatusServiceUnavailable
 	case agentplane.CodeTooManyRequests:
 		return http.StatusTooManyRequests

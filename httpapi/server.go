@@ -81,6 +81,7 @@ type Server struct {
 	draining  atomic.Bool
 	drained   chan struct{} // closed by Drain
 	drainOnce sync.Once
+	hijacked  drainGroup // WebSocket connections: http.Server.Shutdown does not wait for them
 	handler   http.Handler
 	patterns  []string // what routes serves, for the OpenAPI test
 	idPrefix  string   // of request ids: random per server
@@ -137,6 +138,23 @@ func (s *Server) Drain(reason string) {
 	s.draining.Store(true)
 	s.drainOnce.Do(func() { close(s.drained) })
 	s.hub.Close(reason)
+}
+
+// Wait drains the server (see Drain) and returns once its WebSocket
+// connections have ended, or with ctx's error when ctx ends first: an
+// http.Server's Shutdown does not wait for them (they are hijacked).
+// Each answers the turn it is running, sends its last events and a
+// closing message, and closes; a connection asked for from now on is
+// refused (503 unavailable). Call it beside the http.Server's Shutdown,
+// and close the runtime after both: safe to call more than once.
+func (s *Server) Wait(ctx context.Context, reason string) error {
+	s.Drain(reason)
+	select {
+	case <-s.hijacked.drained():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // handler is an API handler: it answers, or returns the error to answer

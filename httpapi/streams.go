@@ -290,6 +290,10 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 		return err
 	}
 	defer release()
+	if !s.hijacked.begin() { // Wait has begun: no new connection it cannot see
+		return agentplane.Errorf(agentplane.CodeUnavailable, "the server is shutting down; connect to another instance or again after it restarts")
+	}
+	defer s.hijacked.done()
 	conn, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return nil // Accept answered the request
@@ -317,11 +321,14 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 		defer done()
 		return conn.Write(wctx, websocket.MessageText, data)
 	}
+	var lastMu sync.Mutex // last is read by the reader's turns (none), written here only; guarded for the closing read
 	last := after
 	send := func(f events.Frame) error {
 		if f.Seq == 0 { // transient: a model's streamed text
 			return write(wsServer{Type: f.Kind, Event: f.Data})
 		}
+		lastMu.Lock()
+		defer lastMu.Unlock()
 		if f.Seq <= last {
 			return nil
 		}
@@ -349,7 +356,8 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 		}
 	}
 
-	wg.Go(func() { s.wsRead(ctx, cancel, conn, sess, p, write) })
+	var turns drainGroup // the client's turns: one read before the end is answered before it
+	wg.Go(func() { s.wsRead(ctx, cancel, conn, sess, p, write, &turns) })
 	wg.Go(func() { s.wsPing(ctx, cancel, conn) })
 	for {
 		select {
@@ -365,6 +373,7 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 				return nil
 			}
 		case <-sub.Done():
+			turns.wait() // a turn in flight is answered before the closing message; later ones are refused
 			for drained := false; !drained; {
 				select {
 				case f := <-sub.Events():
@@ -375,13 +384,24 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 					drained = true
 				}
 			}
-			reason := sub.Reason()
-			l := last
-			write(wsServer{Type: "closed", Reason: reason, LastEventID: &l})
 			status := websocket.StatusTryAgainLater
 			if s.draining.Load() {
 				status = websocket.StatusGoingAway
+				// the hub closed: what the last turns committed after it is
+				// read from the store (still open: Wait holds the runtime's
+				// Close back until this connection ends)
+				lastMu.Lock()
+				from := last
+				lastMu.Unlock()
+				if _, err := s.backlog(ctx, sess.ID, from, send); err != nil {
+					return nil
+				}
 			}
+			reason := sub.Reason()
+			lastMu.Lock()
+			l := last
+			lastMu.Unlock()
+			write(wsServer{Type: "closed", Reason: reason, LastEventID: &l})
 			conn.Close(status, truncate(reason, 120))
 			return nil
 		case <-ctx.Done():
@@ -389,6 +409,56 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 		}
 	}
 }
+
+// drainGroup counts work that may begin until wait is called: wait
+// refuses new work and returns once what began has ended. The zero value
+// is ready.
+type drainGroup struct {
+	mu       sync.Mutex
+	draining bool
+	running  int
+	idle     chan struct{} // closed once draining with nothing running
+}
+
+// begin reports whether the work may begin (then the caller calls done
+// when it ends); false once wait was called.
+func (g *drainGroup) begin() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.draining {
+		return false
+	}
+	g.running++
+	return true
+}
+
+// done ends work begin let begin.
+func (g *drainGroup) done() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running--
+	if g.draining && g.running == 0 {
+		close(g.idle)
+	}
+}
+
+// drained refuses new work and returns a channel closed once what began
+// has ended.
+func (g *drainGroup) drained() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.draining {
+		g.draining = true
+		g.idle = make(chan struct{})
+		if g.running == 0 {
+			close(g.idle)
+		}
+	}
+	return g.idle
+}
+
+// wait refuses new work and waits for what began.
+func (g *drainGroup) wait() { <-g.drained() }
 
 // wsPing pings the client every heartbeat and cuts the connection when
 // no pong comes within the heartbeat (and at least pongWait): a client
@@ -422,7 +492,9 @@ const pongWait = 5 * time.Second
 
 // wsRead reads the client's messages until the connection ends: turns run
 // one at a time, in order; acks are answered.
-func (s *Server) wsRead(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, sess *agentplane.Session, p auth.Principal, write func(wsServer) error) {
+// A turn read once the stream ends (turns.wait) is refused as
+// unavailable, not run.
+func (s *Server) wsRead(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, sess *agentplane.Session, p auth.Principal, write func(wsServer) error, turns *drainGroup) {
 	defer cancel()
 	for {
 		typ, data, err := conn.Read(ctx)
@@ -444,19 +516,16 @@ func (s *Server) wsRead(ctx context.Context, cancel context.CancelFunc, conn *we
 		}
 		switch m.Type {
 		case "turn":
-			t, err := s.turn(ctx, sess, p, TurnBody{Text: m.Text, Selection: m.Selection, UI: m.UI}, m.RequestID)
-			if err != nil {
-				if errors.Is(err, context.Canceled) {
-					return
-				}
-				code := agentplane.ErrorCode(err)
-				if code == agentplane.CodeInternal {
-					s.log.Error("websocket turn failed", "session", sess.ID, "err", err)
-				}
-				write(wsServer{Type: "error", RequestID: m.RequestID, Error: &ErrorDetail{Code: code, Message: agentplane.ErrorMessage(err)}})
+			if !turns.begin() {
+				write(wsServer{Type: "error", RequestID: m.RequestID, Error: &ErrorDetail{Code: agentplane.CodeUnavailable,
+					Message: "the stream is closing: the turn was not run; send it again after reconnecting"}})
 				continue
 			}
-			write(wsServer{Type: "turn", RequestID: m.RequestID, Answer: &t})
+			ok := s.wsTurn(ctx, sess, p, m, write)
+			turns.done() // answered: the closing message may follow
+			if !ok {
+				return
+			}
 		case "ack":
 			if m.NotificationID != "" && s.bus != nil { // an inbox notification
 				if _, err := s.bus.Ledger().Ack(ctx, m.NotificationID, p.ID); err != nil {
@@ -481,6 +550,23 @@ func (s *Server) wsRead(ctx context.Context, cancel context.CancelFunc, conn *we
 				Message: "message type " + strconv.Quote(truncate(m.Type, 40)) + ": want turn or ack"}})
 		}
 	}
+}
+
+// wsTurn runs a client's turn and answers it; false when the connection
+// is gone (the reader stops).
+func (s *Server) wsTurn(ctx context.Context, sess *agentplane.Session, p auth.Principal, m wsClient, write func(wsServer) error) bool {
+	t, err := s.turn(ctx, sess, p, TurnBody{Text: m.Text, Selection: m.Selection, UI: m.UI}, m.RequestID)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return false
+		}
+		code := agentplane.ErrorCode(err)
+		if code == agentplane.CodeInternal {
+			s.log.Error("websocket turn failed", "session", sess.ID, "err", err)
+		}
+		return write(wsServer{Type: "error", RequestID: m.RequestID, Error: &ErrorDetail{Code: code, Message: agentplane.ErrorMessage(err)}}) == nil
+	}
+	return write(wsServer{Type: "turn", RequestID: m.RequestID, Answer: &t}) == nil
 }
 
 // ackEvent acknowledges an event the client has shown: a notice (a

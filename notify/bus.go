@@ -36,6 +36,15 @@ type Bus struct {
 
 	mu   sync.Mutex
 	sent map[string]time.Time // inbox notifications put on this instance's streams lately, and when
+
+	// the internal turns the bus started (AGENT/AGENT notifications): at
+	// most cap(slots) at once, under ctx, waited for by Close
+	ctx     context.Context
+	cancel  context.CancelFunc
+	slots   chan struct{}
+	turns   sync.WaitGroup
+	closing sync.Mutex // held by Close while it stops new turns; guards closed
+	closed  bool
 }
 
 // showMargin is how far back, before its last look, Follow looks again
@@ -80,8 +89,12 @@ type BusOptions struct {
 	// turn at once. nil: there is no LLM, and what would go to the agent's
 	// channel goes straight to the user's (escalated at once) — a
 	// notification never depends on the model.
-	Agent  *llm.Agent
-	Logger *slog.Logger // nil discards
+	Agent *llm.Agent
+	// InternalTurns bounds the internal turns running at once; an
+	// emission that would start one more waits for a slot (or its context,
+	// or Close). 0 means 8.
+	InternalTurns int
+	Logger        *slog.Logger // nil discards
 	// Tracer, when set, traces each emitted notification's routing and
 	// dispatch (package telemetry); nil: no tracing.
 	Tracer trace.Tracer
@@ -91,9 +104,15 @@ type BusOptions struct {
 // the event hub (streams).
 func NewBus(l *Ledger, c *core.Core, hub *events.Hub, opts *BusOptions) *Bus {
 	b := &Bus{ledger: l, core: c, hub: hub}
+	turns := 8
 	if opts != nil {
 		b.agent, b.log, b.tracer = opts.Agent, opts.Logger, opts.Tracer
+		if opts.InternalTurns > 0 {
+			turns = opts.InternalTurns
+		}
 	}
+	b.slots = make(chan struct{}, turns)
+	b.ctx, b.cancel = context.WithCancel(context.Background())
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -228,11 +247,7 @@ func (b *Bus) deliver(ctx context.Context, n Notification) (Notification, error)
 			return b.ledger.Get(ctx, n.ID)
 		}
 		if n.Target == TargetAgent && n.Handler == HandlerAgent {
-			go func() { // the agent handles it now, on its own
-				if err := b.Internal(context.WithoutCancel(ctx), n); err != nil {
-					b.log.Warn("internal turn", "notification", n.ID, "err", err)
-				}
-			}()
+			b.startInternal(ctx, n) // the agent handles it now, on its own
 		}
 		return n, nil // the agent's context: dispatched into its next prompt
 	}
@@ -243,6 +258,59 @@ func (b *Bus) deliver(ctx context.Context, n Notification) (Notification, error)
 		return b.ledger.Get(ctx, n.ID)
 	}
 	return d, err
+}
+
+// startInternal starts the internal turn of an AGENT/AGENT notification
+// in a slot of its own, once one is free. When none frees up before ctx
+// ends or the bus closes, no turn starts: the notification stays on the
+// agent's channel (its next prompt), and the watchdog escalates it at its
+// TTL, as for an agent that did not handle it.
+func (b *Bus) startInternal(ctx context.Context, n Notification) {
+	select {
+	case b.slots <- struct{}{}:
+	case <-ctx.Done():
+		b.log.Warn("internal turn not started: the emission's context ended while every slot was taken", "notification", n.ID)
+		return
+	case <-b.ctx.Done():
+		return
+	}
+	b.closing.Lock()
+	defer b.closing.Unlock()
+	if b.closed {
+		<-b.slots
+		return
+	}
+	// the emission's values (its trace), the bus's cancellation
+	ictx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	unhook := context.AfterFunc(b.ctx, stop)
+	b.turns.Go(func() {
+		defer func() { unhook(); stop(); <-b.slots }()
+		if err := b.Internal(ictx, n); err != nil && b.ctx.Err() == nil {
+			b.log.Warn("internal turn", "notification", n.ID, "err", err)
+		}
+	})
+}
+
+// Close stops the bus's internal turns: none starts from now on, those
+// running get up to drain to finish, then their context is cancelled
+// (their notifications stay held; the watchdog takes them over at their
+// lease), and Close returns once they have ended. The loops a caller runs
+// (Follow, a Watchdog) stop with their own context. It is safe to call
+// more than once.
+func (b *Bus) Close(drain time.Duration) {
+	b.closing.Lock()
+	b.closed = true
+	b.closing.Unlock()
+	done := make(chan struct{})
+	go func() { b.turns.Wait(); close(done) }()
+	t := time.NewTimer(max(drain, 0))
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	b.cancel()
+	<-done
 }
 
 // notice is a notification as the floor shows it.

@@ -8,7 +8,7 @@
 //	rt, err := plane.Open(ctx, plane.Options{Config: core.Source{Path: "agentplane.yaml"}, DB: ".agentplane/agentplane.db", LLM: true})
 //	if err != nil { ... }
 //	defer rt.Close(30 * time.Second)
-//	rt.Start(ctx) // the watchdog, workflow takeover, other instances' events
+//	if err := rt.Start(ctx); err != nil { ... } // the watchdog, workflow takeover, other instances' events
 package plane
 
 import (
@@ -111,11 +111,19 @@ type Runtime struct {
 	recoverEvery time.Duration
 	shutdown     func(context.Context) error // the tracer provider's: flushes the spans
 	mu           sync.Mutex
-	changed      []func() // told when tools were mounted late
-	stop         context.CancelFunc
-	bg           sync.WaitGroup
+	changed      []func()           // told when tools were mounted late
+	stop         context.CancelFunc // ends the background work; nil until Start
+	bg           sync.WaitGroup     // the background work Start began, waited for by Close
+	started      bool
 	closed       bool
 }
+
+// ErrStarted is Start's error when the runtime was started already, and
+// ErrClosed when it was closed.
+var (
+	ErrStarted = errors.New("plane: the runtime is started already")
+	ErrClosed  = errors.New("plane: the runtime is closed")
+)
 
 // Open opens the store, builds the core over the configuration (an
 // invalid one is a config.Problems error), and the parts that need them,
@@ -300,11 +308,17 @@ func (rt *Runtime) OnToolsChanged(fn func()) {
 // notifications they stored for the inbox streams open here and the
 // workflow events they wrote for the workflow streams open here (every
 // 50 ms each).
-func (rt *Runtime) Start(ctx context.Context) {
-	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+func (rt *Runtime) Start(ctx context.Context) error {
 	rt.mu.Lock()
-	rt.stop = stop
-	rt.mu.Unlock()
+	defer rt.mu.Unlock() // Close waits: nothing is started after it began
+	switch {
+	case rt.closed:
+		return ErrClosed
+	case rt.started:
+		return ErrStarted
+	}
+	rt.started = true
+	ctx, rt.stop = context.WithCancel(context.WithoutCancel(ctx))
 	// requests left running by an instance that stopped while a tool ran
 	rt.bg.Go(func() { rt.Core.Recover(ctx, rt.recoverEvery) })
 	if rt.Bus != nil {
@@ -326,12 +340,16 @@ func (rt *Runtime) Start(ctx context.Context) {
 			rt.bg.Go(func() { rt.Hub.Poll(ctx, 50*time.Millisecond, pg.Heads) })
 		}
 	}
+	return nil
 }
 
-// Close ends the runtime in the reverse order of Open: the background work
-// stops, running workflow layers get up to drain to finish (the workflows
-// are released for the next instance), then the core closes (MCP servers,
-// the store). It is safe to call more than once.
+// Close ends the runtime in the reverse order of Open, and returns once
+// everything it started has ended: running workflow layers get up to
+// drain to finish (the workflows are released for the next instance), the
+// background work stops, the bus's internal turns get up to drain too, the
+// event hub drops its streams, then the core closes (MCP servers, the
+// store) and the spans are flushed. It is safe to call more than once; a
+// Start after it is refused.
 func (rt *Runtime) Close(drain time.Duration) error {
 	rt.mu.Lock()
 	if rt.closed {
@@ -348,6 +366,10 @@ func (rt *Runtime) Close(drain time.Duration) error {
 		stop()
 	}
 	rt.bg.Wait()
+	if rt.Bus != nil {
+		rt.Bus.Close(drain)
+	}
+	rt.Hub.Close("the server is shutting down; reconnect and resume from your last event id")
 	if rt.OIDC != nil {
 		rt.OIDC.Close() // a fetch of the provider's keys in flight
 	}

@@ -40,12 +40,20 @@ func TestPartsByStore(t *testing.T) {
 	if err != nil || rt.Bus == nil || rt.Workflows == nil || rt.DB != db {
 		t.Fatalf("sqlite: %v %+v", err, rt)
 	}
-	rt.Start(ctx)
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx); !errors.Is(err, plane.ErrStarted) {
+		t.Fatalf("a second Start: %v, want ErrStarted", err)
+	}
 	if err := rt.Close(time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.Close(time.Second); err != nil {
 		t.Fatal("a second Close:", err)
+	}
+	if err := rt.Start(ctx); !errors.Is(err, plane.ErrClosed) {
+		t.Fatalf("a Start after Close: %v, want ErrClosed", err)
 	}
 	// the store is closed: the file opens again at once
 	rt, err = plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, Core: core.Options{Programs: demo.Programs(nil)}})

@@ -111,7 +111,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		ln.Close()
 		return fmt.Errorf("--addr %s: %w", *addr, err)
 	}
-	rt.Start(ctx)
+	if err := rt.Start(ctx); err != nil {
+		return err
+	}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -137,12 +139,16 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(m.Stdout, "agentplane: shutting down: finishing in-flight requests")
-	srv.Drain("the server is shutting down; reconnect and resume from your last event id")
+	const reason = "the server is shutting down; reconnect and resume from your last event id"
+	srv.Drain(reason)
 	sctx, cancel := context.WithTimeout(context.Background(), *drain)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		fmt.Fprintf(m.Stderr, "agentplane: shutdown: %v\n", err)
 		hs.Close()
+	}
+	if err := srv.Wait(sctx, reason); err != nil { // the WebSocket connections, which Shutdown does not see
+		fmt.Fprintf(m.Stderr, "agentplane: shutdown: WebSocket connections still open: %v\n", err)
 	}
 	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
@@ -168,7 +174,9 @@ func (m *Main) mcp(ctx context.Context, args []string) error {
 		return err
 	}
 	defer rt.Close(time.Minute) // releases its workflows for the next process
-	rt.Start(ctx)
+	if err := rt.Start(ctx); err != nil {
+		return err
+	}
 	srv := mcpserver.New(rt, nil)
 	if err := srv.Run(ctx, auth.Local, &mcpsdk.IOTransport{Reader: io.NopCloser(m.Stdin), Writer: nopWriteCloser{m.Stdout}}); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("mcp: %w", err)
