@@ -40,7 +40,7 @@ func status(code string) int {
 	case agentplane.CodeInactiveAction:
 		return http.StatusForbidden
 	case agentplane.CodeVersionConflict, agentplane.CodeRequestConflict, agentplane.CodeRequestInProgress,
-		agentplane.CodeConfirmationInvalid, agentplane.CodeInvalidState:
+		agentplane.CodeConfirmationInvalid, agentplane.CodeInvalidState, agentplane.CodeAlreadyAnswered:
 		return http.StatusConflict
 	case agentplane.CodePreconditionFailed:
 		return http.StatusUnprocessableEntity

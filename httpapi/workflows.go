@@ -123,7 +123,10 @@ func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request, p auth.Prin
 
 // postCommand queues a command and answers once it is processed: 200
 // when applied, 409 invalid_state with the reason when the workflow's
-// state refused it (nothing changed).
+// state refused it, 409 already_answered when the decision it answers
+// (decision_id, or the one pending as the request came) was answered by
+// another command (nothing changed either way). Under an Idempotency-Key
+// it is applied once: sent again, it gets the first one's answer.
 func (s *Server) postCommand(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	wf, err := s.workflow(r, p)
 	if err != nil {
@@ -135,6 +138,9 @@ func (s *Server) postCommand(w http.ResponseWriter, r *http.Request, p auth.Prin
 	}
 	wait, err := boolParam(r, "wait")
 	if err != nil {
+		return err
+	}
+	if cmd.RequestID, err = idempotencyKey(r); err != nil {
 		return err
 	}
 	seq, err := s.workflows.Command(r.Context(), wf.ID, p.ID, cmd)

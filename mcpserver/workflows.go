@@ -73,6 +73,10 @@ const waitLimit = 5 * time.Minute
 
 var workflowID = `"workflow_id":{"type":"string","description":"The workflow's id, from workflow_execute."}`
 
+// decisionID names the pause a command answers: a pause is answered once.
+var decisionID = `"decision_id":{"type":"string","description":"The decision_id of the decision, approval or interruption this answers (from workflow_status); ` +
+	`without it, the one pending now. A pause answered already refuses the call (already_answered)."}`
+
 // addWorkflowTools registers the meta-tools on a bound MCP server.
 func (b *binding) addWorkflowTools(eng *workflow.Engine) {
 	task := `{"type":"object","required":["id","tool"],"additionalProperties":false,"properties":{"id":{"type":"string"},"tool":{"type":"string"},` +
@@ -110,23 +114,23 @@ func (b *binding) addWorkflowTools(eng *workflow.Engine) {
 				return eng.Wait(ctx, w.ID, b.p.ID, 0)
 			}},
 		{ToolWorkflowContinue, "Continue a workflow waiting for a decision, to its next pause or end.",
-			`{"type":"object","required":["workflow_id"],"properties":{` + workflowID + `,"reason":{"type":"string"}}}`,
+			`{"type":"object","required":["workflow_id"],"properties":{` + workflowID + `,` + decisionID + `,"reason":{"type":"string"}}}`,
 			b.command(eng, workflow.CommandContinue)},
 		{ToolWorkflowAbort, "Abort a workflow, with the reason.",
-			`{"type":"object","required":["workflow_id","reason"],"properties":{` + workflowID + `,"reason":{"type":"string","minLength":1}}}`,
+			`{"type":"object","required":["workflow_id","reason"],"properties":{` + workflowID + `,` + decisionID + `,"reason":{"type":"string","minLength":1}}}`,
 			b.command(eng, workflow.CommandAbort)},
 		{ToolWorkflowReplan, "Add tasks to a workflow waiting for a decision: agentplane picks the tool whose usage fits the requirement (ranked by how tools were used together before), " +
 			"taking its arguments from available_context, then runs on to the next pause.",
-			`{"type":"object","required":["workflow_id","new_requirement"],"properties":{` + workflowID + `,"new_requirement":{"type":"string","minLength":1},` +
+			`{"type":"object","required":["workflow_id","new_requirement"],"properties":{` + workflowID + `,` + decisionID + `,"new_requirement":{"type":"string","minLength":1},` +
 				`"available_context":{"type":"object","description":"What you found; its members fill the new task's arguments by name."}}}`,
 			b.command(eng, workflow.CommandReplan)},
 		{ToolWorkflowApprovalResponse, "Answer a workflow's approval request (its checkpoint_id) before a layer that acts on the world. " +
 			"Approving is the human's decision: agentplane asks the user to confirm it unless this client's principal is an authorized approver.",
-			`{"type":"object","required":["workflow_id","checkpoint_id","approved"],"properties":{` + workflowID + `,"checkpoint_id":{"type":"string"},` +
+			`{"type":"object","required":["workflow_id","checkpoint_id","approved"],"properties":{` + workflowID + `,` + decisionID + `,"checkpoint_id":{"type":"string"},` +
 				`"approved":{"type":"boolean"},"feedback":{"type":"string"}}}`,
 			b.command(eng, workflow.CommandApprovalResponse)},
 		{ToolWorkflowCheckpointResponse, "Resume a workflow interrupted by a crash: continue from where it was, rollback to one of its checkpoints, or modify tasks that have not run.",
-			`{"type":"object","required":["workflow_id","checkpoint_id","decision"],"properties":{` + workflowID + `,"checkpoint_id":{"type":"string"},` +
+			`{"type":"object","required":["workflow_id","checkpoint_id","decision"],"properties":{` + workflowID + `,` + decisionID + `,"checkpoint_id":{"type":"string"},` +
 				`"decision":{"enum":["continue","rollback","modify"]},"modifications":{"type":"object","properties":{"args":{"type":"object"},"skip":{"type":"array","items":{"type":"string"}}}}}}`,
 			b.command(eng, workflow.CommandCheckpointResponse)},
 		{ToolWorkflowStatus, "Where a workflow stands: status, latest layer's results, what it waits for.",
@@ -186,6 +190,12 @@ func (b *binding) command(eng *workflow.Engine, typ string) func(ctx context.Con
 			return nil, err
 		}
 		in.Command.Type = typ
+		if id, ok := req.Params.Meta[RequestIDKey].(string); ok {
+			if err := checkRequestID(id); err != nil {
+				return nil, err
+			}
+			in.Command.RequestID = id // sent again, it gets the first one's answer
+		}
 		w, err := eng.Get(ctx, in.WorkflowID, b.p.ID)
 		if err != nil {
 			return nil, err

@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -52,6 +52,10 @@ type Options struct {
 	// it processes (package telemetry), with its tasks' executions as
 	// children; nil: no tracing.
 	Tracer trace.Tracer
+	// NewID makes the ids of workflows and of their pauses (decision_id),
+	// and the engine's owner name; nil means agentplane.RandomID. It is
+	// called from several goroutines at once.
+	NewID func() string
 	// Memory keeps workflows in memory when the core's store has no tables
 	// (memstore): for tests and embedding, where nothing need survive the
 	// process. Without it, such a store is refused.
@@ -74,6 +78,7 @@ type Engine struct {
 	suggest     Suggester
 	log         *slog.Logger
 	tracer      trace.Tracer
+	newID       func() string
 
 	ctx  context.Context // cancelled by Kill: tasks stop where they are
 	kill context.CancelFunc
@@ -107,10 +112,13 @@ func New(c *core.Core, opts *Options) (*Engine, error) {
 		return nil, errors.New("workflow: the store keeps no tables (an in-memory store): open SQLite or PostgreSQL with workflow.Extension, or set Options.Memory for workflows that need not survive the process")
 	}
 	e := &Engine{core: c, j: j, owner: opts.Owner, lease: opts.Lease, poll: opts.Poll,
-		concurrency: opts.Concurrency, backoff: opts.Backoff, suggest: opts.Suggester, log: opts.Logger, tracer: opts.Tracer,
+		concurrency: opts.Concurrency, backoff: opts.Backoff, suggest: opts.Suggester, log: opts.Logger, tracer: opts.Tracer, newID: opts.NewID,
 		stop: make(chan struct{}), runners: map[string]*runner{}, changed: map[string]chan struct{}{}}
+	if e.newID == nil {
+		e.newID = agentplane.RandomID
+	}
 	if e.owner == "" {
-		e.owner = "engine-" + randomHex(6)
+		e.owner = "engine-" + e.newID()
 	}
 	if e.lease <= 0 {
 		e.lease = 10 * time.Second
@@ -132,12 +140,6 @@ func New(c *core.Core, opts *Options) (*Engine, error) {
 	}
 	e.ctx, e.kill = context.WithCancel(context.Background())
 	return e, nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // Start is a workflow to begin: its definition, and the session and
@@ -190,7 +192,7 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 		return nil, err
 	}
 	now := e.core.Now().UTC()
-	id, digest := "wf_"+randomHex(8), ""
+	id, digest := "wf_"+e.newID(), ""
 	if s.RequestID != "" {
 		id, digest = startKey(s)
 		if w, done, err := e.started(ctx, id, s.Principal, digest); done || err != nil {
@@ -359,43 +361,109 @@ func (e *Engine) Close(timeout time.Duration) {
 // until it is processed: applied, or rejected with the reason (an error
 // with code invalid_state, nothing changed). A malformed command, or one
 // for a workflow that does not exist or is finished, is refused at once.
+//
+// The command answers the pause its DecisionID names or, without one, the
+// pause pending now, as it is received: a pause answered already by
+// another command refuses it (already_answered, naming the pause). Under
+// a RequestID it is applied once: sent again, it gets the first one's
+// answer.
 func (e *Engine) Command(ctx context.Context, id, principal string, cmd Command) (seq int64, err error) {
 	if err := cmd.Check(); err != nil {
 		return 0, err
 	}
+	var digest string
+	if cmd.RequestID != "" {
+		digest = cmd.digest()
+		if seq, ok, err := e.repeated(ctx, id, principal, cmd.RequestID, digest); ok || err != nil {
+			return seq, err
+		}
+	}
 	e.mu.Lock()
 	r := e.runners[id]
 	e.mu.Unlock()
+	if cmd.DecisionID == "" { // the pause it answers is the one pending now
+		if r != nil {
+			cmd.DecisionID = r.pending()
+		} else {
+			h, err := e.j.status(ctx, id)
+			if err != nil {
+				return 0, err
+			}
+			if h.principal != principal {
+				return 0, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
+			}
+			cmd.DecisionID = h.pause
+		}
+	}
 	if r != nil {
-		if seq, o, ok, err := r.direct(ctx, principal, cmd); ok || err != nil {
-			if err == nil && o.Status == CommandRejected {
-				err = agentplane.Errorf(agentplane.CodeInvalidState, "%s", o.Reason)
+		if seq, o, ok, err := r.direct(ctx, principal, cmd, digest); ok || err != nil {
+			if err != nil && cmd.RequestID != "" { // the same key at once: the first one's answer
+				if seq, ok, rerr := e.repeated(ctx, id, principal, cmd.RequestID, digest); ok {
+					return seq, rerr
+				}
+			}
+			if err == nil {
+				err = o.err()
 			}
 			return seq, err
 		}
 	}
-	seq, err = e.j.enqueue(ctx, id, principal, cmd, e.core.Now())
+	seq, err = e.j.enqueue(ctx, id, principal, cmd, digest, e.core.Now())
 	if err != nil {
+		if cmd.RequestID != "" {
+			if seq, ok, rerr := e.repeated(ctx, id, principal, cmd.RequestID, digest); ok {
+				return seq, rerr
+			}
+		}
 		return 0, err
 	}
 	if r != nil {
 		r.poke()
 	}
+	return seq, e.settled(ctx, id, seq)
+}
+
+// repeated answers a command sent again under its idempotency key with
+// the first one's answer, once it is processed (ok); another command
+// under the key is a request_conflict. ok false: the key is new.
+func (e *Engine) repeated(ctx context.Context, id, principal, key, digest string) (int64, bool, error) {
+	seq, first, found, err := e.j.byRequest(ctx, id, principal, key)
+	switch {
+	case err != nil:
+		return 0, true, err
+	case !found:
+		return 0, false, nil
+	case first != digest:
+		return seq, true, agentplane.Errorf(agentplane.CodeRequestConflict,
+			"idempotency key %q was used for another command of workflow %s (command %d); use a new key", key, id, seq)
+	}
+	return seq, true, e.settled(ctx, id, seq)
+}
+
+// settled waits until a queued command is processed: nil when it was
+// applied, its refusal when it was rejected.
+func (e *Engine) settled(ctx context.Context, id string, seq int64) error {
 	for {
 		ch := e.changes(id)
 		o, err := e.j.outcome(ctx, id, seq)
 		switch {
 		case err != nil:
-			return seq, err
-		case o.Status == CommandRejected:
-			return seq, agentplane.Errorf(agentplane.CodeInvalidState, "%s", o.Reason)
-		case o.Status == CommandApplied:
-			return seq, nil
+			return err
+		case o.Status != CommandQueued:
+			return o.err()
 		}
 		if err := e.await(ctx, ch); err != nil {
-			return seq, err
+			return err
 		}
 	}
+}
+
+// digest identifies what a command asks, for its idempotency key: the
+// command as sent (its pause as named, not as found).
+func (c Command) digest() string {
+	b, _ := json.Marshal(c)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 // direct answers a command at once when this engine runs the workflow,
@@ -403,7 +471,7 @@ func (e *Engine) Command(ctx context.Context, id, principal string, cmd Command)
 // recorded in the queue, with the workflow's change, in one write — what
 // the runner would do with it, without the queue's round trip. ok false:
 // queue it.
-func (r *runner) direct(ctx context.Context, principal string, cmd Command) (int64, outcome, bool, error) {
+func (r *runner) direct(ctx context.Context, principal string, cmd Command, digest string) (int64, outcome, bool, error) {
 	if !r.mu.TryLock() {
 		return 0, outcome{}, false, nil // busy: the queue keeps the order
 	}
@@ -415,16 +483,13 @@ func (r *runner) direct(ctx context.Context, principal string, cmd Command) (int
 	if _, _, queued, err := r.e.j.nextCommand(ctx, w.ID); err != nil || queued {
 		return 0, outcome{}, false, err
 	}
-	evs, reason := r.apply(ctx, cmd)
-	o := &outcome{Status: CommandApplied, Reason: reason}
-	if reason != "" {
-		o.Status = CommandRejected
-	}
+	evs, o := r.answer(ctx, cmd)
 	c := cmd
-	if err := r.saveAdding(ctx, evs, &c, o); err != nil {
+	if err := r.write(ctx, &saved{events: evs, add: &c, cmd: o, digest: digest}); err != nil {
 		// nothing was written: the workflow is as stored
 		if row, lerr := r.e.j.load(ctx, w.ID); lerr == nil && row.lease == r.lease {
 			r.w = row.w
+			r.setPending(row.w)
 		} else {
 			r.lost = true
 		}
@@ -435,6 +500,18 @@ func (r *runner) direct(ctx context.Context, principal string, cmd Command) (int
 	}
 	r.poke()
 	return o.Seq, *o, true, nil
+}
+
+// answer applies a command to the runner's workflow: its outcome, and the
+// events of its change (none when rejected: nothing changed).
+func (r *runner) answer(ctx context.Context, cmd Command) ([]Event, *outcome) {
+	o := &outcome{Status: CommandApplied, pause: cmd.DecisionID}
+	evs, err := r.apply(ctx, cmd)
+	if err != nil {
+		o.Status, o.Reason, o.Code = CommandRejected, err.Message, err.Code
+		evs = nil
+	}
+	return evs, o
 }
 
 // await waits for a change signal, or Poll (another instance's write),
@@ -482,13 +559,13 @@ func (e *Engine) Checkpoints(ctx context.Context, id string) ([]Checkpoint, erro
 func (e *Engine) Wait(ctx context.Context, id, principal string, after int64) (*Workflow, error) {
 	for {
 		ch := e.changes(id)
-		owner, status, seq, err := e.j.status(ctx, id)
+		h, err := e.j.status(ctx, id)
 		switch {
 		case err != nil:
 			return nil, err
-		case owner != principal:
+		case h.principal != principal:
 			return nil, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
-		case (Paused(status) || Terminal(status)) && seq > after:
+		case (Paused(h.status) || Terminal(h.status)) && h.seq > after:
 			return e.Get(ctx, id, principal)
 		}
 		if err := e.await(ctx, ch); err != nil {
@@ -574,6 +651,9 @@ func (e *Engine) fire(id string) {
 	e.mu.Unlock()
 }
 
+// pauseID issues the id of a pause (decision_id).
+func (e *Engine) pauseID() string { return "d_" + e.newID() }
+
 // Holding returns the ids of the workflows this engine runs now.
 func (e *Engine) Holding() []string {
 	e.mu.Lock()
@@ -592,10 +672,13 @@ func (e *Engine) Poll() time.Duration { return e.poll }
 
 // runner runs one workflow the engine holds.
 type runner struct {
-	e     *Engine
-	id    string     // the workflow's, for the goroutines beside the runner's own
-	mu    sync.Mutex // guards w while a layer's tasks finish; the runner's goroutine replaces w under it
-	w     *Workflow
+	e  *Engine
+	id string     // the workflow's, for the goroutines beside the runner's own
+	mu sync.Mutex // guards w while a layer's tasks finish; the runner's goroutine replaces w under it
+	w  *Workflow
+	// at is w's pause as last written ("" while it waits for none), for
+	// a command's door to read without the runner
+	at    atomic.Pointer[string]
 	lease int64
 	wake  chan struct{}
 	lost  bool
@@ -615,6 +698,7 @@ type runner struct {
 // (a workflow read back in rows), false for a new one.
 func (e *Engine) newRunner(w *Workflow, lease int64, stored bool) *runner {
 	r := &runner{e: e, id: w.ID, w: w, lease: lease, wake: make(chan struct{}, 1)}
+	r.setPending(w)
 	if stored {
 		r.stored = &taskStates{tasks: slices.Clone(w.Tasks)}
 		r.checkpoints = -1
@@ -623,6 +707,15 @@ func (e *Engine) newRunner(w *Workflow, lease int64, stored bool) *runner {
 	}
 	return r
 }
+
+// setPending records w's pause as the one a command now answers.
+func (r *runner) setPending(w *Workflow) {
+	p := w.pause()
+	r.at.Store(&p)
+}
+
+// pending returns the pause of the workflow as last written.
+func (r *runner) pending() string { return *r.at.Load() }
 
 func (r *runner) poke() {
 	select {
@@ -764,12 +857,6 @@ func (r *runner) save(ctx context.Context, evs []Event, cp *Checkpoint, cmd *out
 	return r.write(ctx, &saved{events: evs, cp: cp, cmd: cmd})
 }
 
-// saveAdding writes the workflow with a command added to its queue as
-// processed already (o: its outcome; its Seq is set).
-func (r *runner) saveAdding(ctx context.Context, evs []Event, cmd *Command, o *outcome) error {
-	return r.write(ctx, &saved{events: evs, add: cmd, cmd: o})
-}
-
 func (r *runner) write(ctx context.Context, s *saved) error {
 	r.prepare(r.w, s)
 	if err := r.e.j.save(ctx, s); err != nil {
@@ -801,6 +888,7 @@ func (r *runner) prepare(w *Workflow, s *saved) {
 // whoever waits on it is woken.
 func (r *runner) wrote(ctx context.Context, s *saved) {
 	r.w = s.w
+	r.setPending(s.w)
 	r.stored = s.tasks.apply(r.stored, s.w.Tasks)
 	if s.cp != nil {
 		r.atCheckpoint = s.cpTasks.apply(r.atCheckpoint, s.cp.w.Tasks)
@@ -847,7 +935,9 @@ func (r *runner) interrupted(ctx context.Context) error {
 			ids[i] = c.ID
 		}
 		w.Status = StatusInterrupted
-		w.Interruption = &Interruption{CheckpointID: ev.CheckpointID, Checkpoints: ids, InFlight: inFlight}
+		w.Interruption = &Interruption{ID: r.e.pauseID(), CheckpointID: ev.CheckpointID, Checkpoints: ids, InFlight: inFlight}
+		ev.DecisionID = w.Interruption.ID
+		evs[0] = ev
 	}
 	return r.save(ctx, evs, nil, nil)
 }

@@ -19,8 +19,8 @@ import (
 var Extension = store.Extension{
 	Name: "workflow",
 	Migrations: map[string][]string{
-		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER")},
-		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT")},
+		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER"), answerSchema},
+		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT"), answerSchema},
 	},
 }
 
@@ -53,6 +53,21 @@ CREATE TABLE workflow_task_history (
 CREATE INDEX workflow_task_history_until ON workflow_task_history (workflow_id, until, id);
 CREATE INDEX workflow_commands_queued ON workflow_commands (workflow_id, seq) WHERE status = 'queued';`, "INT ", integer+" ")
 }
+
+// answerSchema is migration 3: a pause is answered once. A workflow's
+// row names the pause it waits at (pause), each command the pause it
+// answers and its idempotency key (request_id, with the digest of what
+// it asked); no two applied commands answer one pause and no two commands
+// share a key — in the commit that moves the workflow, whatever instance
+// makes it. code is a refused command's error code.
+const answerSchema = `
+ALTER TABLE workflows ADD COLUMN pause TEXT NOT NULL DEFAULT '';
+ALTER TABLE workflow_commands ADD COLUMN pause TEXT NOT NULL DEFAULT '';
+ALTER TABLE workflow_commands ADD COLUMN request_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE workflow_commands ADD COLUMN request_digest TEXT NOT NULL DEFAULT '';
+ALTER TABLE workflow_commands ADD COLUMN code TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX workflow_commands_by_request ON workflow_commands (workflow_id, request_id) WHERE request_id <> '';
+CREATE UNIQUE INDEX workflow_commands_answer ON workflow_commands (workflow_id, pause) WHERE pause <> '' AND status = 'applied';`
 
 // openUntil is the until of a task state no checkpoint has replaced.
 const openUntil = int64(1) << 62
@@ -128,15 +143,23 @@ type journal interface {
 	op(s *saved) store.Op
 	reject(ctx context.Context, id string, lease int64, o outcome, now time.Time) error
 	load(ctx context.Context, id string) (row, error)
-	// status reads what a waiter checks, without the document.
-	status(ctx context.Context, id string) (principal, status string, seq int64, err error)
+	// status reads what a waiter checks, without the document: the
+	// workflow's principal, status, pause (Workflow.pause) and last event.
+	status(ctx context.Context, id string) (head, error)
 	claim(ctx context.Context, id, owner string, lease int64, until time.Time) (bool, error)
 	renew(ctx context.Context, id string, lease int64, until time.Time) (bool, error)
 	release(ctx context.Context, id string, lease int64) error
 	claimable(ctx context.Context, now time.Time, limit int) ([]row, error)
-	enqueue(ctx context.Context, id, principal string, cmd Command, now time.Time) (int64, error)
+	// enqueue queues a command (its pause is cmd.DecisionID, its key
+	// cmd.RequestID with the digest of what it asks).
+	enqueue(ctx context.Context, id, principal string, cmd Command, digest string, now time.Time) (int64, error)
 	nextCommand(ctx context.Context, id string) (int64, Command, bool, error)
 	outcome(ctx context.Context, id string, seq int64) (outcome, error)
+	// byRequest finds the command queued under an idempotency key: its
+	// seq and digest (a workflow of another principal has none).
+	byRequest(ctx context.Context, id, principal, key string) (seq int64, digest string, found bool, err error)
+	// answeredBy finds the applied command that answered a pause.
+	answeredBy(ctx context.Context, id, pause string) (seq int64, typ string, found bool, err error)
 	events(ctx context.Context, id string, after int64, limit int) ([]json.RawMessage, []int64, error)
 	// heads returns the sequence number of the last event of each of the
 	// workflows that has any, in one read.
@@ -151,6 +174,12 @@ type journal interface {
 type sqlJournal struct {
 	st store.Store
 	q  store.Querier
+}
+
+// head is what a waiter and a command's door read of a workflow.
+type head struct {
+	principal, status, pause string
+	seq                      int64
 }
 
 // row is a workflow's stored document with its lease.
@@ -178,8 +207,10 @@ type saved struct {
 	prune bool
 	cmd   *outcome
 	// add, with cmd, appends a command to the queue as processed already
-	// (cmd is its outcome; the write sets cmd.Seq).
+	// (cmd is its outcome; the write sets cmd.Seq); digest is what it
+	// asked, for its key (add.RequestID).
 	add    *Command
+	digest string
 	insert bool // the workflow is new
 	owner  string
 	until  int64
@@ -190,6 +221,20 @@ type outcome struct {
 	Seq    int64  `json:"seq"`
 	Status string `json:"status"` // applied | rejected (queued while waiting)
 	Reason string `json:"reason,omitempty"`
+	Code   string `json:"code,omitempty"` // a rejection's error code; "" is invalid_state
+	pause  string // the pause an applied command answered
+}
+
+// err is a rejected command's error; nil when it was applied.
+func (o outcome) err() error {
+	if o.Status != CommandRejected {
+		return nil
+	}
+	code := o.Code
+	if code == "" {
+		code = agentplane.CodeInvalidState
+	}
+	return agentplane.Errorf(code, "%s", o.Reason)
 }
 
 // save writes s in one transaction: the document (checked against the
@@ -211,14 +256,14 @@ func (j *sqlJournal) op(s *saved) store.Op {
 			return err
 		}
 		if s.insert {
-			if _, err := tx.Exec(ctx, `INSERT INTO workflows (id, session_id, principal, status, state, seq, commands, owner, lease, lease_until, created, updated)
-				VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`, s.w.ID, s.w.SessionID, s.w.Principal, s.w.Status, string(doc), s.w.Seq,
+			if _, err := tx.Exec(ctx, `INSERT INTO workflows (id, session_id, principal, status, pause, state, seq, commands, owner, lease, lease_until, created, updated)
+				VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`, s.w.ID, s.w.SessionID, s.w.Principal, s.w.Status, s.w.pause(), string(doc), s.w.Seq,
 				s.owner, s.lease, s.until, s.w.Created.UnixNano(), now); err != nil {
 				return err
 			}
 		} else {
-			n, err := tx.Exec(ctx, `UPDATE workflows SET status = ?, state = ?, seq = ?, updated = ? WHERE id = ? AND lease = ?`,
-				s.w.Status, string(doc), s.w.Seq, now, s.w.ID, s.lease)
+			n, err := tx.Exec(ctx, `UPDATE workflows SET status = ?, pause = ?, state = ?, seq = ?, updated = ? WHERE id = ? AND lease = ?`,
+				s.w.Status, s.w.pause(), string(doc), s.w.Seq, now, s.w.ID, s.lease)
 			if err != nil {
 				return err
 			}
@@ -280,14 +325,15 @@ func (j *sqlJournal) op(s *saved) store.Op {
 			if queued > 0 {
 				return errQueued
 			}
-			_, err = tx.Exec(ctx, `INSERT INTO workflow_commands (workflow_id, seq, body, status, reason, created, done) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-				s.w.ID, s.cmd.Seq, string(body), s.cmd.Status, s.cmd.Reason, now, now)
+			_, err = tx.Exec(ctx, `INSERT INTO workflow_commands (workflow_id, seq, body, status, reason, code, pause, request_id, request_digest, created, done)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				s.w.ID, s.cmd.Seq, string(body), s.cmd.Status, s.cmd.Reason, s.cmd.Code, s.add.DecisionID, s.add.RequestID, s.digest, now, now)
 			if err != nil {
 				return err
 			}
 		} else if s.cmd != nil {
-			n, err := tx.Exec(ctx, `UPDATE workflow_commands SET status = ?, reason = ?, done = ? WHERE workflow_id = ? AND seq = ? AND status = ?`,
-				s.cmd.Status, s.cmd.Reason, now, s.w.ID, s.cmd.Seq, CommandQueued)
+			n, err := tx.Exec(ctx, `UPDATE workflow_commands SET status = ?, reason = ?, code = ?, done = ? WHERE workflow_id = ? AND seq = ? AND status = ?`,
+				s.cmd.Status, s.cmd.Reason, s.cmd.Code, now, s.w.ID, s.cmd.Seq, CommandQueued)
 			if err != nil {
 				return err
 			}
@@ -302,8 +348,8 @@ func (j *sqlJournal) op(s *saved) store.Op {
 // reject records a command's rejection; the workflow is unchanged.
 func (j *sqlJournal) reject(ctx context.Context, id string, lease int64, o outcome, now time.Time) error {
 	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
-		n, err := tx.Exec(ctx, `UPDATE workflow_commands SET status = ?, reason = ?, done = ? WHERE workflow_id = ? AND seq = ? AND status = ?
-			AND EXISTS (SELECT 1 FROM workflows WHERE id = ? AND lease = ?)`, CommandRejected, o.Reason, now.UnixNano(), id, o.Seq, CommandQueued, id, lease)
+		n, err := tx.Exec(ctx, `UPDATE workflow_commands SET status = ?, reason = ?, code = ?, done = ? WHERE workflow_id = ? AND seq = ? AND status = ?
+			AND EXISTS (SELECT 1 FROM workflows WHERE id = ? AND lease = ?)`, CommandRejected, o.Reason, o.Code, now.UnixNano(), id, o.Seq, CommandQueued, id, lease)
 		if err == nil && n == 0 {
 			err = errStale
 		}
@@ -345,16 +391,17 @@ func (j *sqlJournal) load(ctx context.Context, id string) (row, error) {
 	return r, err
 }
 
-func (j *sqlJournal) status(ctx context.Context, id string) (principal, status string, seq int64, err error) {
+func (j *sqlJournal) status(ctx context.Context, id string) (head, error) {
+	var h head
 	found := false
-	err = j.q.Query(ctx, `SELECT principal, status, seq FROM workflows WHERE id = ?`, []any{id}, func(scan func(...any) error) error {
+	err := j.q.Query(ctx, `SELECT principal, status, pause, seq FROM workflows WHERE id = ?`, []any{id}, func(scan func(...any) error) error {
 		found = true
-		return scan(&principal, &status, &seq)
+		return scan(&h.principal, &h.status, &h.pause, &h.seq)
 	})
 	if err == nil && !found {
 		err = agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
 	}
-	return principal, status, seq, err
+	return h, err
 }
 
 // claim takes the workflow over from the lease it had: the fencing token
@@ -416,7 +463,7 @@ func (j *sqlJournal) claimable(ctx context.Context, now time.Time, limit int) ([
 // enqueue appends a command to the workflow's queue and returns its
 // sequence number. A workflow that is not the principal's is not_found; a
 // finished one refuses commands.
-func (j *sqlJournal) enqueue(ctx context.Context, id, principal string, cmd Command, now time.Time) (int64, error) {
+func (j *sqlJournal) enqueue(ctx context.Context, id, principal string, cmd Command, digest string, now time.Time) (int64, error) {
 	body, err := json.Marshal(cmd)
 	if err != nil {
 		return 0, err
@@ -438,8 +485,9 @@ func (j *sqlJournal) enqueue(ctx context.Context, id, principal string, cmd Comm
 		case Terminal(status):
 			return agentplane.Errorf(agentplane.CodeInvalidState, "workflow %s is %s: it takes no more commands", id, status)
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO workflow_commands (workflow_id, seq, body, status, reason, created, done) VALUES (?, ?, ?, ?, '', ?, 0)`,
-			id, seq, string(body), CommandQueued, now.UnixNano())
+		_, err = tx.Exec(ctx, `INSERT INTO workflow_commands (workflow_id, seq, body, status, reason, pause, request_id, request_digest, created, done)
+			VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, 0)`,
+			id, seq, string(body), CommandQueued, cmd.DecisionID, cmd.RequestID, digest, now.UnixNano())
 		return err
 	})
 	if err := j.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
@@ -454,10 +502,11 @@ func (j *sqlJournal) nextCommand(ctx context.Context, id string) (int64, Command
 	var body string
 	found := false
 	// status spelled out: the planner proves the partial index covers it
-	err := j.q.Query(ctx, `SELECT seq, body FROM workflow_commands WHERE workflow_id = ? AND status = 'queued' ORDER BY seq LIMIT 1`,
+	var pause, key string
+	err := j.q.Query(ctx, `SELECT seq, body, pause, request_id FROM workflow_commands WHERE workflow_id = ? AND status = 'queued' ORDER BY seq LIMIT 1`,
 		[]any{id}, func(scan func(...any) error) error {
 			found = true
-			return scan(&seq, &body)
+			return scan(&seq, &body, &pause, &key)
 		})
 	if err != nil || !found {
 		return 0, Command{}, false, err
@@ -466,6 +515,7 @@ func (j *sqlJournal) nextCommand(ctx context.Context, id string) (int64, Command
 	if err := json.Unmarshal([]byte(body), &c); err != nil {
 		return seq, c, true, fmt.Errorf("workflow: command %d of %s is corrupt: %w", seq, id, err)
 	}
+	c.DecisionID, c.RequestID = pause, key
 	return seq, c, true, nil
 }
 
@@ -473,15 +523,37 @@ func (j *sqlJournal) nextCommand(ctx context.Context, id string) (int64, Command
 func (j *sqlJournal) outcome(ctx context.Context, id string, seq int64) (outcome, error) {
 	o := outcome{Seq: seq}
 	found := false
-	err := j.q.Query(ctx, `SELECT status, reason FROM workflow_commands WHERE workflow_id = ? AND seq = ?`, []any{id, seq},
+	err := j.q.Query(ctx, `SELECT status, reason, code FROM workflow_commands WHERE workflow_id = ? AND seq = ?`, []any{id, seq},
 		func(scan func(...any) error) error {
 			found = true
-			return scan(&o.Status, &o.Reason)
+			return scan(&o.Status, &o.Reason, &o.Code)
 		})
 	if err == nil && !found {
 		err = agentplane.Errorf(agentplane.CodeNotFound, "workflow %s has no command %d", id, seq)
 	}
 	return o, err
+}
+
+func (j *sqlJournal) byRequest(ctx context.Context, id, principal, key string) (seq int64, digest string, found bool, err error) {
+	err = j.q.Query(ctx, `SELECT c.seq, c.request_digest FROM workflow_commands c JOIN workflows w ON w.id = c.workflow_id
+		WHERE c.workflow_id = ? AND c.request_id = ? AND w.principal = ?`, []any{id, key, principal},
+		func(scan func(...any) error) error {
+			found = true
+			return scan(&seq, &digest)
+		})
+	return seq, digest, found, err
+}
+
+func (j *sqlJournal) answeredBy(ctx context.Context, id, pause string) (seq int64, typ string, found bool, err error) {
+	var body string
+	err = j.q.Query(ctx, `SELECT seq, body FROM workflow_commands WHERE workflow_id = ? AND pause = ? AND status = 'applied'`, []any{id, pause},
+		func(scan func(...any) error) error {
+			found = true
+			return scan(&seq, &body)
+		})
+	var c Command
+	json.Unmarshal([]byte(body), &c)
+	return seq, c.Type, found, err
 }
 
 // events returns the workflow's events after a sequence number, at most

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -40,9 +41,11 @@ type memCheckpoint struct {
 }
 
 type memCommand struct {
-	body   Command
+	body   Command // with its pause (DecisionID) and key (RequestID)
+	digest string
 	status string
 	reason string
+	code   string
 }
 
 func newMemJournal() *memJournal { return &memJournal{workflows: map[string]*memWorkflow{}} }
@@ -67,6 +70,9 @@ func (j *memJournal) save(_ context.Context, s *saved) error {
 	if s.add != nil && slices.ContainsFunc(m.commands, func(c memCommand) bool { return c.status == CommandQueued }) {
 		return errQueued
 	}
+	if err := m.unique(s); err != nil {
+		return err
+	}
 	m.w, m.status = w, w.Status
 	m.events = append(m.events, s.events...)
 	if s.cp != nil {
@@ -77,11 +83,35 @@ func (j *memJournal) save(_ context.Context, s *saved) error {
 	}
 	switch {
 	case s.add != nil:
-		m.commands = append(m.commands, memCommand{body: *s.add, status: s.cmd.Status, reason: s.cmd.Reason})
+		m.commands = append(m.commands, memCommand{body: *s.add, digest: s.digest, status: s.cmd.Status, reason: s.cmd.Reason, code: s.cmd.Code})
 		s.cmd.Seq = int64(len(m.commands))
 	case s.cmd != nil:
 		c := &m.commands[s.cmd.Seq-1]
-		c.status, c.reason = s.cmd.Status, s.cmd.Reason
+		c.status, c.reason, c.code = s.cmd.Status, s.cmd.Reason, s.cmd.Code
+	}
+	return nil
+}
+
+// unique holds the SQL tables' unique indexes: one applied answer per
+// pause, one command per key.
+func (m *memWorkflow) unique(s *saved) error {
+	var pause, key string
+	switch {
+	case s.add != nil:
+		pause, key = s.add.DecisionID, s.add.RequestID
+	case s.cmd != nil:
+		pause = m.commands[s.cmd.Seq-1].body.DecisionID
+	default:
+		return nil
+	}
+	for i, c := range m.commands {
+		switch {
+		case int64(i+1) == s.cmd.Seq && s.add == nil:
+		case key != "" && c.body.RequestID == key:
+			return fmt.Errorf("workflow %s: command %d has the key already", s.w.ID, i+1)
+		case pause != "" && s.cmd.Status == CommandApplied && c.status == CommandApplied && c.body.DecisionID == pause:
+			return fmt.Errorf("workflow %s: command %d answered %s already", s.w.ID, i+1, pause)
+		}
 	}
 	return nil
 }
@@ -94,7 +124,7 @@ func (j *memJournal) reject(_ context.Context, id string, lease int64, o outcome
 		return errStale
 	}
 	c := &m.commands[o.Seq-1]
-	c.status, c.reason = CommandRejected, o.Reason
+	c.status, c.reason, c.code = CommandRejected, o.Reason, o.Code
 	return nil
 }
 
@@ -112,14 +142,14 @@ func (j *memJournal) load(_ context.Context, id string) (row, error) {
 	return j.row(m)
 }
 
-func (j *memJournal) status(_ context.Context, id string) (string, string, int64, error) {
+func (j *memJournal) status(_ context.Context, id string) (head, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	m := j.workflows[id]
 	if m == nil {
-		return "", "", 0, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
+		return head{}, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
 	}
-	return m.principal, m.status, m.w.Seq, nil
+	return head{principal: m.principal, status: m.status, pause: m.w.pause(), seq: m.w.Seq}, nil
 }
 
 // cas changes a workflow's lease when it still holds the one expected.
@@ -166,7 +196,7 @@ func (j *memJournal) claimable(_ context.Context, now time.Time, limit int) ([]r
 	return out, nil
 }
 
-func (j *memJournal) enqueue(_ context.Context, id, principal string, cmd Command, _ time.Time) (int64, error) {
+func (j *memJournal) enqueue(_ context.Context, id, principal string, cmd Command, digest string, _ time.Time) (int64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	m := j.workflows[id]
@@ -176,7 +206,10 @@ func (j *memJournal) enqueue(_ context.Context, id, principal string, cmd Comman
 	case Terminal(m.status):
 		return 0, agentplane.Errorf(agentplane.CodeInvalidState, "workflow %s is %s: it takes no more commands", id, m.status)
 	}
-	m.commands = append(m.commands, memCommand{body: cmd, status: CommandQueued})
+	if cmd.RequestID != "" && slices.ContainsFunc(m.commands, func(c memCommand) bool { return c.body.RequestID == cmd.RequestID }) {
+		return 0, fmt.Errorf("workflow %s: a command has the key already", id)
+	}
+	m.commands = append(m.commands, memCommand{body: cmd, digest: digest, status: CommandQueued})
 	return int64(len(m.commands)), nil
 }
 
@@ -201,7 +234,33 @@ func (j *memJournal) outcome(_ context.Context, id string, seq int64) (outcome, 
 		return outcome{}, agentplane.Errorf(agentplane.CodeNotFound, "workflow %s has no command %d", id, seq)
 	}
 	c := m.commands[seq-1]
-	return outcome{Seq: seq, Status: c.status, Reason: c.reason}, nil
+	return outcome{Seq: seq, Status: c.status, Reason: c.reason, Code: c.code}, nil
+}
+
+func (j *memJournal) byRequest(_ context.Context, id, principal, key string) (int64, string, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if m := j.workflows[id]; m != nil && m.principal == principal {
+		for i, c := range m.commands {
+			if c.body.RequestID == key {
+				return int64(i + 1), c.digest, true, nil
+			}
+		}
+	}
+	return 0, "", false, nil
+}
+
+func (j *memJournal) answeredBy(_ context.Context, id, pause string) (int64, string, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if m := j.workflows[id]; m != nil {
+		for i, c := range m.commands {
+			if c.status == CommandApplied && c.body.DecisionID == pause {
+				return int64(i + 1), c.body.Type, true, nil
+			}
+		}
+	}
+	return 0, "", false, nil
 }
 
 func (j *memJournal) heads(_ context.Context, ids []string) (map[string]int64, error) {

@@ -103,6 +103,9 @@ type TaskRun struct {
 // Approval is a pending human approval of a layer: its own checkpoint id,
 // the tasks and the arguments they will run with.
 type Approval struct {
+	// ID names this pause: a command answering it may name it
+	// (decision_id), and a second answer is refused as answered already.
+	ID           string     `json:"decision_id"`
 	CheckpointID string     `json:"checkpoint_id"`
 	Layer        int        `json:"layer"`
 	Tasks        []TaskCall `json:"tasks"`
@@ -118,6 +121,9 @@ type TaskCall struct {
 
 // DecisionRequest is a pending per-layer decision.
 type DecisionRequest struct {
+	// ID names this pause: continue, abort and replan_dag may name it
+	// (decision_id), and a second answer is refused as answered already.
+	ID      string   `json:"decision_id"`
 	Layer   int      `json:"layer"`
 	Options []string `json:"options"`
 }
@@ -125,6 +131,8 @@ type DecisionRequest struct {
 // Interruption is where an interrupted workflow can resume from: the
 // newest checkpoint, and every one kept.
 type Interruption struct {
+	// ID names this pause, as Approval.ID does.
+	ID           string   `json:"decision_id"`
 	CheckpointID string   `json:"checkpoint_id"`
 	Checkpoints  []string `json:"checkpoints"`
 	InFlight     []string `json:"in_flight,omitempty"` // tasks running when the runner died
@@ -179,7 +187,8 @@ type Event struct {
 	Tasks        []TaskCall              `json:"tasks,omitempty"`   // approval_required, layer_started, replanned
 	Results      []TaskResult            `json:"results,omitempty"` // layer_complete, decision_required
 	CheckpointID string                  `json:"checkpoint_id,omitempty"`
-	Options      []string                `json:"options,omitempty"` // decision_required
+	DecisionID   string                  `json:"decision_id,omitempty"` // the pause an event begins (approval_required, decision_required, interrupted) or a command answered
+	Options      []string                `json:"options,omitempty"`     // decision_required
 	Reason       string                  `json:"reason,omitempty"`
 	Command      *Command                `json:"command,omitempty"` // command_rejected, resumed
 	Status       string                  `json:"status,omitempty"`  // the workflow's status after the event
@@ -203,8 +212,22 @@ const (
 
 // Command is a control command for a workflow. Commands are queued per
 // workflow and processed one at a time, in order.
+//
+// A command answers one pause (a decision, an approval, an interruption):
+// the one DecisionID names or, without it, the one pending when the
+// engine received it. A pause is answered once: a command for a pause
+// answered already is refused (already_answered) and changes nothing.
 type Command struct {
 	Type string `json:"type"`
+	// DecisionID is the pause the command answers (the decision_id of
+	// the workflow's decision, approval or interruption).
+	DecisionID string `json:"decision_id,omitempty"`
+	// RequestID is the command's idempotency key: the same command sent
+	// again under it gets the first one's answer and is not applied
+	// again; another command under it is a request_conflict. Not part of
+	// the body: it comes from the Idempotency-Key header (HTTP) or the
+	// request id in _meta (MCP).
+	RequestID string `json:"-"`
 	// abort (required), continue (optional)
 	Reason string `json:"reason,omitempty"`
 	// replan_dag
@@ -229,6 +252,7 @@ type Modifications struct {
 
 // Limits of commands.
 const (
+	MaxIDBytes          = 255 // decision_id and the request id
 	MaxReasonBytes      = 4096
 	MaxRequirementBytes = 4096
 	MaxContextBytes     = 64 << 10
@@ -241,6 +265,9 @@ func (c *Command) Check() error {
 	}
 	if len(c.Reason) > MaxReasonBytes || len(c.Feedback) > MaxReasonBytes {
 		return bad("reason and feedback are at most %d bytes", MaxReasonBytes)
+	}
+	if len(c.DecisionID) > MaxIDBytes || len(c.RequestID) > MaxIDBytes {
+		return bad("decision_id and the request id are at most %d bytes", MaxIDBytes)
 	}
 	switch c.Type {
 	case CommandContinue:
@@ -304,6 +331,20 @@ func (c *Command) Check() error {
 func isObject(b json.RawMessage) bool {
 	var m map[string]json.RawMessage
 	return json.Unmarshal(b, &m) == nil && m != nil
+}
+
+// pause returns the id of the pause the workflow waits at ("" when it
+// waits for no command: running or finished).
+func (w *Workflow) pause() string {
+	switch {
+	case w.Status == StatusAwaitingDecision && w.Decision != nil:
+		return w.Decision.ID
+	case w.Status == StatusAwaitingApproval && w.Approval != nil:
+		return w.Approval.ID
+	case w.Status == StatusInterrupted && w.Interruption != nil:
+		return w.Interruption.ID
+	}
+	return ""
 }
 
 // task returns the task run with the id, or nil. Its index of places is

@@ -71,9 +71,9 @@ func (r *runner) next(w *Workflow) ([]Event, []string) {
 	}
 	if approve {
 		w.Status = StatusAwaitingApproval
-		w.Approval = &Approval{CheckpointID: w.nextID("a"), Layer: w.Layer + 1, Tasks: calls}
+		w.Approval = &Approval{ID: r.e.pauseID(), CheckpointID: w.nextID("a"), Layer: w.Layer + 1, Tasks: calls}
 		ev := r.event(w, EventApprovalRequired)
-		ev.CheckpointID, ev.Layer, ev.Tasks = w.Approval.CheckpointID, w.Approval.Layer, calls
+		ev.CheckpointID, ev.Layer, ev.Tasks, ev.DecisionID = w.Approval.CheckpointID, w.Approval.Layer, calls, w.Approval.ID
 		return append(evs, ev), nil
 	}
 	w.Layer++
@@ -188,9 +188,9 @@ func (r *runner) layerEnd(ctx context.Context, w *Workflow, layer []string, evs 
 	switch {
 	case w.PerLayerValidation:
 		w.Status = StatusAwaitingDecision
-		w.Decision = &DecisionRequest{Layer: w.Layer, Options: []string{CommandContinue, CommandAbort, CommandReplan}}
+		w.Decision = &DecisionRequest{ID: r.e.pauseID(), Layer: w.Layer, Options: []string{CommandContinue, CommandAbort, CommandReplan}}
 		d := r.event(w, EventDecisionRequired)
-		d.Layer, d.Options, d.Results = w.Layer, w.Decision.Options, ev.Results
+		d.Layer, d.Options, d.Results, d.DecisionID = w.Layer, w.Decision.Options, ev.Results, w.Decision.ID
 		evs = append(evs, d)
 	case r.mayGoOn(ctx):
 		cp.w = w.copy() // what the checkpoint keeps: the layer's end
@@ -484,20 +484,64 @@ func (r *runner) command(ctx context.Context) (bool, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	evs, reason := r.apply(ctx, cmd)
-	if reason != "" {
-		err := r.e.j.reject(ctx, r.w.ID, r.lease, outcome{Seq: seq, Reason: reason}, r.e.core.Now())
+	evs, o := r.answer(ctx, cmd)
+	o.Seq = seq
+	if o.Status == CommandRejected {
+		err := r.e.j.reject(ctx, r.w.ID, r.lease, *o, r.e.core.Now())
 		if err == nil {
 			r.e.fire(r.w.ID)
 		}
 		return true, err
 	}
-	return true, r.save(ctx, evs, nil, &outcome{Seq: seq, Status: CommandApplied})
+	return true, r.save(ctx, evs, nil, o)
 }
 
 // apply carries a command out on the workflow, or returns why it does not
-// fit the workflow's state (then nothing changed).
-func (r *runner) apply(ctx context.Context, c Command) ([]Event, string) {
+// fit the workflow's state (then nothing changed): it answers a pause
+// that is not the one pending, or the state takes no such command.
+func (r *runner) apply(ctx context.Context, c Command) ([]Event, *agentplane.Error) {
+	if err := r.answers(ctx, c); err != nil {
+		return nil, err
+	}
+	evs, reason := r.carryOut(ctx, c)
+	if reason != "" {
+		return nil, agentplane.Errorf(agentplane.CodeInvalidState, "%s", reason)
+	}
+	return evs, nil
+}
+
+// answers checks that a command answers the pause the workflow waits at:
+// the one it names (or the one pending when it was received). A pause
+// answered already is already_answered.
+func (r *runner) answers(ctx context.Context, c Command) *agentplane.Error {
+	w := r.w
+	now := w.pause()
+	if c.DecisionID == now {
+		return nil
+	}
+	waits := fmt.Sprintf("it waits for decision %s (%s)", now, w.Status)
+	if now == "" {
+		waits = fmt.Sprintf("it waits for no decision (%s)", w.Status)
+	}
+	if c.DecisionID == "" { // it came while the workflow waited for nothing
+		if c.Type == CommandContinue || c.Type == CommandReplan {
+			return agentplane.Errorf(agentplane.CodeInvalidState, "%s came while workflow %s waited for no decision; %s: answer it by its decision_id", c.Type, w.ID, waits)
+		}
+		return nil // abort needs no pause, approval_response and checkpoint_response name theirs
+	}
+	seq, typ, found, err := r.e.j.answeredBy(ctx, w.ID, c.DecisionID)
+	switch {
+	case err != nil:
+		return agentplane.Errorf(agentplane.CodeInvalidState, "decision %s is not pending in workflow %s (%v); %s", c.DecisionID, w.ID, err, waits)
+	case found:
+		return agentplane.Errorf(agentplane.CodeAlreadyAnswered, "decision %s of workflow %s was answered already (command %d, %s); %s", c.DecisionID, w.ID, seq, typ, waits)
+	}
+	return agentplane.Errorf(agentplane.CodeInvalidState, "workflow %s has no decision %s; %s", w.ID, c.DecisionID, waits)
+}
+
+// carryOut carries a command out on the workflow, or returns why it does
+// not fit the workflow's state.
+func (r *runner) carryOut(ctx context.Context, c Command) ([]Event, string) {
 	w := r.w
 	switch c.Type {
 	case CommandContinue:
