@@ -200,6 +200,9 @@ type turn struct {
 	words  []string // normalized words of the text, once computed
 	norm   string   // the normalized text, once computed
 	wbuf   [16]string
+	// searched is the last slot text resolved at every tier, in searchedIn
+	searched   string
+	searchedIn *resolve.Index
 	// asking: the text ends with a question mark — a command it names is
 	// asked about, never run
 	asking bool
@@ -775,7 +778,9 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 		}
 		// pointing and kind words around the item's name ("the web-1
 		// service") are accounted for: the name is what they hold
-		if name, cres, ok := t.nameWithin(cmd, ix, resolve.Fields(nil, resolve.Normalize(text)), strictOnly); ok &&
+		if !t.edged(cmd, text) {
+			// no pointing or kind word at an edge: nothing to cut
+		} else if name, cres, ok := t.nameWithin(cmd, ix, res.Query, strictOnly); ok &&
 			(cres.Tier == resolve.TierExact || res.Tier == resolve.TierNone) {
 			t.tracep("\"", text, "\": the words around \"", name, "\" point at it or name its kind")
 			res, text = cres, name
@@ -784,7 +789,10 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 	// every word must be accounted for: a slot that names no item as a
 	// whole is no item with words left over ("restart web-1 is the
 	// first step") — the trigger does not match
-	if res.Tier == resolve.TierNone && !strictOnly && t.unaccounted(cmd, ix, text) {
+	if !strictOnly {
+		t.searched, t.searchedIn = res.Query, ix
+	}
+	if res.Tier == resolve.TierNone && !strictOnly && t.unaccounted(cmd, ix, res.Query) {
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonNoControlIntent}, qualityNone
 	}
 	note := ""
@@ -918,17 +926,22 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 			byCmd[k].decision, byCmd[k].quality = d, q
 		}
 	}
-	best, bestQuality := agentplane.Decision{}, -1
-	var tied []cmdBest
+	best, bestQuality, ties := agentplane.Decision{}, -1, 0
 	for _, b := range byCmd {
 		switch {
 		case b.quality > bestQuality:
-			best, bestQuality, tied = b.decision, b.quality, append(tied[:0], b)
+			best, bestQuality, ties = b.decision, b.quality, 1
 		case b.quality == bestQuality:
-			tied = append(tied, b)
+			ties++
 		}
 	}
-	if len(tied) > 1 && bestQuality >= qualityCandidate {
+	if ties > 1 && bestQuality >= qualityCandidate {
+		var tied []cmdBest
+		for _, b := range byCmd {
+			if b.quality == bestQuality {
+				tied = append(tied, b)
+			}
+		}
 		return t.done(t.between(tied))
 	}
 	if len(byCmd) == 0 {
