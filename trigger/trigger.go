@@ -5,7 +5,8 @@
 //
 //	word          a literal, compared after normalization ("Don't" is "dont")
 //	(a|b c|d)     one of the alternatives, each a sequence
-//	[optional]    a sequence that may be absent
+//	[optional]    a sequence that may be absent; alternatives inside need
+//	              parentheses: [(a|b)]
 //	{item}        the slot: one or more words whose text is resolved
 //
 // with at most one slot, not inside a group. A pattern matches only a whole
@@ -184,6 +185,9 @@ func (p *parser) seq(depth int) ([]node, error) {
 			inner, err := p.seq(depth + 1)
 			if err != nil {
 				return nil, err
+			}
+			if p.pos < len(p.src) && p.src[p.pos] == '|' {
+				return nil, p.errf(p.pos, "alternatives inside '[ ]' need '( )': write [(a|b)] for an optional choice, as in \"play [(the|a)] {item}\"")
 			}
 			if p.pos >= len(p.src) || p.src[p.pos] != ']' {
 				return nil, p.errf(start, "unclosed '['")

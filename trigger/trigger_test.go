@@ -60,6 +60,7 @@ func TestParseErrors(t *testing.T) {
 		{"TwoSlots", "{a} and {b}", "second slot"},
 		{"SlotInGroup", "(go to {item}|x)", "inside a group"},
 		{"BadSlotName", "go to {it em}", "slot name"},
+		{"AlternativesInOptional", "play [the|a] {item}", "alternatives inside '[ ]' need '( )'"},
 		{"StrayClose", "go to ) {item}", "unexpected ')'"},
 		{"StrayBrace", "go to } x", "unexpected '}'"},
 	}
