@@ -25,12 +25,14 @@ import (
 // followed by more text ("ship it by courier? the customer paid for
 // standard") — or returns "".
 func clause(text string) string {
-	for line := range strings.Lines(text) {
-		if strings.HasPrefix(strings.TrimLeftFunc(line, unicode.IsSpace), ">") {
-			return "a line of it is quoted (\">\"): a quotation asks for nothing"
+	if strings.IndexByte(text, '>') >= 0 {
+		for line := range strings.Lines(text) {
+			if strings.HasPrefix(strings.TrimLeftFunc(line, unicode.IsSpace), ">") {
+				return "a line of it is quoted (\">\"): a quotation asks for nothing"
+			}
 		}
 	}
-	if i := strings.IndexFunc(text, func(r rune) bool { return unicode.Is(unicode.So, r) }); i >= 0 {
+	if i := strings.IndexFunc(text, func(r rune) bool { return r >= 0x80 && unicode.Is(unicode.So, r) }); i >= 0 {
 		return "it has an emoji or symbol (" + string([]rune(text[i:])[:1]) + "): the words are said aside or in jest"
 	}
 	if i := strings.IndexAny(text, "?？"); i >= 0 {
