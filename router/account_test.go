@@ -139,6 +139,8 @@ func TestAccountedWordsAct(t *testing.T) {
 		{turnCase{config: "demo", mode: "general", text: "can you change the mode to sales?"}, "set_mode", "sales"},
 		{turnCase{config: "media", mode: "home", text: "play the album abbey road now thanks"}, "play_album", "AL-2"},
 		{turnCase{config: "library", mode: "circulation", text: "check in the book circe"}, "check_in_book", "BK-211"},
+		// {item}'s: "holm's" is normalized to "holms"; the item is Mira Holm
+		{turnCase{config: "library", mode: "circulation", text: "pull up Mira Holm's account"}, "open_patron", "PAT-1001"},
 	} {
 		d := c.route(t, regs, true)
 		if d.Action != agentplane.ActionInvokeCommand || d.CommandID != c.command || d.ResolvedID != c.resolved {

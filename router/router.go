@@ -916,6 +916,9 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 			}
 		} else {
 			slot := t.slotText(variants[from[i]], h.Start, h.End)
+			if h.Possessive {
+				slot = slot[:len(slot)-1] // "mira holms account": the item is "mira holm"
+			}
 			t.tracep("trigger of ", cmd.ID, " matched: \"", h.Pattern.Source, "\" with {", h.Pattern.SlotName, "} = \"", slot, "\"")
 			d, q = t.resolveSlotTiers(cmd, slot, k >= 0 && byCmd[k].quality >= qualityCandidate)
 		}

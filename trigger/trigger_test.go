@@ -203,3 +203,22 @@ func TestFillersRemove(t *testing.T) {
 		}
 	}
 }
+
+// TestPossessiveSlot: {item}'s matches the name with the s normalization
+// joins to it ("mira holm's" is "mira holms"), and only such a word.
+func TestPossessiveSlot(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{"open {item}'s account", "open {item}’s account"} {
+		p, err := Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ph, s, e, ok := p.Match(strings.Fields("open mira holms account"))
+		if !ok || !ph.Possessive || s != 1 || e != 3 {
+			t.Errorf("%q: %v %d %d %v", src, ok, s, e, ph)
+		}
+		if _, _, _, ok := p.Match(strings.Fields("open mira holm account")); ok {
+			t.Errorf("%q matched a name without the possessive s", src)
+		}
+	}
+}
