@@ -86,6 +86,7 @@ func (g *Gate) RecordDecision(ctx context.Context, base *agentplane.Session, pri
 //   - open_picker, or a question listing candidates: a pending picker
 //     (expiring after the configured picker TTL) and no confirmation;
 //   - a confirmation question: a pending confirmation and no picker;
+//   - a question naming two commands (no command of its own): nothing;
 //   - invoke_command: neither (the pick or the confirmation is used up);
 //   - continue_with_llm: nothing pending — no confirmation (anything but
 //     yes/no drops it), no question (a question answered with anything
@@ -105,6 +106,9 @@ func (g *Gate) Pending(prev *agentplane.Session, d *agentplane.Decision, now tim
 		if d.IsConfirmationQuestion() {
 			return nil, &agentplane.PendingConfirmation{CommandID: d.CommandID, ResolvedID: d.ResolvedID, Tool: d.Tool, Args: slices.Clone(d.Args),
 				Question: d.QuestionText, Mode: d.TargetMode, ExpiresAt: now.Add(settings.ConfirmationTTL)}
+		}
+		if d.CommandID == "" {
+			return nil, nil // a question naming two commands: the answer is routed afresh
 		}
 		var src agentplane.ResolverSource
 		if cmd, ok := g.reg.Command(d.CommandID); ok {

@@ -43,22 +43,10 @@ func run(t *testing.T, c *core.Core, opts *probe.Options) probe.Report {
 	return rep
 }
 
-// cleanToday are the frames today's router hands to the LLM on every
-// shipped configuration (the operations desk, generated for the tests,
-// acts on "what happens if i restart payments api?" too). The router that
-// accounts for every word of an utterance (issue 34) is to keep every
-// frame at 0; until it lands, the other frames' counts are logged, not
-// failed: a ratchet, never a frame taken back.
-var cleanToday = []probe.Frame{probe.FrameNegation, probe.FrameQuestion, probe.FrameReport, probe.FramePlan,
-	probe.FrameColleague, probe.FrameHesitation, probe.FrameReminder, probe.FrameMention}
-
-// clean returns the frames kept at 0 on the named configuration.
-func clean(name string) []probe.Frame {
-	if name == "opsdesk" {
-		return slices.DeleteFunc(slices.Clone(cleanToday), func(f probe.Frame) bool { return f == probe.FrameQuestion })
-	}
-	return cleanToday
-}
+// clean returns the frames kept at 0 on the named configuration: every
+// frame, since the router accounts for every word of an utterance (issue
+// 34) — a ratchet, never a frame taken back.
+func clean(string) []probe.Frame { return probe.AllFrames() }
 
 // TestShippedConfigurations: the demo and the example configurations act
 // on none of the probe utterances of the frames kept clean, and every

@@ -395,21 +395,47 @@ func (ix *Index) scanFuzzy(words []string, limit int, res *Result) {
 	var idsBuf [maxWords]int32
 	var setsBuf [maxWords]wordSet
 	sets := setsBuf[:0]
-	corrected := false
+	corrected, known := false, false
 	for i, w := range words {
 		if id, ok := ix.vocab[w]; ok {
 			sets = append(sets, ix.exactSet(id, &idsBuf, i))
+			known = true
 			continue
 		}
 		if !fuzzyWord(w) {
 			return
 		}
-		c := ix.corrections(w)
+		c := ix.corrections(w, -1)
 		if len(c) == 0 {
 			return
 		}
 		sets = append(sets, wordSet{ids: c})
 		corrected = true
+	}
+	if corrected {
+		if ix.intersect(sets, limit, res); len(res.Items) > 0 {
+			return
+		}
+	}
+	if !known {
+		return
+	}
+	// A word of one name may be a typo of another's ("anne lindgren"
+	// with Anne Lind and Ann Lindgren): when the words as they are name
+	// nothing, each known word stands for itself and the words one edit
+	// away.
+	corrected = false
+	for i, w := range words {
+		id, ok := ix.vocab[w]
+		if !ok || !fuzzyWord(w) {
+			continue
+		}
+		if c := ix.corrections(w, id); len(c) > 0 {
+			c = append(c, id)
+			slices.Sort(c)
+			sets[i] = wordSet{ids: c}
+			corrected = true
+		}
 	}
 	if corrected {
 		ix.intersect(sets, limit, res)
@@ -422,7 +448,8 @@ func (ix *Index) scanFuzzy(words []string, limit int, res *Result) {
 // variant with w (SymSpell: variants of up to two deletions on both sides
 // for long words, one for short ones), confirmed by edit distance
 // (insertions, deletions, substitutions and adjacent transpositions).
-func (ix *Index) corrections(w string) []int32 {
+// The word skip (a word of the vocabulary that w is, or -1) is not one.
+func (ix *Index) corrections(w string, skip int32) []int32 {
 	var out []int32
 	var dist []int
 	maxD := maxDistance(len(w))
@@ -430,7 +457,7 @@ func (ix *Index) corrections(w string) []int32 {
 		e, ok := ix.deletes[hashBytes(key)]
 		for ; ok && e >= 0; e = ix.delNext[e] {
 			wid := ix.delWord[e]
-			if slices.Contains(out, wid) {
+			if wid == skip || slices.Contains(out, wid) {
 				continue
 			}
 			if d := editDistance(w, ix.words[wid], maxD); d <= maxD {

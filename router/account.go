@@ -1,6 +1,7 @@
 package router
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 
@@ -24,12 +25,14 @@ import (
 // followed by more text ("ship it by courier? the customer paid for
 // standard") — or returns "".
 func clause(text string) string {
-	for line := range strings.Lines(text) {
-		if strings.HasPrefix(strings.TrimLeftFunc(line, unicode.IsSpace), ">") {
-			return "a line of it is quoted (\">\"): a quotation asks for nothing"
+	if strings.IndexByte(text, '>') >= 0 {
+		for line := range strings.Lines(text) {
+			if strings.HasPrefix(strings.TrimLeftFunc(line, unicode.IsSpace), ">") {
+				return "a line of it is quoted (\">\"): a quotation asks for nothing"
+			}
 		}
 	}
-	if i := strings.IndexFunc(text, func(r rune) bool { return unicode.Is(unicode.So, r) }); i >= 0 {
+	if i := strings.IndexFunc(text, func(r rune) bool { return r >= 0x80 && unicode.Is(unicode.So, r) }); i >= 0 {
 		return "it has an emoji or symbol (" + string([]rune(text[i:])[:1]) + "): the words are said aside or in jest"
 	}
 	if i := strings.IndexAny(text, "?？"); i >= 0 {
@@ -51,38 +54,59 @@ func asksOnly(text string) bool {
 // nameWithin resolves, in a slot that does not name an item as it
 // stands, the words left when pointing words, kind words and fillers are
 // cut from its edges ("the web-1 service"): the least cut first, an exact
-// resolution before any other. It returns the words resolved and their
-// resolution, or ok false when no cut resolves anything.
-func (t *turn) nameWithin(cmd *agentplane.CommandDefinition, ix *resolve.Index, words []string, strictOnly bool) (name string, res resolve.Result, ok bool) {
+// resolution before any other. text is normalized (words one space
+// apart); the names tried are substrings of it, and one resolved already
+// in the same source is not resolved again. It returns the words
+// resolved and their resolution, or ok false when no cut resolves
+// anything.
+func (t *turn) nameWithin(cmd *agentplane.CommandDefinition, ix *resolve.Index, text string, strictOnly bool) (name string, res resolve.Result, ok bool) {
 	kinds := t.rt.slotWords[cmd]
 	accounted := func(w string) bool { return kinds[w] != 0 || t.rt.droppable[w] }
+	// starts[i] is the offset of word i; starts[n] is one past the end
+	var startsBuf [maxSlotWords*2 + 2]int
+	starts := append(startsBuf[:0], 0)
+	for i := 0; i < len(text); i++ {
+		if text[i] == ' ' {
+			starts = append(starts, i+1)
+		}
+	}
+	starts = append(starts, len(text)+1)
+	n := len(starts) - 1
+	word := func(i int) string { return text[starts[i] : starts[i+1]-1] }
 	lead, trail := 0, 0
-	for lead < len(words) && accounted(words[lead]) {
+	for lead < n && accounted(word(lead)) {
 		lead++
 	}
-	for trail < len(words)-lead && accounted(words[len(words)-1-trail]) {
+	for trail < n-lead && accounted(word(n-1-trail)) {
 		trail++
 	}
-	if lead+trail == 0 || lead+trail == len(words) {
+	if lead+trail == 0 || lead+trail == n {
 		return "", res, false
+	}
+	searched := t.searched
+	if t.searchedIn != ix {
+		searched = ""
 	}
 	limit := t.reg.Settings().MaxOptions
 	var first resolve.Result
 	firstName := ""
-	for n := 1; n <= lead+trail; n++ {
-		for i := max(0, n-trail); i <= min(n, lead); i++ {
-			text := strings.Join(words[i:len(words)-(n-i)], " ")
+	for k := 1; k <= lead+trail; k++ {
+		for i := max(0, k-trail); i <= min(k, lead); i++ {
+			name := text[starts[i] : starts[n-(k-i)]-1]
+			if name == searched {
+				continue // resolved already at every tier, as another phrasing's slot
+			}
 			var r resolve.Result
 			if strictOnly {
-				r = ix.ResolveExact(text, limit)
+				r = ix.ResolveExact(name, limit)
 			} else {
-				r = ix.Resolve(text, limit)
+				r = ix.Resolve(name, limit)
 			}
 			if r.Tier == resolve.TierExact {
-				return text, r, true
+				return name, r, true
 			}
 			if r.Tier != resolve.TierNone && firstName == "" {
-				first, firstName = r, text
+				first, firstName = r, name
 			}
 		}
 	}
@@ -90,42 +114,43 @@ func (t *turn) nameWithin(cmd *agentplane.CommandDefinition, ix *resolve.Index, 
 }
 
 // unaccounted traces, for a slot whose words name no item as a whole,
-// which words are not accounted for: those outside the longest run naming
-// one item, or all of them but the pointing and kind words when no run
-// names one. The trigger does not match; named reports whether a run
-// named an item.
+// the words not accounted for: those that are no pointing or kind word
+// and no word of any item's name. The trigger does not match. named
+// reports whether some word of the slot is a word of an item's name (an
+// item with words left over, rather than a slot naming nothing).
 func (t *turn) unaccounted(cmd *agentplane.CommandDefinition, ix *resolve.Index, text string) (named bool) {
-	ws := newWordSpans(resolve.Normalize(text))
-	s, e, item, ok := 0, 0, (*agentplane.ResolverItem)(nil), false
-	if ws.n > 1 {
-		s, e, item, ok = strictSpanIn(ix, ws, 0, ws.n)
-	}
-	var b strings.Builder
 	kinds := t.rt.slotWords[cmd]
-	for i := range ws.n {
-		if w := ws.span(i, i+1); (!ok || i < s || i >= e) && kinds[w] == 0 && !t.rt.droppable[w] {
-			if b.Len() > 0 {
-				b.WriteString(", ")
+	mark := len(t.buf)
+	t.buf = append(t.buf, "not accounted for: "...)
+	n := 0
+	for rest := text; rest != ""; {
+		var w string
+		w, rest, _ = strings.Cut(rest, " ")
+		switch {
+		case kinds[w] != 0 || t.rt.droppable[w]:
+		case ix.HasWord(w):
+			named = true
+		default:
+			if n++; n > 1 {
+				t.buf = append(t.buf, ", "...)
 			}
-			b.WriteString("\"" + w + "\"")
+			t.buf = append(append(append(t.buf, '"'), w...), '"')
 		}
 	}
-	if ok {
-		t.tracep("\"", ws.span(s, e), "\" names ", item.Header.ID, " (", item.Header.DisplayName, "), but not accounted for: ", b.String(),
-			": the trigger of ", cmd.ID, " does not match")
-		return true
+	if !named || n == 0 {
+		t.buf = t.buf[:mark]
+		return false
 	}
-	if b.Len() > 0 {
-		t.tracep("not accounted for: ", b.String(), " (no item of ", cmd.Source.String(), ", no word for its kind): the trigger of ", cmd.ID, " does not match")
-	}
-	return false
+	t.tracep(" (beside words of ", cmd.Source.String(), "'s items, no word for their kind): the trigger of ", cmd.ID, " does not match")
+	return true
 }
 
-// functionWords are the English words that carry no content of their own —
-// pronouns, prepositions, auxiliaries, conjunctions, quantifiers — and may
-// stand in a request for any command. The words that open another clause
-// ("if", "when", "then", "unless", "once", "after", "before") are not
-// among them: they are content here.
+// clauseWords open another clause — a condition, a time, a sequence, a
+// report — and are never a paraphrase's.
+var clauseWords = set("if", "when", "whenever", "then", "unless", "once", "after", "before", "until", "till", "while", "since",
+	"because", "but", "though", "although", "later", "tomorrow", "yesterday", "tonight", "already", "again", "happens", "happened",
+	"lol", "haha", "maybe", "not", "dont", "never")
+
 // maxParaphraseWords is how many words of its own a paraphrase of a
 // command with many examples may have inside it (calibrated on CLINC150's
 // validation split: with none, 73 % of its in-scope utterances were
@@ -176,8 +201,18 @@ func (t *turn) foreignWords(label int, cmd *agentplane.CommandDefinition, src ag
 			lastAt = i
 		}
 	}
-	if many && len(foreign) <= maxParaphraseWords && firstAt > 0 && lastAt < len(words)-1 {
+	if many && len(foreign) <= maxParaphraseWords && firstAt > 0 && lastAt < len(words)-1 && !slices.ContainsFunc(foreign, func(w string) bool { return clauseWords[w] }) {
 		return nil, strings.Join(foreign, "\", \"")
 	}
 	return foreign, ""
+}
+
+// edged reports whether the slot text (normalized words, one space
+// apart) begins or ends with a pointing word, a kind word or a filler: a
+// check that allocates nothing, made before cutting them.
+func (t *turn) edged(cmd *agentplane.CommandDefinition, text string) bool {
+	kinds := t.rt.slotWords[cmd]
+	first, _, _ := strings.Cut(text, " ")
+	last := text[strings.LastIndexByte(text, ' ')+1:]
+	return kinds[first] != 0 || t.rt.droppable[first] || kinds[last] != 0 || t.rt.droppable[last]
 }

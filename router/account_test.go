@@ -139,11 +139,119 @@ func TestAccountedWordsAct(t *testing.T) {
 		{turnCase{config: "demo", mode: "general", text: "can you change the mode to sales?"}, "set_mode", "sales"},
 		{turnCase{config: "media", mode: "home", text: "play the album abbey road now thanks"}, "play_album", "AL-2"},
 		{turnCase{config: "library", mode: "circulation", text: "check in the book circe"}, "check_in_book", "BK-211"},
+		// {item}'s: "holm's" is normalized to "holms"; the item is Mira Holm
+		{turnCase{config: "library", mode: "circulation", text: "pull up Mira Holm's account"}, "open_patron", "PAT-1001"},
 	} {
 		d := c.route(t, regs, true)
 		if d.Action != agentplane.ActionInvokeCommand || d.CommandID != c.command || d.ResolvedID != c.resolved {
 			t.Errorf("%s %q -> %s %s(%s); want %s(%s)\n%s", c.config, c.text, d.Action, d.CommandID, d.ResolvedID, c.command, c.resolved,
 				strings.Join(d.Trace, "\n"))
 		}
+	}
+}
+
+// clinicYAML is a clinic whose patients and invoices are both opened by
+// "open {item}"; order puts one command or the other first in the file.
+func clinicYAML(patientsFirst bool) string {
+	patient := `  - {id: open_patient, display_name: Open a patient record, tool: agent_set_active_entity, parameter: patient, resolver: {catalog: patients}, sets_active_context: true, active_entity_type: patient, triggers: ["open [the] {item}", "open [the] record (of|for) {item}"]}
+`
+	invoice := `  - {id: open_invoice, display_name: Open an invoice, tool: agent_set_active_entity, parameter: invoice, resolver: {catalog: invoices}, sets_active_context: true, active_entity_type: invoice, triggers: ["open [the] {item}", "open [the] invoice (of|for) {item}"]}
+`
+	cmds := invoice + patient
+	if patientsFirst {
+		cmds = patient + invoice
+	}
+	return `version: 1
+modes: [{key: desk, default: true, toolboxes: [t]}]
+toolboxes: [{id: t, catalogs: [patients, invoices], commands: [open_patient, open_invoice]}]
+entity_types: {patient: {display_name: Patient}, invoice: {display_name: Invoice}}
+catalogs:
+  - id: patients
+    entity_type: patient
+    items: [{id: PT-1, display_name: Will Hart}, {id: PT-2, display_name: Ann Lee}, {id: PT-3, display_name: Annie Lee}, {id: PT-4, display_name: Maria Garcia, description: "born 1961"}, {id: PT-5, display_name: Maria Garcia, description: "born 2004"}, {id: PT-6, display_name: Tom Berg}, {id: PT-7, display_name: Tim Berg}, {id: PT-8, display_name: Anne Moss}]
+  - id: invoices
+    entity_type: invoice
+    items: [{id: INV-77, display_name: Invoice 77 for Will Hart, aliases: [will hart]}, {id: INV-78, display_name: Invoice 78}]
+commands:
+` + cmds
+}
+
+// TestBetweenTwoCommands: when two commands' triggers account for every
+// word equally well, one question names both — whichever comes first in
+// the file; when one accounts for the words exactly, it wins.
+func TestBetweenTwoCommands(t *testing.T) {
+	var questions []string
+	for _, first := range []bool{true, false} {
+		reg := registryOf(t, "clinic.yaml", []byte(clinicYAML(first)))
+		d, err := reg.Route(context.Background(), sessionIn("desk"), agentplane.TurnInput{Text: "open will hart", UI: true, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Action != agentplane.ActionAskQuestion || d.CommandID != "" || len(d.Options) != 2 ||
+			!strings.Contains(d.QuestionText, "Open a patient record") || !strings.Contains(d.QuestionText, "Open an invoice") {
+			t.Errorf("patients first %v: %s %s(%s) %q %v\n%s", first, d.Action, d.CommandID, d.ResolvedID, d.QuestionText, d.Options, strings.Join(d.Trace, "\n"))
+		}
+		questions = append(questions, d.QuestionText)
+		// the invoice's kind word is accounted for by the invoice command only
+		d, _ = reg.Route(context.Background(), sessionIn("desk"), agentplane.TurnInput{Text: "open the invoice for will hart", UI: true, Now: now})
+		if d.Action != agentplane.ActionInvokeCommand || d.CommandID != "open_invoice" || d.ResolvedID != "INV-77" {
+			t.Errorf("patients first %v: open the invoice for will hart -> %s %s(%s)\n%s", first, d.Action, d.CommandID, d.ResolvedID, strings.Join(d.Trace, "\n"))
+		}
+	}
+	if questions[0] != questions[1] {
+		t.Errorf("the file's order changed the question: %q, %q", questions[0], questions[1])
+	}
+}
+
+// TestPossessivesPoint: "my", "his", "her", "their", "our", "its" with the
+// kind's word is the active item of that kind, or the question when none
+// is active.
+func TestPossessivesPoint(t *testing.T) {
+	regs := shipped(t)
+	ticket := &agentplane.ActiveWorkContext{EntityType: "ticket", Entity: &agentplane.EntityHeader{ID: "T-12", DisplayName: "Export is slow"}}
+	for _, text := range []string{"close her ticket", "close our ticket", "close my ticket"} {
+		d := turnCase{config: "media", mode: "support", text: text, active: ticket}.route(t, regs, true)
+		if d.Action != agentplane.ActionInvokeCommand || d.ResolvedID != "T-12" {
+			t.Errorf("%q with T-12 active -> %s %s(%s)\n%s", text, d.Action, d.CommandID, d.ResolvedID, strings.Join(d.Trace, "\n"))
+		}
+		d = turnCase{config: "media", mode: "support", text: text}.route(t, regs, false)
+		if d.Action != agentplane.ActionAskQuestion || d.ResolvedID != "" || len(d.OptionIDs) == 0 {
+			t.Errorf("%q with nothing active -> %s %s(%s) %q; want the question which\n%s", text, d.Action, d.CommandID, d.ResolvedID, d.QuestionText, strings.Join(d.Trace, "\n"))
+		}
+	}
+	tpl := &agentplane.ActiveWorkContext{EntityType: "email_template", Entity: &agentplane.EntityHeader{ID: "TPL-124", DisplayName: "Q1 CTO Outreach"}}
+	if d := (turnCase{config: "demo", mode: "sales", text: "close our template", active: tpl}).route(t, regs, true); d.ResolvedID != "TPL-124" {
+		t.Errorf("close our template with TPL-124 active -> %s %s(%s)\n%s", d.Action, d.CommandID, d.ResolvedID, strings.Join(d.Trace, "\n"))
+	}
+}
+
+// TestLookAlikeNames: a name one edit from two items is a question
+// between them (even when one of its words names a third: Anne Moss); options with the same display name say what tells them
+// apart; nothing is highlighted by id order.
+func TestLookAlikeNames(t *testing.T) {
+	reg := registryOf(t, "clinic.yaml", []byte(clinicYAML(true)))
+	route := func(text string, ui bool) agentplane.Decision {
+		d, err := reg.Route(context.Background(), sessionIn("desk"), agentplane.TurnInput{Text: text, UI: ui, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d := route("open the record of anne lee", false)
+	if d.Action != agentplane.ActionAskQuestion || strings.Join(d.OptionIDs, ",") != "PT-2,PT-3" {
+		t.Errorf("anne lee -> %s %q %v %v\n%s", d.Action, d.QuestionText, d.Options, d.OptionIDs, strings.Join(d.Trace, "\n"))
+	}
+	d = route("open the record of maria garcia", false)
+	if d.Action != agentplane.ActionAskQuestion || strings.Join(d.Options, "|") != "Maria Garcia — born 1961|Maria Garcia — born 2004" {
+		t.Errorf("maria garcia -> %s %q %q", d.Action, d.QuestionText, d.Options)
+	}
+	for _, text := range []string{"open the record of maria garcia", "open the record of tam berg"} {
+		if d := route(text, true); d.Action != agentplane.ActionOpenPicker || d.HighlightID != "" {
+			t.Errorf("%q with UI -> %s highlight %q; want a picker with nothing highlighted\n%s", text, d.Action, d.HighlightID, strings.Join(d.Trace, "\n"))
+		}
+	}
+	// a clear best is still highlighted: "ann lee" is exact, "annie lee" is not
+	if d := route("open the record of will har", true); d.Action != agentplane.ActionOpenPicker || d.HighlightID != "PT-1" {
+		t.Errorf("will har -> %s highlight %q\n%s", d.Action, d.HighlightID, strings.Join(d.Trace, "\n"))
 	}
 }

@@ -21,7 +21,8 @@ func TestNoHijackOnCLINC150(t *testing.T) {
 	d := clincData(t)
 	utterances := append(append([]clinc150.Utterance(nil), d.Test...), d.OOSTest...)
 	configs := map[string]*router.Router{"demo": demoRegistry(t), "opsdesk": opsRegistry(t)}
-	for name, path := range map[string]string{"media": "../examples/media/agentplane.yaml", "helpdesk": "../examples/helpdesk/agentplane.yaml"} {
+	for name, path := range map[string]string{"media": "../examples/media/agentplane.yaml", "helpdesk": "../examples/helpdesk/agentplane.yaml",
+		"library": "../examples/library/agentplane.yaml"} {
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

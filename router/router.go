@@ -17,6 +17,7 @@ package router
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -199,6 +200,9 @@ type turn struct {
 	words  []string // normalized words of the text, once computed
 	norm   string   // the normalized text, once computed
 	wbuf   [16]string
+	// searched is the last slot text resolved at every tier, in searchedIn
+	searched   string
+	searchedIn *resolve.Index
 	// asking: the text ends with a question mark — a command it names is
 	// asked about, never run
 	asking bool
@@ -690,7 +694,50 @@ func (t *turn) question(cmd *agentplane.CommandDefinition, q string, ix *resolve
 		d.Options = append(d.Options, it.Header.DisplayName)
 		d.OptionIDs = append(d.OptionIDs, it.Header.ID)
 	}
+	apart(d.Options, ix, items)
 	return d
+}
+
+// apart makes options with the same display name ("Maria Garcia" twice)
+// say what tells them apart: the item's description, or its id when that
+// is the same too.
+func apart(options []string, ix *resolve.Index, items []int32) {
+	labels := slices.Clone(options)
+	for i := range options {
+		for j := range options {
+			if i == j || labels[i] != labels[j] {
+				continue
+			}
+			it, other := ix.Item(items[i]), ix.Item(items[j])
+			if it.Description != "" && it.Description != other.Description {
+				options[i] = labels[i] + " — " + it.Description
+			} else {
+				options[i] = labels[i] + " (" + it.Header.ID + ")"
+			}
+			break
+		}
+	}
+}
+
+// clearBest returns the candidate to highlight in a picker: the first,
+// when it is closer to the query than the second (fewer words beyond or
+// short of it) or more used; "" when the two are ranked by id alone —
+// nothing is pre-highlighted by id order.
+func clearBest(ix *resolve.Index, res resolve.Result) string {
+	first := ix.Item(res.Items[0])
+	if len(res.Items) == 1 {
+		return first.Header.ID
+	}
+	second := ix.Item(res.Items[1])
+	n := strings.Count(res.Query, " ") + 1
+	dist := func(it *agentplane.ResolverItem) int {
+		d := len(resolve.Fields(nil, resolve.Normalize(it.Header.DisplayName))) - n
+		return max(d, -d)
+	}
+	if first.UsageCount != second.UsageCount || dist(first) != dist(second) {
+		return first.Header.ID
+	}
+	return ""
 }
 
 // quality ranks what resolving a slot achieved, for choosing between
@@ -731,7 +778,9 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 		}
 		// pointing and kind words around the item's name ("the web-1
 		// service") are accounted for: the name is what they hold
-		if name, cres, ok := t.nameWithin(cmd, ix, resolve.Fields(nil, resolve.Normalize(text)), strictOnly); ok &&
+		if !t.edged(cmd, text) {
+			// no pointing or kind word at an edge: nothing to cut
+		} else if name, cres, ok := t.nameWithin(cmd, ix, res.Query, strictOnly); ok &&
 			(cres.Tier == resolve.TierExact || res.Tier == resolve.TierNone) {
 			t.tracep("\"", text, "\": the words around \"", name, "\" point at it or name its kind")
 			res, text = cres, name
@@ -740,7 +789,10 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 	// every word must be accounted for: a slot that names no item as a
 	// whole is no item with words left over ("restart web-1 is the
 	// first step") — the trigger does not match
-	if res.Tier == resolve.TierNone && t.unaccounted(cmd, ix, text) {
+	if !strictOnly {
+		t.searched, t.searchedIn = res.Query, ix
+	}
+	if res.Tier == resolve.TierNone && !strictOnly && t.unaccounted(cmd, ix, res.Query) {
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonNoControlIntent}, qualityNone
 	}
 	note := ""
@@ -759,8 +811,12 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 		t.tracep(cmd.ID, " matched but \"", text, "\" resolves to nothing")
 		return agentplane.Decision{Action: agentplane.ActionContinueLLM, ReasonCode: agentplane.ReasonUnresolved}, qualityNone
 	case t.in.UI:
-		best := ix.Item(res.Items[0]).Header.ID
-		t.tracep("not strict: open picker on ", k, id, " prefiltered with \"", text, "\", highlighting ", best)
+		best := clearBest(ix, res)
+		if best == "" {
+			t.tracep("not strict: open picker on ", k, id, " prefiltered with \"", text, "\", nothing highlighted: the first candidates are as close as each other")
+		} else {
+			t.tracep("not strict: open picker on ", k, id, " prefiltered with \"", text, "\", highlighting ", best)
+		}
 		return t.picker(cmd, text, best), qualityCandidate
 	default:
 		q := t.which(cmd.Source) + " did you mean?"
@@ -770,6 +826,40 @@ func (t *turn) resolveSlotTiers(cmd *agentplane.CommandDefinition, text string, 
 		t.tracep("not strict, no UI: ask which of ", strconv.Itoa(len(res.Items)), " candidate(s)")
 		return t.question(cmd, q, ix, res.Items), qualityCandidate
 	}
+}
+
+// cmdBest is the best a command's matched triggers achieved in a turn.
+type cmdBest struct {
+	cmd      *agentplane.CommandDefinition
+	decision agentplane.Decision
+	quality  int
+}
+
+// between is the question naming two or more commands whose triggers
+// account for the utterance equally well ("open will hart": a patient and
+// an invoice), in the order of their ids — never the file's.
+func (t *turn) between(tied []cmdBest) agentplane.Decision {
+	slices.SortFunc(tied, func(a, b cmdBest) int { return strings.Compare(a.cmd.ID, b.cmd.ID) })
+	var opts []string
+	ids := make([]string, 0, len(tied))
+	for _, b := range tied {
+		label := b.cmd.DisplayName
+		if label == "" {
+			label = b.cmd.ID
+		}
+		if id := b.decision.ResolvedID; id != "" {
+			if ix, err := t.index(b.cmd.Source); err == nil {
+				if it, ok := ix.Lookup(id); ok {
+					label += ": " + it.Header.DisplayName
+				}
+			}
+		}
+		opts = append(opts, label)
+		ids = append(ids, b.cmd.ID)
+	}
+	t.tracep("the triggers of ", strings.Join(ids, " and "), " account for the words equally well: asking which, not taking the first in the file")
+	q := "Which do you mean: " + strings.Join(opts[:len(opts)-1], ", ") + " or " + opts[len(opts)-1] + "?"
+	return agentplane.Decision{Action: agentplane.ActionAskQuestion, QuestionText: q, Options: opts}
 }
 
 // triggers matches the active commands' triggers against the whole
@@ -797,15 +887,21 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 			from = append(from, vi)
 		}
 	}
-	var (
-		best        agentplane.Decision
-		bestQuality = -1
-		evaluated   = 0
-	)
+	// the best decision of each command whose trigger matched: between
+	// two commands, the one that accounts for every word exactly (strict)
+	// wins; two at the same best are one question naming both, never the
+	// first in the file
+	var byCmdBuf [maxHits]cmdBest
+	byCmd := byCmdBuf[:0]
+	evaluated := 0
 	for i, h := range hits {
 		cmd := t.rt.commands[h.Owner]
 		if !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) {
 			continue // inactive commands are invisible, not even traced
+		}
+		k := slices.IndexFunc(byCmd, func(b cmdBest) bool { return b.cmd == cmd })
+		if k >= 0 && byCmd[k].quality == qualityStrict {
+			continue // nothing beats a strict resolution, and earlier wins ties
 		}
 		if evaluated++; evaluated > maxHits {
 			t.tracef("more than %d trigger matches; the rest are ignored", maxHits)
@@ -820,17 +916,38 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 			}
 		} else {
 			slot := t.slotText(variants[from[i]], h.Start, h.End)
+			if h.Possessive {
+				slot = slot[:len(slot)-1] // "mira holms account": the item is "mira holm"
+			}
 			t.tracep("trigger of ", cmd.ID, " matched: \"", h.Pattern.Source, "\" with {", h.Pattern.SlotName, "} = \"", slot, "\"")
-			d, q = t.resolveSlotTiers(cmd, slot, bestQuality >= qualityCandidate)
+			d, q = t.resolveSlotTiers(cmd, slot, k >= 0 && byCmd[k].quality >= qualityCandidate)
 		}
-		if q > bestQuality {
-			best, bestQuality = d, q
-		}
-		if q == qualityStrict {
-			break // nothing beats a strict resolution, and earlier wins ties
+		switch {
+		case k < 0:
+			byCmd = append(byCmd, cmdBest{cmd, d, q})
+		case q > byCmd[k].quality:
+			byCmd[k].decision, byCmd[k].quality = d, q
 		}
 	}
-	if evaluated == 0 {
+	best, bestQuality, ties := agentplane.Decision{}, -1, 0
+	for _, b := range byCmd {
+		switch {
+		case b.quality > bestQuality:
+			best, bestQuality, ties = b.decision, b.quality, 1
+		case b.quality == bestQuality:
+			ties++
+		}
+	}
+	if ties > 1 && bestQuality >= qualityCandidate {
+		var tied []cmdBest
+		for _, b := range byCmd {
+			if b.quality == bestQuality {
+				tied = append(tied, b)
+			}
+		}
+		return t.done(t.between(tied))
+	}
+	if len(byCmd) == 0 {
 		return t.examples()
 	}
 	if bestQuality == qualityNone && t.rt.recognise[t.mode] {

@@ -25,6 +25,9 @@ type Hit struct {
 	Owner      int      // the owner given to Add, e.g. a command's index
 	Pattern    *Pattern // the pattern
 	Start, End int      // the slot's words are words[Start:End]; both 0 without a slot
+	// Possessive: the phrasing's slot is {item}'s, and the last slot
+	// word ends with the possessive s (see Phrasing.Possessive)
+	Possessive bool
 }
 
 // NewSet returns an empty set.
@@ -68,7 +71,8 @@ func (s *Set) Match(words []string, dst []Hit) []Hit {
 		} else {
 			r, b = b[0], b[1:]
 		}
-		start, end, ok := s.patterns[r.pat].Phrasings[r.ph].Match(words)
+		ph := &s.patterns[r.pat].Phrasings[r.ph]
+		start, end, ok := ph.Match(words)
 		if !ok {
 			continue
 		}
@@ -84,7 +88,7 @@ func (s *Set) Match(words []string, dst []Hit) []Hit {
 			}
 		}
 		if !dup {
-			dst = append(dst, Hit{Owner: s.owners[r.pat], Pattern: p, Start: start, End: end})
+			dst = append(dst, Hit{Owner: s.owners[r.pat], Pattern: p, Start: start, End: end, Possessive: ph.Possessive})
 		}
 	}
 	return dst

@@ -5,8 +5,10 @@
 //
 //	word          a literal, compared after normalization ("Don't" is "dont")
 //	(a|b c|d)     one of the alternatives, each a sequence
-//	[optional]    a sequence that may be absent
-//	{item}        the slot: one or more words whose text is resolved
+//	[optional]    a sequence that may be absent; alternatives inside need
+//	              parentheses: [(a|b)]
+//	{item}        the slot: one or more words whose text is resolved;
+//	              {item}'s is its possessive ("open {item}'s account")
 //
 // with at most one slot, not inside a group. A pattern matches only a whole
 // utterance. Patterns are expanded at parse time into their phrasings (a
@@ -45,6 +47,10 @@ type Phrasing struct {
 	Prefix []string
 	Slot   bool
 	Suffix []string
+	// Possessive: the slot is written {item}'s ("open {item}'s account"):
+	// the utterance's last slot word ends with the s normalization joins
+	// to it ("mira holm's" is "mira holms"), which is not the item's.
+	Possessive bool
 }
 
 // Match reports whether the words (normalized) are exactly this phrasing.
@@ -58,6 +64,9 @@ func (ph *Phrasing) Match(words []string) (start, end int, ok bool) {
 		return 0, 0, false
 	}
 	if !slices.Equal(words[:len(ph.Prefix)], ph.Prefix) || !slices.Equal(words[len(words)-len(ph.Suffix):], ph.Suffix) {
+		return 0, 0, false
+	}
+	if last := words[len(words)-len(ph.Suffix)-1]; ph.Possessive && (len(last) < 2 || last[len(last)-1] != 's') {
 		return 0, 0, false
 	}
 	return len(ph.Prefix), len(words) - len(ph.Suffix), true
@@ -90,6 +99,7 @@ type node struct {
 	word string   // 'w'
 	alts [][]node // 'a': the alternatives; 'o': one sequence
 	name string   // 's'
+	poss bool     // 's': written {name}'s
 	col  int
 }
 
@@ -185,6 +195,9 @@ func (p *parser) seq(depth int) ([]node, error) {
 			if err != nil {
 				return nil, err
 			}
+			if p.pos < len(p.src) && p.src[p.pos] == '|' {
+				return nil, p.errf(p.pos, "alternatives inside '[ ]' need '( )': write [(a|b)] for an optional choice, as in \"play [(the|a)] {item}\"")
+			}
 			if p.pos >= len(p.src) || p.src[p.pos] != ']' {
 				return nil, p.errf(start, "unclosed '['")
 			}
@@ -214,7 +227,14 @@ func (p *parser) seq(depth int) ([]node, error) {
 			}
 			p.slot = name
 			p.pos += end + 1
-			out = append(out, node{kind: 's', name: name, col: start})
+			poss := false
+			for _, ap := range []string{"'s", "’s"} {
+				if rest := p.src[p.pos:]; strings.HasPrefix(rest, ap) && (len(rest) == len(ap) || strings.ContainsRune(" \t()[]|", rune(rest[len(ap)]))) {
+					p.pos += len(ap)
+					poss = true
+				}
+			}
+			out = append(out, node{kind: 's', name: name, poss: poss, col: start})
 		case c == ')' || c == '|' || c == ']':
 			if depth == 0 {
 				return nil, p.errf(p.pos, "unexpected %q", c)
@@ -260,7 +280,7 @@ func expand(seq []node, acc []Phrasing) ([]Phrasing, error) {
 			}
 		case 's':
 			for i := range acc {
-				acc[i].Slot = true
+				acc[i].Slot, acc[i].Possessive = true, n.poss
 			}
 		case 'a', 'o':
 			var next []Phrasing

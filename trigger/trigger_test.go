@@ -60,6 +60,7 @@ func TestParseErrors(t *testing.T) {
 		{"TwoSlots", "{a} and {b}", "second slot"},
 		{"SlotInGroup", "(go to {item}|x)", "inside a group"},
 		{"BadSlotName", "go to {it em}", "slot name"},
+		{"AlternativesInOptional", "play [the|a] {item}", "alternatives inside '[ ]' need '( )'"},
 		{"StrayClose", "go to ) {item}", "unexpected ')'"},
 		{"StrayBrace", "go to } x", "unexpected '}'"},
 	}
@@ -199,6 +200,25 @@ func TestFillersRemove(t *testing.T) {
 		got := strings.Join(f.Remove(strings.Fields(in), nil), " ")
 		if got != want {
 			t.Errorf("Remove(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestPossessiveSlot: {item}'s matches the name with the s normalization
+// joins to it ("mira holm's" is "mira holms"), and only such a word.
+func TestPossessiveSlot(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{"open {item}'s account", "open {item}’s account"} {
+		p, err := Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ph, s, e, ok := p.Match(strings.Fields("open mira holms account"))
+		if !ok || !ph.Possessive || s != 1 || e != 3 {
+			t.Errorf("%q: %v %d %d %v", src, ok, s, e, ph)
+		}
+		if _, _, _, ok := p.Match(strings.Fields("open mira holm account")); ok {
+			t.Errorf("%q matched a name without the possessive s", src)
 		}
 	}
 }

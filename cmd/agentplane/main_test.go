@@ -178,7 +178,7 @@ func TestChatTranscript(t *testing.T) {
 		"[mode: sales | active email_template: Q1 CFO Outreach (TPL-123) | audience persona: CFO - MidMarket (PERS-22)]",
 		"? Confirm send to 'Q1 pilot list'?\n  (yes / no)",
 		"✓ Send the template to a mailer list: Q1 pilot list — done.",
-		"Pick from Email templates matching \"outreach\":\n *1. Q1 CFO Outreach (TPL-123)\n  2. Q1 CTO Outreach (TPL-124)",
+		"Pick from Email templates matching \"outreach\":\n  1. Q1 CFO Outreach (TPL-123)\n  2. Q1 CTO Outreach (TPL-124)",
 		"Pick a number from 1 to 2.",
 		"✓ Now working on email template Q1 CTO Outreach (TPL-124).",
 		"No LLM is configured yet",
