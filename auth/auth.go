@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
@@ -30,17 +31,36 @@ type Principal struct {
 	Roles []string
 }
 
-// Keys maps API keys to principals. The zero Keys has none.
+// Keys maps API keys to principals. The zero Keys has none. Replace
+// swaps in another configuration's keys; it is safe for concurrent use.
 type Keys struct {
+	t atomic.Pointer[keyTable]
+}
+
+// keyTable is the keys of one configuration; never changed once made.
+type keyTable struct {
 	digests    [][sha256.Size]byte
 	principals []Principal
+}
+
+// Replace makes k hold n's keys from now on (a reloaded configuration's):
+// a request authenticated before keeps its principal.
+func (k *Keys) Replace(n *Keys) {
+	k.t.Store(n.t.Load())
+}
+
+func (k *Keys) table() *keyTable {
+	if t := k.t.Load(); t != nil {
+		return t
+	}
+	return &keyTable{}
 }
 
 // New reads the configured keys; a key given by environment variable is
 // read through getenv now, and one that is unset or empty is an error
 // naming the variable.
 func New(cfg config.Auth, getenv func(string) string) (*Keys, error) {
-	k := &Keys{}
+	k := &keyTable{}
 	for i, c := range cfg.Keys {
 		var d [sha256.Size]byte
 		switch {
@@ -64,17 +84,20 @@ func New(cfg config.Auth, getenv func(string) string) (*Keys, error) {
 		k.digests = append(k.digests, d)
 		k.principals = append(k.principals, Principal{ID: c.UserID, Roles: slices.Clone(c.Roles)})
 	}
-	return k, nil
+	keys := &Keys{}
+	keys.t.Store(k)
+	return keys, nil
 }
 
 // Len returns how many keys there are.
-func (k *Keys) Len() int { return len(k.digests) }
+func (k *Keys) Len() int { return len(k.table().digests) }
 
 // Authenticate returns the principal of an Authorization header
 // ("Bearer KEY"). With no keys configured everyone is Local. An error has
 // code unauthorized and never contains the key.
 func (k *Keys) Authenticate(header string) (Principal, error) {
-	if k.Len() == 0 {
+	t := k.table()
+	if len(t.digests) == 0 {
 		return Local, nil
 	}
 	scheme, key, ok := strings.Cut(header, " ")
@@ -86,15 +109,15 @@ func (k *Keys) Authenticate(header string) (Principal, error) {
 	}
 	d := sha256.Sum256([]byte(key))
 	found := -1
-	for i := range k.digests { // every key is compared: the time says nothing about which matched
-		if subtle.ConstantTimeCompare(d[:], k.digests[i][:]) == 1 {
+	for i := range t.digests { // every key is compared: the time says nothing about which matched
+		if subtle.ConstantTimeCompare(d[:], t.digests[i][:]) == 1 {
 			found = i
 		}
 	}
 	if found < 0 {
 		return Principal{}, agentplane.Errorf(agentplane.CodeUnauthorized, "unknown API key")
 	}
-	p := k.principals[found]
+	p := t.principals[found]
 	p.Roles = slices.Clone(p.Roles)
 	return p, nil
 }

@@ -130,6 +130,7 @@ type Observer struct {
 type Core struct {
 	name   string
 	cfg    *config.Config
+	digest string // config.Digest of cfg
 	reg    *registry.Registry
 	router *router.Router
 	gate   *gate.Gate
@@ -222,6 +223,17 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	canon, err := config.Canonical(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	c.digest = config.Digest(canon)
+	if cs, ok := c.store.(store.Configs); ok {
+		// every record names the configuration by digest: the store keeps it
+		if err := cs.PutConfig(ctx, c.digest, canon); err != nil {
+			return nil, fmt.Errorf("%s: keep the configuration: %w", name, err)
+		}
+	}
 	c.redact = redact.New(append(secrets, opts.Secrets...)...)
 	c.log = slog.New(c.redact.Handler(c.log.Handler()))
 	c.reg, err = registry.New(wired, &registry.Options{Providers: opts.Providers, Now: c.now, HTTPClient: opts.HTTPClient})
@@ -241,7 +253,7 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 		gst = observed{Store: c.store, committed: c.obs.Committed}
 	}
 	c.gate, err = gate.New(c.reg, gst, &gate.Options{Now: c.now, NewToken: opts.NewToken, NewID: c.newID, Tools: c.tools,
-		ToolTimeout: opts.ToolTimeout, ClockMargin: opts.ClockMargin, Logger: c.log, Tracer: c.tracer, Redact: c.redact})
+		ToolTimeout: opts.ToolTimeout, ClockMargin: opts.ClockMargin, Logger: c.log, Tracer: c.tracer, Redact: c.redact, Config: c.digest})
 	if err != nil {
 		c.closeParts()
 		return nil, err
@@ -360,7 +372,7 @@ func (c *Core) Derive(d Derived) (*Core, error) {
 	if d.Store == nil {
 		return nil, errors.New("core: Derive needs a store")
 	}
-	n := &Core{name: c.name, cfg: c.cfg, reg: c.reg, router: c.router, tools: d.Tools, store: d.Store,
+	n := &Core{name: c.name, cfg: c.cfg, digest: c.digest, reg: c.reg, router: c.router, tools: d.Tools, store: d.Store,
 		now: d.Now, newID: d.NewID, log: c.log, redact: c.redact, opts: c.opts}
 	if n.tools == nil {
 		n.tools = c.tools
@@ -372,7 +384,7 @@ func (c *Core) Derive(d Derived) (*Core, error) {
 		n.newID = c.newID
 	}
 	var err error
-	n.gate, err = gate.New(c.reg, d.Store, &gate.Options{Now: n.now, NewToken: d.NewToken, Tools: n.tools, Logger: c.log, Redact: c.redact})
+	n.gate, err = gate.New(c.reg, d.Store, &gate.Options{Now: n.now, NewToken: d.NewToken, Tools: n.tools, Logger: c.log, Redact: c.redact, Config: c.digest})
 	return n, err
 }
 
@@ -411,6 +423,32 @@ func (c *Core) Name() string { return c.name }
 
 // Config returns the configuration.
 func (c *Core) Config() *config.Config { return c.cfg }
+
+// Digest returns the digest of the configuration (config.Digest), which
+// every audit record of a decision or an execution carries.
+func (c *Core) Digest() string { return c.digest }
+
+// StoredConfig returns the configuration the store keeps under digest
+// (store.Configs): the one an audit record names. false when the store
+// keeps none under it, or keeps no configurations.
+func (c *Core) StoredConfig(ctx context.Context, digest string) (*config.Config, bool, error) {
+	if digest == c.digest {
+		return c.cfg, true, nil
+	}
+	cs, ok := c.store.(store.Configs)
+	if !ok || digest == "" {
+		return nil, false, nil
+	}
+	body, ok, err := cs.Config(ctx, digest)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	cfg, err := config.FromCanonical(body)
+	if err != nil {
+		return nil, false, fmt.Errorf("configuration %s: %w", config.ShortDigest(digest), err)
+	}
+	return cfg, true, nil
+}
 
 // Registry returns the compiled configuration.
 func (c *Core) Registry() *registry.Registry { return c.reg }

@@ -223,7 +223,7 @@ func TestRunOnAMovedSessionIsRecorded(t *testing.T) {
 	}
 	var out bytes.Buffer
 	rc := demotest.Core(t, &core.Options{Programs: countingSend(new(atomic.Int32), func() {})})
-	if n, err := replay.Run(ctx, rc, &log, &out); err != nil || n != 0 {
+	if n, err := replay.Run(ctx, rc, &log, &out, nil); err != nil || n != 0 {
 		t.Fatalf("replay: %d divergences, %v\n%s", n, err, out.String())
 	}
 }

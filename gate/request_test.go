@@ -333,7 +333,7 @@ func TestStaleClaimIsFinishedAsInterrupted(t *testing.T) {
 	for _, rec := range recs {
 		log.Write(append(rec.Raw, '\n'))
 	}
-	if n, err := replay.Run(ctx, demotest.Core(t, nil), &log, &out); n != 0 || err != nil {
+	if n, err := replay.Run(ctx, demotest.Core(t, nil), &log, &out, nil); n != 0 || err != nil {
 		t.Fatalf("replay: %d divergences, %v\n%s", n, err, out.String())
 	}
 }

@@ -515,8 +515,9 @@ func (s *Server) getVerification(w http.ResponseWriter, r *http.Request, p auth.
 	return nil
 }
 
-// Replayed is a session replayed against the configuration the server
-// runs now: how the records would have come out differently.
+// Replayed is a session replayed, each record on the configuration that
+// decided it or every record on the one the server runs now (against):
+// how the records came out differently.
 type Replayed struct {
 	Records int `json:"records"`
 	// Total is how many divergences the replay found; Divergences holds
@@ -538,7 +539,18 @@ func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err := audit.Verify(recs); err != nil {
 		return agentplane.Errorf(agentplane.CodeInvalidState, "the session's audit chain does not verify, so it cannot be replayed: %v", err)
 	}
-	divs, err := replay.Session(r.Context(), s.core, recs)
+	// each record on the configuration it names (the store keeps them),
+	// or every record on the one in force now (?against=current): what a
+	// change would have changed
+	var opts replay.Options
+	switch v := r.URL.Query().Get("against"); v {
+	case "", "recorded":
+	case "current":
+		opts.Fixed = true
+	default:
+		return invalid("against=%q: want recorded (each record's own configuration, the default) or current", truncate(v, 40))
+	}
+	divs, err := replay.Session(r.Context(), s.core, recs, &opts)
 	if err != nil {
 		return agentplane.Errorf(agentplane.CodeInternal, "replay stopped at a record it could not replay: %v", err)
 	}

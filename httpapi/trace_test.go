@@ -181,7 +181,7 @@ func TestTracing(t *testing.T) {
 		log.Write(append(r.Raw, '\n'))
 	}
 	var out bytes.Buffer
-	if n, err := replay.Run(context.Background(), rt.Core, &log, &out); err != nil || n != 0 {
+	if n, err := replay.Run(context.Background(), rt.Core, &log, &out, nil); err != nil || n != 0 {
 		t.Fatalf("replay: %d divergences, %v\n%s", n, err, out.String())
 	}
 	rt.Close(time.Second)

@@ -79,7 +79,7 @@ func (e *env) replay(c *core.Core) string {
 		log.Write(r.Raw)
 		log.WriteByte('\n')
 	}
-	n, err := replay.Run(context.Background(), c, &log, &out)
+	n, err := replay.Run(context.Background(), c, &log, &out, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func TestInternalTurn(t *testing.T) {
 		log.Write(r.Raw)
 		log.WriteByte('\n')
 	}
-	if n, err := replay.Run(ctx, c, &log, &diff); err != nil || n != 0 {
+	if n, err := replay.Run(ctx, c, &log, &diff, nil); err != nil || n != 0 {
 		t.Fatalf("%d divergences, %v:\n%s", n, err, diff.String())
 	}
 }

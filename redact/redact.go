@@ -19,6 +19,8 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Mask is what a secret is replaced with.
@@ -29,8 +31,15 @@ const Mask = "[redacted]"
 const MinLen = 4
 
 // Redactor replaces secrets in text and JSON. It is safe for concurrent
-// use and never changes after New.
+// use; Add extends the secrets it masks (a reloaded configuration's new
+// header values), and a secret once masked stays masked.
 type Redactor struct {
+	mu  sync.Mutex // serializes Add
+	set atomic.Pointer[secrets]
+}
+
+// secrets are what a Redactor masks at one time; never changed once made.
+type secrets struct {
 	plain *strings.Replacer // each secret by the mask
 	any   []string          // the secrets, longest first
 }
@@ -40,25 +49,58 @@ type Redactor struct {
 // "Basic x") is also a secret without it: services echo the token alone.
 // nil when nothing is left to redact.
 func New(values ...string) *Redactor {
-	var secrets []string
+	r := Growing(values...)
+	if r.set.Load() == nil {
+		return nil
+	}
+	return r
+}
+
+// Growing is New that never returns nil, for a holder of secrets that may
+// learn more of them later (Add): it masks nothing until it has some.
+func Growing(values ...string) *Redactor {
+	r := &Redactor{}
+	r.Add(values...)
+	return r
+}
+
+// Add makes r mask the values given too, besides those it masks already
+// (see New for which values count). It may be called concurrently with
+// anything; what is masked changes at once for every later call.
+func (r *Redactor) Add(values ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var all []string
+	if cur := r.set.Load(); cur != nil {
+		all = slices.Clone(cur.any)
+	}
+	n := len(all)
 	for _, v := range values {
 		v = strings.TrimSpace(v)
 		for _, s := range []string{v, afterScheme(v)} {
-			if len(s) >= MinLen && !slices.Contains(secrets, s) {
-				secrets = append(secrets, s)
+			if len(s) >= MinLen && !slices.Contains(all, s) {
+				all = append(all, s)
 			}
 		}
 	}
-	if len(secrets) == 0 {
-		return nil
+	if len(all) == n {
+		return
 	}
 	// longest first: a secret that contains another is masked whole
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	slices.SortFunc(all, func(a, b string) int { return len(b) - len(a) })
 	var plain []string
-	for _, s := range secrets {
+	for _, s := range all {
 		plain = append(plain, s, Mask)
 	}
-	return &Redactor{plain: strings.NewReplacer(plain...), any: secrets}
+	r.set.Store(&secrets{plain: strings.NewReplacer(plain...), any: all})
+}
+
+// load returns the secrets masked now; nil for none.
+func (r *Redactor) load() *secrets {
+	if r == nil {
+		return nil
+	}
+	return r.set.Load()
 }
 
 // afterScheme is the credentials of an authorization header value
@@ -79,10 +121,11 @@ func jsonEscaped(s string) string {
 
 // String returns s with every secret masked.
 func (r *Redactor) String(s string) string {
-	if r == nil || !r.contains(s) {
+	set := r.load()
+	if set == nil || !set.contains(s) {
 		return s
 	}
-	return r.plain.Replace(s)
+	return set.plain.Replace(s)
 }
 
 // JSON returns the JSON value b with every secret masked in its strings
@@ -90,7 +133,8 @@ func (r *Redactor) String(s string) string {
 // when a secret is there, else b unchanged. A secret that is only part of
 // a number, or b that is not JSON, is left as it is. b is not changed.
 func (r *Redactor) JSON(b json.RawMessage) json.RawMessage {
-	if r == nil || len(b) == 0 || !r.containsJSON(string(b)) {
+	set := r.load()
+	if set == nil || len(b) == 0 || !set.containsJSON(string(b)) {
 		return b
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -128,9 +172,12 @@ func (r *Redactor) value(v any) any {
 }
 
 // Contains reports whether s holds a secret.
-func (r *Redactor) Contains(s string) bool { return r != nil && r.contains(s) }
+func (r *Redactor) Contains(s string) bool {
+	set := r.load()
+	return set != nil && set.contains(s)
+}
 
-func (r *Redactor) contains(s string) bool {
+func (r *secrets) contains(s string) bool {
 	for _, v := range r.any {
 		if strings.Contains(s, v) {
 			return true
@@ -139,7 +186,7 @@ func (r *Redactor) contains(s string) bool {
 	return false
 }
 
-func (r *Redactor) containsJSON(s string) bool {
+func (r *secrets) containsJSON(s string) bool {
 	if r.contains(s) {
 		return true
 	}
@@ -217,7 +264,7 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 			return slog.String(a.Key, h.r.String(x))
 		default:
 			// anything else is logged as its text: masked there
-			if s := v.String(); h.r.contains(s) {
+			if s := v.String(); h.r.Contains(s) {
 				return slog.String(a.Key, h.r.String(s))
 			}
 		}

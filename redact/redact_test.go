@@ -96,3 +96,20 @@ func FuzzJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestAdd: a Redactor learns secrets later (a reloaded configuration's)
+// and keeps masking the ones it had.
+func TestAdd(t *testing.T) {
+	r := redact.Growing()
+	if r == nil || r.String("old-secret new-secret") != "old-secret new-secret" {
+		t.Fatal("an empty Growing redactor masks something, or is nil")
+	}
+	r.Add("old-secret")
+	r.Add("Bearer new-secret", "ab") // too short: not a secret
+	if got := r.String("old-secret new-secret ab"); got != "[redacted] [redacted] ab" {
+		t.Fatalf("%q", got)
+	}
+	if redact.New() != nil {
+		t.Fatal("New of nothing is not nil")
+	}
+}

@@ -15,7 +15,7 @@
 // reproduces exactly; against a changed configuration, replay shows what
 // the change would have changed.
 //
-//	n, err := replay.Run(ctx, c, logFile, os.Stdout)
+//	n, err := replay.Run(ctx, c, logFile, os.Stdout, nil)
 //	// n == 0: the configuration reproduces every recorded session
 package replay
 
@@ -40,14 +40,14 @@ import (
 )
 
 // Run replays every session of a JSON Lines audit log (the export format)
-// on the core's configuration, writing one line per divergence to out, and
+// on the configurations its records name (see Options), writing one line per divergence to out, and
 // returns how many there were. The log's chains are verified first; a
 // broken log is an error.
 //
 // The core's tools are the tools the recording ran with (their specs
 // decide the confirmation policy and argument checks); replay calls none
 // of them but answers in their place with the recorded outcome.
-func Run(ctx context.Context, c *core.Core, log io.Reader, out io.Writer) (int, error) {
+func Run(ctx context.Context, c *core.Core, log io.Reader, out io.Writer, opts *Options) (int, error) {
 	data, err := io.ReadAll(log)
 	if err != nil {
 		return 0, err
@@ -72,7 +72,7 @@ func Run(ctx context.Context, c *core.Core, log io.Reader, out io.Writer) (int, 
 	}
 	total := 0
 	for _, id := range order {
-		divs, err := Session(ctx, c, sessions[id])
+		divs, err := Session(ctx, c, sessions[id], opts)
 		for _, d := range divs {
 			fmt.Fprintf(out, "session %s, record %d (%s): %s differs\n  recorded: %s\n  replayed: %s\n", id, d.Seq, d.Kind, d.Field, d.Recorded, d.Replayed)
 		}
@@ -197,28 +197,78 @@ func (s sessions) Session(ctx context.Context, id string) (*agentplane.Session, 
 	return s.Store.Session(ctx, id)
 }
 
-// Session replays one session's records, whose chain the caller has
-// verified, on the core's configuration and returns its divergences (with
-// an error, those found before the replay could not go on).
-func Session(ctx context.Context, c *core.Core, recs []audit.Record) ([]Divergence, error) {
-	if len(recs) == 0 || recs[0].Kind != audit.KindOpen || recs[0].State == nil {
-		return nil, errors.New("the log does not start with the session's open record")
+// Options configure a replay. nil means defaults.
+type Options struct {
+	// Fixed replays every record on the core's configuration (replay
+	// --config): what a changed configuration would have changed.
+	// Otherwise each record is replayed on the configuration it names
+	// (its config member) when Configs finds it, so a session that ran
+	// across a reload replays without divergence, and on the core's
+	// configuration when it does not.
+	Fixed bool
+	// Configs finds the configuration a record names by its digest; nil
+	// means the core's store (core.StoredConfig).
+	Configs func(ctx context.Context, digest string) (*config.Config, bool, error)
+}
+
+// engine is what replays the records of one configuration: a core derived
+// over the replay's store and the LLM connection that builds requests.
+type engine struct {
+	rc    *core.Core
+	agent *llm.Agent
+}
+
+// engines are a session replay's engines, by configuration digest ("" for
+// the core's own), each built once.
+type engines struct {
+	c      *core.Core
+	opts   Options
+	p      *player
+	st     sessions
+	by     map[string]*engine
+	builts []*core.Core // cores rebuilt over stored configurations, closed at the end
+}
+
+// of returns the engine of the configuration a record names.
+func (e *engines) of(ctx context.Context, digest string) (*engine, error) {
+	base := e.c
+	key := ""
+	if !e.opts.Fixed && digest != "" && digest != e.c.Digest() {
+		if en, ok := e.by[digest]; ok {
+			return en, nil
+		}
+		cfg, ok, err := e.opts.Configs(ctx, digest)
+		if err != nil {
+			return nil, fmt.Errorf("configuration %s: %w", config.ShortDigest(digest), err)
+		}
+		if ok {
+			if base, err = e.c.Rebuild(ctx, cfg); err != nil {
+				return nil, fmt.Errorf("configuration %s: %w", config.ShortDigest(digest), err)
+			}
+			e.builts = append(e.builts, base)
+			key = digest
+		}
 	}
-	p := &player{cur: &recs[0], tokens: map[string]string{}, history: map[int64]*agentplane.Session{}}
+	if en, ok := e.by[key]; ok {
+		if key != digest && digest != "" {
+			e.by[digest] = en // not kept: the core's, from now on
+		}
+		return en, nil
+	}
+	p := e.p
 	stand := tool.NewRegistry() // the same tools, answering from the record
-	for _, name := range c.Tools().Names() {
-		t, _ := c.Tools().Get(name)
+	for _, name := range base.Tools().Names() {
+		t, _ := base.Tools().Get(name)
 		if err := stand.Register(&tool.Func{S: t.Spec(), Fn: p.call}); err != nil {
 			return nil, err
 		}
 	}
-	st := sessions{Store: memstore.New(), p: p}
-	rc, err := c.Derive(core.Derived{Store: st, Now: p.now, NewID: p.newID, NewToken: p.newToken, Tools: stand})
+	rc, err := base.Derive(core.Derived{Store: e.st, Now: p.now, NewID: p.newID, NewToken: p.newToken, Tools: stand})
 	if err != nil {
 		return nil, err
 	}
 	var limits config.LLM
-	if l := c.Config().LLM; l != nil {
+	if l := base.Config().LLM; l != nil {
 		limits = *l
 	}
 	// builds requests only: the answers are the recorded ones, and the
@@ -229,8 +279,45 @@ func Session(ctx context.Context, c *core.Core, recs []audit.Record) ([]Divergen
 		}
 		return nil
 	}})
+	en := &engine{rc: rc, agent: agent}
+	e.by[key] = en
+	if digest != "" {
+		e.by[digest] = en
+	}
+	return en, nil
+}
+
+// close closes the cores rebuilt over stored configurations.
+func (e *engines) close() {
+	for _, b := range e.builts {
+		b.Close()
+	}
+}
+
+// Session replays one session's records, whose chain the caller has
+// verified, each on the configuration it names when opts allow (see
+// Options), and returns its divergences (with an error, those found before
+// the replay could not go on).
+func Session(ctx context.Context, c *core.Core, recs []audit.Record, opts *Options) ([]Divergence, error) {
+	if len(recs) == 0 || recs[0].Kind != audit.KindOpen || recs[0].State == nil {
+		return nil, errors.New("the log does not start with the session's open record")
+	}
+	p := &player{cur: &recs[0], tokens: map[string]string{}, history: map[int64]*agentplane.Session{}}
+	st := sessions{Store: memstore.New(), p: p}
+	e := &engines{c: c, p: p, st: st, by: map[string]*engine{}}
+	if opts != nil {
+		e.opts = *opts
+	}
+	if e.opts.Configs == nil {
+		e.opts.Configs = c.StoredConfig
+	}
+	defer e.close()
+	en, err := e.of(ctx, recs[0].Config)
+	if err != nil {
+		return nil, err
+	}
 	first := recs[0].State
-	s, err := rc.Gate().Open(ctx, gate.Opening{SessionID: first.ID, Mode: first.Mode, Principal: recs[0].Principal, Owner: first.Owner, UI: first.UI})
+	s, err := en.rc.Gate().Open(ctx, gate.Opening{SessionID: first.ID, Mode: first.Mode, Principal: recs[0].Principal, Owner: first.Owner, UI: first.UI})
 	if err != nil {
 		return nil, err
 	}
@@ -242,6 +329,11 @@ func Session(ctx context.Context, c *core.Core, recs []audit.Record) ([]Divergen
 		if r.Intent != nil && r.Intent.RequestID != "" {
 			p.ids = []string{r.Intent.RequestID}
 		}
+		en, err := e.of(ctx, r.Config)
+		if err != nil {
+			return p.divs, err
+		}
+		rc, agent := en.rc, en.agent
 		switch r.Kind {
 		case audit.KindTurn:
 			if r.Input == nil {

@@ -117,7 +117,7 @@ func replayFile(t testing.TB, c *core.Core, path string) (int, string, error) {
 	}
 	defer f.Close()
 	var out bytes.Buffer
-	n, err := replay.Run(context.Background(), c, f, &out)
+	n, err := replay.Run(context.Background(), c, f, &out, nil)
 	return n, out.String(), err
 }
 
@@ -212,11 +212,11 @@ func TestReplayRefusesABrokenLog(t *testing.T) {
 	record(t, path, []string{"switch to ddr mode"}, false)
 	data, _ := os.ReadFile(path)
 	tampered := bytes.Replace(data, []byte(`"resolved_id":"ddr"`), []byte(`"resolved_id":"sales"`), 1)
-	_, err := replay.Run(context.Background(), demotest.Core(t, nil), bytes.NewReader(tampered), &bytes.Buffer{})
+	_, err := replay.Run(context.Background(), demotest.Core(t, nil), bytes.NewReader(tampered), &bytes.Buffer{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "hash mismatch") {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = replay.Run(context.Background(), demotest.Core(t, nil), bytes.NewReader(nil), &bytes.Buffer{})
+	_, err = replay.Run(context.Background(), demotest.Core(t, nil), bytes.NewReader(nil), &bytes.Buffer{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "no records") {
 		t.Fatalf("an empty log: %v", err)
 	}

@@ -38,7 +38,7 @@ func TestWorkflowSessionReplays(t *testing.T) {
 		t.Fatal("no approval in the log")
 	}
 	var out bytes.Buffer
-	n, err := replay.Run(context.Background(), e.core, bytes.NewReader(log), &out)
+	n, err := replay.Run(context.Background(), e.core, bytes.NewReader(log), &out, nil)
 	if err != nil || n != 0 {
 		t.Fatalf("%d divergences, %v:\n%s", n, err, out.String())
 	}

@@ -340,6 +340,14 @@ func TestWebPageMouse(t *testing.T) {
 		if !eval[bool](p, `[...document.querySelectorAll('#audit-list > li')].some(li => li.textContent.includes('Confirmed by local'))`) {
 			t.Fatal("no confirmation shown with who confirmed")
 		}
+		// which configuration decided: its short digest, the record's
+		digest, _ := recs[len(recs)-1]["config"].(string)
+		if len(digest) != 64 {
+			t.Fatalf("the last record names no configuration: %v", recs[len(recs)-1])
+		}
+		if shown := eval[string](p, `document.querySelector('#audit-list > li .rec-config').textContent`); shown != "config "+digest[:12] {
+			t.Fatalf("the newest record shows %q for configuration %s", shown, digest)
+		}
 		click(p, `//ol[@id="audit-list"]/li[.//text()[contains(., 'agent_set_active_entity') or contains(., 'Now working on')]][1]//summary`)
 		p.wait(`[...document.querySelectorAll('#audit-list details[open] li')].some(li => /^(add|replace) \/awc/.test(li.textContent))`)
 		click(p, "#audit-replay-run")

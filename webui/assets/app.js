@@ -1407,7 +1407,7 @@ async function showAudit() {
   const list = el('ol', { class: 'items timeline', id: 'audit-list', 'aria-label': 'Audit records, newest first' });
   const older = el('button', { type: 'button', id: 'audit-older', text: 'Show older records', hidden: true });
   const replayOut = el('div', { id: 'audit-replay', 'aria-live': 'polite' });
-  const replayBtn = el('button', { type: 'button', id: 'audit-replay-run', text: 'Replay against the current configuration' });
+  const replayBtn = el('button', { type: 'button', id: 'audit-replay-run', text: 'Replay' });
   openPanel('audit', 'Audit trail', status, el('div', { class: 'actions' }, replayBtn), replayOut, list, el('div', { class: 'actions' }, older));
 
   const mark = (li) => {
@@ -1486,8 +1486,8 @@ async function showAudit() {
         el('p', {
           class: r.divergences.length ? 'audit-status bad' : 'audit-status ok',
           text: r.divergences.length
-            ? `Replayed ${r.records} records against the current configuration: ${r.total} divergence${r.total === 1 ? '' : 's'}.`
-            : `Replayed ${r.records} records against the current configuration: it does everything the same way.`,
+            ? `Replayed ${r.records} records, each on the configuration that decided it: ${r.total} divergence${r.total === 1 ? '' : 's'}.`
+            : `Replayed ${r.records} records, each on the configuration that decided it: it does everything the same way.`,
         }),
       ];
       if (r.total > 50) out.push(el('p', { class: 'muted', text: `The first 50 are listed.` }));
@@ -1532,6 +1532,7 @@ function auditRecord(r) {
       el('strong', { text: `#${r.seq} ${kindNames[r.kind] || r.kind}` }),
       el('span', { class: 'state', text: new Date(r.time).toLocaleString() }),
       r.principal ? el('span', { class: 'state', text: 'by ' + r.principal }) : null,
+      r.config ? el('span', { class: 'state rec-config', title: 'Decided by the configuration ' + r.config, text: 'config ' + r.config.slice(0, 12) }) : null,
     ),
   );
   const say = (text, cls) => li.append(el('div', { class: cls || '', text }));
