@@ -321,6 +321,27 @@ type Querier interface {
 	Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error
 }
 
+// Stats are a SQL store's counters since it opened: what its callers
+// have cost the database. make cost reads them (bench/cost).
+type Stats struct {
+	// Statements is how many SQL statements the store ran, reads and
+	// writes, its subsystems' included; transaction control (BEGIN,
+	// COMMIT, savepoints) is not counted.
+	Statements int64
+	// Transactions is how many write transactions committed (SQLite: a
+	// group of commits shares one).
+	Transactions int64
+	// RoundTrips is how many times the client waited for the server
+	// (PostgreSQL: a query, a batch, a BEGIN or a COMMIT each); 0 for
+	// SQLite, which runs in the process.
+	RoundTrips int64
+}
+
+// Counted is a store that keeps Stats (the SQL stores do).
+type Counted interface {
+	Stats() Stats
+}
+
 // Rows is a result set: database/sql's and pgx's rows both are.
 type Rows interface {
 	Next() bool

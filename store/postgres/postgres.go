@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,6 +56,7 @@ type Store struct {
 	pool   *pgxpool.Pool
 	url    string // for messages, without the password
 	notify bool
+	count  *counter // Stats
 
 	mu sync.Mutex
 	// heads caches each session's last audit record (seq, hash) as this
@@ -109,11 +111,13 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: bad URL %s: %s", Redact(url), redactErr(err, url))
 	}
 	shown := fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	count := &counter{}
+	cfg.ConnConfig.Tracer = count
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s: %s", shown, redactErr(err, url))
 	}
-	s := &Store{pool: pool, url: shown, heads: map[string]chainHead{}, notify: opts.Notify}
+	s := &Store{pool: pool, url: shown, heads: map[string]chainHead{}, notify: opts.Notify, count: count}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: cannot reach %s (%s): is the server running and the URL right?", shown, redactErr(err, url))
@@ -408,6 +412,7 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) (store.Request, bool, 
 	var one int
 	err := s.pool.QueryRow(ctx, query, args...).Scan(&one)
 	if err == nil {
+		s.count.txs.Add(1)
 		return store.Request{}, true, nil
 	}
 	var pgErr *pgconn.PgError
@@ -540,6 +545,7 @@ func (s *Store) Commit(ctx context.Context, c *store.Commit) error {
 	for attempt := 0; ; attempt++ {
 		sealed, err := s.commitOnce(ctx, c)
 		if err == nil {
+			s.count.txs.Add(1)
 			if c.Record != nil {
 				s.setHead(c.SessionID, chainHead{sealed.Seq, sealed.Hash})
 				*c.Record = sealed
@@ -774,3 +780,54 @@ func (s *Store) fail(op string, err error) error {
 
 // maxHeads bounds the chain-head cache; it starts over when full.
 const maxHeads = 100_000
+
+// counter counts what the store's connections send (Stats): every query
+// and every batch is a round trip, every statement in them a statement
+// unless it is transaction control. It is the pool's tracer.
+type counter struct {
+	statements, roundTrips, txs atomic.Int64
+}
+
+// TraceQueryStart counts a query: a round trip, and a statement unless it
+// begins or ends a transaction.
+func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	c.roundTrips.Add(1)
+	if !control(data.SQL) {
+		c.statements.Add(1)
+	}
+	return ctx
+}
+
+// TraceQueryEnd does nothing.
+func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TraceBatchStart counts a batch: one round trip.
+func (c *counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.roundTrips.Add(1)
+	return ctx
+}
+
+// TraceBatchQuery counts a statement of a batch.
+func (c *counter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	c.statements.Add(1)
+}
+
+// TraceBatchEnd does nothing.
+func (c *counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// control reports transaction control: BEGIN, COMMIT, ROLLBACK.
+func control(sql string) bool {
+	if len(sql) > 8 {
+		return false
+	}
+	switch strings.ToLower(sql) {
+	case "begin", "commit", "rollback":
+		return true
+	}
+	return false
+}
+
+// Stats returns the store's counters; see store.Stats.
+func (s *Store) Stats() store.Stats {
+	return store.Stats{Statements: s.count.statements.Load(), Transactions: s.count.txs.Load(), RoundTrips: s.count.roundTrips.Load()}
+}
