@@ -64,6 +64,11 @@ type Store struct {
 	busy     time.Duration
 	stmts    map[string]*sql.Stmt // the leader's prepared statements
 	reads    map[string]*sql.Stmt // prepared reads, safe for concurrent use
+	// queries are subsystems' reads (Query), prepared at their first use
+	// and kept, at most maxStmts of them: preparing a read again on every
+	// call cost more than running it.
+	queries  sync.Map // query → *sql.Stmt
+	nqueries atomic.Int64
 
 	mu      sync.Mutex
 	queue   []*request // commits waiting for a leader
@@ -237,6 +242,31 @@ func (s *Store) closeReads() {
 	for _, st := range s.reads {
 		st.Close()
 	}
+	s.queries.Range(func(_, st any) bool {
+		st.(*sql.Stmt).Close()
+		return true
+	})
+}
+
+// prepared returns the read query prepared, or nil when maxStmts are
+// kept already (then it runs unprepared).
+func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.queries.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	if s.nqueries.Load() >= maxStmts {
+		return nil, nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := s.queries.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	s.nqueries.Add(1)
+	return st, nil
 }
 
 // Close refuses new commits, waits for those already waiting, and closes
@@ -576,7 +606,16 @@ func (s *Store) Dialect() string { return store.SQLite }
 // Query runs a read-only query of a subsystem's tables.
 func (s *Store) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
 	s.ran.Add(1)
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return s.wrap("query", err)
+	}
+	var rows *sql.Rows
+	if st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = s.db.QueryContext(ctx, query, args...)
+	}
 	if err != nil {
 		return s.wrap("query", err)
 	}
