@@ -57,6 +57,10 @@ type Store struct {
 	url    string // for messages, without the password
 	notify bool
 	count  *counter // Stats
+	// rebound are subsystems' queries with their ? placeholders rewritten
+	// ($1, $2, …), once per text: at most maxRebound of them.
+	rebound  sync.Map // query → rebound query
+	nrebound atomic.Int64
 
 	mu sync.Mutex
 	// heads caches each session's last audit record (seq, hash) as this
@@ -519,15 +523,34 @@ func (s *Store) Dialect() string { return store.Postgres }
 
 // Query runs a read-only query of a subsystem's tables (? placeholders).
 func (s *Store) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
-	return queryRows(ctx, s.pool, query, args, row, s.fail)
+	return queryRows(ctx, s.pool, s.rebind(query), args, row, s.fail)
 }
+
+// rebind is store.Rebind(query), rewritten once per query text.
+func (s *Store) rebind(query string) string {
+	if q, ok := s.rebound.Load(query); ok {
+		return q.(string)
+	}
+	q := store.Rebind(query)
+	if s.nrebound.Load() < maxRebound {
+		if _, loaded := s.rebound.LoadOrStore(query, q); !loaded {
+			s.nrebound.Add(1)
+		}
+	}
+	return q
+}
+
+// maxRebound bounds the rebound queries kept: the subsystems' are far
+// fewer; queries built at run time beyond them are rewritten each time.
+const maxRebound = 1024
 
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
+// queryRows runs a query whose placeholders are PostgreSQL's already.
 func queryRows(ctx context.Context, q querier, query string, args []any, row func(scan func(dest ...any) error) error, fail func(string, error) error) error {
-	rows, err := q.Query(ctx, store.Rebind(query), args...)
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return fail("query", err)
 	}
@@ -716,7 +739,7 @@ type txn struct {
 func (t *txn) Dialect() string { return store.Postgres }
 
 func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	tag, err := t.tx.Exec(ctx, store.Rebind(query), args...)
+	tag, err := t.tx.Exec(ctx, t.s.rebind(query), args...)
 	if err != nil {
 		return 0, err
 	}
@@ -724,7 +747,7 @@ func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error
 }
 
 func (t *txn) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
-	return queryRows(ctx, t.tx, query, args, row, func(_ string, err error) error { return err })
+	return queryRows(ctx, t.tx, t.s.rebind(query), args, row, func(_ string, err error) error { return err })
 }
 
 // head returns the session's chain head, from the cache or the database.
