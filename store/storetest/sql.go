@@ -58,6 +58,27 @@ func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.
 		return n, note
 	}
 
+	t.Run("StatementAloneCommits", func(t *testing.T) {
+		t.Parallel()
+		s := open(t, []store.Extension{Counters})
+		var n int64
+		st := store.Statement{Query: `INSERT INTO counters (name, n, note) VALUES (?, ?, ?) RETURNING n`, Args: []any{"alone", 7, "one statement"},
+			Row: func(scan func(...any) error) error { return scan(&n) }}
+		if err := s.Commit(ctx, &store.Commit{Ops: []store.Op{st}}); err != nil || n != 7 {
+			t.Fatalf("the statement returned %d, %v", n, err)
+		}
+		if got, note := counter(t, s, "alone"); got != 7 || note != "one statement" {
+			t.Fatalf("stored %d %q", got, note)
+		}
+		// a failing statement changes nothing and says why
+		err := s.Commit(ctx, &store.Commit{Ops: []store.Op{store.Statement{Query: `INSERT INTO counters (name, n) VALUES (?, ?)`, Args: []any{"alone", 8}}}})
+		if err == nil {
+			t.Fatal("a duplicate key committed")
+		}
+		if got, _ := counter(t, s, "alone"); got != 7 {
+			t.Fatalf("the failed statement left %d", got)
+		}
+	})
 	t.Run("StatsCountStatementsAndTransactions", func(t *testing.T) {
 		t.Parallel()
 		s := open(t, []store.Extension{Counters})
