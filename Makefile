@@ -1,5 +1,5 @@
 # agentplane — `make help` lists the targets.
-.PHONY: help build test race vet fuzz bench peers deploy-test ci run serve mcp-conformance release image
+.PHONY: help build test race vet fuzz bench cost peers deploy-test ci run serve mcp-conformance release image
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ bench: ## the README's benchmarks: routing, indexing, examples, the gate, durabl
 	go test -run='^$$' -bench='BenchmarkExecute' -cpu 1 -count 3 ./gate
 	go test -run='^$$' -bench='BenchmarkAppend' -cpu 1 -count 3 ./internal/canonjson
 	go test -run='^$$' -bench='BenchmarkDurable/interleaved' -benchtime 20x ./store/sqlite ./store/postgres
+
+cost: ## the durable paths priced in instructions (valgrind's callgrind; apt-get install valgrind) and SQL statements, SQLite and PostgreSQL (AGENTPLANE_TEST_POSTGRES): the table in docs/performance.md (minutes; not in CI)
+	go run ./bench/cost
 
 peers: ## peers side by side: CLINC150 vs scikit-learn and fastText (apt-get install python3-sklearn fasttext; ~40 min), notifications vs River, workflows vs LangGraph JS and Temporal (not in CI)
 	/usr/bin/python3 bench/peers/clinc150/peers.py

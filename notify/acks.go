@@ -123,20 +123,20 @@ func (l *Ledger) commitAcks(ctx context.Context, batch []*ackReq) error {
 	for _, r := range batch {
 		byID[r.id] = r
 	}
-	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
-		return tx.Query(ctx, q, args, func(scan func(...any) error) error {
-			n, err := scanRow(scan)
-			if err != nil {
-				return err
-			}
-			r := byID[n.ID]
-			if r == nil {
-				return fmt.Errorf("notify: an ack batch changed %s, which it did not hold", n.ID)
-			}
-			r.out, r.ok = n, true
-			return nil
-		})
-	})
+	// one statement, the whole commit (on PostgreSQL one round trip); its
+	// WHERE names only the batch's ids, so every row it returns is one
+	op := store.Statement{Query: q, Args: args, Row: func(scan func(...any) error) error {
+		n, err := scanRow(scan)
+		if err != nil {
+			return err
+		}
+		r := byID[n.ID]
+		if r == nil {
+			return fmt.Errorf("notify: an ack batch changed %s, which it did not hold", n.ID)
+		}
+		r.out, r.ok = n, true
+		return nil
+	}}
 	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
 		for _, r := range batch {
 			r.ok = false

@@ -205,6 +205,29 @@ func (l *Ledger) emitOnce(ctx context.Context, n Notification, ch Channel, lease
 	now := l.now().UnixNano()
 	key := n.addressKey()
 	var out Emitted
+	state := StatePending
+	if dispatched {
+		state = StateDispatched // PENDING → DISPATCHED inside the transaction: never seen PENDING
+	}
+	stored := func(id string, seq int64) {
+		at := time.Unix(0, now).UTC()
+		out.Notification = n // as stored: no need to read it back
+		out.ID, out.Seq, out.Channel, out.State, out.CreatedAt, out.UpdatedAt = id, seq, ch, state, at, at
+	}
+	if n.DedupKey == "" && l.q.Dialect() == store.Postgres {
+		// nothing to look up first: the one statement is the commit (one
+		// round trip, no BEGIN and COMMIT around it)
+		id := l.newID()
+		query, args := pgInsert(id, key, &n, ch, state, now)
+		var seq int64
+		err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{store.Statement{Query: query, Args: args,
+			Row: func(scan func(...any) error) error { return scan(&seq) }}}})
+		if err != nil {
+			return Emitted{}, err
+		}
+		stored(id, seq)
+		return out, nil
+	}
 	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
 		if n.DedupKey != "" {
 			var live *Notification
@@ -222,17 +245,11 @@ func (l *Ledger) emitOnce(ctx context.Context, n Notification, ch Channel, lease
 			}
 		}
 		id := l.newID()
-		state := StatePending
-		if dispatched {
-			state = StateDispatched // PENDING → DISPATCHED inside the transaction: never seen PENDING
-		}
 		seq, err := insertNotification(ctx, tx, id, key, &n, ch, state, now)
 		if err != nil {
 			return err
 		}
-		at := time.Unix(0, now).UTC()
-		out.Notification = n // as stored: no need to read it back
-		out.ID, out.Seq, out.Channel, out.State, out.CreatedAt, out.UpdatedAt = id, seq, ch, state, at, at
+		stored(id, seq)
 		return nil
 	})
 	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
@@ -245,19 +262,13 @@ func (l *Ledger) emitOnce(ctx context.Context, n Notification, ch Channel, lease
 // the notification and its dispatch row; on PostgreSQL in one statement
 // (one round trip, not three).
 func insertNotification(ctx context.Context, tx store.Tx, id, key string, n *Notification, ch Channel, state State, now int64) (int64, error) {
-	row := []any{id, n.Address, n.UserID, n.SessionID, n.Target, n.Handler, n.Title, n.Body, string(n.Payload), n.DedupKey, n.Directive, n.TTLSeconds, n.Urgency}
 	var seq int64
 	if tx.Dialect() == store.Postgres {
-		args := append([]any{key}, row...)
-		args = append(args, ch, state, now, now, key, id, ch, key, now)
-		err := tx.Query(ctx, `WITH s AS (INSERT INTO notification_seqs (address_key, seq) VALUES (?, 1)
-				ON CONFLICT (address_key) DO UPDATE SET seq = notification_seqs.seq + 1 RETURNING seq),
-			n AS (INSERT INTO notifications (`+columns+`, address_key)
-				SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, s.seq, ?, ?, 0, 0, 0, ?, ?, 0, ? FROM s RETURNING seq)
-			INSERT INTO notification_dispatch (id, channel, address_key, seq, created) SELECT ?, ?, ?, n.seq, ? FROM n RETURNING seq`,
-			args, func(scan func(...any) error) error { return scan(&seq) })
+		query, args := pgInsert(id, key, n, ch, state, now)
+		err := tx.Query(ctx, query, args, func(scan func(...any) error) error { return scan(&seq) })
 		return seq, err
 	}
+	row := []any{id, n.Address, n.UserID, n.SessionID, n.Target, n.Handler, n.Title, n.Body, string(n.Payload), n.DedupKey, n.Directive, n.TTLSeconds, n.Urgency}
 	err := tx.Query(ctx, `INSERT INTO notification_seqs (address_key, seq) VALUES (?, 1)
 		ON CONFLICT (address_key) DO UPDATE SET seq = notification_seqs.seq + 1 RETURNING seq`, []any{key}, func(scan func(...any) error) error {
 		return scan(&seq)
@@ -274,6 +285,21 @@ func insertNotification(ctx context.Context, tx store.Tx, id, key string, n *Not
 	}
 	return seq, nil
 }
+
+// pgInsert is PostgreSQL's one statement that takes the address's next
+// sequence number and stores the notification and its dispatch row,
+// returning the sequence number.
+func pgInsert(id, key string, n *Notification, ch Channel, state State, now int64) (string, []any) {
+	args := []any{key, id, n.Address, n.UserID, n.SessionID, n.Target, n.Handler, n.Title, n.Body, string(n.Payload), n.DedupKey, n.Directive, n.TTLSeconds, n.Urgency,
+		ch, state, now, now, key, id, ch, key, now}
+	return pgInsertSQL, args
+}
+
+const pgInsertSQL = `WITH s AS (INSERT INTO notification_seqs (address_key, seq) VALUES (?, 1)
+		ON CONFLICT (address_key) DO UPDATE SET seq = notification_seqs.seq + 1 RETURNING seq),
+	n AS (INSERT INTO notifications (` + columns + `, address_key)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, s.seq, ?, ?, 0, 0, 0, ?, ?, 0, ? FROM s RETURNING seq)
+	INSERT INTO notification_dispatch (id, channel, address_key, seq, created) SELECT ?, ?, ?, n.seq, ? FROM n RETURNING seq`
 
 // overwrite is a dedup emit's update of the live notification with the
 // same key, fenced by its state and owner_lease.

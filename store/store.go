@@ -302,6 +302,28 @@ type OpFunc func(ctx context.Context, tx Tx) error
 // Apply calls f.
 func (f OpFunc) Apply(ctx context.Context, tx Tx) error { return f(ctx, tx) }
 
+// Statement is an Op of one statement (? placeholders) whose result
+// rows, if Row is set, are passed to Row. A commit of one Statement and
+// nothing else may be run as that statement alone, with no transaction
+// around it — one statement is atomic by itself: on PostgreSQL one round
+// trip instead of three (BEGIN, the statement, COMMIT). Row must only
+// read what the statement returns: an error it returns fails the commit
+// but, run alone, does not undo the statement.
+type Statement struct {
+	Query string
+	Args  []any
+	Row   func(scan func(dest ...any) error) error // nil: no rows wanted
+}
+
+// Apply runs the statement in tx.
+func (s Statement) Apply(ctx context.Context, tx Tx) error {
+	if s.Row == nil {
+		_, err := tx.Exec(ctx, s.Query, s.Args...)
+		return err
+	}
+	return tx.Query(ctx, s.Query, s.Args, s.Row)
+}
+
 // Tx is the transaction an Op writes in. Queries use ? placeholders in
 // either dialect.
 type Tx interface {
@@ -319,6 +341,27 @@ type Querier interface {
 	// Query runs a read-only query (? placeholders) and calls row for each
 	// result row.
 	Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error
+}
+
+// Stats are a SQL store's counters since it opened: what its callers
+// have cost the database. make cost reads them (bench/cost).
+type Stats struct {
+	// Statements is how many SQL statements the store ran, reads and
+	// writes, its subsystems' included; transaction control (BEGIN,
+	// COMMIT, savepoints) is not counted.
+	Statements int64
+	// Transactions is how many write transactions committed (SQLite: a
+	// group of commits shares one).
+	Transactions int64
+	// RoundTrips is how many times the client waited for the server
+	// (PostgreSQL: a query, a batch, a BEGIN or a COMMIT each); 0 for
+	// SQLite, which runs in the process.
+	RoundTrips int64
+}
+
+// Counted is a store that keeps Stats (the SQL stores do).
+type Counted interface {
+	Stats() Stats
 }
 
 // Rows is a result set: database/sql's and pgx's rows both are.

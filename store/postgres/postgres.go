@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,6 +56,11 @@ type Store struct {
 	pool   *pgxpool.Pool
 	url    string // for messages, without the password
 	notify bool
+	count  *counter // Stats
+	// rebound are subsystems' queries with their ? placeholders rewritten
+	// ($1, $2, …), once per text: at most maxRebound of them.
+	rebound  sync.Map // query → rebound query
+	nrebound atomic.Int64
 
 	mu sync.Mutex
 	// heads caches each session's last audit record (seq, hash) as this
@@ -109,11 +115,13 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: bad URL %s: %s", Redact(url), redactErr(err, url))
 	}
 	shown := fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	count := &counter{}
+	cfg.ConnConfig.Tracer = count
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s: %s", shown, redactErr(err, url))
 	}
-	s := &Store{pool: pool, url: shown, heads: map[string]chainHead{}, notify: opts.Notify}
+	s := &Store{pool: pool, url: shown, heads: map[string]chainHead{}, notify: opts.Notify, count: count}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: cannot reach %s (%s): is the server running and the URL right?", shown, redactErr(err, url))
@@ -408,6 +416,7 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) (store.Request, bool, 
 	var one int
 	err := s.pool.QueryRow(ctx, query, args...).Scan(&one)
 	if err == nil {
+		s.count.txs.Add(1)
 		return store.Request{}, true, nil
 	}
 	var pgErr *pgconn.PgError
@@ -514,15 +523,34 @@ func (s *Store) Dialect() string { return store.Postgres }
 
 // Query runs a read-only query of a subsystem's tables (? placeholders).
 func (s *Store) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
-	return queryRows(ctx, s.pool, query, args, row, s.fail)
+	return queryRows(ctx, s.pool, s.rebind(query), args, row, s.fail)
 }
+
+// rebind is store.Rebind(query), rewritten once per query text.
+func (s *Store) rebind(query string) string {
+	if q, ok := s.rebound.Load(query); ok {
+		return q.(string)
+	}
+	q := store.Rebind(query)
+	if s.nrebound.Load() < maxRebound {
+		if _, loaded := s.rebound.LoadOrStore(query, q); !loaded {
+			s.nrebound.Add(1)
+		}
+	}
+	return q
+}
+
+// maxRebound bounds the rebound queries kept: the subsystems' are far
+// fewer; queries built at run time beyond them are rewritten each time.
+const maxRebound = 1024
 
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
+// queryRows runs a query whose placeholders are PostgreSQL's already.
 func queryRows(ctx context.Context, q querier, query string, args []any, row func(scan func(dest ...any) error) error, fail func(string, error) error) error {
-	rows, err := q.Query(ctx, store.Rebind(query), args...)
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return fail("query", err)
 	}
@@ -540,6 +568,7 @@ func (s *Store) Commit(ctx context.Context, c *store.Commit) error {
 	for attempt := 0; ; attempt++ {
 		sealed, err := s.commitOnce(ctx, c)
 		if err == nil {
+			s.count.txs.Add(1)
 			if c.Record != nil {
 				s.setHead(c.SessionID, chainHead{sealed.Seq, sealed.Hash})
 				*c.Record = sealed
@@ -583,6 +612,18 @@ func (e opError) Error() string { return e.err.Error() }
 // record; the ops run after the batch.
 func (s *Store) commitOnce(ctx context.Context, c *store.Commit) (audit.Record, error) {
 	var sealed audit.Record
+	if st, ok := alone(c); ok {
+		var err error
+		if st.Row == nil {
+			_, err = s.pool.Exec(ctx, s.rebind(st.Query), st.Args...)
+		} else {
+			err = queryRows(ctx, s.pool, s.rebind(st.Query), st.Args, st.Row, func(_ string, err error) error { return err })
+		}
+		if err != nil {
+			return sealed, opError{err}
+		}
+		return sealed, nil
+	}
 	send := func(b *pgx.Batch) error { return s.pool.SendBatch(ctx, b).Close() }
 	var q rowQuerier = s.pool // a transaction reads through its own connection: never a second one while it holds the first
 	snapshot := c.Record != nil && c.Session == nil && c.Record.State != nil
@@ -638,6 +679,21 @@ func (s *Store) commitOnce(ctx context.Context, c *store.Commit) (audit.Record, 
 		return sealed, err
 	}
 	return sealed, send(b)
+}
+
+// alone reports a commit of one store.Statement and nothing else: it runs
+// as that statement, with no transaction around it (one round trip).
+func alone(c *store.Commit) (store.Statement, bool) {
+	if c.Record != nil || c.Session != nil || c.Request != nil || c.Issue != nil || len(c.Ops) != 1 {
+		return store.Statement{}, false
+	}
+	switch st := c.Ops[0].(type) {
+	case store.Statement:
+		return st, true
+	case *store.Statement:
+		return *st, st != nil
+	}
+	return store.Statement{}, false
 }
 
 // batch queues c's statements: the request, token and version checks, the
@@ -710,7 +766,7 @@ type txn struct {
 func (t *txn) Dialect() string { return store.Postgres }
 
 func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	tag, err := t.tx.Exec(ctx, store.Rebind(query), args...)
+	tag, err := t.tx.Exec(ctx, t.s.rebind(query), args...)
 	if err != nil {
 		return 0, err
 	}
@@ -718,7 +774,7 @@ func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error
 }
 
 func (t *txn) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
-	return queryRows(ctx, t.tx, query, args, row, func(_ string, err error) error { return err })
+	return queryRows(ctx, t.tx, t.s.rebind(query), args, row, func(_ string, err error) error { return err })
 }
 
 // head returns the session's chain head, from the cache or the database.
@@ -774,3 +830,54 @@ func (s *Store) fail(op string, err error) error {
 
 // maxHeads bounds the chain-head cache; it starts over when full.
 const maxHeads = 100_000
+
+// counter counts what the store's connections send (Stats): every query
+// and every batch is a round trip, every statement in them a statement
+// unless it is transaction control. It is the pool's tracer.
+type counter struct {
+	statements, roundTrips, txs atomic.Int64
+}
+
+// TraceQueryStart counts a query: a round trip, and a statement unless it
+// begins or ends a transaction.
+func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	c.roundTrips.Add(1)
+	if !control(data.SQL) {
+		c.statements.Add(1)
+	}
+	return ctx
+}
+
+// TraceQueryEnd does nothing.
+func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TraceBatchStart counts a batch: one round trip.
+func (c *counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.roundTrips.Add(1)
+	return ctx
+}
+
+// TraceBatchQuery counts a statement of a batch.
+func (c *counter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	c.statements.Add(1)
+}
+
+// TraceBatchEnd does nothing.
+func (c *counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// control reports transaction control: BEGIN, COMMIT, ROLLBACK.
+func control(sql string) bool {
+	if len(sql) > 8 {
+		return false
+	}
+	switch strings.ToLower(sql) {
+	case "begin", "commit", "rollback":
+		return true
+	}
+	return false
+}
+
+// Stats returns the store's counters; see store.Stats.
+func (s *Store) Stats() store.Stats {
+	return store.Stats{Statements: s.count.statements.Load(), Transactions: s.count.txs.Load(), RoundTrips: s.count.roundTrips.Load()}
+}

@@ -64,6 +64,11 @@ type Store struct {
 	busy     time.Duration
 	stmts    map[string]*sql.Stmt // the leader's prepared statements
 	reads    map[string]*sql.Stmt // prepared reads, safe for concurrent use
+	// queries are subsystems' reads (Query), prepared at their first use
+	// and kept, at most maxStmts of them: preparing a read again on every
+	// call cost more than running it.
+	queries  sync.Map // query → *sql.Stmt
+	nqueries atomic.Int64
 
 	mu      sync.Mutex
 	queue   []*request // commits waiting for a leader
@@ -71,6 +76,7 @@ type Store struct {
 	closed  bool
 	idle    *sync.Cond   // signalled (with mu) when leading turns false
 	txs     atomic.Int64 // transactions that committed groups
+	ran     atomic.Int64 // statements run (Stats)
 
 	// heads caches each session's last audit record (seq, hash) as
 	// committed through this store, so a commit need not read it back.
@@ -236,6 +242,31 @@ func (s *Store) closeReads() {
 	for _, st := range s.reads {
 		st.Close()
 	}
+	s.queries.Range(func(_, st any) bool {
+		st.(*sql.Stmt).Close()
+		return true
+	})
+}
+
+// prepared returns the read query prepared, or nil when maxStmts are
+// kept already (then it runs unprepared).
+func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.queries.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	if s.nqueries.Load() >= maxStmts {
+		return nil, nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := s.queries.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	s.nqueries.Add(1)
+	return st, nil
 }
 
 // Close refuses new commits, waits for those already waiting, and closes
@@ -376,6 +407,7 @@ func (s *Store) migrateTx(ctx context.Context, v int, current string, currentArg
 // Session returns a copy of the session, or an error with code not_found.
 func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, error) {
 	var state string
+	s.ran.Add(1)
 	err := s.reads[readSession].QueryRowContext(ctx, id).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", id)
@@ -394,6 +426,7 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 // it; see store.Store.
 func (s *Store) Head(ctx context.Context, session string) (store.Head, error) {
 	var h store.Head
+	s.ran.Add(1)
 	err := s.db.QueryRowContext(ctx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, session).Scan(&h.Seq, &h.Hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return h, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", session)
@@ -406,6 +439,7 @@ func (s *Store) Head(ctx context.Context, session string) (store.Head, error) {
 
 // Stale returns running requests claimed before before; see store.Store.
 func (s *Store) Stale(ctx context.Context, before time.Time, limit int) ([]store.Request, error) {
+	s.ran.Add(1)
 	rows, err := s.db.QueryContext(ctx, `SELECT session, principal, request_id, digest, state, result, seq, claimed_at, running FROM requests
 		WHERE state = 'running' AND claimed_at < ? ORDER BY claimed_at, request_id LIMIT ?`, before.UnixNano(), max(limit, 0))
 	if err != nil {
@@ -448,6 +482,7 @@ func nullText(b []byte) any {
 
 // Request returns what an idempotency key holds.
 func (s *Store) Request(ctx context.Context, key store.RequestKey) (store.Request, bool, error) {
+	s.ran.Add(1)
 	return s.readRequest(ctx, s.reads[readRequest].QueryRowContext(ctx, key.SessionID, key.Principal, key.RequestID), key)
 }
 
@@ -479,6 +514,7 @@ func (s *Store) readRequest(_ context.Context, row scanner, key store.RequestKey
 func (s *Store) Confirmation(ctx context.Context, digest string) (store.Confirmation, bool, error) {
 	var raw string
 	var used bool
+	s.ran.Add(1)
 	err := s.reads[readConfirmation].QueryRowContext(ctx, digest).Scan(&raw, &used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Confirmation{}, false, nil
@@ -517,6 +553,7 @@ func (s *Store) RecordsAfter(ctx context.Context, session string, after int64, l
 
 // auditRows runs one of the prepared reads of a session's audit records.
 func (s *Store) auditRows(ctx context.Context, session, read string, args ...any) ([]audit.Record, error) {
+	s.ran.Add(1)
 	rows, err := s.reads[read].QueryContext(ctx, args...)
 	if err != nil {
 		return nil, s.wrap("read audit of "+session, err)
@@ -542,6 +579,7 @@ func (s *Store) Sessions(ctx context.Context, q store.SessionQuery) (store.Sessi
 		query = `SELECT state, created FROM sessions WHERE owner = ? AND (created < ? OR created = ? AND id < ?) ORDER BY created DESC, id DESC LIMIT ?`
 		args = []any{q.Owner, created, created, id, n + 1}
 	}
+	s.ran.Add(1)
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return store.SessionPage{}, s.wrap("list sessions", err)
@@ -567,7 +605,17 @@ func (s *Store) Dialect() string { return store.SQLite }
 
 // Query runs a read-only query of a subsystem's tables.
 func (s *Store) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	s.ran.Add(1)
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return s.wrap("query", err)
+	}
+	var rows *sql.Rows
+	if st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = s.db.QueryContext(ctx, query, args...)
+	}
 	if err != nil {
 		return s.wrap("query", err)
 	}
@@ -666,6 +714,9 @@ func (s *Store) lead(self *request) {
 // Preparing each statement once, not per commit, saves about a third of a
 // commit's CPU.
 func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	if !savepoint(query) {
+		s.ran.Add(1)
+	}
 	st, ok := s.stmts[query]
 	if !ok && len(s.stmts) >= maxStmts { // queries built at run time beyond the known ones: not kept
 		st, err := tx.PrepareContext(ctx, query)
@@ -682,6 +733,17 @@ func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, 
 		s.stmts[query] = st
 	}
 	return tx.StmtContext(ctx, st), nil
+}
+
+// savepoint reports a savepoint's statement: transaction control, not
+// counted in Stats.
+func savepoint(query string) bool {
+	return query == `SAVEPOINT c` || query == `ROLLBACK TO c` || query == `RELEASE c`
+}
+
+// Stats returns the store's counters; see store.Stats.
+func (s *Store) Stats() store.Stats {
+	return store.Stats{Statements: s.ran.Load(), Transactions: s.txs.Load()}
 }
 
 // maxStmts bounds the prepared statements kept: the store's own and its

@@ -58,6 +58,51 @@ func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.
 		return n, note
 	}
 
+	t.Run("StatementAloneCommits", func(t *testing.T) {
+		t.Parallel()
+		s := open(t, []store.Extension{Counters})
+		var n int64
+		st := store.Statement{Query: `INSERT INTO counters (name, n, note) VALUES (?, ?, ?) RETURNING n`, Args: []any{"alone", 7, "one statement"},
+			Row: func(scan func(...any) error) error { return scan(&n) }}
+		if err := s.Commit(ctx, &store.Commit{Ops: []store.Op{st}}); err != nil || n != 7 {
+			t.Fatalf("the statement returned %d, %v", n, err)
+		}
+		if got, note := counter(t, s, "alone"); got != 7 || note != "one statement" {
+			t.Fatalf("stored %d %q", got, note)
+		}
+		// a failing statement changes nothing and says why
+		err := s.Commit(ctx, &store.Commit{Ops: []store.Op{store.Statement{Query: `INSERT INTO counters (name, n) VALUES (?, ?)`, Args: []any{"alone", 8}}}})
+		if err == nil {
+			t.Fatal("a duplicate key committed")
+		}
+		if got, _ := counter(t, s, "alone"); got != 7 {
+			t.Fatalf("the failed statement left %d", got)
+		}
+	})
+	t.Run("StatsCountStatementsAndTransactions", func(t *testing.T) {
+		t.Parallel()
+		s := open(t, []store.Extension{Counters})
+		counted, ok := s.(store.Counted)
+		if !ok {
+			t.Fatalf("%T keeps no store.Stats", s)
+		}
+		before := counted.Stats()
+		if err := s.Commit(ctx, &store.Commit{Ops: []store.Op{bump("stats", 1)}}); err != nil {
+			t.Fatal(err)
+		}
+		counter(t, s, "stats")
+		after := counted.Stats()
+		// the insert and the read; the store may add its own statements, never fewer
+		if got := after.Statements - before.Statements; got < 2 {
+			t.Errorf("a commit of one statement and a read counted %d statements", got)
+		}
+		if got := after.Transactions - before.Transactions; got != 1 {
+			t.Errorf("one commit counted %d transactions", got)
+		}
+		if s.(store.Querier).Dialect() == store.Postgres && after.RoundTrips-before.RoundTrips < 2 {
+			t.Errorf("a commit and a read on PostgreSQL counted %d round trips", after.RoundTrips-before.RoundTrips)
+		}
+	})
 	t.Run("OpsCommitWithTheSession", func(t *testing.T) {
 		s := open(t, []store.Extension{Counters})
 		err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a"), Ops: []store.Op{bump("x", 1), bump("x", 2)}})
