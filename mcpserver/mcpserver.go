@@ -85,7 +85,10 @@ type Server struct {
 
 	capacity int // MCP sessions per principal; ≤ 0: no cap
 
+	watchers sync.WaitGroup // the bindings' follow goroutines, waited for by Close
+
 	mu       sync.Mutex
+	closed   bool // by Close: no binding follows its session any more
 	bindings map[*binding]struct{}
 	owners   map[string]*binding // by MCP session id: whose session it is, for as long as it lives
 	opening  map[string]int      // initialize requests in flight, by principal
@@ -299,6 +302,25 @@ func (s *Server) Run(ctx context.Context, p auth.Principal, t mcp.Transport) err
 		s.mu.Unlock()
 	}()
 	return b.srv.Run(ctx, t)
+}
+
+// Close stops following sessions for resource subscribers and returns
+// once every follower has ended. The MCP sessions themselves end with
+// their transport (Run's, or the HTTP server's). It is safe to call more
+// than once.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	for b := range s.bindings {
+		b.mu.Lock()
+		if b.stopWatch != nil {
+			b.stopWatch()
+			b.stopWatch = nil
+		}
+		b.mu.Unlock()
+	}
+	s.mu.Unlock()
+	s.watchers.Wait()
 }
 
 // ToolsChanged re-lists the active tools of every bound session (tools

@@ -245,12 +245,17 @@ func (b *binding) subscribe(ctx context.Context, req *mcp.SubscribeRequest) erro
 	if _, err := b.open(ctx); err != nil {
 		return err
 	}
+	b.s.mu.Lock() // Close waits for the followers: none starts after it
+	defer b.s.mu.Unlock()
+	if b.s.closed {
+		return invalidParams("the server is shutting down")
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopWatch == nil {
 		wctx, cancel := context.WithCancel(context.Background())
 		b.stopWatch = cancel
-		go b.follow(wctx)
+		b.s.watchers.Go(func() { b.follow(wctx) })
 	}
 	return nil
 }
@@ -299,9 +304,11 @@ func (b *binding) follow(ctx context.Context) {
 			}
 		}
 		sub.Close()
+		t := time.NewTimer(100 * time.Millisecond)
 		select {
 		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
+		case <-t.C:
 		}
+		t.Stop()
 	}
 }

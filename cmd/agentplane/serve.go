@@ -101,7 +101,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := httpapi.New(rt, &httpapi.Options{Metrics: metrics, MCP: mcpserver.New(rt, &mcpserver.Options{SessionsPerPrincipal: *maxMCP}).Handler(), UI: page,
+	mcpSrv := mcpserver.New(rt, &mcpserver.Options{SessionsPerPrincipal: *maxMCP})
+	defer mcpSrv.Close() // before the runtime: its followers read the hub and the store
+	srv := httpapi.New(rt, &httpapi.Options{Metrics: metrics, MCP: mcpSrv.Handler(), UI: page,
 		Origins: origins, BodyTimeout: *bodyTimeout, StreamsPerPrincipal: *maxStreams})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -153,6 +155,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintf(m.Stderr, "agentplane: %v\n", err)
 	}
+	mcpSrv.Close()
 	if err := rt.Close(*drain); err != nil {
 		return fmt.Errorf("close the store: %w", err)
 	}
@@ -178,6 +181,7 @@ func (m *Main) mcp(ctx context.Context, args []string) error {
 		return err
 	}
 	srv := mcpserver.New(rt, nil)
+	defer srv.Close()
 	if err := srv.Run(ctx, auth.Local, &mcpsdk.IOTransport{Reader: io.NopCloser(m.Stdin), Writer: nopWriteCloser{m.Stdout}}); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("mcp: %w", err)
 	}

@@ -214,7 +214,9 @@ func (m *Main) workflowCommand(ctx context.Context, eng *workflow.Engine, sub st
 // follow prints the workflow's events after a sequence number until it
 // pauses or ends.
 func (m *Main) follow(ctx context.Context, eng *workflow.Engine, id string, after int64) {
+	ctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
+	defer func() { stop(); <-done }() // the waiter ends with follow
 	from := after
 	go func() {
 		defer close(done)
