@@ -70,7 +70,7 @@ async function showAudit() {
     if (recs.length) view.oldest = recs[0].seq;
     view.more = recs.length === limit && view.oldest > 1;
     for (const r of recs.reverse()) {
-      const li = auditRecord(r);
+      const li = drawRecord(r);
       list.append(li);
       mark(li);
     }
@@ -152,6 +152,22 @@ async function showAudit() {
 const clip = (t) => (t && t.length > 800 ? t.slice(0, 800) + ' …' : t || '');
 
 const kindNames = { open: 'Session opened', resume: 'Resumed', turn: 'Turn', execution: 'Execution', llm: 'LLM exchange', proposal: 'LLM proposal', notice: 'Notice' };
+
+// drawRecord is a record of the chain as auditRecord draws it, or, when
+// it cannot, the record as written, with why it could not (logged too).
+function drawRecord(r) {
+  try {
+    return auditRecord(r);
+  } catch (err) {
+    console.error(`agentplane: audit record #${r.seq} (${r.kind}) could not be drawn:`, err);
+    return el(
+      'li',
+      { 'data-seq': r.seq },
+      el('div', { class: 'error draw-error', text: `#${r.seq} (${r.kind}) could not be shown: ${err.message}` }),
+      el('details', { class: 'why' }, el('summary', { text: 'The record as written' }), el('pre', { class: 'args', text: clip(JSON.stringify(r, null, 1)) })),
+    );
+  }
+}
 
 // auditRecord is one record of the chain: what happened, by whom, and on
 // demand the decision's trace, the state diff, the arguments and the LLM

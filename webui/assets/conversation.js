@@ -91,7 +91,26 @@ function resultLine(r, seq) {
   return line('✕ ' + detail, 'msg-sys bad', seq);
 }
 
-// render draws one event of the session's stream.
+// drawFailed says in the conversation that an event could not be drawn,
+// and logs why (with the event, for whoever opens the console): the
+// person sees that something is missing, and the rest is drawn as usual.
+function drawFailed(seq, kind, err) {
+  console.error(`agentplane: event #${seq}${kind ? ` (${kind})` : ''} could not be drawn:`, err);
+  const why = (err && err.message) || String(err);
+  line(`⚠ Event #${seq}${kind ? ` (${kind})` : ''} could not be shown: ${why}`, 'msg-sys bad draw-error', seq);
+}
+
+// draw draws one event, or says that it could not.
+function draw(e) {
+  try {
+    render(e);
+  } catch (err) {
+    drawFailed(e && e.seq, e && e.kind, err);
+  }
+}
+
+// render draws one event of the session's stream; it throws on an event
+// it cannot read.
 function render(e) {
   const seq = e.seq;
   switch (e.kind) {
@@ -147,6 +166,8 @@ function render(e) {
       if (n.body) li.append(' — ', n.body);
       break;
     }
+    default: // a kind this page does not know (a newer server): said, not skipped in silence
+      throw new Error(`this page does not know records of kind “${e.kind}”`);
   }
 }
 
@@ -305,8 +326,8 @@ export function onSessionEvent(ev) {
   if (ev.event === 'llm_delta') {
     try {
       streamText(JSON.parse(ev.data).text || '');
-    } catch {
-      /* a malformed delta is dropped */
+    } catch (err) {
+      console.error('agentplane: a delta of the LLM\'s answer could not be read (the whole answer comes with its record):', err);
     }
     return;
   }
@@ -316,11 +337,12 @@ export function onSessionEvent(ev) {
   let e;
   try {
     e = JSON.parse(ev.data);
-  } catch {
+  } catch (err) {
+    drawFailed(seq, '', err);
     return;
   }
-  render(e);
-  if (e.snapshot) setSnapshot(e.snapshot);
+  draw(e);
+  if (e && e.snapshot) setSnapshot(e.snapshot);
   syncConfirmButtons();
   if (!firstSeq) firstSeq = seq;
 }
@@ -340,11 +362,7 @@ export function drawPage(page, isEarlier) {
         if (e.seq <= lastSeq) continue;
         lastSeq = e.seq;
       }
-      try {
-        render(e);
-      } catch {
-        /* an event the page cannot draw is skipped */
-      }
+      draw(e);
     }
   } finally {
     batch = null;
@@ -374,8 +392,8 @@ function loadEarlier() {
     .then((page) => {
       if (session === sessionId()) drawPage(page, true);
     })
-    .catch(() => {
-      /* tried again on the next scroll */
+    .catch((err) => {
+      console.error('agentplane: an earlier page of the conversation could not be read (tried again on the next scroll):', err);
     })
     .finally(() => {
       earlier = null;

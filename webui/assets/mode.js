@@ -52,11 +52,13 @@ export function setSnapshot(s) {
 
 // refreshSnapshot reads the session's snapshot again.
 export async function refreshSnapshot() {
+  let s;
   try {
-    setSnapshot(await api('GET', `/v1/sessions/${encodeURIComponent(sessionId())}`));
+    s = await api('GET', `/v1/sessions/${encodeURIComponent(sessionId())}`);
   } catch {
-    /* the stream brings it */
+    return; // the stream brings it
   }
+  setSnapshot(s);
 }
 
 // loadCommands reads the commands of the session's mode.

@@ -20,12 +20,11 @@ export async function sendTurn(body) {
   if (!session) return;
   const key = randomKey(); // the same key on every retry: the server runs it once
   const path = `/v1/sessions/${encodeURIComponent(session)}/turns`;
+  let a;
   for (let attempt = 0; ; attempt++) {
     try {
-      const a = await api('POST', path, { ...body, ui: true }, { 'Idempotency-Key': key });
-      up('send');
-      handleAnswer(a);
-      return a;
+      a = await api('POST', path, { ...body, ui: true }, { 'Idempotency-Key': key });
+      break;
     } catch (e) {
       if ((e.status === 0 || e.status >= 502) && attempt < 8) {
         const delay = Math.min(500 * 2 ** attempt, 8000); // 0.5 s doubling to 8 s: about 40 s in all
@@ -38,6 +37,15 @@ export async function sendTurn(body) {
       throw e;
     }
   }
+  up('send');
+  try {
+    handleAnswer(a);
+  } catch (err) {
+    // sent and answered: what the page could not show of the answer is said, not "Not sent"
+    console.error('agentplane: the answer to a turn could not be shown:', err, a);
+    line('⚠ The answer could not be shown: ' + err.message, 'msg-sys bad draw-error');
+  }
+  return a;
 }
 
 function handleAnswer(a) {
