@@ -27,7 +27,7 @@ var markdownCases = []struct {
 	{"NotAHeading", "#hashtag", "<p>#hashtag</p>"},
 	{"Emphasis", "**bold**, *em*, _em_ and __bold__", "<p><strong>bold</strong>, <em>em</em>, <em>em</em> and <strong>bold</strong></p>"},
 	{"UnderscoresInWords", "snake_case_name", "<p>snake_case_name</p>"},
-	{"NestedEmphasis", "***both***", "<p>*<strong>both</strong>*</p>"},   // not CommonMark's <em><strong>: no more than the text is lost
+	{"NestedEmphasis", "***both***", "<p>*<strong>both</strong>*</p>"},   // not CommonMark's <em><strong>, but no text is lost
 	{"EmphasisInsideStrong", "**a *b* c**", "<p>*<em>a </em>b* c**</p>"}, // nor here: shown, if not as CommonMark would
 	{"UnclosedEmphasis", "**never closed", "<p>**never closed</p>"},
 	{"CodeSpanWithHTML", "run `<b onclick=\"x()\">hi</b>` now", `<p>run <code>&lt;b onclick="x()"&gt;hi&lt;/b&gt;</code> now</p>`},
