@@ -1,8 +1,9 @@
 // Package webui is agentplane's web page: a chat with pickers, option
 // buttons and confirmation dialogs, the mode and the active work context,
 // the inbox, workflows awaiting the person, and past sessions. It is
-// plain HTML, CSS and two JavaScript modules, embedded in the binary and
-// served by `agentplane serve` at /; the page talks to the /v1 API and
+// plain HTML, CSS and JavaScript modules (app.js wires one module per
+// section of the page; docs/webui.md lists them), embedded in the binary
+// and served by `agentplane serve` at /; the page talks to the /v1 API and
 // its event streams like any other client, with the API key the person
 // gives it (kept in the tab's sessionStorage, sent as a bearer token).
 //

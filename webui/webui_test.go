@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -75,4 +76,51 @@ func TestHandler(t *testing.T) {
 		t.Fatalf("the page's files are %d bytes; the budget is 100 KiB", raw)
 	}
 	t.Logf("%d files, %d bytes, %d gzipped", len(h.Assets()), raw, zipped)
+}
+
+// TestModules: every module the page's script imports, app.js on, is
+// served as JavaScript and preloaded by the page (so the browser fetches
+// them at once, not one import after another), and nothing else is.
+func TestModules(t *testing.T) {
+	h, err := webui.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports := regexp.MustCompile(`(?m)^import (?:[^'"]* from )?'\./([\w-]+\.js)';$`)
+	seen := map[string]bool{}
+	queue := []string{"app.js"}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		r := get(t, h, "GET", "/ui/"+name)
+		body, _ := io.ReadAll(r.Body)
+		if r.StatusCode != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/javascript") {
+			t.Fatalf("%s: %d %q", name, r.StatusCode, r.Header.Get("Content-Type"))
+		}
+		for _, m := range imports.FindAllStringSubmatch(string(body), -1) {
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				queue = append(queue, m[1])
+			}
+		}
+	}
+	page, _ := io.ReadAll(get(t, h, "GET", "/").Body)
+	preloads := map[string]bool{}
+	for _, m := range regexp.MustCompile(`<link rel="modulepreload" href="/ui/([\w-]+\.js)">`).FindAllSubmatch(page, -1) {
+		preloads[string(m[1])] = true
+	}
+	delete(seen, "app.js")
+	for name := range seen {
+		if !preloads[name] {
+			t.Errorf("%s is imported but not preloaded by index.html", name)
+		}
+	}
+	for name := range preloads {
+		if !seen[name] {
+			t.Errorf("index.html preloads %s, which nothing imports", name)
+		}
+	}
+	if len(seen) < 10 {
+		t.Fatalf("app.js imports %d modules: %v", len(seen), seen)
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/agentplane/agentplane/internal/testkit/llmtest"
 	"github.com/agentplane/agentplane/internal/testkit/oidctest"
 	"github.com/agentplane/agentplane/internal/testkit/testenv"
+	"github.com/agentplane/agentplane/webui"
 )
 
 // The web page is tested in a real headless Chromium (Debian's chromium,
@@ -855,8 +856,12 @@ func TestWebPage(t *testing.T) {
 		slices.Sort(times)
 		t.Logf("web page: %d files, %.0f bytes (%.1f KiB), %.0f bytes gzip (%.1f KiB) on the wire; time to a usable chat: first load in a new browser %.0f ms (a new session created), then 5 loads in new tabs: min %.0f ms, median %.0f ms, max %.0f ms",
 			len(res), raw, raw/1024, zipped, zipped/1024, coldReady, times[0], times[2], times[4])
-		if len(res) != 4 || raw > 100*1024 { // the page, its style, app.js and markdown.js
-			t.Fatalf("assets: %+v", res)
+		h, err := webui.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != len(h.Assets()) || raw > 100*1024 { // the page, its style and its modules, each once
+			t.Fatalf("assets: %d loaded, %d served: %+v", len(res), len(h.Assets()), res)
 		}
 	})
 }
