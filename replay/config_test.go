@@ -10,7 +10,7 @@ import (
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
-	"github.com/agentplane/agentplane/internal/demotest"
+	"github.com/agentplane/agentplane/internal/testkit/demotest"
 	"github.com/agentplane/agentplane/replay"
 	"github.com/agentplane/agentplane/store/memstore"
 )
