@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/agentplane/agentplane/internal/testkit/testenv"
 )
 
@@ -11,7 +13,9 @@ import (
 // machine cannot run (no PostgreSQL, no browser) and how to run them: one
 // line, from this package only.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.Announce()
-	os.Exit(code)
+	// fails the tests when a goroutine they started is still running after them
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		testenv.Announce()
+		os.Exit(code)
+	}))
 }

@@ -101,7 +101,9 @@ llm: {base_url: "` + llm.URL + `/v1", model: test-model, api_key_env: LLM_KEY, t
 		Core: core.Options{Observer: metrics.Observer(nil), NewID: newIDs()}, LLM: true, TracerProvider: tp,
 		Logger: slog.New(slog.NewJSONHandler(lockedWriter{&logs, &logMu}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Getenv: func(k string) string { return canaries[k] }})
-	api := httpapi.New(rt, &httpapi.Options{Metrics: metrics, Heartbeat: 50 * time.Millisecond, MCP: mcpserver.New(rt, nil).Handler()})
+	mcpSrv := mcpserver.New(rt, nil)
+	t.Cleanup(mcpSrv.Close)
+	api := httpapi.New(rt, &httpapi.Options{Metrics: metrics, Heartbeat: 50 * time.Millisecond, MCP: mcpSrv.Handler()})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 

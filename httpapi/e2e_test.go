@@ -112,7 +112,9 @@ func newEnv(t testing.TB, o *envOptions) *env {
 		Hub:       events.Options{Queue: o.queue},
 		Workflows: workflow.Options{Poll: 20 * time.Millisecond, Backoff: time.Millisecond},
 		LLM:       o.llm != nil, Getenv: func(k string) string { return vars[k] }})
-	api := httpapi.New(rt, &httpapi.Options{Metrics: metrics, Heartbeat: 50 * time.Millisecond, MCP: mcpserver.New(rt, nil).Handler(),
+	mcpSrv := mcpserver.New(rt, nil)
+	t.Cleanup(mcpSrv.Close) // after the HTTP server's Close, before the runtime's
+	api := httpapi.New(rt, &httpapi.Options{Metrics: metrics, Heartbeat: 50 * time.Millisecond, MCP: mcpSrv.Handler(),
 		StreamsPerPrincipal: o.streams, Origins: o.origins, BodyTimeout: o.bodyTimeout})
 	srv := httptest.NewUnstartedServer(api.Handler())
 	if o.smallBuffers {

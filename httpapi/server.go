@@ -27,7 +27,6 @@ import (
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
-	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/redact"
@@ -72,9 +71,9 @@ type Server struct {
 	metrics   *Metrics
 	mcp       http.Handler
 	ui        http.Handler
-	agent     *llm.Agent
 	bus       *notify.Bus
 	workflows *workflow.Engine
+	step      func(context.Context, plane.StepRequest) (plane.Step, error) // the runtime's: one conversation step
 	log       *slog.Logger
 	heartbeat time.Duration
 	ready     func(context.Context) error
@@ -101,7 +100,7 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{core: rt.Core, keys: rt.Keys, hub: rt.Hub, metrics: opts.Metrics, mcp: opts.MCP, ui: opts.UI, agent: rt.Agent, bus: rt.Bus, workflows: rt.Workflows,
+	s := &Server{core: rt.Core, step: rt.Step, keys: rt.Keys, hub: rt.Hub, metrics: opts.Metrics, mcp: opts.MCP, ui: opts.UI, bus: rt.Bus, workflows: rt.Workflows,
 		log: rt.Logger, heartbeat: opts.Heartbeat, ready: opts.Ready, drained: make(chan struct{}),
 		origins: slices.Clone(opts.Origins), bodyTimeout: opts.BodyTimeout, limits: newLimits(opts.StreamsPerPrincipal)}
 	if s.bodyTimeout <= 0 {

@@ -19,7 +19,7 @@ import (
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/gzipped"
-	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/replay"
 	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/store"
@@ -218,60 +218,36 @@ func (s *Server) postTurn(w http.ResponseWriter, r *http.Request, p auth.Princip
 // turn takes one turn for the principal, for the API and the WebSocket,
 // in the turn's span when tracing: the router's decision, the gate and
 // the LLM's calls in it.
-func (s *Server) turn(ctx context.Context, sess *agentplane.Session, p auth.Principal, body TurnBody, key string) (a TurnAnswer, err error) {
+func (s *Server) turn(ctx context.Context, sess *agentplane.Session, p auth.Principal, body TurnBody, key string) (TurnAnswer, error) {
 	if body.Text == "" && body.Selection == nil {
 		return TurnAnswer{}, invalid("a turn needs text or a selection")
 	}
-	ctx, end := s.core.TraceTurn(ctx, sess.ID)
-	defer func() {
-		if err != nil {
-			end(nil, err)
-		} else {
-			end(&a.Decision, nil)
-		}
-	}()
-	in := agentplane.TurnInput{Text: body.Text, Selection: body.Selection, UI: sess.UI, Roles: p.Roles}
+	in := agentplane.TurnInput{Text: body.Text, Selection: body.Selection, UI: sess.UI}
 	if body.UI != nil {
 		in.UI = *body.UI
 	}
-	t, err := s.core.Turn(ctx, core.TurnRequest{SessionID: sess.ID, Principal: p.ID, RequestID: key, Input: in})
+	// the LLM's text streams to the session's event streams as transient
+	// llm_delta events
+	onText := func(delta string) {
+		data, _ := json.Marshal(map[string]string{"text": delta})
+		s.hub.Publish(sess.ID, "llm_delta", data)
+	}
+	st, err := s.step(ctx, plane.StepRequest{SessionID: sess.ID, Principal: p.ID, Roles: p.Roles, Input: in, RequestID: key, OnText: onText})
 	if err != nil {
 		return TurnAnswer{}, err
 	}
-	a = TurnAnswer{Decision: t.Decision, Result: t.Result, Snapshot: t.Session.Snapshot(s.core.Now()),
+	t := st.Turn
+	a := TurnAnswer{Decision: t.Decision, Result: t.Result, Snapshot: t.Session.Snapshot(s.core.Now()),
 		ConfirmationToken: t.ConfirmationToken, ConfirmIntent: s.confirmIntent(t.Session, t.ConfirmationToken), Seq: t.Seq, Repeated: t.Repeated}
-	if s.agent != nil && !t.Repeated && t.Decision.Action == agentplane.ActionContinueLLM && t.Decision.ReasonCode != agentplane.ReasonConfirmationDeclined {
-		if a.LLM, err = s.llmTurn(ctx, sess.ID, p); err != nil {
-			return TurnAnswer{}, err
+	if r := st.LLM; r != nil {
+		a.LLM = &LLMAnswer{Text: r.Text, Calls: r.Calls, Question: r.Question, ConfirmationToken: r.ConfirmationToken,
+			ConfirmIntent: s.confirmIntent(st.Session, r.ConfirmationToken), Failure: r.Failure,
+			Snapshot: st.Session.Snapshot(s.core.Now())}
+		if a.LLM.Calls == nil {
+			a.LLM.Calls = []agentplane.ExecutionResult{}
 		}
 	}
 	return a, nil
-}
-
-// llmTurn hands a turn to the LLM; its text streams to the session's
-// event streams as transient llm_delta events.
-func (s *Server) llmTurn(ctx context.Context, session string, p auth.Principal) (*LLMAnswer, error) {
-	r, err := s.agent.Turn(ctx, llm.TurnRequest{SessionID: session, Principal: p.ID, Roles: p.Roles, OnText: func(delta string) {
-		data, _ := json.Marshal(map[string]string{"text": delta})
-		s.hub.Publish(session, "llm_delta", data)
-	}})
-	if err != nil {
-		return nil, err
-	}
-	sess, err := s.core.Session(ctx, session)
-	if err != nil {
-		return nil, err
-	}
-	if r.Failure != "" && s.bus != nil {
-		s.bus.AgentFailed(ctx, sess) // the agent's alerts go to the user now
-	}
-	out := &LLMAnswer{Text: r.Text, Calls: r.Calls, Question: r.Question, ConfirmationToken: r.ConfirmationToken,
-		ConfirmIntent: s.confirmIntent(sess, r.ConfirmationToken), Failure: r.Failure,
-		Snapshot: sess.Snapshot(s.core.Now())}
-	if out.Calls == nil {
-		out.Calls = []agentplane.ExecutionResult{}
-	}
-	return out, nil
 }
 
 func (s *Server) postIntent(w http.ResponseWriter, r *http.Request, p auth.Principal) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/mcpclient"
 	"github.com/agentplane/agentplane/tool"
@@ -59,7 +60,16 @@ func TestMain(m *testing.M) {
 		testServer().Run(context.Background(), &mcp.StdioTransport{})
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m) // fails the tests when a goroutine they started is still running after them
+}
+
+// endSessions ends a test server's MCP sessions, before its HTTP server
+// closes: a session whose client went away without deleting it (a test
+// cut the connection) would be served on.
+func endSessions(srv *mcp.Server) {
+	for ss := range srv.Sessions() {
+		ss.Close()
+	}
 }
 
 func byName(t *testing.T, s *mcpclient.Server) map[string]tool.Tool {
@@ -109,6 +119,7 @@ func TestStreamableHTTP(t *testing.T) {
 	srv := testServer()
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
+	t.Cleanup(func() { endSessions(srv) })
 	s := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "files", URL: hs.URL, CallTimeout: 3 * time.Second})
 	t.Cleanup(func() { s.Close() })
 	exercise(t, s)
@@ -147,6 +158,7 @@ func TestDownServerNeverBlocksAndReconnects(t *testing.T) {
 		handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
+	t.Cleanup(func() { endSessions(srv) })
 	s = mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "files", URL: hs.URL, ConnectTimeout: time.Second, Backoff: 10 * time.Millisecond})
 	t.Cleanup(func() { s.Close() })
 	echo := byName(t, s)["files_echo"]
@@ -187,6 +199,7 @@ func TestRetryMountsAServerThatCameUpLate(t *testing.T) {
 		handler.ServeHTTP(w, r)
 	}))
 	defer hs.Close()
+	defer endSessions(srv)
 	s := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "late", URL: hs.URL, ConnectTimeout: time.Second})
 	defer s.Close() // before the server: its open stream would keep hs.Close waiting
 	if s.Health().Up || len(s.Tools()) != 0 {
@@ -258,6 +271,7 @@ func TestReconnectHoldsNoLock(t *testing.T) {
 		handler.ServeHTTP(w, r)
 	}))
 	defer hs.Close()
+	defer endSessions(srv)
 	defer close(release)
 	s := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "files", URL: hs.URL, ConnectTimeout: time.Minute, Backoff: time.Millisecond})
 	defer s.Close()
@@ -302,6 +316,7 @@ func TestTraceContextInMeta(t *testing.T) {
 		})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	t.Cleanup(hs.Close)
+	t.Cleanup(func() { endSessions(s) })
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	srv := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "traced", URL: hs.URL, Tracer: tp.Tracer("test")})

@@ -304,14 +304,17 @@ func (s *Server) Run(ctx context.Context, p auth.Principal, t mcp.Transport) err
 	return b.srv.Run(ctx, t)
 }
 
-// Close stops following sessions for resource subscribers and returns
-// once every follower has ended. The MCP sessions themselves end with
-// their transport (Run's, or the HTTP server's). It is safe to call more
-// than once.
+// Close ends every MCP session (the SDK's goroutines serving each end
+// with it) and the following of sessions for resource subscribers, and
+// returns once every follower has ended. Call it once the HTTP server
+// that serves Handler has shut down (the requests in flight answered). It
+// is safe to call more than once.
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
+	all := make([]*binding, 0, len(s.bindings))
 	for b := range s.bindings {
+		all = append(all, b)
 		b.mu.Lock()
 		if b.stopWatch != nil {
 			b.stopWatch()
@@ -320,6 +323,11 @@ func (s *Server) Close() {
 		b.mu.Unlock()
 	}
 	s.mu.Unlock()
+	for _, b := range all {
+		for ss := range b.srv.Sessions() {
+			ss.Close()
+		}
+	}
 	s.watchers.Wait()
 }
 

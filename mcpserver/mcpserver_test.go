@@ -35,6 +35,7 @@ func newEnv(t *testing.T) *env {
 	out := demo.NewOutbox(nil)
 	rt := demotest.Runtime(t, plane.Options{Core: core.Options{Programs: out.Programs()}})
 	s := mcpserver.New(rt, nil)
+	t.Cleanup(s.Close) // after the HTTP server's, before the runtime's
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	return &env{core: rt.Core, outbox: out, url: hs.URL, srv: s}
@@ -212,6 +213,7 @@ mcp_servers: [{name: files, url: %q, impact: {echo: read}, connect_timeout_ms: 5
 	}
 	t.Cleanup(func() { rt.Close(time.Second) })
 	srv := mcpserver.New(rt, nil) // told by the runtime when tools are mounted late
+	t.Cleanup(srv.Close)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	e := &env{core: rt.Core, url: hs.URL, srv: srv}

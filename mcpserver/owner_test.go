@@ -66,7 +66,9 @@ const listTools = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
 func TestSessionOwnerLivesAsLongAsTheSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rt := demotest.Runtime(t, plane.Options{})
-		h := mcpserver.New(rt, nil).Handler()
+		ms := mcpserver.New(rt, nil)
+		t.Cleanup(ms.Close)
+		h := ms.Handler()
 		alice := initialize(t, h, "alice")
 		var others []string
 		t.Cleanup(func() { // every session ends, so the bubble's goroutines do, pass or fail
@@ -112,6 +114,7 @@ func TestSessionOwnerLivesAsLongAsTheSession(t *testing.T) {
 func TestSessionsPerPrincipal(t *testing.T) {
 	rt := demotest.Runtime(t, plane.Options{})
 	s := mcpserver.New(rt, &mcpserver.Options{SessionsPerPrincipal: 3})
+	t.Cleanup(s.Close)
 	h := s.Handler()
 	var ids []string
 	for range 3 {

@@ -22,7 +22,9 @@ func TestTraceContextFromMeta(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	rt := demotest.Runtime(t, plane.Options{TracerProvider: tp})
-	hs := httptest.NewServer(mcpserver.New(rt, nil).Handler())
+	ms := mcpserver.New(rt, nil)
+	t.Cleanup(ms.Close)
+	hs := httptest.NewServer(ms.Handler())
 	t.Cleanup(hs.Close)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
 	if err != nil {

@@ -25,6 +25,7 @@ func newWorkflowEnv(t *testing.T) *env {
 	rt := demotest.Runtime(t, plane.Options{DB: filepath.Join(t.TempDir(), "m.db"), Core: core.Options{Programs: out.Programs()},
 		Workflows: workflow.Options{Poll: 20 * time.Millisecond}})
 	s := mcpserver.New(rt, nil)
+	t.Cleanup(s.Close) // after the HTTP server's, before the runtime's
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	return &env{core: rt.Core, outbox: out, url: hs.URL, srv: s}

@@ -64,7 +64,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ui := &chatUI{m: m, c: rt.Core, sess: sess, trace: *showTrace, agent: rt.Agent}
+	ui := &chatUI{m: m, c: rt.Core, step: rt.Step, sess: sess, trace: *showTrace, agent: rt.Agent != nil}
 	if *auditFile != "" {
 		if ui.export, err = audit.OpenFile(*auditFile); err != nil {
 			return err
@@ -82,7 +82,8 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 type chatUI struct {
 	m      *Main
 	c      *core.Core
-	agent  *llm.Agent // nil: no LLM configured
+	step   func(context.Context, plane.StepRequest) (plane.Step, error) // the runtime's: one conversation step
+	agent  bool                                                         // an LLM is configured
 	sess   *agentplane.Session
 	trace  bool
 	export *audit.File // the --audit-file, or nil
@@ -201,10 +202,18 @@ func (c *chatUI) turn(ctx context.Context, line string) error {
 		in = agentplane.TurnInput{UI: true, Selection: &agentplane.Selection{CommandID: c.pickCommand, ID: c.picks[n-1]}}
 	}
 	c.picks, c.pickCommand = nil, ""
-	ctx, end := c.c.TraceTurn(ctx, c.sess.ID)
-	t, err := c.c.Turn(ctx, core.TurnRequest{SessionID: c.sess.ID, Principal: principal, Input: in})
-	defer func() { end(&t.Decision, err) }()
-	if err != nil {
+	streamed := false
+	st, err := c.step(ctx, plane.StepRequest{SessionID: c.sess.ID, Principal: principal, Input: in, OnText: func(delta string) {
+		if !streamed {
+			c.printf("… ")
+			streamed = true
+		}
+		c.printf("%s", delta)
+	}})
+	if streamed {
+		c.printf("\n")
+	}
+	if err != nil && st.Turn.Session == nil { // the turn was not taken
 		if code := agentplane.ErrorCode(err); code != agentplane.CodeInternal {
 			c.printf("! %s (%s)\n", agentplane.ErrorMessage(err), code)
 			if code == agentplane.CodeVersionConflict {
@@ -216,10 +225,13 @@ func (c *chatUI) turn(ctx context.Context, line string) error {
 		}
 		return err
 	}
-	c.sess = t.Session
-	c.render(ctx, t)
+	c.sess = st.Session
+	c.render(ctx, st)
+	if err != nil { // the turn was taken; the LLM's part failed
+		c.printf("! %s\n", agentplane.ErrorMessage(err))
+	}
 	if c.trace {
-		for _, l := range t.Decision.Trace {
+		for _, l := range st.Turn.Decision.Trace {
 			c.printf("  · %s\n", l)
 		}
 	}
@@ -230,11 +242,11 @@ func (c *chatUI) turn(ctx context.Context, line string) error {
 	return nil
 }
 
-func (c *chatUI) render(ctx context.Context, t core.Turn) {
-	d := t.Decision
+func (c *chatUI) render(ctx context.Context, st plane.Step) {
+	d := st.Turn.Decision
 	switch d.Action {
 	case agentplane.ActionInvokeCommand:
-		r := t.Result
+		r := st.Turn.Result
 		switch r.Status {
 		case agentplane.StatusSuccess:
 			c.printf("✓ %s\n", r.Message)
@@ -255,36 +267,20 @@ func (c *chatUI) render(ctx context.Context, t core.Turn) {
 			c.printf("  %d. %s\n", i+1, o)
 		}
 	case agentplane.ActionContinueLLM:
-		if d.ReasonCode == agentplane.ReasonConfirmationDeclined {
+		switch {
+		case !st.HandedOver():
 			c.printf("Cancelled; nothing was done.\n")
-			return
-		}
-		if c.agent == nil {
+		case !c.agent:
 			c.printf("… No LLM is configured yet, so this turn goes unanswered (the router handed it to the LLM: %s).\n", d.ReasonCode)
-			return
+		case st.LLM != nil:
+			c.llmReply(*st.LLM)
 		}
-		c.llmTurn(ctx)
 	}
 }
 
-// llmTurn hands the turn to the LLM, printing its text as it streams and
-// what its tool calls did; a call that needs confirmation is asked here.
-func (c *chatUI) llmTurn(ctx context.Context) {
-	streamed := false
-	reply, err := c.agent.Turn(ctx, llm.TurnRequest{SessionID: c.sess.ID, Principal: principal, OnText: func(delta string) {
-		if !streamed {
-			c.printf("… ")
-			streamed = true
-		}
-		c.printf("%s", delta)
-	}})
-	if streamed {
-		c.printf("\n")
-	}
-	if err != nil {
-		c.printf("! %s\n", agentplane.ErrorMessage(err))
-		return
-	}
+// llmReply prints what the LLM's tool calls did (its text streamed
+// already); a call that needs confirmation is asked here.
+func (c *chatUI) llmReply(reply llm.Reply) {
 	for _, r := range reply.Calls {
 		switch r.Status {
 		case agentplane.StatusSuccess:
@@ -299,9 +295,6 @@ func (c *chatUI) llmTurn(ctx context.Context) {
 	}
 	if reply.Failure != "" {
 		c.printf("! %s\n", reply.Failure)
-	}
-	if s, err := c.c.Session(ctx, c.sess.ID); err == nil {
-		c.sess = s
 	}
 }
 

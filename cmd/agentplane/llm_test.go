@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/internal/testkit/llmtest"
+	"github.com/agentplane/agentplane/notify"
+	"github.com/agentplane/agentplane/plane"
 )
 
 // chatWithLLM runs the chat with an LLM endpoint from the environment.
@@ -127,5 +133,45 @@ func TestWorkflowValidate(t *testing.T) {
 	out, _, code = run(t, "", "workflow", "validate", bad)
 	if code != 1 || !strings.Contains(out, `bad.yaml:2: tasks[0].tool: unknown tool "nope"`) || !strings.Contains(out, "a cycle: a → b → a") {
 		t.Fatalf("%d %s", code, out)
+	}
+}
+
+// An LLM that fails in the chat gives the person at once the
+// notifications the agent held for them, as an HTTP turn does: both take
+// the one conversation step (plane.Runtime.Step). The chat had its own
+// copy, which never told the bus: the alert waited for its TTL.
+func TestChatAgentFailureReachesTheBus(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "a.db")
+	srv := llmtest.New(t)
+	srv.Respond = func(map[string]any) llmtest.Reply {
+		return llmtest.Reply{Status: 503, Body: `{"error":{"message":"overloaded"}}`}
+	}
+	env := map[string]string{"AGENTPLANE_LLM_BASE_URL": srv.URL, "AGENTPLANE_LLM_MODEL": "test-model", "AGENTPLANE_DB": db}
+	open := func() *plane.Runtime { // with the agent: its notifications wait for its next prompt
+		t.Helper()
+		rt, err := plane.Open(ctx, plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, DB: db, Core: core.Options{Programs: demo.Programs(nil)},
+			LLM: true, Getenv: func(k string) string { return env[k] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	rt := open()
+	e, err := rt.Bus.Emit(ctx, notify.Notification{Address: notify.AddressUser, UserID: principal, Target: notify.TargetAgent,
+		Handler: notify.HandlerSystem, Title: "build failed", TTLSeconds: 600}, 0)
+	rt.Close(time.Second)
+	if err != nil || e.Channel != notify.ChannelAgent {
+		t.Fatalf("%+v %v", e, err)
+	}
+	out, errOut, code := runEnv(t, env, "tell me a joke about databases\n", "chat")
+	if code != 0 || !strings.Contains(out, "! ") {
+		t.Fatalf("exit %d: %s\n%s", code, out, errOut)
+	}
+	rt = open()
+	defer rt.Close(time.Second)
+	n, err := rt.Ledger.Get(ctx, e.ID)
+	if err != nil || n.State != notify.StateEscalated || n.Channel != notify.ChannelInbox {
+		t.Fatalf("after the LLM failed in the chat: %+v %v\n%s", n, err, out)
 	}
 }
