@@ -41,7 +41,8 @@ async function showAudit() {
   const older = el('button', { type: 'button', id: 'audit-older', text: 'Show older records', hidden: true });
   const replayOut = el('div', { id: 'audit-replay', 'aria-live': 'polite' });
   const replayBtn = el('button', { type: 'button', id: 'audit-replay-run', text: 'Replay' });
-  openPanel('audit', 'Audit trail', status, el('div', { class: 'actions' }, replayBtn), replayOut, list, el('div', { class: 'actions' }, older));
+  const currentBtn = el('button', { type: 'button', id: 'audit-replay-current', text: 'Replay on the current configuration' });
+  openPanel('audit', 'Audit trail', status, el('div', { class: 'actions' }, replayBtn, currentBtn), replayOut, list, el('div', { class: 'actions' }, older));
 
   const mark = (li) => {
     const seq = Number(li.dataset.seq);
@@ -108,19 +109,23 @@ async function showAudit() {
       status.textContent = 'The chain could not be verified: ' + e.message;
     });
 
-  replayBtn.addEventListener('click', async () => {
-    replayBtn.disabled = true;
+  // replay: each record on the configuration that decided it, or every
+  // record on the one the server runs now (current: what it would do
+  // differently today)
+  const replay = async (current) => {
+    replayBtn.disabled = currentBtn.disabled = true;
     replayOut.replaceChildren(el('p', { class: 'muted', text: 'Replaying…' }));
+    const how = current ? 'on the current configuration' : 'each on the configuration that decided it';
     try {
-      const r = await chainRead(`/v1/sessions/${sid}/audit/replay`);
+      const r = await chainRead(`/v1/sessions/${sid}/audit/replay${current ? '?against=current' : ''}`);
       view.divs.clear();
       for (const d of r.divergences) view.divs.set(d.seq, [...(view.divs.get(d.seq) || []), d]);
       const out = [
         el('p', {
           class: r.divergences.length ? 'audit-status bad' : 'audit-status ok',
           text: r.divergences.length
-            ? `Replayed ${r.records} records, each on the configuration that decided it: ${r.total} divergence${r.total === 1 ? '' : 's'}.`
-            : `Replayed ${r.records} records, each on the configuration that decided it: it does everything the same way.`,
+            ? `Replayed ${r.records} records, ${how}: ${r.total} divergence${r.total === 1 ? '' : 's'}.`
+            : `Replayed ${r.records} records, ${how}: it does everything the same way.`,
         }),
       ];
       if (r.total > 50) out.push(el('p', { class: 'muted', text: `The first 50 are listed.` }));
@@ -144,9 +149,11 @@ async function showAudit() {
     } catch (e) {
       replayOut.replaceChildren(el('p', { class: 'error', text: 'Not replayed: ' + e.message }));
     } finally {
-      replayBtn.disabled = false;
+      replayBtn.disabled = currentBtn.disabled = false;
     }
-  });
+  };
+  replayBtn.addEventListener('click', () => replay(false));
+  currentBtn.addEventListener('click', () => replay(true));
 }
 
 const clip = (t) => (t && t.length > 800 ? t.slice(0, 800) + ' …' : t || '');
