@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -541,6 +542,19 @@ func TestWebPageLongSession(t *testing.T) {
 	click(p, `#audit-replay .divergence button.show-record`)
 	p.wait(`(li => li && li.classList.contains('diverged') && li.textContent.includes('Replay differs here: decision'))(document.querySelector('#audit-list > li[data-seq="` + m[1] + `"]'))`)
 	p.shot("audit-replay")
+	// read with the records around it, not with the thousands between: a
+	// gap, read a page at a time, newest first, when asked
+	gap := p.str(`document.querySelector('#audit-list > li.gap').textContent`)
+	g := regexp.MustCompile(`^Records #(\d+)–#(\d+) are not shown`).FindStringSubmatch(gap)
+	if g == nil {
+		t.Fatalf("the gap says %q", gap)
+	}
+	high, _ := strconv.Atoi(g[2])
+	click(p, `#audit-list > li.gap button.show-gap`)
+	p.wait(`(li => li && li.previousElementSibling.dataset.seq === '` + strconv.Itoa(high-49) + `' && li.textContent.startsWith('Records #` + g[1] + `–#` + strconv.Itoa(high-50) + ` '))(document.querySelector('#audit-list > li.gap'))`)
+	if n := eval[int](p, `document.querySelectorAll('#audit-list > li[data-seq]').length`); n > 300 {
+		t.Errorf("%d records drawn to show one far back", n)
+	}
 	click(p, "#panel-close")
 
 	// a record altered in the database: the view names it
