@@ -41,7 +41,8 @@ async function showAudit() {
   const older = el('button', { type: 'button', id: 'audit-older', text: 'Show older records', hidden: true });
   const replayOut = el('div', { id: 'audit-replay', 'aria-live': 'polite' });
   const replayBtn = el('button', { type: 'button', id: 'audit-replay-run', text: 'Replay' });
-  openPanel('audit', 'Audit trail', status, el('div', { class: 'actions' }, replayBtn), replayOut, list, el('div', { class: 'actions' }, older));
+  const currentBtn = el('button', { type: 'button', id: 'audit-replay-current', text: 'Replay on the current configuration' });
+  openPanel('audit', 'Audit trail', status, el('div', { class: 'actions' }, replayBtn, currentBtn), replayOut, list, el('div', { class: 'actions' }, older));
 
   const mark = (li) => {
     const seq = Number(li.dataset.seq);
@@ -55,8 +56,10 @@ async function showAudit() {
       li.append(el('div', { class: 'state', text: `Replay differs here: ${d.map((x) => x.field).join(', ')}` }));
     }
   };
-  const page = async (limit = AUDIT_PAGE) => {
-    const q = view.oldest ? `&before=${view.oldest}` : '';
+  // read is the records below before (0: the chain's end), oldest first,
+  // or null when they could not be read (said in the list).
+  const read = async (before, limit) => {
+    const q = before ? `&before=${before}` : '';
     let text;
     try {
       const res = await fetch(`/v1/sessions/${sid}/audit?limit=${limit}${q}`, { headers: headers() });
@@ -64,9 +67,13 @@ async function showAudit() {
       text = await res.text();
     } catch (e) {
       list.append(el('li', { class: 'error', text: 'The records could not be read: ' + e.message }));
-      return;
+      return null;
     }
-    const recs = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  };
+  const page = async (limit = AUDIT_PAGE) => {
+    const recs = await read(view.oldest, limit);
+    if (!recs) return;
     if (recs.length) view.oldest = recs[0].seq;
     view.more = recs.length === limit && view.oldest > 1;
     for (const r of recs.reverse()) {
@@ -77,9 +84,54 @@ async function showAudit() {
     older.hidden = !view.more;
   };
   const more = (limit) => (view.loading = view.loading || page(limit).finally(() => (view.loading = null)));
-  // showRecord reads older pages until the record is drawn, and shows it
+  // A record far back is read with the records around it, not with every
+  // record between (ten pages of 1,000 took 30 s on a loaded machine):
+  // what is between is a gap, a line that reads it, newest first, a page
+  // at a time when asked.
+  const gapText = (g) => `Records #${g.low}–#${g.high} are not shown. `;
+  const fillGap = async (limit = AUDIT_PAGE) => {
+    const g = view.gap;
+    const recs = await read(g.high + 1, Math.min(limit, g.high - g.low + 1));
+    if (!recs || view.gap !== g) return false;
+    recs.reverse(); // newest first
+    for (const r of recs) {
+      const li = drawRecord(r);
+      g.li.before(li);
+      mark(li);
+    }
+    g.high = recs.length ? recs[recs.length - 1].seq - 1 : g.low - 1;
+    if (g.high < g.low) {
+      g.li.remove();
+      view.gap = null;
+    } else g.text.textContent = gapText(g);
+    return recs.length > 0;
+  };
+  const jump = async (seq) => {
+    const low = seq + AUDIT_PAGE / 2 + 1; // the page read ends at seq + 25
+    if (view.gap) {
+      while (view.gap.li.nextSibling) view.gap.li.nextSibling.remove(); // in the gap now, read again by Show older records
+      view.gap.low = low;
+    } else {
+      const g = { low, high: view.oldest - 1, text: el('span') };
+      g.li = el('li', { class: 'gap muted' }, g.text, el('button', { type: 'button', class: 'show-gap', text: 'Show the newest of them', onclick: () => fillGap() }));
+      view.gap = g;
+      list.append(g.li);
+    }
+    view.gap.text.textContent = gapText(view.gap);
+    view.oldest = low;
+    await more(AUDIT_PAGE);
+  };
+  // showRecord draws the record if it is not drawn, and shows it
   const showRecord = async (seq) => {
-    while (view.more && view.oldest > seq) await more(Math.min(1000, view.oldest - seq + AUDIT_PAGE)); // far back: larger pages
+    if (view.loading) await view.loading;
+    const g = view.gap;
+    if (!list.querySelector(`[data-seq="${seq}"]`)) {
+      if (g && seq >= g.low && seq <= g.high) {
+        if (g.high - seq <= 1000) while (view.gap === g && g.high >= seq && (await fillGap(Math.min(1000, g.high - seq + AUDIT_PAGE))));
+        else await jump(seq);
+      } else if (view.oldest - seq > 1000) await jump(seq);
+      else while (view.more && view.oldest > seq) await more(Math.min(1000, view.oldest - seq + AUDIT_PAGE));
+    }
     const li = list.querySelector(`[data-seq="${seq}"]`);
     if (li) {
       li.scrollIntoView({ block: 'center' });
@@ -108,19 +160,23 @@ async function showAudit() {
       status.textContent = 'The chain could not be verified: ' + e.message;
     });
 
-  replayBtn.addEventListener('click', async () => {
-    replayBtn.disabled = true;
+  // replay: each record on the configuration that decided it, or every
+  // record on the one the server runs now (current: what it would do
+  // differently today)
+  const replay = async (current) => {
+    replayBtn.disabled = currentBtn.disabled = true;
     replayOut.replaceChildren(el('p', { class: 'muted', text: 'Replaying…' }));
+    const how = current ? 'on the current configuration' : 'each on the configuration that decided it';
     try {
-      const r = await chainRead(`/v1/sessions/${sid}/audit/replay`);
+      const r = await chainRead(`/v1/sessions/${sid}/audit/replay${current ? '?against=current' : ''}`);
       view.divs.clear();
       for (const d of r.divergences) view.divs.set(d.seq, [...(view.divs.get(d.seq) || []), d]);
       const out = [
         el('p', {
           class: r.divergences.length ? 'audit-status bad' : 'audit-status ok',
           text: r.divergences.length
-            ? `Replayed ${r.records} records, each on the configuration that decided it: ${r.total} divergence${r.total === 1 ? '' : 's'}.`
-            : `Replayed ${r.records} records, each on the configuration that decided it: it does everything the same way.`,
+            ? `Replayed ${r.records} records, ${how}: ${r.total} divergence${r.total === 1 ? '' : 's'}.`
+            : `Replayed ${r.records} records, ${how}: it does everything the same way.`,
         }),
       ];
       if (r.total > 50) out.push(el('p', { class: 'muted', text: `The first 50 are listed.` }));
@@ -144,9 +200,11 @@ async function showAudit() {
     } catch (e) {
       replayOut.replaceChildren(el('p', { class: 'error', text: 'Not replayed: ' + e.message }));
     } finally {
-      replayBtn.disabled = false;
+      replayBtn.disabled = currentBtn.disabled = false;
     }
-  });
+  };
+  replayBtn.addEventListener('click', () => replay(false));
+  currentBtn.addEventListener('click', () => replay(true));
 }
 
 const clip = (t) => (t && t.length > 800 ? t.slice(0, 800) + ' …' : t || '');
