@@ -25,20 +25,34 @@ import (
 // followed by more text ("ship it by courier? the customer paid for
 // standard") — or returns "".
 func clause(text string) string {
-	if strings.IndexByte(text, '>') >= 0 {
+	quote, question, wide := false, -1, false
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; {
+		case c == '>':
+			quote = true
+		case c == '?' && question < 0:
+			question = i
+		case c >= 0x80:
+			wide = true
+		}
+	}
+	if quote {
 		for line := range strings.Lines(text) {
 			if strings.HasPrefix(strings.TrimLeftFunc(line, unicode.IsSpace), ">") {
 				return "a line of it is quoted (\">\"): a quotation asks for nothing"
 			}
 		}
 	}
-	if i := strings.IndexFunc(text, func(r rune) bool { return r >= 0x80 && unicode.Is(unicode.So, r) }); i >= 0 {
-		return "it has an emoji or symbol (" + string([]rune(text[i:])[:1]) + "): the words are said aside or in jest"
-	}
-	if i := strings.IndexAny(text, "?？"); i >= 0 {
-		if strings.IndexFunc(text[i:], func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
-			return "a question mark is followed by more text: a question and another clause ask for no command"
+	if wide {
+		if i := strings.IndexFunc(text, func(r rune) bool { return r >= 0x80 && unicode.Is(unicode.So, r) }); i >= 0 {
+			return "it has an emoji or symbol (" + string([]rune(text[i:])[:1]) + "): the words are said aside or in jest"
 		}
+		if i := strings.Index(text, "？"); i >= 0 && (question < 0 || i < question) {
+			question = i
+		}
+	}
+	if question >= 0 && strings.IndexFunc(text[question:], func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
+		return "a question mark is followed by more text: a question and another clause ask for no command"
 	}
 	return ""
 }

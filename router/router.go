@@ -899,7 +899,13 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 		if !t.reg.CommandActive(t.mode, t.in.Roles, cmd.ID) {
 			continue // inactive commands are invisible, not even traced
 		}
-		k := slices.IndexFunc(byCmd, func(b cmdBest) bool { return b.cmd == cmd })
+		k := -1
+		for j := range byCmd {
+			if byCmd[j].cmd == cmd {
+				k = j
+				break
+			}
+		}
 		if k >= 0 && byCmd[k].quality == qualityStrict {
 			continue // nothing beats a strict resolution, and earlier wins ties
 		}
@@ -924,28 +930,33 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 		}
 		switch {
 		case k < 0:
-			byCmd = append(byCmd, cmdBest{cmd, d, q})
+			byCmd = append(byCmd, cmdBest{cmd: cmd, quality: q})
+			byCmd[len(byCmd)-1].decision = d
 		case q > byCmd[k].quality:
 			byCmd[k].decision, byCmd[k].quality = d, q
 		}
 	}
-	best, bestQuality, ties := agentplane.Decision{}, -1, 0
-	for _, b := range byCmd {
-		switch {
-		case b.quality > bestQuality:
-			best, bestQuality, ties = b.decision, b.quality, 1
-		case b.quality == bestQuality:
+	bestAt, bestQuality, ties := -1, -1, 0
+	for k := range byCmd {
+		switch q := byCmd[k].quality; {
+		case q > bestQuality:
+			bestAt, bestQuality, ties = k, q, 1
+		case q == bestQuality:
 			ties++
 		}
 	}
 	if ties > 1 && bestQuality >= qualityCandidate {
 		var tied []cmdBest
-		for _, b := range byCmd {
-			if b.quality == bestQuality {
-				tied = append(tied, b)
+		for k := range byCmd {
+			if byCmd[k].quality == bestQuality {
+				tied = append(tied, byCmd[k])
 			}
 		}
 		return t.done(t.between(tied))
+	}
+	var best agentplane.Decision
+	if bestAt >= 0 {
+		best = byCmd[bestAt].decision
 	}
 	if len(byCmd) == 0 {
 		return t.examples()
