@@ -99,7 +99,13 @@ func firstDifference(want, got string) string {
 			gl = g[i]
 		}
 		if wl != gl {
-			return fmt.Sprintf("line %d:\n  want: %s\n  got:  %s", i+1, wl, gl)
+			col := 0
+			for col < min(len(wl), len(gl)) && wl[col] == gl[col] {
+				col++
+			}
+			from := max(col-60, 0)
+			cut := func(s string) string { return s[min(from, len(s)):min(col+120, len(s))] }
+			return fmt.Sprintf("line %d, byte %d:\n  want: …%s\n  got:  …%s", i+1, col+1, cut(wl), cut(gl))
 		}
 	}
 	return "(equal)"

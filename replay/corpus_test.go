@@ -101,5 +101,9 @@ func recordConversation(t *testing.T, file string) {
 			t.Fatalf("%s turn %d: %v", file, i+1, err)
 		}
 	}
-	export(t, c, s.ID, filepath.Join("testdata/corpus", strings.TrimSuffix(filepath.Base(file), ".yaml")+".jsonl"))
+	path := filepath.Join("testdata/corpus", strings.TrimSuffix(filepath.Base(file), ".yaml")+".jsonl")
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) { // recorded again, not appended to
+		t.Fatal(err)
+	}
+	export(t, c, s.ID, path)
 }
