@@ -27,6 +27,7 @@ const (
 	CodeRequestInProgress    = "request_in_progress" // the same request is still running
 	CodeInterrupted          = "interrupted"         // it was running when its instance stopped, and may have acted
 	CodeUnauthorized         = "unauthorized"        // no API key, or one the server does not know
+	CodeForbidden            = "forbidden"           // the principal lacks the role the request needs (admin)
 	CodeTooManyRequests      = "too_many_requests"   // a cap per principal (streams, MCP sessions, replays) or a rate is reached
 	CodeInternal             = "internal"
 )
