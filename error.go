@@ -28,6 +28,7 @@ const (
 	CodeInterrupted          = "interrupted"         // it was running when its instance stopped, and may have acted
 	CodeAlreadyAnswered      = "already_answered"    // a workflow's decision or approval was answered by another command
 	CodeUnauthorized         = "unauthorized"        // no API key, or one the server does not know
+	CodeForbidden            = "forbidden"           // the principal lacks the role the request needs (admin)
 	CodeTooManyRequests      = "too_many_requests"   // a cap per principal (streams, MCP sessions, replays) or a rate is reached
 	CodeUnavailable          = "unavailable"         // the server is shutting down: nothing was done; send it again after reconnecting
 	CodeInternal             = "internal"

@@ -20,9 +20,11 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -127,14 +129,14 @@ type Observer struct {
 }
 
 // Core is the runtime. It is safe for concurrent use.
+//
+// What the configuration decides — the compiled configuration, the
+// router, the gate, the tools and the MCP servers mounted — is one
+// snapshot, replaced whole by Reload: a turn, an execution or an intent
+// runs to its end on the snapshot it started on.
 type Core struct {
 	name   string
-	cfg    *config.Config
-	digest string // config.Digest of cfg
-	reg    *registry.Registry
-	router *router.Router
-	gate   *gate.Gate
-	tools  *tool.Registry
+	snap   atomic.Pointer[snapshot]
 	store  store.Store
 	now    func() time.Time
 	newID  func() string
@@ -142,13 +144,70 @@ type Core struct {
 	redact *redact.Redactor
 	obs    Observer
 	tracer trace.Tracer
-	opts   Options // as given to FromConfig, for Rebuild
+	opts   Options // as given to FromConfig, for Rebuild and Reload
+	getenv func(string) string
 
-	mcp     []*mcpclient.Server
-	stop    context.CancelFunc
-	retries sync.WaitGroup
-	closed  sync.Once
+	ctx      context.Context // the MCP retries' and drains' (Close cancels it)
+	stop     context.CancelFunc
+	bg       sync.WaitGroup // MCP retries, closings of retired MCP servers
+	reloadMu sync.Mutex     // one Reload at a time
+	closed   sync.Once
+	derived  bool // by Derive: shares its parent's MCP servers, closes its store only
 }
+
+// snapshot is what one configuration makes of the core, never changed
+// once in force (tools mounted late aside).
+type snapshot struct {
+	cfg    *config.Config
+	digest string // config.Digest of cfg
+	reg    *registry.Registry
+	router *router.Router
+	gate   *gate.Gate
+	tools  *tool.Registry
+	mcp    []*mounted
+
+	users   atomic.Int64 // turns, executions and intents running on it
+	retired atomic.Bool  // a Reload replaced it
+	once    sync.Once
+	drained chan struct{} // closed once retired with no users left
+}
+
+// mounted is an MCP server as one configuration mounts it.
+type mounted struct {
+	spec  config.MCPServer // as wired: with its secret headers
+	srv   *mcpclient.Server
+	retry context.CancelFunc // ends its background retry
+}
+
+// acquire returns the snapshot in force, counted as used until release.
+func (c *Core) acquire() *snapshot {
+	for {
+		s := c.snap.Load()
+		s.users.Add(1)
+		if c.snap.Load() == s {
+			return s
+		}
+		s.release() // replaced meanwhile: take the new one
+	}
+}
+
+// release ends one use of s; the last use of a retired snapshot drains it.
+func (s *snapshot) release() {
+	if s.users.Add(-1) == 0 && s.retired.Load() {
+		s.once.Do(func() { close(s.drained) })
+	}
+}
+
+// retire marks s replaced; drained closes when its last use ends.
+func (s *snapshot) retire() {
+	s.retired.Store(true)
+	if s.users.Load() == 0 {
+		s.once.Do(func() { close(s.drained) })
+	}
+}
+
+// cur is the snapshot in force, for what needs no consistency across calls.
+func (c *Core) cur() *snapshot { return c.snap.Load() }
 
 // Load reads and validates a configuration against what the options
 // supply (the program's tool names, the provider names). The error is
@@ -199,7 +258,7 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 	if opts == nil {
 		opts = &Options{}
 	}
-	c := &Core{name: name, cfg: cfg, store: opts.Store, now: opts.Now, newID: opts.NewID, log: opts.Logger, tracer: opts.Tracer, opts: *opts}
+	c := &Core{name: name, store: opts.Store, now: opts.Now, newID: opts.NewID, log: opts.Logger, tracer: opts.Tracer, opts: *opts, getenv: opts.Getenv}
 	if c.store == nil {
 		c.store = memstore.New()
 	}
@@ -215,50 +274,91 @@ func FromConfig(ctx context.Context, name string, cfg *config.Config, opts *Opti
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
+	if c.getenv == nil {
+		c.getenv = os.Getenv
 	}
-	wired, secrets, err := withSecrets(cfg, getenv)
+	c.redact = redact.Growing(opts.Secrets...)
+	c.log = slog.New(c.redact.Handler(c.log.Handler()))
+	c.ctx, c.stop = context.WithCancel(ctx)
+	s, err := c.build(ctx, cfg, nil)
 	if err != nil {
+		c.stop()
+		c.bg.Wait()
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	c.snap.Store(s)
+	return c, nil
+}
+
+// build makes a snapshot of cfg: the secret headers read from the
+// environment (and masked from then on), the configuration kept in the
+// store by digest, the registry, the router, the tools and the gate. The
+// MCP servers prev mounted with the same settings are kept, the others
+// mounted (a server that is down is retried in the background); prev's
+// that cfg drops are left to the caller. On error nothing new is left
+// running.
+func (c *Core) build(ctx context.Context, cfg *config.Config, prev *snapshot) (_ *snapshot, err error) {
+	wired, secrets, err := withSecrets(cfg, c.getenv)
+	if err != nil {
+		return nil, err
 	}
 	canon, err := config.Canonical(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
-	c.digest = config.Digest(canon)
+	s := &snapshot{cfg: cfg, digest: config.Digest(canon), drained: make(chan struct{})}
 	if cs, ok := c.store.(store.Configs); ok {
 		// every record names the configuration by digest: the store keeps it
-		if err := cs.PutConfig(ctx, c.digest, canon); err != nil {
-			return nil, fmt.Errorf("%s: keep the configuration: %w", name, err)
+		if err := cs.PutConfig(ctx, s.digest, canon); err != nil {
+			return nil, fmt.Errorf("keep the configuration: %w", err)
 		}
 	}
-	c.redact = redact.New(append(secrets, opts.Secrets...)...)
-	c.log = slog.New(c.redact.Handler(c.log.Handler()))
-	c.reg, err = registry.New(wired, &registry.Options{Providers: opts.Providers, Now: c.now, HTTPClient: opts.HTTPClient})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	c.redact.Add(secrets...)
+	if s.reg, err = registry.New(wired, &registry.Options{Providers: c.opts.Providers, Now: c.now, HTTPClient: c.opts.HTTPClient}); err != nil {
+		return nil, err
 	}
-	if c.router, err = router.New(c.reg); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if s.router, err = router.New(s.reg); err != nil {
+		return nil, err
 	}
-	ctx, c.stop = context.WithCancel(ctx)
-	if err := c.mountTools(ctx, wired, opts); err != nil {
-		c.closeParts() // the store is the caller's while New fails
+	if err := c.mountTools(ctx, s, wired, prev); err != nil {
+		c.unmount(s, prev)
 		return nil, err
 	}
 	var gst store.Store = c.store
 	if c.obs.Committed != nil {
 		gst = observed{Store: c.store, committed: c.obs.Committed}
 	}
-	c.gate, err = gate.New(c.reg, gst, &gate.Options{Now: c.now, NewToken: opts.NewToken, NewID: c.newID, Tools: c.tools,
-		ToolTimeout: opts.ToolTimeout, ClockMargin: opts.ClockMargin, Logger: c.log, Tracer: c.tracer, Redact: c.redact, Config: c.digest})
+	s.gate, err = gate.New(s.reg, gst, &gate.Options{Now: c.now, NewToken: c.opts.NewToken, NewID: c.newID, Tools: s.tools,
+		ToolTimeout: c.opts.ToolTimeout, ClockMargin: c.opts.ClockMargin, Logger: c.log, Tracer: c.tracer, Redact: c.redact, Config: s.digest})
 	if err != nil {
-		c.closeParts()
+		c.unmount(s, prev)
 		return nil, err
 	}
-	return c, nil
+	return s, nil
+}
+
+// unmount closes the MCP servers s mounted that prev does not have (a
+// build that failed).
+func (c *Core) unmount(s, prev *snapshot) {
+	for _, m := range s.mcp {
+		if !prev.has(m) {
+			m.retry()
+			m.srv.Close()
+		}
+	}
+}
+
+// has reports whether s mounted m (nil s: none).
+func (s *snapshot) has(m *mounted) bool {
+	if s == nil {
+		return false
+	}
+	for _, o := range s.mcp {
+		if o == m {
+			return true
+		}
+	}
+	return false
 }
 
 // observed is the store as the gate sees it when commits are observed.
@@ -276,17 +376,19 @@ func (o observed) Commit(ctx context.Context, c *store.Commit) error {
 	return err
 }
 
-// mountTools registers the tools: built-in, the program's own, the
+// mountTools registers s's tools: built-in, the program's own, the
 // configuration's HTTP tools and its MCP servers' tools, as wired (with
-// their secret headers).
-func (c *Core) mountTools(ctx context.Context, wired *config.Config, opts *Options) error {
-	c.tools = tool.NewRegistry()
+// their secret headers). An MCP server prev mounted with the same
+// settings is kept, with its connection.
+func (c *Core) mountTools(ctx context.Context, s *snapshot, wired *config.Config, prev *snapshot) error {
+	opts := &c.opts
+	s.tools = tool.NewRegistry()
 	declared, err := tool.FromConfig(wired, opts.HTTPClient, opts.Programs)
 	if err != nil {
 		return err
 	}
-	for _, t := range append(append(tool.Builtins(c.cfg, c.reg, c.log, opts.Notifier), opts.Tools...), declared...) {
-		if err := c.tools.Register(t); err != nil {
+	for _, t := range append(append(tool.Builtins(s.cfg, s.reg, c.log, opts.Notifier), opts.Tools...), declared...) {
+		if err := s.tools.Register(t); err != nil {
 			return err
 		}
 	}
@@ -298,25 +400,30 @@ func (c *Core) mountTools(ctx context.Context, wired *config.Config, opts *Optio
 		if opts.SkipMCP {
 			break
 		}
+		if kept := prev.mounted(m); kept != nil {
+			s.mcp = append(s.mcp, kept)
+			if kept.srv.Health().Up {
+				c.register(s.tools, m.Name, kept.srv.Tools())
+			} // else its retry mounts them in the snapshot in force
+			continue
+		}
 		impact := map[string]tool.Impact{}
 		for k, v := range m.Impact {
 			impact[k] = tool.Impact(v)
 		}
-		srv := mcpclient.Mount(ctx, mcpclient.Spec{Name: m.Name, Prefix: m.Prefix, Command: m.Command, URL: m.URL, Headers: m.Headers,
+		srv := mcpclient.Mount(c.ctx, mcpclient.Spec{Name: m.Name, Prefix: m.Prefix, Command: m.Command, URL: m.URL, Headers: m.Headers,
 			Impact: impact, ConnectTimeout: m.ConnectTimeout, CallTimeout: m.CallTimeout, HTTPClient: opts.HTTPClient, Tracer: c.tracer, Redact: c.redact})
-		c.mcp = append(c.mcp, srv)
-		mount := func(tools []tool.Tool) {
-			for _, t := range tools {
-				if err := c.tools.Register(t); err != nil {
-					c.log.Warn("MCP tool not mounted", "server", m.Name, "err", err)
-				}
-			}
-		}
+		rctx, cancel := context.WithCancel(c.ctx)
+		s.mcp = append(s.mcp, &mounted{spec: m, srv: srv, retry: cancel})
 		if h := srv.Health(); !h.Up {
 			c.log.Warn("MCP server is down; its tools are mounted when it comes up", "server", m.Name, "err", h.Error)
-			c.retries.Go(func() {
-				srv.Retry(ctx, retry, func(tools []tool.Tool) {
-					mount(tools)
+			c.bg.Go(func() {
+				srv.Retry(rctx, retry, func(tools []tool.Tool) {
+					target := c.snap.Load()
+					if target == nil { // up before the first snapshot is in force
+						target = s
+					}
+					c.register(target.tools, m.Name, tools)
 					c.log.Info("MCP server is up; its tools are mounted", "server", m.Name, "tools", len(tools))
 					if c.obs.ToolsChanged != nil {
 						c.obs.ToolsChanged()
@@ -325,7 +432,33 @@ func (c *Core) mountTools(ctx context.Context, wired *config.Config, opts *Optio
 			})
 			continue
 		}
-		mount(srv.Tools())
+		c.register(s.tools, m.Name, srv.Tools())
+	}
+	return nil
+}
+
+// register adds an MCP server's tools to a registry; one already there is
+// left as it is.
+func (c *Core) register(reg *tool.Registry, server string, tools []tool.Tool) {
+	for _, t := range tools {
+		if _, ok := reg.Get(t.Spec().Name); ok {
+			continue
+		}
+		if err := reg.Register(t); err != nil {
+			c.log.Warn("MCP tool not mounted", "server", server, "err", err)
+		}
+	}
+}
+
+// mounted returns the server s mounted with exactly m's settings, or nil.
+func (s *snapshot) mounted(m config.MCPServer) *mounted {
+	if s == nil {
+		return nil
+	}
+	for _, o := range s.mcp {
+		if reflect.DeepEqual(o.spec, m) {
+			return o
+		}
 	}
 	return nil
 }
@@ -335,24 +468,22 @@ func (c *Core) mountTools(ctx context.Context, wired *config.Config, opts *Optio
 func (c *Core) Close() error {
 	var err error
 	c.closed.Do(func() {
-		c.closeParts()
+		c.reloadMu.Lock() // a reload in progress ends first; none starts after
+		defer c.reloadMu.Unlock()
+		if c.stop != nil {
+			c.stop()
+		}
+		c.bg.Wait()
+		if s := c.cur(); s != nil && !c.derived {
+			for _, m := range s.mcp {
+				m.srv.Close()
+			}
+		}
 		if c.store != nil {
 			err = c.store.Close()
 		}
 	})
 	return err
-}
-
-// closeParts stops the MCP retries and closes the connections to MCP
-// servers: all Close does but close the store.
-func (c *Core) closeParts() {
-	if c.stop != nil {
-		c.stop()
-	}
-	c.retries.Wait()
-	for _, s := range c.mcp {
-		s.Close()
-	}
 }
 
 // Derived are the parts a derived core replaces.
@@ -372,10 +503,11 @@ func (c *Core) Derive(d Derived) (*Core, error) {
 	if d.Store == nil {
 		return nil, errors.New("core: Derive needs a store")
 	}
-	n := &Core{name: c.name, cfg: c.cfg, digest: c.digest, reg: c.reg, router: c.router, tools: d.Tools, store: d.Store,
-		now: d.Now, newID: d.NewID, log: c.log, redact: c.redact, opts: c.opts}
-	if n.tools == nil {
-		n.tools = c.tools
+	p := c.cur()
+	n := &Core{name: c.name, store: d.Store, now: d.Now, newID: d.NewID, log: c.log, redact: c.redact, opts: c.opts, getenv: c.getenv, derived: true}
+	s := &snapshot{cfg: p.cfg, digest: p.digest, reg: p.reg, router: p.router, tools: d.Tools, mcp: p.mcp, drained: make(chan struct{})}
+	if s.tools == nil {
+		s.tools = p.tools
 	}
 	if n.now == nil {
 		n.now = c.now
@@ -384,7 +516,8 @@ func (c *Core) Derive(d Derived) (*Core, error) {
 		n.newID = c.newID
 	}
 	var err error
-	n.gate, err = gate.New(c.reg, d.Store, &gate.Options{Now: n.now, NewToken: d.NewToken, Tools: n.tools, Logger: c.log, Redact: c.redact, Config: c.digest})
+	s.gate, err = gate.New(p.reg, d.Store, &gate.Options{Now: n.now, NewToken: d.NewToken, Tools: s.tools, Logger: c.log, Redact: c.redact, Config: p.digest})
+	n.snap.Store(s)
 	return n, err
 }
 
@@ -403,12 +536,13 @@ func (c *Core) Rebuild(ctx context.Context, cfg *config.Config) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range c.tools.Names() {
-		if _, ok := n.tools.Get(name); ok {
+	from, to := c.cur().tools, n.cur().tools
+	for _, name := range from.Names() {
+		if _, ok := to.Get(name); ok {
 			continue
 		}
-		if t, ok := c.tools.Get(name); ok && t.Spec().Server != "" {
-			if err := n.tools.Register(t); err != nil {
+		if t, ok := from.Get(name); ok && t.Spec().Server != "" {
+			if err := to.Register(t); err != nil {
 				n.Close()
 				return nil, err
 			}
@@ -421,19 +555,20 @@ func (c *Core) Rebuild(ctx context.Context, cfg *config.Config) (*Core, error) {
 // embedded demo's name.
 func (c *Core) Name() string { return c.name }
 
-// Config returns the configuration.
-func (c *Core) Config() *config.Config { return c.cfg }
+// Config returns the configuration in force.
+func (c *Core) Config() *config.Config { return c.cur().cfg }
 
-// Digest returns the digest of the configuration (config.Digest), which
-// every audit record of a decision or an execution carries.
-func (c *Core) Digest() string { return c.digest }
+// Digest returns the digest of the configuration in force
+// (config.Digest), which every audit record of a decision or an execution
+// carries.
+func (c *Core) Digest() string { return c.cur().digest }
 
 // StoredConfig returns the configuration the store keeps under digest
 // (store.Configs): the one an audit record names. false when the store
 // keeps none under it, or keeps no configurations.
 func (c *Core) StoredConfig(ctx context.Context, digest string) (*config.Config, bool, error) {
-	if digest == c.digest {
-		return c.cfg, true, nil
+	if s := c.cur(); digest == s.digest {
+		return s.cfg, true, nil
 	}
 	cs, ok := c.store.(store.Configs)
 	if !ok || digest == "" {
@@ -450,17 +585,18 @@ func (c *Core) StoredConfig(ctx context.Context, digest string) (*config.Config,
 	return cfg, true, nil
 }
 
-// Registry returns the compiled configuration.
-func (c *Core) Registry() *registry.Registry { return c.reg }
+// Registry returns the compiled configuration in force.
+func (c *Core) Registry() *registry.Registry { return c.cur().reg }
 
-// Router returns the router.
-func (c *Core) Router() *router.Router { return c.router }
+// Router returns the router of the configuration in force.
+func (c *Core) Router() *router.Router { return c.cur().router }
 
-// Gate returns the gate, the one door every action passes.
-func (c *Core) Gate() *gate.Gate { return c.gate }
+// Gate returns the gate, the one door every action passes, of the
+// configuration in force.
+func (c *Core) Gate() *gate.Gate { return c.cur().gate }
 
-// Tools returns the tools.
-func (c *Core) Tools() *tool.Registry { return c.tools }
+// Tools returns the tools of the configuration in force.
+func (c *Core) Tools() *tool.Registry { return c.cur().tools }
 
 // Store returns the store.
 func (c *Core) Store() store.Store { return c.store }
@@ -477,8 +613,15 @@ func (c *Core) Logger() *slog.Logger { return c.log }
 // a model said through it before they answer or log it. nil masks nothing.
 func (c *Core) Redactor() *redact.Redactor { return c.redact }
 
-// MCPServers returns the mounted MCP servers, for health reports.
-func (c *Core) MCPServers() []*mcpclient.Server { return c.mcp }
+// MCPServers returns the MCP servers the configuration in force mounted,
+// for health reports.
+func (c *Core) MCPServers() []*mcpclient.Server {
+	var out []*mcpclient.Server
+	for _, m := range c.cur().mcp {
+		out = append(out, m.srv)
+	}
+	return out
+}
 
 // ToolInfo is a tool as a front end lists it: its spec and when it needs
 // the human's confirmation.
@@ -491,13 +634,14 @@ type ToolInfo struct {
 // session in the mode with a principal holding the roles, by name.
 func (c *Core) ActiveTools(mode string, roles []string) []ToolInfo {
 	var out []ToolInfo
-	for _, name := range c.tools.Names() {
-		t, ok := c.tools.Get(name)
+	snap := c.cur()
+	for _, name := range snap.tools.Names() {
+		t, ok := snap.tools.Get(name)
 		if !ok {
 			continue
 		}
 		s := t.Spec()
-		if c.reg.ToolActive(mode, roles, s.Name, s.Server) {
+		if snap.reg.ToolActive(mode, roles, s.Name, s.Server) {
 			out = append(out, ToolInfo{Spec: s, Policy: gate.ToolPolicy(s)})
 		}
 	}
@@ -510,7 +654,7 @@ func (c *Core) ModeOK(mode string) bool {
 	if mode == "" {
 		return true
 	}
-	_, ok := c.reg.Mode(mode)
+	_, ok := c.cur().reg.Mode(mode)
 	return ok
 }
 
@@ -520,7 +664,7 @@ func (c *Core) Route(ctx context.Context, sess *agentplane.Session, in agentplan
 	if in.Now.IsZero() {
 		in.Now = c.now()
 	}
-	return c.router.Route(ctx, sess, in)
+	return c.cur().router.Route(ctx, sess, in)
 }
 
 // withSecrets returns the configuration as the core wires it: the

@@ -34,7 +34,9 @@ func (c *Core) Start(ctx context.Context, s Start) (*agentplane.Session, error) 
 	if id == "" {
 		id = c.newID()
 	}
-	return c.gate.Open(ctx, gate.Opening{SessionID: id, Mode: s.Mode, Principal: s.Principal, Owner: s.Principal, UI: s.UI})
+	snap := c.acquire()
+	defer snap.release()
+	return snap.gate.Open(ctx, gate.Opening{SessionID: id, Mode: s.Mode, Principal: s.Principal, Owner: s.Principal, UI: s.UI})
 }
 
 // StartOnce opens a session once per (principal, request id): the session
@@ -90,7 +92,9 @@ func (c *Core) Sessions(ctx context.Context, q store.SessionQuery) (store.Sessio
 // Resume loads a stored session for a principal to continue, fitted to
 // the configuration (see gate.Resume); the notes say what was changed.
 func (c *Core) Resume(ctx context.Context, sessionID, principal string) (*agentplane.Session, []string, error) {
-	return c.gate.Resume(ctx, sessionID, principal)
+	snap := c.acquire()
+	defer snap.release()
+	return snap.gate.Resume(ctx, sessionID, principal)
 }
 
 // Session returns a stored session.
@@ -188,9 +192,11 @@ type Turn struct {
 // the pending state it implies. Either way the turn's audit record is
 // written. Malformed input returns the router's error and changes nothing.
 func (c *Core) Turn(ctx context.Context, r TurnRequest) (Turn, error) {
+	snap := c.acquire() // the turn runs to its end on the configuration it started on
+	defer snap.release()
 	in := r.Input
 	if r.RequestID != "" {
-		if t, ok, err := c.repeated(ctx, r); ok || err != nil {
+		if t, ok, err := c.repeated(ctx, snap, r); ok || err != nil {
 			return t, err
 		}
 	}
@@ -198,9 +204,12 @@ func (c *Core) Turn(ctx context.Context, r TurnRequest) (Turn, error) {
 	if err != nil {
 		return Turn{}, err
 	}
+	if sess, err = c.fit(ctx, snap, sess, r.Principal); err != nil {
+		return Turn{}, err
+	}
 	in.Now = c.now()
 	start := time.Now()
-	d, err := c.router.Route(ctx, sess, in)
+	d, err := snap.router.Route(ctx, sess, in)
 	if err != nil {
 		return Turn{}, err
 	}
@@ -209,9 +218,9 @@ func (c *Core) Turn(ctx context.Context, r TurnRequest) (Turn, error) {
 	}
 	turn := gate.Turn{Input: in, Decision: d, RequestID: r.RequestID}
 	if d.Action != agentplane.ActionInvokeCommand {
-		got, err := c.gate.RecordDecision(ctx, sess, r.Principal, turn)
+		got, err := snap.gate.RecordDecision(ctx, sess, r.Principal, turn)
 		if errors.Is(err, store.ErrRequestDone) {
-			t, _, err := c.repeated(ctx, r) // the same turn, answered meanwhile
+			t, _, err := c.repeated(ctx, snap, r) // the same turn, answered meanwhile
 			return t, err
 		}
 		if err != nil {
@@ -223,7 +232,7 @@ func (c *Core) Turn(ctx context.Context, r TurnRequest) (Turn, error) {
 	if requestID == "" {
 		requestID = c.newID()
 	}
-	res, err := c.Execute(ctx, gate.Invocation{
+	res, err := c.execute(ctx, snap, gate.Invocation{
 		SessionID: r.SessionID, CommandID: d.CommandID, ResolvedID: d.ResolvedID, Tool: d.Tool, Args: d.Args, Mode: d.TargetMode,
 		RequestID: requestID, Origin: gate.OriginUser, Principal: r.Principal, Roles: in.Roles,
 		Confirmed: d.Confirmed, Turn: &turn, Base: sess,
@@ -236,17 +245,17 @@ func (c *Core) Turn(ctx context.Context, r TurnRequest) (Turn, error) {
 
 // repeated answers a turn whose request id was used before in the
 // session, from the turn's audit record: ok is false when the id is new.
-func (c *Core) repeated(ctx context.Context, r TurnRequest) (Turn, bool, error) {
+func (c *Core) repeated(ctx context.Context, snap *snapshot, r TurnRequest) (Turn, bool, error) {
 	prev, ok, err := c.store.Request(ctx, store.RequestKey{SessionID: r.SessionID, Principal: r.Principal, RequestID: r.RequestID})
 	switch {
 	case err != nil || !ok:
 		return Turn{}, false, err
 	case prev.Digest != gate.TurnDigest(r.Input):
 		return Turn{}, true, agentplane.Errorf(agentplane.CodeRequestConflict, "request id %q was used for another turn in this session; use a new id", r.RequestID)
-	case c.gate.Stale(prev):
+	case snap.gate.Stale(prev):
 		// its instance stopped while the turn's tool ran: taken over by
 		// the gate's one rule, and answered from the record it writes
-		if _, err := c.gate.TakeOver(ctx, prev); err != nil {
+		if _, err := snap.gate.TakeOver(ctx, prev); err != nil {
 			return Turn{}, true, err
 		}
 		if prev, ok, err = c.store.Request(ctx, store.RequestKey{SessionID: r.SessionID, Principal: r.Principal, RequestID: r.RequestID}); err != nil || !ok {
@@ -274,6 +283,39 @@ func (c *Core) repeated(ctx context.Context, r TurnRequest) (Turn, bool, error) 
 	return t, true, nil
 }
 
+// fit fits a session to the configuration of snap before a turn, as a
+// resume does (gate.Resume), when the configuration was reloaded under it:
+// a mode that is gone becomes the default mode, pending state for a
+// command that is gone is dropped, and the resume record's notes tell the
+// person (the conversation shows them). A session that fits is returned
+// as it is.
+func (c *Core) fit(ctx context.Context, snap *snapshot, sess *agentplane.Session, principal string) (*agentplane.Session, error) {
+	if snap.fits(sess) {
+		return sess, nil
+	}
+	next, _, err := snap.gate.Resume(ctx, sess.ID, principal)
+	return next, err
+}
+
+// fits reports whether the session's mode and pending state are all in
+// the configuration (what gate.Resume would leave as it is).
+func (s *snapshot) fits(sess *agentplane.Session) bool {
+	if _, ok := s.reg.Mode(sess.Mode); !ok && sess.Mode != "" {
+		return false
+	}
+	if p := sess.PendingPicker; p != nil {
+		if _, ok := s.reg.Command(p.CommandID); !ok {
+			return false
+		}
+	}
+	if p := sess.PendingConfirmation; p != nil && p.Tool == "" {
+		if _, ok := s.reg.Command(p.CommandID); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Recover takes over, every interval until ctx is done, the requests
 // that instances which stopped while their tools ran left running (see
 // gate.Gate.Recover): each is recorded as interrupted in its session's
@@ -284,7 +326,7 @@ func (c *Core) Recover(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		n, err := c.gate.Recover(ctx)
+		n, err := c.cur().gate.Recover(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			c.log.Error("stale requests could not be listed", "err", err)
@@ -301,8 +343,15 @@ func (c *Core) Recover(ctx context.Context, interval time.Duration) {
 
 // Execute runs an invocation through the gate.
 func (c *Core) Execute(ctx context.Context, inv gate.Invocation) (agentplane.ExecutionResult, error) {
+	snap := c.acquire()
+	defer snap.release()
+	return c.execute(ctx, snap, inv)
+}
+
+// execute runs an invocation through the gate of snap.
+func (c *Core) execute(ctx context.Context, snap *snapshot, inv gate.Invocation) (agentplane.ExecutionResult, error) {
 	start := time.Now()
-	res, err := c.gate.Execute(ctx, inv)
+	res, err := snap.gate.Execute(ctx, inv)
 	if err == nil && c.obs.Executed != nil {
 		c.obs.Executed(res, time.Since(start))
 	}
@@ -311,8 +360,10 @@ func (c *Core) Execute(ctx context.Context, inv gate.Invocation) (agentplane.Exe
 
 // Intent carries out a chat control protocol intent through the gate.
 func (c *Core) Intent(ctx context.Context, r gate.IntentRequest) (agentplane.ExecutionResult, error) {
+	snap := c.acquire()
+	defer snap.release()
 	start := time.Now()
-	res, err := c.gate.Intent(ctx, r)
+	res, err := snap.gate.Intent(ctx, r)
 	if err == nil && c.obs.Executed != nil {
 		c.obs.Executed(res, time.Since(start))
 	}

@@ -37,7 +37,7 @@ func status(code string) int {
 		return http.StatusUnauthorized
 	case agentplane.CodeNotFound, agentplane.CodeUnknownAction:
 		return http.StatusNotFound
-	case agentplane.CodeInactiveAction:
+	case agentplane.CodeInactiveAction, agentplane.CodeForbidden:
 		return http.StatusForbidden
 	case agentplane.CodeVersionConflict, agentplane.CodeRequestConflict, agentplane.CodeRequestInProgress,
 		agentplane.CodeConfirmationInvalid, agentplane.CodeInvalidState, agentplane.CodeAlreadyAnswered:

@@ -59,6 +59,10 @@ type Options struct {
 	// principal holds open at once; 0 means DefaultStreamsPerPrincipal,
 	// negative no cap.
 	StreamsPerPrincipal int
+	// Reload is what POST /v1/admin/reload does for principals with the
+	// admin role: read the configuration again and put it in force,
+	// returning its digest. nil means the runtime's (plane.Runtime.Reload).
+	Reload func(ctx context.Context) (string, error)
 }
 
 // Server is the HTTP front end over one core.
@@ -75,6 +79,7 @@ type Server struct {
 	workflows *workflow.Engine
 	step      func(context.Context, plane.StepRequest) (plane.Step, error) // the runtime's: one conversation step
 	log       *slog.Logger
+	reload    func(ctx context.Context) (string, error)
 	heartbeat time.Duration
 	ready     func(context.Context) error
 	draining  atomic.Bool
@@ -102,7 +107,7 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	}
 	s := &Server{core: rt.Core, step: rt.Step, keys: rt.Keys, hub: rt.Hub, metrics: opts.Metrics, mcp: opts.MCP, ui: opts.UI, bus: rt.Bus, workflows: rt.Workflows,
 		log: rt.Logger, heartbeat: opts.Heartbeat, ready: opts.Ready, drained: make(chan struct{}),
-		origins: slices.Clone(opts.Origins), bodyTimeout: opts.BodyTimeout, limits: newLimits(opts.StreamsPerPrincipal)}
+		reload: opts.Reload, origins: slices.Clone(opts.Origins), bodyTimeout: opts.BodyTimeout, limits: newLimits(opts.StreamsPerPrincipal)}
 	if s.bodyTimeout <= 0 {
 		s.bodyTimeout = DefaultBodyTimeout
 	}
@@ -111,6 +116,9 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	}
 	if s.core != nil {
 		s.redact = s.core.Redactor()
+	}
+	if s.reload == nil && s.core != nil {
+		s.reload = rt.Reload
 	}
 	s.auth = &auth.Authenticator{Keys: s.keys, OIDC: rt.OIDC}
 	if s.log == nil {
@@ -184,6 +192,7 @@ func (s *Server) routes() http.Handler {
 	api("GET /v1/sessions/{id}/providers/{provider}/items", s.getCatalogItems)
 	api("GET /v1/modes", s.getModes)
 	api("GET /v1/tools", s.getTools)
+	api("POST /v1/admin/reload", s.postReload)
 	if s.bus != nil {
 		api("POST /v1/notifications", s.postNotification)
 		api("GET /v1/notifications/{id}", s.getNotification)

@@ -108,6 +108,9 @@ type Runtime struct {
 	DB string
 
 	pgEvents     string
+	opts         Options             // as Open was given them, for Reload
+	getenv       func(string) string // Options.Getenv or os.Getenv
+	reloadMu     sync.Mutex          // one Reload at a time
 	recoverEvery time.Duration
 	shutdown     func(context.Context) error // the tracer provider's: flushes the spans
 	mu           sync.Mutex
@@ -140,6 +143,7 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	rt.opts, rt.getenv = o, getenv
 	// the configuration first: a bad one, or one whose secrets are not
 	// all in the environment, touches no database (every missing
 	// variable is named at once)

@@ -8,11 +8,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/mcpserver"
@@ -135,10 +139,19 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fmt.Fprintf(m.Stdout, "agentplane: serving http://%s (configuration %s, store %s, %s)\n", ln.Addr(), rt.Core.Name(), rt.DB, who)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
+	// SIGHUP reloads the configuration (as POST /v1/admin/reload does)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for reloading := true; reloading; {
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			reloading = false
+		case <-hup:
+			m.reload(ctx, rt, log)
+		}
 	}
 	fmt.Fprintln(m.Stdout, "agentplane: shutting down: finishing in-flight requests")
 	const reason = "the server is shutting down; reconnect and resume from your last event id"
@@ -161,6 +174,20 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintln(m.Stdout, "agentplane: stopped")
 	return nil
+}
+
+// reload reloads the runtime's configuration on SIGHUP and says how it
+// went, on stdout and in the log.
+func (m *Main) reload(ctx context.Context, rt *plane.Runtime, log *slog.Logger) {
+	before := rt.Core.Digest()
+	digest, err := rt.Reload(ctx)
+	if err != nil {
+		log.Warn("configuration not reloaded (SIGHUP)", "err", err)
+		fmt.Fprintf(m.Stderr, "agentplane: configuration not reloaded, nothing changed:\n%v\n", err)
+		return
+	}
+	log.Info("configuration reloaded (SIGHUP)", "digest", config.ShortDigest(digest), "was", config.ShortDigest(before))
+	fmt.Fprintf(m.Stdout, "agentplane: configuration reloaded (%s)\n", config.ShortDigest(digest))
 }
 
 // mcp serves one MCP session over stdio as the local principal, bound to
