@@ -13,18 +13,21 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/httpapi"
+	"github.com/agentplane/agentplane/mcpserver"
 )
 
 // TestShutdownUnderLoad: while clients send turns over HTTP and over a
 // WebSocket and follow the session's SSE stream, the server shuts down
 // as serve does (Drain, the http.Server's Shutdown, Wait for the
-// WebSocket connections, then the runtime's Close). Nothing an instance
+// WebSocket connections, then the runtime's Close), while an MCP client
+// calls a tool back to back. Nothing an instance
 // acknowledged is lost or cut: every turn answered 200 is in the audit;
 // every WebSocket turn the audit holds was answered on the socket before
-// its closing message; the SSE stream and the socket end with their
+// its closing message; every MCP call answered is in the audit; the SSE stream and the socket end with their
 // closing frame, after every event up to the last id it names, in order.
 func TestShutdownUnderLoad(t *testing.T) {
 	e := newEnv(t, nil)
@@ -37,7 +40,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 	const clients = 4
 	var mu sync.Mutex
 	acked := map[int64]bool{} // the sequence numbers of turns answered 200
-	busy := make(chan struct{}, clients+1)
+	busy := make(chan struct{}, clients+2)
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Go(func() {
@@ -163,12 +166,43 @@ func TestShutdownUnderLoad(t *testing.T) {
 			}
 		}
 	}()
+	// an MCP client bound to the session, calling a tool back to back
+	mcpOK := 0
+	mcpDone := make(chan struct{})
+	hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		r.Header.Set(mcpserver.SessionHeader, s.SessionID)
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(mcpDone)
+		for i := 0; ; i++ {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_set_mode", Arguments: map[string]any{"mode": modes[i%3]}})
+			if err != nil { // the server is gone
+				if mcpOK == 0 { // never answered: say why, and let the test go on
+					t.Errorf("the MCP calls: %v", err)
+					busy <- struct{}{}
+				}
+				return
+			}
+			if res.IsError {
+				continue // a version conflict with the other clients' turns, recorded as such
+			}
+			if mcpOK++; mcpOK == 1 {
+				busy <- struct{}{}
+			}
+		}
+	}()
 	// every client has had an answer: shut down, as serve does
-	for range clients + 1 {
+	for range clients + 2 {
 		<-busy
 	}
 	const reason = "the server is shutting down"
 	e.api.Drain(reason)
+	e.mcp.Drain() // the MCP sessions' GET streams: Shutdown waited for them until its deadline
 	sctx, done := context.WithTimeout(context.Background(), 30*time.Second)
 	defer done()
 	if err := e.srv.Config.Shutdown(sctx); err != nil {
@@ -177,7 +211,10 @@ func TestShutdownUnderLoad(t *testing.T) {
 	if err := e.api.Wait(sctx, reason); err != nil {
 		t.Fatalf("the WebSocket connections did not end: %v", err)
 	}
+	e.mcp.Close()
 	wg.Wait()
+	<-mcpDone
+	cs.Close()
 	gotSSE, gotWS := <-sse, <-ws
 
 	recs, err := e.core.Records(context.Background(), s.SessionID, 0)
@@ -186,8 +223,12 @@ func TestShutdownUnderLoad(t *testing.T) {
 	}
 	inAudit := map[int64]bool{}
 	var wsRan []string // the WebSocket's turns that were taken
+	executions := 0    // the MCP client's calls
 	for _, r := range recs {
 		inAudit[r.Seq] = true
+		if r.Kind == "execution" {
+			executions++
+		}
 		if r.Kind == "turn" && r.Input != nil {
 			if _, id, ok := strings.Cut(r.Input.Text, "("); ok {
 				wsRan = append(wsRan, strings.TrimSuffix(id, ")"))
@@ -198,6 +239,9 @@ func TestShutdownUnderLoad(t *testing.T) {
 		if !inAudit[seq] {
 			t.Errorf("turn %d was answered 200 and is not in the audit", seq)
 		}
+	}
+	if executions < mcpOK {
+		t.Errorf("%d MCP calls answered, %d in the audit", mcpOK, executions)
 	}
 	for _, id := range wsRan {
 		if !gotWS.answered[id] {
@@ -214,8 +258,8 @@ func TestShutdownUnderLoad(t *testing.T) {
 	} else {
 		checkIDs(t, "WebSocket", gotWS.ids, *gotWS.closed)
 	}
-	t.Logf("%d HTTP turns answered, %d WebSocket turns ran and were answered; the chain has %d records, SSE closed after %d, WebSocket after %d",
-		len(acked), len(wsRan), len(recs), len(gotSSE.ids), len(gotWS.ids))
+	t.Logf("%d HTTP turns answered, %d WebSocket turns ran and were answered, %d MCP calls answered; the chain has %d records, SSE closed after %d, WebSocket after %d",
+		len(acked), len(wsRan), mcpOK, len(recs), len(gotSSE.ids), len(gotWS.ids))
 }
 
 // checkIDs: a stream sent the events 1..last, each once, in order.
