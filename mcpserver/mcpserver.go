@@ -85,8 +85,8 @@ type Server struct {
 
 	capacity int // MCP sessions per principal; ≤ 0: no cap
 
-	watchers sync.WaitGroup // the bindings' follow goroutines, waited for by Close
-	draining context.Context    // cancelled by Drain: the sessions' GET streams end
+	watchers sync.WaitGroup  // the bindings' follow goroutines, waited for by Close
+	draining context.Context // cancelled by Drain: the sessions' GET streams end
 	drain    context.CancelFunc
 
 	mu       sync.Mutex
