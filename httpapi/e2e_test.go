@@ -51,6 +51,8 @@ type env struct {
 	outbox *demo.Outbox
 	client *http.Client
 	wf     *workflow.Engine
+	rt     *plane.Runtime
+	mcp    *mcpserver.Server
 }
 
 type envOptions struct {
@@ -124,7 +126,7 @@ func newEnv(t testing.TB, o *envOptions) *env {
 	srv.Config.ReadHeaderTimeout = 5 * time.Second
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, api: api, core: rt.Core, outbox: out, client: validatingClient(t, srv.Client()), wf: rt.Workflows}
+	return &env{t: t, srv: srv, api: api, core: rt.Core, outbox: out, client: validatingClient(t, srv.Client()), wf: rt.Workflows, rt: rt, mcp: mcpSrv}
 }
 
 // newIDs makes unique random-looking ids (the demo's are sequential,

@@ -85,7 +85,9 @@ type Server struct {
 
 	capacity int // MCP sessions per principal; ≤ 0: no cap
 
-	watchers sync.WaitGroup // the bindings' follow goroutines, waited for by Close
+	watchers sync.WaitGroup  // the bindings' follow goroutines, waited for by Close
+	draining context.Context // cancelled by Drain: the sessions' GET streams end
+	drain    context.CancelFunc
 
 	mu       sync.Mutex
 	closed   bool // by Close: no binding follows its session any more
@@ -105,6 +107,7 @@ func New(rt *plane.Runtime, opts *Options) *Server {
 	s := &Server{opts: *opts, core: rt.Core, log: rt.Logger, impl: &mcp.Implementation{Name: "agentplane", Title: "agentplane", Version: opts.Version},
 		timeout: opts.SessionTimeout, flows: rt.Workflows, hub: rt.Hub, tracer: rt.Tracer, capacity: opts.SessionsPerPrincipal,
 		bindings: map[*binding]struct{}{}, owners: map[string]*binding{}, opening: map[string]int{}}
+	s.draining, s.drain = context.WithCancel(context.Background())
 	rt.OnToolsChanged(s.ToolsChanged)
 	s.sdkLog = slog.New(withoutSessionIDs{s.log.Handler()})
 	if s.impl.Version == "" {
@@ -180,9 +183,23 @@ func (s *Server) Handler() http.Handler {
 			http.Error(w, "session not found", http.StatusNotFound) // as the SDK answers an unknown one
 			return
 		}
+		if r.Method == http.MethodGet { // the session's stream of the server's own messages: it ends when the server drains
+			ctx, cancel := context.WithCancel(r.Context())
+			defer context.AfterFunc(s.draining, cancel)()
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		h.ServeHTTP(w, r)
 	})
 }
+
+// Drain starts a shutdown: the sessions' GET streams (the server's own
+// messages to a client) end, so that an http.Server's Shutdown, which
+// waits for every request, is not held until its deadline by streams
+// that never end; the calls in flight are answered. The client opens its
+// stream again on another instance. Close the server once the HTTP server
+// has shut down. Safe to call more than once.
+func (s *Server) Drain() { s.drain() }
 
 // openingKey marks an initialize request's context with the slot that
 // learns which binding the SDK made for it.
@@ -310,6 +327,7 @@ func (s *Server) Run(ctx context.Context, p auth.Principal, t mcp.Transport) err
 // that serves Handler has shut down (the requests in flight answered). It
 // is safe to call more than once.
 func (s *Server) Close() {
+	s.drain()
 	s.mu.Lock()
 	s.closed = true
 	all := make([]*binding, 0, len(s.bindings))

@@ -156,6 +156,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fmt.Fprintln(m.Stdout, "agentplane: shutting down: finishing in-flight requests")
 	const reason = "the server is shutting down; reconnect and resume from your last event id"
 	srv.Drain(reason)
+	mcpSrv.Drain() // the MCP sessions' GET streams end: Shutdown waited for them until its deadline
 	sctx, cancel := context.WithTimeout(context.Background(), *drain)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
