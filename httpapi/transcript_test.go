@@ -122,7 +122,6 @@ type transcript struct {
 	sse      *bufio.Reader
 	closeSSE func()
 	ws       *websocket.Conn
-	rpcID    int
 }
 
 func play(t *testing.T, e *env, script string) string {
