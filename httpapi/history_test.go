@@ -136,7 +136,12 @@ func TestVerificationAndReplay(t *testing.T) {
 		}
 		return strings.Replace(y, trig, "", 1)
 	}})
-	if st := changed.call("GET", base+"/audit/replay", "", nil, &r); st != 200 || len(r.Divergences) == 0 || r.Total != len(r.Divergences) || r.Divergences[0].Seq != 3 || r.Divergences[0].Field != "decision" {
+	// each record replays on the configuration it names, kept in the store:
+	// no divergence; on the configuration in force, the second turn diverges
+	if st := changed.call("GET", base+"/audit/replay", "", nil, &r); st != 200 || r.Records != 4 || len(r.Divergences) != 0 {
+		t.Fatalf("replay on the configurations the records name: %d %+v", st, r)
+	}
+	if st := changed.call("GET", base+"/audit/replay?against=current", "", nil, &r); st != 200 || len(r.Divergences) == 0 || r.Total != len(r.Divergences) || r.Divergences[0].Seq != 3 || r.Divergences[0].Field != "decision" {
 		t.Fatalf("replay on a changed configuration: %d %+v", st, r)
 	}
 	if !strings.Contains(string(r.Divergences[0].Recorded), "invoke_command") || !strings.Contains(string(r.Divergences[0].Replayed), "continue_with_llm") {

@@ -57,6 +57,7 @@ var nonActing = map[string]string{
 	"POST /v1/auth/token":               "exchanges a sign-in code with the identity provider",
 	"POST /v1/notifications/{id}/ack":   "acknowledges a notification: a ledger transition",
 	"DELETE /mcp":                       "ends an MCP session",
+	"POST /v1/admin/reload":             "replaces the configuration: no tool runs and no session is written (a session is fitted at its next turn, a resume record)",
 	"POST /v1/workflows/{id}/commands":  "covered by the rows approval and decision",
 	"POST /v1/sessions/{id}/turns":      "covered by the rows turn_command, turn_yes, llm_call and llm_proposal_yes",
 	"POST /v1/sessions/{id}/intents":    "covered by the rows intent_direct, intent_token and llm_proposal_token",
