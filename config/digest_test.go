@@ -33,18 +33,7 @@ modes:
 		if err != nil {
 			t.Fatal(err)
 		}
-		canon, err := config.Canonical(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := config.FromCanonical(canon)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(cfg, back) {
-			t.Errorf("the canonical form does not read back to the same configuration:\n%+v\n%+v", cfg, back)
-		}
-		return config.Digest(canon), cfg
+		return config.Digest(roundTrip(t, "x.yaml", cfg)), cfg
 	}
 	da, _ := digest(a)
 	db, _ := digest(b)
@@ -67,16 +56,24 @@ func TestDigestOfExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		canon, err := config.Canonical(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := config.FromCanonical(canon)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(cfg, back) {
-			t.Errorf("%s does not read back whole", p)
-		}
+		roundTrip(t, p, cfg)
 	}
+}
+
+// roundTrip writes cfg in its canonical form, reads it back, and fails the
+// test unless the configuration read back is cfg whole; it returns the form.
+func roundTrip(t *testing.T, name string, cfg *config.Config) []byte {
+	t.Helper()
+	canon, err := config.Canonical(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := config.FromCanonical(canon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg, back) {
+		t.Errorf("%s: the canonical form does not read back to the same configuration:\n%+v\n%+v", name, cfg, back)
+	}
+	return canon
 }
