@@ -136,7 +136,12 @@ llm: {base_url: "` + llm.URL + `/v1", model: test-model, api_key_env: LLM_KEY, t
 	do("POST", "/v1/sessions/"+id+"/turns", `{"text":"use the billing queue"}`)
 	do("POST", "/v1/sessions/"+id+"/turns", `{"text":"what is the weather like"}`)
 	do("GET", "/v1/sessions/"+id+"/catalogs/queues/items?q=billing", "")
-	do("POST", "/v1/workflows", `{"session_id":"`+id+`","tasks":[{"id":"a","tool":"echo_fail","args":{}},{"id":"b","tool":"echo_ok","args":{}}]}`)
+	var started struct {
+		WorkflowID string `json:"workflow_id"`
+	}
+	if err := json.Unmarshal(do("POST", "/v1/workflows", `{"session_id":"`+id+`","tasks":[{"id":"a","tool":"echo_fail","args":{}},{"id":"b","tool":"echo_ok","args":{}}]}`), &started); err != nil || started.WorkflowID == "" {
+		t.Fatalf("start a workflow: %v", err)
+	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -154,10 +159,11 @@ llm: {base_url: "` + llm.URL + `/v1", model: test-model, api_key_env: LLM_KEY, t
 		}
 	}
 	cs.Close()
-	// a moment for the workflow to run its tasks
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && !strings.Contains(string(do("GET", "/v1/workflows", "")), `"status":"failed"`) {
-		time.Sleep(20 * time.Millisecond)
+	// the workflow runs its tasks to its end (or a pause)
+	wctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := rt.Workflows.Wait(wctx, started.WorkflowID, "local", 0); err != nil {
+		t.Fatalf("workflow %s: %v", started.WorkflowID, err)
 	}
 
 	// the surfaces
