@@ -147,6 +147,11 @@ func NewAfter(reg *registry.Registry, prev *Router) (*Router, error) {
 			r.heads[h] = true
 		}
 	}
+	if r.sourcesAtHand() {
+		// made now, not by the first turns after a reload, which would
+		// all wait for one of them to make them
+		r.shapes(context.Background())
+	}
 	return r, nil
 }
 
