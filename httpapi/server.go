@@ -423,7 +423,7 @@ func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if _, err := s.core.Store().Session(ctx, "readyz-probe"); err != nil && agentplane.ErrorCode(err) != agentplane.CodeNotFound {
+	if err := s.core.Ready(ctx); err != nil {
 		status, d.Store, code = "unready", "unreachable", http.StatusServiceUnavailable
 		s.log.Warn("readiness: store unreachable", "err", err)
 	}

@@ -14,9 +14,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane"
-	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/telemetry"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -28,7 +28,7 @@ import (
 // A notification is DISPATCHED once sent on its channel.
 type Bus struct {
 	ledger *Ledger
-	core   *core.Core
+	core   Sessions
 	hub    *events.Hub
 	agent  *llm.Agent // nil: no agent; its channel goes to the user at once
 	log    *slog.Logger
@@ -100,9 +100,24 @@ type BusOptions struct {
 	Tracer trace.Tracer
 }
 
-// NewBus returns the bus over a ledger, the core (sessions, the gate) and
+// Sessions is what the bus uses of the core (a *core.Core): the sessions a
+// notification may reach, and the notices it puts on their floor. A notice
+// is written by the core, on the configuration in force; the bus reaches
+// no gate and no store. The methods are safe for concurrent use.
+type Sessions interface {
+	// Owned returns a session when it is the principal's; not_found
+	// otherwise.
+	Owned(ctx context.Context, id, principal string) (*agentplane.Session, error)
+	// Sessions lists a principal's sessions, newest first.
+	Sessions(ctx context.Context, q store.SessionQuery) (store.SessionPage, error)
+	// RecordNotice appends a notice to a session's chain and returns its
+	// sequence number.
+	RecordNotice(ctx context.Context, sessionID string, n *agentplane.Notice) (int64, error)
+}
+
+// NewBus returns the bus over a ledger, the sessions (a *core.Core) and
 // the event hub (streams).
-func NewBus(l *Ledger, c *core.Core, hub *events.Hub, opts *BusOptions) *Bus {
+func NewBus(l *Ledger, c Sessions, hub *events.Hub, opts *BusOptions) *Bus {
 	b := &Bus{ledger: l, core: c, hub: hub}
 	turns := 8
 	if opts != nil {
@@ -235,7 +250,7 @@ func (b *Bus) deliver(ctx context.Context, n Notification) (Notification, error)
 			return n, nil
 		}
 	case ChannelFloor:
-		if _, err := b.core.Gate().RecordNotice(ctx, n.SessionID, notice(n)); err != nil {
+		if _, err := b.core.RecordNotice(ctx, n.SessionID, notice(n)); err != nil {
 			return n, err
 		}
 	default:

@@ -228,7 +228,7 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	if sql || o.Workflows.Memory {
 		wo := o.Workflows
 		wo.Logger, wo.Tracer = rt.Logger, rt.Tracer
-		if rt.Workflows, err = workflow.New(rt.Core, &wo); err != nil {
+		if rt.Workflows, err = workflow.New(rt.Core, rt.Store, &wo); err != nil {
 			return nil, err
 		}
 	}

@@ -56,7 +56,7 @@ type Options struct {
 	// and the engine's owner name; nil means agentplane.RandomID. It is
 	// called from several goroutines at once.
 	NewID func() string
-	// Memory keeps workflows in memory when the core's store has no tables
+	// Memory keeps workflows in memory when the store has no tables
 	// (memstore): for tests and embedding, where nothing need survive the
 	// process. Without it, such a store is refused.
 	Memory bool
@@ -68,7 +68,8 @@ type Options struct {
 // exactly one holds a workflow at a time, and every write it makes checks
 // its lease.
 type Engine struct {
-	core        *core.Core
+	core        Sessions
+	st          store.Store // the requests of tasks a dead engine left running
 	j           journal
 	owner       string
 	lease       time.Duration
@@ -94,24 +95,46 @@ type Engine struct {
 	written func(ctx context.Context, w *Workflow, cp *Checkpoint)
 }
 
-// New returns an engine over the core's store: a SQL store (SQLite or
-// PostgreSQL) opened with Extension keeps the workflows with the
-// sessions; with an in-memory store they are kept in memory too, and
+// Sessions is what the engine uses of the core (a *core.Core): the
+// sessions workflows run in, the gate's executions of their tasks, the
+// tools' specs (never the tools: a task runs through Execute) and the
+// clock. The methods are safe for concurrent use.
+type Sessions interface {
+	// Owned returns a session when it is the principal's; not_found
+	// otherwise.
+	Owned(ctx context.Context, id, principal string) (*agentplane.Session, error)
+	Session(ctx context.Context, id string) (*agentplane.Session, error)
+	// Execute runs a task's call through the gate.
+	Execute(ctx context.Context, inv gate.Invocation) (agentplane.ExecutionResult, error)
+	// ActiveTools are the tools active for a session's mode and roles.
+	ActiveTools(mode string, roles []string) []core.ToolInfo
+	// View is the configuration in force: the tools' specs.
+	View() core.View
+	Now() time.Time
+}
+
+// New returns an engine over the sessions (a *core.Core) and st, the store
+// the core keeps them in, which stays the caller's to close: a SQL store
+// (SQLite or PostgreSQL) opened with Extension keeps the workflows with
+// the sessions; with an in-memory store they are kept in memory too, and
 // live as long as the engine.
-func New(c *core.Core, opts *Options) (*Engine, error) {
+func New(c Sessions, st store.Store, opts *Options) (*Engine, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
+	if st == nil {
+		return nil, errors.New("workflow: missing store (pass the store the core was given: plane.Runtime.Store)")
+	}
 	var j journal
-	switch q, ok := c.Store().(store.Querier); {
+	switch q, ok := st.(store.Querier); {
 	case ok:
-		j = &sqlJournal{st: c.Store(), q: q}
+		j = &sqlJournal{st: st, q: q}
 	case opts.Memory:
 		j = newMemJournal()
 	default:
 		return nil, errors.New("workflow: the store keeps no tables (an in-memory store): open SQLite or PostgreSQL with workflow.Extension, or set Options.Memory for workflows that need not survive the process")
 	}
-	e := &Engine{core: c, j: j, owner: opts.Owner, lease: opts.Lease, poll: opts.Poll,
+	e := &Engine{core: c, st: st, j: j, owner: opts.Owner, lease: opts.Lease, poll: opts.Poll,
 		concurrency: opts.Concurrency, backoff: opts.Backoff, suggest: opts.Suggester, log: opts.Logger, tracer: opts.Tracer, newID: opts.NewID,
 		stop: make(chan struct{}), runners: map[string]*runner{}, changed: map[string]chan struct{}{}}
 	if e.newID == nil {
@@ -258,7 +281,7 @@ func (e *Engine) started(ctx context.Context, id, principal, digest string) (*Wo
 
 // known reports whether a tool is registered.
 func (e *Engine) known(name string) bool {
-	_, ok := e.core.Tools().Get(name)
+	_, ok := e.core.View().Tool(name)
 	return ok
 }
 
@@ -952,7 +975,7 @@ func (r *runner) recover(ctx context.Context) ([]Event, error) {
 	w := r.w
 	var evs []Event
 	for _, t := range w.running() {
-		req, ok, err := r.e.core.Store().Request(ctx, store.RequestKey{SessionID: w.SessionID, Principal: w.Principal, RequestID: t.RequestID})
+		req, ok, err := r.e.st.Request(ctx, store.RequestKey{SessionID: w.SessionID, Principal: w.Principal, RequestID: t.RequestID})
 		if err != nil {
 			return nil, err
 		}
@@ -976,13 +999,11 @@ func (r *runner) recover(ctx context.Context) ([]Event, error) {
 	return evs, nil
 }
 
-// spec returns a tool's spec; ok false when it is not registered now.
-func (e *Engine) spec(name string) (tool.Spec, tool.Tool, bool) {
-	t, ok := e.core.Tools().Get(name)
-	if !ok {
-		return tool.Spec{}, nil, false
-	}
-	return t.Spec(), t, true
+// spec returns a tool's spec and whether it is idempotent by key
+// (tool.ByKey); ok false when it is not registered now.
+func (e *Engine) spec(name string) (s tool.Spec, byKey, ok bool) {
+	t, ok := e.core.View().Tool(name)
+	return t.Spec, t.ByKey, ok
 }
 
 // safeToFail reports whether a tool's failure leaves the world as it was:
@@ -995,8 +1016,8 @@ func (e *Engine) safeToFail(name string) bool {
 // rerunnable reports whether a call that may have run can run again:
 // safe to fail, or idempotent by key downstream.
 func (e *Engine) rerunnable(name string) bool {
-	_, t, ok := e.spec(name)
-	return ok && (e.safeToFail(name) || tool.ByKey(t))
+	_, byKey, ok := e.spec(name)
+	return ok && (e.safeToFail(name) || byKey)
 }
 
 // needsApproval reports whether a task needs the human's approval before

@@ -101,6 +101,7 @@ func (d *downstream) counts() (keys, requests int, doubled []string) {
 // engine.
 type env struct {
 	core    *core.Core
+	store   store.Store // the core's, which the engines are given too
 	eng     *workflow.Engine
 	session string
 	down    *downstream
@@ -214,7 +215,7 @@ tools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.core, e.session = c, s.ID
+	e.core, e.store, e.session = c, st, s.ID
 	e.eng = e.engine(t, opts)
 	t.Cleanup(e.unhold) // before the engines close
 	return e
@@ -233,7 +234,7 @@ func (e *env) engine(t *testing.T, opts *workflow.Options) *workflow.Engine {
 		opts.Backoff = time.Millisecond
 	}
 	opts.Memory = true // the journal in memory, where the env's store is
-	eng, err := workflow.New(e.core, opts)
+	eng, err := workflow.New(e.core, e.store, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +552,7 @@ func TestCommandQueueConcurrent(t *testing.T) {
 			t.Fatalf("%d continues applied, %d layers run", applied, w.Layer)
 		}
 		// in order: each processed no earlier than the one queued before it
-		if q, ok := e.core.Store().(store.Querier); ok {
+		if q, ok := e.store.(store.Querier); ok {
 			var prev int64
 			err := q.Query(context.Background(), `SELECT seq, done FROM workflow_commands WHERE workflow_id = ? ORDER BY seq`, []any{w.ID},
 				func(scan func(...any) error) error {

@@ -230,7 +230,7 @@ func TestAtMostFiveCheckpoints(t *testing.T) {
 		if err != nil || len(cps) != workflow.KeepCheckpoints || cps[len(cps)-1].Layer != 8 || cps[0].Layer != 4 {
 			t.Fatalf("%+v %v", cps, err)
 		}
-		if q, ok := e.core.Store().(store.Querier); ok {
+		if q, ok := e.store.(store.Querier); ok {
 			// the task states only pruned checkpoints held are gone too
 			var dead, kept int
 			if err := q.Query(context.Background(), `SELECT

@@ -44,7 +44,7 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) error {
 	defer rt.Close(0)
 	cc := rt.Core
 	if *mode == "" {
-		*mode = cc.Registry().DefaultMode()
+		*mode = cc.View().Registry().DefaultMode()
 	} else if !cc.ModeOK(*mode) {
 		return fmt.Errorf("unknown mode %q", *mode)
 	}
