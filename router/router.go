@@ -206,6 +206,27 @@ type turn struct {
 	// asking: the text ends with a question mark — a command it names is
 	// asked about, never run
 	asking bool
+	// sources: the version of each provider's answer the turn read
+	// (Decision.Sources)
+	sources map[string]string
+}
+
+// read notes that the turn read ix, an index of the source: a
+// provider's answer is named in the decision (Decision.Sources). When a
+// turn reads two answers of one source (another caller's shaped the
+// examples), the first read is named.
+func (t *turn) read(id agentplane.ResolverSource, ix *resolve.Index) {
+	if ix == nil || ix.Version() == "" {
+		return
+	}
+	k := id.String()
+	if _, ok := t.sources[k]; ok {
+		return
+	}
+	if t.sources == nil {
+		t.sources = map[string]string{}
+	}
+	t.sources[k] = ix.Version()
 }
 
 // runMode is the mode commands are checked in: a launcher's target mode
@@ -302,6 +323,7 @@ func (t *turn) done(d agentplane.Decision) (agentplane.Decision, error) {
 		t.tracep("decision: continue_with_llm (", d.ReasonCode, ")")
 	}
 	d.Trace = t.lines()
+	d.Sources = t.sources
 	return d, nil
 }
 
@@ -404,6 +426,7 @@ func (t *turn) index(src agentplane.ResolverSource) (*resolve.Index, error) {
 		t.tracef("%v", err)
 		return nil, err
 	}
+	t.read(src, ix)
 	if stale != nil {
 		t.tracef("serving cached items: refresh failed: %v", stale)
 	}

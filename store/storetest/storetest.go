@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Confirmations", func(t *testing.T) { runConfirmations(t, open) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, open) })
 	t.Run("Configs", func(t *testing.T) { runConfigs(t, open) })
+	t.Run("CatalogVersions", func(t *testing.T) { runCatalogVersions(t, open) })
 }
 
 // TwoStoresOnOneChain commits to one session's chain alternately through
