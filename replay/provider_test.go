@@ -20,10 +20,12 @@ import (
 
 const loansYAML = `version: 1
 modes: [{key: general, default: true, toolboxes: [t]}]
-toolboxes: [{id: t, providers: [loans], commands: [open_loan]}]
+toolboxes: [{id: t, providers: [loans], commands: [open_loan, approve_loan]}]
 commands:
   - {id: open_loan, tool: agent_set_active_entity, parameter: loan, resolver: {provider: loans}, sets_active_context: true, active_entity_type: loan,
      triggers: ["open [the] {item} loan"]}
+  - {id: approve_loan, tool: agent_set_active_entity, parameter: loan, resolver: {provider: loans}, requires_confirmation: true,
+     triggers: ["approve [the] {item} loan"]}
 `
 
 // loans is a provider whose answer the test changes, counting its calls.
@@ -87,6 +89,10 @@ func TestReplayServesProviderVersions(t *testing.T) {
 	clock = clock.Add(2 * resolve.DefaultTTL)
 	mu.Unlock()
 	turn("open the oak street loan", "L-2")
+	// a confirmation: the yes reads no item, but the gate checks it
+	// against the provider's answer, which the decision names too
+	turn("approve the maple avenue loan", "L-1")
+	turn("yes", "L-1")
 
 	recs, err := c.Records(ctx, s.ID, 0)
 	if err != nil {
@@ -96,12 +102,14 @@ func TestReplayServesProviderVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var versions []string
+	named := map[int64]string{} // record -> the answer its decision names
 	for _, r := range recs {
 		if r.Decision != nil {
 			versions = append(versions, r.Decision.Sources["provider:loans"])
+			named[r.Seq] = r.Decision.Sources["provider:loans"]
 		}
 	}
-	if len(versions) != 2 || versions[0] == versions[1] || !strings.HasPrefix(versions[0], "sha256:") || !strings.HasPrefix(versions[1], "sha256:") {
+	if len(versions) != 4 || versions[0] == versions[1] || !strings.HasPrefix(versions[0], "sha256:") || versions[2] != versions[1] || versions[3] != versions[1] {
 		t.Fatalf("the decisions name the answers %q", versions)
 	}
 	for _, v := range versions {
@@ -130,8 +138,15 @@ func TestReplayServesProviderVersions(t *testing.T) {
 		if err != nil || len(divs) == 0 {
 			t.Fatalf("answers not kept, provider changed: %v, %d divergences", err, len(divs))
 		}
-		if len(fell) != 2 || fell[0].Version != versions[0] || fell[1].Version != versions[1] || !strings.Contains(fell[0].String(), "does not keep it; asked the live provider") {
+		// each record read live until the replay diverged (the yes then
+		// answers no question and reads nothing)
+		if len(fell) < 3 || fell[0].Version != versions[0] || fell[1].Version != versions[1] || !strings.Contains(fell[0].String(), "does not keep it; asked the live provider") {
 			t.Fatalf("the reads answered live: %+v", fell)
+		}
+		for _, f := range fell {
+			if f.Version != named[f.Seq] || f.Source != "provider:loans" {
+				t.Fatalf("a read answered live: %+v, the record names %s", f, named[f.Seq])
+			}
 		}
 		if p.calls.Load() == calls {
 			t.Fatal("the provider was not asked")
@@ -165,7 +180,7 @@ func TestReplayServesProviderVersions(t *testing.T) {
 		}
 		o := replay.Options{Items: func(context.Context, string) (*resolve.Index, bool, error) { return nil, false, nil }}
 		n, err := replay.Run(ctx, c, strings.NewReader(log.String()), &out, &o)
-		if err != nil || n == 0 || strings.Count(out.String(), "provider:loans sha256:") != 2 || !strings.Contains(out.String(), "asked the live provider") {
+		if err != nil || n == 0 || !strings.Contains(out.String(), "record 2 (turn): provider:loans "+versions[0]) || !strings.Contains(out.String(), "record 3 (turn): provider:loans "+versions[1]) || !strings.Contains(out.String(), "asked the live provider") {
 			t.Fatalf("%d divergences, %v:\n%s", n, err, out.String())
 		}
 	})

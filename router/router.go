@@ -433,6 +433,19 @@ func (t *turn) index(src agentplane.ResolverSource) (*resolve.Index, error) {
 	return ix, nil
 }
 
+// peek notes the answer of a provider that the gate will check an
+// invocation in mode against (the caller's; fetched when there is none),
+// so that the decision names it. A failure is the gate's to report.
+func (t *turn) peek(src agentplane.ResolverSource, mode string) {
+	s, ok := t.reg.Source(src)
+	if !ok || !s.Provided() {
+		return
+	}
+	if ix, _, err := s.Index(resolve.WithCaller(t.ctx, resolve.SessionCaller(t.sess, t.in.Roles, mode))); err == nil {
+		t.read(src, ix)
+	}
+}
+
 // invokeOrConfirm invokes the command with the item, or asks the human to
 // confirm first when the command needs it.
 func (t *turn) invokeOrConfirm(cmd *agentplane.CommandDefinition, item *agentplane.ResolverItem) agentplane.Decision {
@@ -514,6 +527,9 @@ func (t *turn) pendingConfirmation() (agentplane.Decision, bool) {
 	switch t.answer() {
 	case 1:
 		t.tracef("confirmed pending %s(%s)", pc.CommandID, pc.ResolvedID)
+		if cmd, ok := t.reg.Command(pc.CommandID); ok {
+			t.peek(cmd.Source, mode)
+		}
 		return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: pc.CommandID, ResolvedID: pc.ResolvedID, Confirmed: true,
 			TargetMode: pc.Mode}, true
 	case -1:
