@@ -9,5 +9,6 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(*testing.T) store.Store { return memstore.New() })
 }
