@@ -30,11 +30,19 @@ func CompileSchema(name string, schema map[string]any) (*jsonschema.Schema, erro
 // CheckObjectSchema reports whether schema compiles and describes JSON
 // objects ("type": "object"), as a tool's input schema must.
 func CheckObjectSchema(schema map[string]any) error {
+	_, err := CompileObjectSchema("input", schema)
+	return err
+}
+
+// CompileObjectSchema compiles schema under name once it is an object
+// schema ("type": "object"), as a tool's input schema must be.
+func CompileObjectSchema(name string, schema map[string]any) (*jsonschema.Schema, error) {
 	if t, _ := schema["type"].(string); t != "object" {
-		return errors.New(`must be an object schema ("type": "object")`)
+		return nil, errors.New(`must be an object schema ("type": "object")`)
 	}
-	if _, err := CompileSchema("input", schema); err != nil {
-		return fmt.Errorf("does not compile: %v", err)
+	s, err := CompileSchema(name, schema)
+	if err != nil {
+		return nil, fmt.Errorf("does not compile: %v", err)
 	}
-	return nil
+	return s, nil
 }

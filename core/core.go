@@ -317,7 +317,7 @@ func (c *Core) build(ctx context.Context, cfg *config.Config, prev *snapshot) (_
 	if s.reg, err = registry.New(wired, &registry.Options{Providers: c.opts.Providers, Now: c.now, HTTPClient: c.opts.HTTPClient, Keep: c.keepItems()}); err != nil {
 		return nil, err
 	}
-	if s.router, err = router.New(s.reg); err != nil {
+	if s.router, err = router.NewAfter(s.reg, prev.routerOrNil()); err != nil {
 		return nil, err
 	}
 	if err := c.mountTools(ctx, s, wired, prev); err != nil {
@@ -382,7 +382,7 @@ func (o observed) Commit(ctx context.Context, c *store.Commit) error {
 // settings is kept, with its connection.
 func (c *Core) mountTools(ctx context.Context, s *snapshot, wired *config.Config, prev *snapshot) error {
 	opts := &c.opts
-	s.tools = tool.NewRegistry()
+	s.tools = tool.NewRegistryAfter(prev.toolsOrNil())
 	declared, err := tool.FromConfig(wired, opts.HTTPClient, opts.Programs)
 	if err != nil {
 		return err
@@ -448,6 +448,22 @@ func (c *Core) register(reg *tool.Registry, server string, tools []tool.Tool) {
 			c.log.Warn("MCP tool not mounted", "server", server, "err", err)
 		}
 	}
+}
+
+// toolsOrNil is s's tool registry, nil without s.
+func (s *snapshot) toolsOrNil() *tool.Registry {
+	if s == nil {
+		return nil
+	}
+	return s.tools
+}
+
+// routerOrNil is s's router, nil without s.
+func (s *snapshot) routerOrNil() *router.Router {
+	if s == nil {
+		return nil
+	}
+	return s.router
 }
 
 // mounted returns the server s mounted with exactly m's settings, or nil.

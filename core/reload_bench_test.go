@@ -6,7 +6,9 @@ import (
 
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/internal/testkit/catalogtest"
+	"github.com/agentplane/agentplane/internal/testkit/demotest"
 )
 
 const reloadBenchConfig = `version: 1
@@ -42,6 +44,20 @@ func BenchmarkReload100k(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := c.Reload(ctx, cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReloadDemo measures a reload of the demo configuration onto
+// itself: what a reload costs when little changed (the tools' schemas and
+// the examples' model are taken from the configuration before).
+func BenchmarkReloadDemo(b *testing.B) {
+	c := demotest.Core(b, nil)
+	cfg := parse(b, demo.YAML)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Reload(context.Background(), cfg); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -20,7 +20,7 @@ type configT = config.Config
 
 var changed = bytes.Replace(demo.YAML, []byte("  - key: sales\n"), []byte("  - key: selling\n"), 1)
 
-func parse(t *testing.T, yaml []byte) *config.Config {
+func parse(t testing.TB, yaml []byte) *config.Config {
 	t.Helper()
 	cfg, err := core.Load(core.Source{YAML: yaml, Name: "changed.yaml"}, &core.Options{Programs: demo.Programs(nil)})
 	if err != nil {

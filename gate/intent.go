@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -17,12 +18,18 @@ import (
 )
 
 // argsSchemas compiles, for every command, the JSON Schema of its
-// arguments: an object with exactly its one parameter, a string.
+// arguments: an object with exactly its one parameter, a string. Commands
+// with the same parameter share one compiled schema.
 func argsSchemas(cmds []*agentplane.CommandDefinition) (map[string]*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
+	byParam := map[string]*jsonschema.Schema{}
 	out := map[string]*jsonschema.Schema{}
 	for _, cmd := range cmds {
 		if cmd.Kind == agentplane.KindLauncher {
+			continue
+		}
+		if s, ok := byParam[cmd.Parameter]; ok {
+			out[cmd.ID] = s
 			continue
 		}
 		doc := map[string]any{
@@ -31,15 +38,15 @@ func argsSchemas(cmds []*agentplane.CommandDefinition) (map[string]*jsonschema.S
 			"required":             []any{cmd.Parameter},
 			"additionalProperties": false,
 		}
-		url := "mem://commands/" + cmd.ID + ".json"
-		if err := c.AddResource(url, doc); err != nil {
+		loc := "mem://args/" + url.PathEscape(cmd.Parameter) + ".json"
+		if err := c.AddResource(loc, doc); err != nil {
 			return nil, err
 		}
-		s, err := c.Compile(url)
+		s, err := c.Compile(loc)
 		if err != nil {
 			return nil, fmt.Errorf("gate: args schema of %s: %w", cmd.ID, err)
 		}
-		out[cmd.ID] = s
+		byParam[cmd.Parameter], out[cmd.ID] = s, s
 	}
 	return out, nil
 }

@@ -1,6 +1,8 @@
 package router
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,7 +47,11 @@ const (
 // configuration order, then the negative class; it returns the command
 // index of each command label, the negative label (-1 without negative
 // examples), and a nil model when no command has examples.
-func trainExamples(f trigger.Fillers, cmds []*agentplane.CommandDefinition, patterns [][]*trigger.Pattern, negatives []string) (*exemplar.Model, []int, int, error) {
+//
+// A prev router whose model was trained on the same examples gives its
+// model instead of a new one trained (a model is never changed once
+// trained).
+func trainExamples(f trigger.Fillers, cmds []*agentplane.CommandDefinition, patterns [][]*trigger.Pattern, negatives []string, prev *Router) (*exemplar.Model, []int, int, [sha256.Size]byte, error) {
 	var ex []exemplar.Example
 	var labelCmd []int
 	add := func(label int, words []string) {
@@ -68,7 +74,7 @@ func trainExamples(f trigger.Fillers, cmds []*agentplane.CommandDefinition, patt
 		}
 	}
 	if len(ex) == 0 {
-		return nil, nil, -1, nil
+		return nil, nil, -1, [sha256.Size]byte{}, nil
 	}
 	neg := -1
 	if len(negatives) > 0 {
@@ -77,8 +83,27 @@ func trainExamples(f trigger.Fillers, cmds []*agentplane.CommandDefinition, patt
 			add(neg, resolve.Fields(nil, resolve.Normalize(e)))
 		}
 	}
+	key := trainingKey(ex)
+	if prev != nil && prev.detector != nil && prev.trained == key {
+		return prev.detector, labelCmd, neg, key, nil
+	}
 	m, err := exemplar.Train(ex, nil)
-	return m, labelCmd, neg, err
+	return m, labelCmd, neg, key, err
+}
+
+// trainingKey identifies a training set: its examples' labels and texts
+// in order.
+func trainingKey(ex []exemplar.Example) [sha256.Size]byte {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, e := range ex {
+		h.Write(n[:binary.PutVarint(n[:], int64(e.Label))])
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(e.Text)))])
+		h.Write([]byte(e.Text))
+	}
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k
 }
 
 // examples recognises an active command from its examples when no

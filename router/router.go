@@ -16,6 +16,7 @@ package router
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strconv"
@@ -48,6 +49,7 @@ type Router struct {
 	detector   *exemplar.Model                                    // commands recognised from examples; nil without any
 	labelCmd   []int                                              // example model label -> command index
 	negLabel   int                                                // the label of the negative examples; -1 without any
+	trained    [sha256.Size]byte                                  // what detector was trained on (trainingKey)
 	cmdLabel   []int                                              // command index -> example model label, -1 without examples
 	shapeCache shapeCache                                         // the shapes of examples and trigger phrasings
 	droppable  map[string]bool                                    // words a shape may leave out
@@ -60,6 +62,15 @@ type Router struct {
 // New compiles the registry's commands for routing: it parses and indexes
 // their triggers and trains the model of their examples.
 func New(reg *registry.Registry) (*Router, error) {
+	return NewAfter(reg, nil)
+}
+
+// NewAfter is New reusing what prev, the router of an earlier
+// configuration, computed from the same inputs: the model trained on the
+// commands' examples when those, the trigger phrasings and the negative
+// examples are the same. A reload then retrains only what changed. prev
+// may be nil.
+func NewAfter(reg *registry.Registry, prev *Router) (*Router, error) {
 	r := &Router{
 		reg:        reg,
 		commands:   reg.Commands(),
@@ -87,7 +98,7 @@ func New(reg *registry.Registry) (*Router, error) {
 	}
 	r.patterns = patterns
 	var err error
-	if r.detector, r.labelCmd, r.negLabel, err = trainExamples(r.fillers, r.commands, patterns, reg.Settings().NegativeExamples); err != nil {
+	if r.detector, r.labelCmd, r.negLabel, r.trained, err = trainExamples(r.fillers, r.commands, patterns, reg.Settings().NegativeExamples, prev); err != nil {
 		return nil, fmt.Errorf("examples: %w", err)
 	}
 	r.cmdLabel = make([]int, len(r.commands))
@@ -135,6 +146,11 @@ func New(reg *registry.Registry) (*Router, error) {
 		for h := range r.registers[i].heads {
 			r.heads[h] = true
 		}
+	}
+	if r.sourcesAtHand() {
+		// made now, not by the first turns after a reload, which would
+		// all wait for one of them to make them
+		r.shapes(context.Background())
 	}
 	return r, nil
 }

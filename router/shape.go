@@ -186,6 +186,21 @@ type shapeCache struct {
 	cur atomic.Pointer[shapes]
 }
 
+// sourcesAtHand reports whether every source the examples are shaped
+// with has its index without a fetch (static catalogs; a provider not yet
+// asked has none).
+func (r *Router) sourcesAtHand() bool {
+	for _, c := range r.commands {
+		if len(c.Examples) == 0 || c.Kind != agentplane.KindExecutable {
+			continue
+		}
+		if src, ok := r.reg.Source(c.Source); ok && src.Current() == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // shapes returns the shapes for the sources' current indexes, making them
 // again when a source's index has changed since (a provider refreshed).
 // Checking costs no allocation and fetches nothing.

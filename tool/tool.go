@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"sort"
 	"strings"
@@ -102,11 +103,43 @@ type Registry struct {
 	mu      sync.RWMutex
 	tools   map[string]Tool
 	schemas map[string]*jsonschema.Schema
+	prev    *Registry // a copy of the registry whose checked schemas are reused (NewRegistryAfter); never changed
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
 	return &Registry{tools: map[string]Tool{}, schemas: map[string]*jsonschema.Schema{}}
+}
+
+// NewRegistryAfter returns an empty registry that takes the checked and
+// compiled schemas of prev's tools for a tool registered under the same
+// name with the same schemas, byte for byte: a configuration reloaded
+// compiles only the schemas that changed. prev may be nil.
+func NewRegistryAfter(prev *Registry) *Registry {
+	r := NewRegistry()
+	if prev != nil { // a copy: prev may still register, and its own prev is not kept
+		prev.mu.RLock()
+		r.prev = &Registry{tools: maps.Clone(prev.tools), schemas: maps.Clone(prev.schemas)}
+		prev.mu.RUnlock()
+	}
+	return r
+}
+
+// checked returns the compiled input schema of the tool prev registered
+// under s's name with exactly s's schemas.
+func (r *Registry) checked(s Spec) (*jsonschema.Schema, bool) {
+	if r.prev == nil {
+		return nil, false
+	}
+	t, ok := r.prev.tools[s.Name]
+	if !ok {
+		return nil, false
+	}
+	ps := t.Spec()
+	if !bytes.Equal(ps.InputSchema, s.InputSchema) || !bytes.Equal(ps.OutputSchema, s.OutputSchema) {
+		return nil, false
+	}
+	return r.prev.schemas[s.Name], true
 }
 
 // Register adds t. It refuses, saying exactly why, a name that does not
@@ -132,20 +165,11 @@ func (r *Registry) Register(t Tool) error {
 	default:
 		problems = append(problems, fmt.Sprintf("risk %q must be low, medium or high", s.Risk))
 	}
-	var in map[string]any
-	if err := canonjson.Check(s.InputSchema); err != nil {
-		problems = append(problems, fmt.Sprintf("input schema is not a JSON object: %v", err))
-	} else if err := json.Unmarshal(s.InputSchema, &in); err != nil {
-		problems = append(problems, fmt.Sprintf("input schema is not a JSON object: %v", err))
-	} else if err := config.CheckObjectSchema(in); err != nil {
-		problems = append(problems, "input schema "+err.Error())
-	}
-	if len(s.OutputSchema) > 0 {
-		var out map[string]any
-		if err := json.Unmarshal(s.OutputSchema, &out); err != nil {
-			problems = append(problems, fmt.Sprintf("output schema is not a JSON object: %v", err))
-		} else if _, err := config.CompileSchema("output", out); err != nil {
-			problems = append(problems, fmt.Sprintf("output schema does not compile: %v", err))
+	compiled, ok := r.checked(s)
+	if !ok {
+		var err error
+		if compiled, err = checkSchemas(s); err != nil {
+			problems = append(problems, err.Error())
 		}
 	}
 	r.mu.Lock()
@@ -156,10 +180,35 @@ func (r *Registry) Register(t Tool) error {
 	if len(problems) > 0 {
 		return fmt.Errorf("tool: register %q: %s", s.Name, strings.Join(problems, "; "))
 	}
-	compiled, _ := config.CompileSchema("tools/"+s.Name, in)
 	r.tools[s.Name] = t
 	r.schemas[s.Name] = compiled
 	return nil
+}
+
+// checkSchemas compiles s's input schema, which must be a JSON object
+// schema, and checks that its output schema, if any, compiles.
+func checkSchemas(s Spec) (*jsonschema.Schema, error) {
+	var in map[string]any
+	if err := canonjson.Check(s.InputSchema); err != nil {
+		return nil, fmt.Errorf("input schema is not a JSON object: %v", err)
+	}
+	if err := json.Unmarshal(s.InputSchema, &in); err != nil {
+		return nil, fmt.Errorf("input schema is not a JSON object: %v", err)
+	}
+	compiled, err := config.CompileObjectSchema("tools/"+s.Name, in)
+	if err != nil {
+		return nil, errors.New("input schema " + err.Error())
+	}
+	if len(s.OutputSchema) > 0 {
+		var out map[string]any
+		if err := json.Unmarshal(s.OutputSchema, &out); err != nil {
+			return nil, fmt.Errorf("output schema is not a JSON object: %v", err)
+		}
+		if _, err := config.CompileSchema("output", out); err != nil {
+			return nil, fmt.Errorf("output schema does not compile: %v", err)
+		}
+	}
+	return compiled, nil
 }
 
 // Get returns the tool with the name.

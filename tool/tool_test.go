@@ -140,3 +140,46 @@ func TestHTTPTool(t *testing.T) {
 		t.Fatalf("refused: %v", err)
 	}
 }
+
+// TestRegistryAfterChecksWhatChanged registers, after a registry, tools
+// with the same schemas (taken as checked), a changed schema (checked and
+// refused when bad, validated by the new one when good) and a bad schema
+// under a new name; every refusal names what is wrong.
+func TestRegistryAfterChecksWhatChanged(t *testing.T) {
+	t.Parallel()
+	spec := func(name, schema string) tool.Spec {
+		return tool.Spec{Name: name, Usage: "Does a thing.", InputSchema: json.RawMessage(schema), Impact: tool.ImpactRead, Risk: tool.RiskLow}
+	}
+	prev := tool.NewRegistry()
+	for _, s := range []tool.Spec{spec("same", `{"type":"object","required":["a"]}`), spec("changed", `{"type":"object","required":["a"]}`)} {
+		if err := prev.Register(fn(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := tool.NewRegistryAfter(prev)
+	if err := next.Register(fn(spec("same", `{"type":"object","required":["a"]}`))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := next.Validate("same", json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), "missing property 'a'") {
+		t.Errorf("the schema taken from before does not validate: %v", err)
+	}
+	if err := next.Register(fn(spec("changed", `{"type":"string"}`))); err == nil || !strings.Contains(err.Error(), "must be an object schema") {
+		t.Errorf("a changed schema was not checked again: %v", err)
+	}
+	if err := next.Register(fn(spec("changed", `{"type":"object","required":["b"]}`))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := next.Validate("changed", json.RawMessage(`{"a":1}`)); err == nil || !strings.Contains(err.Error(), "missing property 'b'") {
+		t.Errorf("the changed schema does not validate: %v", err)
+	}
+	if err := next.Register(fn(spec("new", `{"type":"object","properties":{"x":{"type":5}}}`))); err == nil || !strings.Contains(err.Error(), "does not compile") {
+		t.Errorf("a new bad schema was taken: %v", err)
+	}
+	// prev registering later (an MCP server up late) changes nothing in next
+	if err := prev.Register(fn(spec("late", `{"type":"object"}`))); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := next.Get("late"); ok {
+		t.Error("a tool registered in the earlier registry appeared in the next")
+	}
+}
