@@ -31,6 +31,7 @@ type Store struct {
 	tokens   map[string]store.Confirmation
 	pending  map[string]string // store.PendingKey -> the digest of the token issued with it
 	configs  map[string][]byte // configurations by digest (store.Configs)
+	catalogs map[string][]byte // providers' answers by version (store.CatalogVersions)
 }
 
 // New returns an empty store.

@@ -13,6 +13,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(*testing.T) store.Store { return memstore.New() })
 }
 
