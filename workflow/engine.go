@@ -87,7 +87,8 @@ type Engine struct {
 
 	mu      sync.Mutex
 	runners map[string]*runner
-	changed map[string]chan struct{} // closed when a workflow wrote something
+	changed map[string]*signal // a workflow's waiters here: closed when it writes something
+	swept   time.Time          // when changed was last swept of the channels Changes gave out
 	closed  bool
 	wg      sync.WaitGroup
 
@@ -136,7 +137,7 @@ func New(c Sessions, st store.Store, opts *Options) (*Engine, error) {
 	}
 	e := &Engine{core: c, st: st, j: j, owner: opts.Owner, lease: opts.Lease, poll: opts.Poll,
 		concurrency: opts.Concurrency, backoff: opts.Backoff, suggest: opts.Suggester, log: opts.Logger, tracer: opts.Tracer, newID: opts.NewID,
-		stop: make(chan struct{}), runners: map[string]*runner{}, changed: map[string]chan struct{}{}}
+		stop: make(chan struct{}), runners: map[string]*runner{}, changed: map[string]*signal{}}
 	if e.newID == nil {
 		e.newID = agentplane.RandomID
 	}
@@ -466,8 +467,10 @@ func (e *Engine) repeated(ctx context.Context, id, principal, key, digest string
 // settled waits until a queued command is processed: nil when it was
 // applied, its refusal when it was rejected.
 func (e *Engine) settled(ctx context.Context, id string, seq int64) error {
+	wt := e.waitOn(id)
+	defer wt.stop()
 	for {
-		ch := e.changes(id)
+		ch := wt.changed()
 		o, err := e.j.outcome(ctx, id, seq)
 		switch {
 		case err != nil:
@@ -580,8 +583,10 @@ func (e *Engine) Checkpoints(ctx context.Context, id string) ([]Checkpoint, erro
 // Wait waits until the workflow of the principal's is paused or finished
 // and has an event after after, and returns it.
 func (e *Engine) Wait(ctx context.Context, id, principal string, after int64) (*Workflow, error) {
+	wt := e.waitOn(id)
+	defer wt.stop()
 	for {
-		ch := e.changes(id)
+		ch := wt.changed()
 		h, err := e.j.status(ctx, id)
 		switch {
 		case err != nil:
@@ -602,10 +607,6 @@ func (e *Engine) Wait(ctx context.Context, id, principal string, after int64) (*
 func (e *Engine) Events(ctx context.Context, id string, after int64, limit int) ([]json.RawMessage, []int64, error) {
 	return e.j.events(ctx, id, after, limit)
 }
-
-// Changes returns a channel closed when the workflow next writes
-// something in this process, or — while Watch runs — in another one.
-func (e *Engine) Changes(id string) <-chan struct{} { return e.changes(id) }
 
 // Watch learns, every interval until ctx ends, of the events other
 // instances wrote for the workflows someone here is waiting on (Changes):
@@ -652,26 +653,6 @@ func (e *Engine) Watch(ctx context.Context, every time.Duration) {
 			seen[id] = head{seq, tick}
 		}
 	}
-}
-
-func (e *Engine) changes(id string) chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ch, ok := e.changed[id]
-	if !ok {
-		ch = make(chan struct{})
-		e.changed[id] = ch
-	}
-	return ch
-}
-
-func (e *Engine) fire(id string) {
-	e.mu.Lock()
-	if ch, ok := e.changed[id]; ok {
-		close(ch)
-		delete(e.changed, id)
-	}
-	e.mu.Unlock()
 }
 
 // pauseID issues the id of a pause (decision_id).

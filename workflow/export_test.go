@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"time"
 )
 
 // CheckWrites makes the engine read back every workflow it writes, and
@@ -46,4 +47,19 @@ func CheckWrites(t testing.TB, e *Engine) {
 			}
 		}
 	}
+}
+
+// Signals is how many workflows' change signals the engine keeps.
+func Signals(e *Engine) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.changed)
+}
+
+// SweepAt sweeps the engine's change signals as it would at the time
+// given (a test need not wait a Poll for it).
+func SweepAt(e *Engine, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.sweep(now)
 }
