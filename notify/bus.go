@@ -253,10 +253,11 @@ func (b *Bus) Emit(ctx context.Context, n Notification, lease int64) (e Emitted,
 	if err != nil || e.Deduplicated {
 		return e, err
 	}
-	if live { // stored DISPATCHED: send it now
-		b.sentHere(e.ID)
-		data, _ := json.Marshal(e.Notification)
-		b.hub.Publish(UserTopic(n.UserID), "notification", data)
+	if live { // stored DISPATCHED: send it now, unless Follow saw it stored and sent it first
+		if b.sentHere(e.ID) {
+			data, _ := json.Marshal(e.Notification)
+			b.hub.Publish(UserTopic(n.UserID), "notification", data)
+		}
 		return e, nil
 	}
 	e.Notification, err = b.deliver(ctx, e.Notification)
