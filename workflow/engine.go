@@ -210,7 +210,8 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 	cp.w = w.copy() // what the checkpoint keeps: the workflow before its first layer
 	more, layer := r.next(w)
 	evs, r.started = append(evs, more...), layer
-	if err := r.write(ctx, &saved{events: evs, cp: cp, insert: true, owner: e.owner, until: now.Add(e.lease).UnixNano()}); err != nil {
+	// the lease runs from the write, not from the start's checks
+	if err := r.write(ctx, &saved{events: evs, cp: cp, insert: true, owner: e.owner, until: e.core.Now().Add(e.lease).UnixNano()}); err != nil {
 		if s.RequestID != "" { // a retry that raced the first
 			if w, done, lerr := e.started(ctx, id, s.Principal, digest); done || lerr != nil {
 				return w, lerr

@@ -262,18 +262,22 @@ func (r *runner) fail(err error) {
 	r.lost.Store(true)
 }
 
-// renew extends the lease every third of it until done, on a goroutine
-// of its own (the loop's waits and writes never hold it up); when the
-// lease has moved on, it tells the runner (gone) and returns.
+// renew extends the lease at once (the claim, or Start's write, may have
+// taken a good part of it on a loaded machine) and then every third of
+// it until done, on a goroutine of its own (the loop's waits and writes
+// never hold it up); when the lease has moved on, it tells the runner
+// (gone) and returns.
 func (r *runner) renew(done <-chan struct{}) {
 	e := r.e
 	t := time.NewTicker(e.lease / 3)
 	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
 		}
 		ok, err := e.j.renew(e.ctx, r.id, r.lease, e.core.Now().Add(e.lease))
 		if err == nil && !ok {

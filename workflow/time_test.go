@@ -3,6 +3,9 @@ package workflow_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -146,4 +149,75 @@ func TestLeaseRenewedWhileWaiting(t *testing.T) {
 			t.Fatalf("the hung task's workflow: %+v %v", w, err)
 		}
 	})
+}
+
+// Every command handed to a runner is answered once, and none waits on a
+// runner that is gone: commands sent at once to paused workflows while
+// the engine closes, or while another engine takes a workflow over (its
+// lease moved on), each return — applied, refused, or (queued for
+// whoever holds the workflow next) at their deadline — and no pause is
+// answered twice. A command left without an answer would hang the bubble.
+func TestEveryCommandAnswered(t *testing.T) {
+	for _, end := range []string{"close", "lease_lost"} {
+		t.Run(end, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBubbled(t, &workflow.Options{Lease: 300 * time.Millisecond})
+				var ws []*workflow.Workflow
+				for range 4 {
+					w := b.start(t, "per_layer_validation: true\ntasks: [{id: a, tool: noop}, {id: b, tool: noop, depends_on: [a]}]")
+					w, err := b.eng.Wait(t.Context(), w.ID, "alice", 0)
+					if err != nil || w.Status != workflow.StatusAwaitingDecision {
+						t.Fatalf("%+v %v", w, err)
+					}
+					ws = append(ws, w)
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+				defer cancel()
+				errs := make([][]error, len(ws))
+				var wg sync.WaitGroup
+				for i, w := range ws {
+					errs[i] = make([]error, 8)
+					for k := range errs[i] {
+						wg.Go(func() {
+							_, errs[i][k] = b.eng.Command(ctx, w.ID, "alice", workflow.Command{Type: "continue", DecisionID: w.Decision.ID})
+						})
+					}
+				}
+				switch end {
+				case "close":
+					b.eng.Close(time.Minute)
+				case "lease_lost":
+					for _, w := range ws {
+						workflow.Steal(b.eng, w.ID)
+					}
+				}
+				wg.Wait() // each returned: none hung on a runner that had gone
+				for i, w := range ws {
+					applied := 0
+					for _, err := range errs[i] {
+						switch {
+						case err == nil:
+							applied++
+						case errors.Is(err, context.DeadlineExceeded), answered(err, w.Decision.ID):
+						case strings.Contains(err.Error(), "lease lost"):
+							// the write the lease no longer allowed
+						default:
+							t.Fatalf("%s: %v", w.ID, err)
+						}
+					}
+					if applied > 1 {
+						t.Fatalf("%s: decision %s answered %d times", w.ID, w.Decision.ID, applied)
+					}
+				}
+				if end == "lease_lost" {
+					synctest.Wait()
+					time.Sleep(time.Second) // a renewal finds the lease gone
+					synctest.Wait()
+					if got := b.eng.Holding(); len(got) != 0 {
+						t.Fatalf("the engine still runs %v after losing their leases", got)
+					}
+				}
+			})
+		})
+	}
 }
