@@ -144,7 +144,9 @@ func (r *runner) direct(ctx context.Context, q *request) answer {
 		} else {
 			r.lost.Store(true)
 		}
-		if errors.Is(err, errQueued) && !r.lost.Load() {
+		// a command queued before it, or the lease moved on: nothing was
+		// written, and the queue takes it for whoever holds the workflow
+		if errors.Is(err, errQueued) && !r.lost.Load() || errors.Is(err, errStale) {
 			return no
 		}
 		return answer{handled: true, err: err}
