@@ -660,12 +660,20 @@ func (c *Core) Logger() *slog.Logger { return c.log }
 // a model said through it before they answer or log it. nil masks nothing.
 func (c *Core) Redactor() *redact.Redactor { return c.redact }
 
-// MCPServers returns the MCP servers the configuration in force mounted,
-// for health reports.
-func (c *Core) MCPServers() []*mcpclient.Server {
-	var out []*mcpclient.Server
+// MCPState is a mounted MCP server's health, for health reports and
+// metrics.
+type MCPState struct {
+	Name string
+	mcpclient.Health
+}
+
+// MCPHealth returns the health of the MCP servers the configuration in
+// force mounted, in its order. The servers are not handed out: their tools
+// run through the gate only.
+func (c *Core) MCPHealth() []MCPState {
+	var out []MCPState
 	for _, m := range c.cur().mcp {
-		out = append(out, m.srv)
+		out = append(out, MCPState{Name: m.srv.Name(), Health: m.srv.Health()})
 	}
 	return out
 }
