@@ -2,8 +2,12 @@
 // from a configuration and options, with the compiled configuration, the
 // router, the gate, the tools (built-in, the program's own, HTTP and those
 // mounted from MCP servers), the store, the clock, the id source and the
-// logger. The runtime every command opens (package plane) builds it first
-// and the notifications, the LLM agent and the workflows on it; front ends
+// logger. It is the one door to a session: turns, executions, intents,
+// notices, LLM exchanges and proposals are its methods, each on one
+// snapshot of the configuration; it hands out neither its gate nor its
+// store nor its tools (View gives the configuration and the tools' specs).
+// The runtime every command opens (package plane) builds it first and the
+// notifications, the LLM agent and the workflows on it; front ends
 // assemble none of those parts themselves.
 //
 //	c, err := core.New(ctx, core.Source{Path: "agentplane.yaml"}, &core.Options{Store: st})
@@ -53,9 +57,12 @@ type Source struct {
 // Options configure New. nil means defaults.
 type Options struct {
 	// Store keeps sessions, audit chains, requests and tokens; the Core
-	// closes it (when New or FromConfig fails, it is the caller's to
-	// close). nil means a new in-memory store.
+	// closes it unless LeaveStore (when New or FromConfig fails, it is the
+	// caller's to close). nil means a new in-memory store.
 	Store store.Store
+	// LeaveStore leaves Store open when the Core closes: whoever opened it
+	// closes it (an embedder's store given to plane.Options.Store).
+	LeaveStore bool
 	// Tools are the program's own tools besides the built-in ones;
 	// configurations may name them without declaring them.
 	Tools []tool.Tool
@@ -495,7 +502,7 @@ func (c *Core) Close() error {
 				m.srv.Close()
 			}
 		}
-		if c.store != nil {
+		if c.store != nil && (c.derived || !c.opts.LeaveStore || c.opts.Store == nil) { // a store the core opened, or was given to close
 			err = c.store.Close()
 		}
 	})
@@ -653,12 +660,20 @@ func (c *Core) Logger() *slog.Logger { return c.log }
 // a model said through it before they answer or log it. nil masks nothing.
 func (c *Core) Redactor() *redact.Redactor { return c.redact }
 
-// MCPServers returns the MCP servers the configuration in force mounted,
-// for health reports.
-func (c *Core) MCPServers() []*mcpclient.Server {
-	var out []*mcpclient.Server
+// MCPState is a mounted MCP server's health, for health reports and
+// metrics.
+type MCPState struct {
+	Name string
+	mcpclient.Health
+}
+
+// MCPHealth returns the health of the MCP servers the configuration in
+// force mounted, in its order. The servers are not handed out: their tools
+// run through the gate only.
+func (c *Core) MCPHealth() []MCPState {
+	var out []MCPState
 	for _, m := range c.cur().mcp {
-		out = append(out, m.srv)
+		out = append(out, MCPState{Name: m.srv.Name(), Health: m.srv.Health()})
 	}
 	return out
 }

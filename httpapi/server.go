@@ -417,9 +417,8 @@ func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
 	}
 	status, code := "ready", http.StatusOK
 	d := detail{Config: s.core.Name(), Store: "ok", MCP: []mcpState{}}
-	for _, m := range s.core.MCPServers() {
-		h := m.Health()
-		d.MCP = append(d.MCP, mcpState{Name: m.Name(), Up: h.Up, Error: h.Error})
+	for _, h := range s.core.MCPHealth() {
+		d.MCP = append(d.MCP, mcpState{Name: h.Name, Up: h.Up, Error: h.Error})
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
