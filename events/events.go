@@ -260,6 +260,15 @@ func (s *Sub) Reason() string {
 	return s.reason
 }
 
+// Final reports whether the hub has closed: subscribing again would end
+// at once. With Done closed and Final false, the subscription was dropped
+// (it fell behind, or a read failed) and may be taken again.
+func (s *Sub) Final() bool {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return s.hub.closed != ""
+}
+
 // Close ends the subscription. It is safe to call more than once.
 func (s *Sub) Close() {
 	s.hub.mu.Lock()
