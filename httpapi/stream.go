@@ -136,6 +136,9 @@ type workflowFeed struct {
 	stop <-chan struct{} // closed when the server drains
 	why  *string         // why it drains, read once stop is closed
 	log  *slog.Logger
+	// ended is set when the backlog held the workflow's last event (read
+	// by the stream's goroutine only; the subscription's keeps its own)
+	ended bool
 }
 
 // journal is what a workflow stream reads of the engine
@@ -150,7 +153,19 @@ type journal interface {
 	Poll() time.Duration
 }
 
+// Backlog reads the workflow's events after a sequence number, and notes
+// whether they hold its end.
 func (f *workflowFeed) Backlog(ctx context.Context, after int64, limit int) ([]events.Frame, error) {
+	frames, err := f.read(ctx, after, limit)
+	for _, fr := range frames {
+		f.ended = f.ended || endsWorkflow(fr.Kind)
+	}
+	return frames, err
+}
+
+// read returns the workflow's events after a sequence number as frames
+// (the kind: the event's type).
+func (f *workflowFeed) read(ctx context.Context, after int64, limit int) ([]events.Frame, error) {
 	raws, seqs, err := f.j.Events(ctx, f.wf.ID, after, limit)
 	if err != nil {
 		return nil, err
@@ -164,14 +179,19 @@ func (f *workflowFeed) Backlog(ctx context.Context, after int64, limit int) ([]e
 	return frames, nil
 }
 
+// endsWorkflow reports whether an event of this type is a workflow's last.
+func endsWorkflow(kind string) bool {
+	return kind == workflow.EventCompleted || kind == workflow.EventAborted || kind == workflow.EventFailed
+}
+
 // Subscribe starts the goroutine that reads the workflow's new events;
 // Close stops it and waits for it.
 func (f *workflowFeed) Subscribe(after int64) events.Subscription {
 	ctx, cancel := context.WithCancel(context.Background())
 	sub := &workflowSub{c: make(chan events.Frame, events.DefaultPage), done: make(chan struct{}), exited: make(chan struct{}), cancel: cancel}
-	// a workflow ends with its last event: one that had ended before
-	// after is over already
-	ended := workflow.Terminal(f.wf.Status) && f.wf.Seq <= after
+	// the backlog held its end, or it had ended before after (a workflow
+	// ends with its last event)
+	ended := f.ended || workflow.Terminal(f.wf.Status) && f.wf.Seq <= after
 	go sub.run(ctx, f, after, ended)
 	return sub
 }
@@ -198,7 +218,7 @@ func (w *workflowSub) run(ctx context.Context, f *workflowFeed, after int64, end
 	defer poll.Stop()
 	for {
 		changed := f.j.Changes(f.wf.ID)
-		frames, err := f.Backlog(ctx, after, events.DefaultPage)
+		frames, err := f.read(ctx, after, events.DefaultPage)
 		if err != nil {
 			if ctx.Err() == nil {
 				f.log.Error("workflow stream: read the events", "workflow", f.wf.ID, "err", err)
@@ -213,7 +233,7 @@ func (w *workflowSub) run(ctx context.Context, f *workflowFeed, after int64, end
 				return
 			}
 			after = fr.Seq
-			ended = ended || fr.Kind == workflow.EventCompleted || fr.Kind == workflow.EventAborted || fr.Kind == workflow.EventFailed
+			ended = ended || endsWorkflow(fr.Kind)
 		}
 		if len(frames) > 0 {
 			continue

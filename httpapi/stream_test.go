@@ -383,3 +383,49 @@ func item(id, kind string, data []byte) string {
 	}
 	return "? " + kind + " " + string(data)
 }
+
+// A workflow stream ends with the workflow's last event, whether the
+// backlog or the subscription reads it: a workflow still running when the
+// request read it, whose end the backlog then sent, is over too.
+func TestWorkflowStreamEndsWithItsLastEvent(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		live bool // the last event comes after the backlog
+	}{{"InBacklog", false}, {"Live", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				j := &fakeJournal{changed: make(chan struct{})}
+				j.add(false)
+				end := func(signal bool) {
+					j.mu.Lock()
+					j.evs = append(j.evs, json.RawMessage(`{"type":"`+workflow.EventCompleted+`"}`))
+					if signal {
+						close(j.changed)
+						j.changed = make(chan struct{})
+					}
+					j.mu.Unlock()
+				}
+				if !c.live {
+					end(false)
+				}
+				why := ""
+				k := openSSEFixture()
+				feed := &workflowFeed{j: j, wf: &workflow.Workflow{ID: "w", Status: "running"}, stop: make(chan struct{}), why: &why, log: slog.New(slog.DiscardHandler)}
+				st := &events.Stream{Feed: feed, Sink: k.sink, Heartbeat: time.Minute}
+				ended := make(chan error, 1)
+				go func() { ended <- st.Run(t.Context()) }()
+				synctest.Wait()
+				if c.live {
+					end(true)
+				}
+				if err := <-ended; err != nil {
+					t.Errorf("the stream ended with %v", err)
+				}
+				want := []string{"event 1", "event 2", "closed: the workflow has ended @2"}
+				if got := k.items(); !slices.Equal(got, want) {
+					t.Errorf("the client got %q, want %q", got, want)
+				}
+			})
+		})
+	}
+}
