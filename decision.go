@@ -62,6 +62,14 @@ type Decision struct {
 	// continue_with_llm
 	ReasonCode string `json:"reason_code,omitempty"`
 
+	// Sources names the answer of each provider the decision read: the
+	// source (ResolverSource.String: "provider:loans", or "catalog:tickets"
+	// for a catalog an HTTP provider serves) → the answer's version,
+	// "sha256:" and the SHA-256 of its items' canonical JSON. The answers
+	// are kept by version in the store, and replay decides the record on
+	// them. A decision that read no provider has none.
+	Sources map[string]string `json:"sources,omitempty"`
+
 	Trace []string `json:"trace"`
 }
 

@@ -321,7 +321,7 @@ func (c *Core) build(ctx context.Context, cfg *config.Config, prev *snapshot) (_
 		}
 	}
 	c.redact.Add(secrets...)
-	if s.reg, err = registry.New(wired, &registry.Options{Providers: c.opts.Providers, Now: c.now, HTTPClient: c.opts.HTTPClient}); err != nil {
+	if s.reg, err = registry.New(wired, &registry.Options{Providers: c.opts.Providers, Now: c.now, HTTPClient: c.opts.HTTPClient, Keep: c.keepItems()}); err != nil {
 		return nil, err
 	}
 	if s.router, err = router.NewAfter(s.reg, prev.routerOrNil()); err != nil {

@@ -46,6 +46,10 @@ type Options struct {
 	// HTTPClient fetches HTTP catalog providers; nil means a client that
 	// follows no redirect to another origin.
 	HTTPClient *http.Client
+	// Keep keeps each answer of a provider by its version before it is
+	// served (resolve.KeepFunc: the store's PutCatalogVersion), so the
+	// versions decisions name can be found again; nil keeps nothing.
+	Keep resolve.KeepFunc
 }
 
 // ConfigOptions returns the config.Options that validate a configuration
@@ -100,6 +104,7 @@ func New(cfg *config.Config, opts *Options) (*Registry, error) {
 			h := c.Provider.HTTP
 			p := &resolve.HTTPProvider{URL: h.URL, Headers: h.Headers, Timeout: h.Timeout, Client: opts.HTTPClient}
 			r.sources[id] = resolve.NewProviderSource(id, p, c.TTL, opts.Now)
+			r.sources[id].Keep(opts.Keep)
 			continue
 		}
 		src, err := resolve.NewStaticSource(id, c.Items)
@@ -120,6 +125,7 @@ func New(cfg *config.Config, opts *Options) (*Registry, error) {
 					return nil, fmt.Errorf("command %q: no provider %q registered", c.ID, c.Source.ProviderID)
 				}
 				r.sources[id] = resolve.NewProviderSource(id, p, 0, opts.Now)
+				r.sources[id].Keep(opts.Keep)
 			}
 		}
 	}

@@ -11,9 +11,12 @@
 // version it was decided on when recorded (so a version_conflict between
 // two writers replays as one), and a confirmation token presented in the
 // record is matched, by its digest, to the token the replay issued in its
-// place. A session replayed against the configuration that recorded it
-// reproduces exactly; against a changed configuration, replay shows what
-// the change would have changed.
+// place. A provider's items are served from the answer the record's
+// decision read (its sources: versions the store keeps), not asked of the
+// provider; a read the record names no kept answer for asks the provider
+// and is reported (Fallback). A session replayed against the
+// configuration that recorded it reproduces exactly; against a changed
+// configuration, replay shows what the change would have changed.
 //
 //	n, err := replay.Run(ctx, c, logFile, os.Stdout, nil)
 //	// n == 0: the configuration reproduces every recorded session
@@ -35,14 +38,16 @@ import (
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/canonjson"
 	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/tool"
 )
 
 // Run replays every session of a JSON Lines audit log (the export format)
 // on the configurations its records name (see Options), writing one line per divergence to out, and
-// returns how many there were. The log's chains are verified first; a
-// broken log is an error.
+// returns how many there were. A provider read that asked the live
+// provider (Fallback) is a line of its own, not counted. The log's chains
+// are verified first; a broken log is an error.
 //
 // The core's tools are the tools the recording ran with (their specs
 // decide the confirmation policy and argument checks); replay calls none
@@ -70,9 +75,21 @@ func Run(ctx context.Context, c *core.Core, log io.Reader, out io.Writer, opts *
 	if len(order) == 0 {
 		return 0, errors.New("replay: the log has no records")
 	}
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
 	total := 0
 	for _, id := range order {
-		divs, err := Session(ctx, c, sessions[id], opts)
+		report := o.Fallback
+		o.Fallback = func(f Fallback) {
+			fmt.Fprintf(out, "session %s, record %d (%s): %s\n", id, f.Seq, f.Kind, f)
+			if report != nil {
+				report(f)
+			}
+		}
+		divs, err := Session(ctx, c, sessions[id], &o)
+		o.Fallback = report
 		for _, d := range divs {
 			fmt.Fprintf(out, "session %s, record %d (%s): %s differs\n  recorded: %s\n  replayed: %s\n", id, d.Seq, d.Kind, d.Field, d.Recorded, d.Replayed)
 		}
@@ -94,6 +111,28 @@ type Divergence struct {
 	Replayed json.RawMessage `json:"replayed"`
 }
 
+// Fallback is a provider read that replay could not serve from the
+// record, so the live provider answered it: the record's decision names
+// no answer of the source (a record of an execution, a record written
+// before decisions named them, a source the configuration replayed on
+// reads and the recorded one did not), or names one the store does not
+// keep.
+type Fallback struct {
+	Seq     int64  `json:"seq"`               // the record's sequence number
+	Kind    string `json:"kind"`              // the record's kind
+	Source  string `json:"source"`            // "provider:ID" or "catalog:ID"
+	Version string `json:"version,omitempty"` // the answer the record names; "" when it names none
+	Reason  string `json:"reason"`            // why it was not served from the record
+}
+
+// String says what happened, for a report line.
+func (f Fallback) String() string {
+	if f.Version == "" {
+		return fmt.Sprintf("%s: %s; asked the live provider", f.Source, f.Reason)
+	}
+	return fmt.Sprintf("%s %s: %s; asked the live provider", f.Source, f.Version, f.Reason)
+}
+
 // player replays one session. Its fields are what the injected clock, id
 // generator, token generator, tools and store read: the record being
 // replayed.
@@ -105,6 +144,54 @@ type player struct {
 	tokens  map[string]string // digest of a recorded token -> the token the replay issued in its place
 	history map[int64]*agentplane.Session
 	loads   int // sessions loaded for the current record
+	// answers are the providers' answers served so far, by version;
+	// items finds one the store keeps; fellBack the sources of the current
+	// record already reported as read live
+	answers  map[string]*resolve.Index
+	items    func(ctx context.Context, version string) (*resolve.Index, bool, error)
+	fellBack map[string]bool
+	fallback func(Fallback)
+}
+
+// Pinned serves a provider's items as the current record's decision read
+// them (resolve.Pins): the answer its sources name, from the store. A
+// source it names no kept answer for is reported and read live.
+func (p *player) Pinned(ctx context.Context, id agentplane.ResolverSource) (*resolve.Index, bool) {
+	src := id.String()
+	var version string
+	if d := p.cur.Decision; d != nil {
+		version = d.Sources[src]
+	}
+	if version == "" {
+		p.fell(src, "", "the record names no answer of it")
+		return nil, false
+	}
+	if ix, ok := p.answers[version]; ok {
+		return ix, true
+	}
+	ix, ok, err := p.items(ctx, version)
+	switch {
+	case err != nil:
+		p.fell(src, version, "reading it failed: "+err.Error())
+		return nil, false
+	case !ok:
+		p.fell(src, version, "the store does not keep it")
+		return nil, false
+	}
+	p.answers[version] = ix
+	return ix, true
+}
+
+// fell reports a provider read of the current record answered live, once
+// per record and source.
+func (p *player) fell(src, version, reason string) {
+	if p.fellBack[src] {
+		return
+	}
+	p.fellBack[src] = true
+	if p.fallback != nil {
+		p.fallback(Fallback{Seq: p.cur.Seq, Kind: p.cur.Kind, Source: src, Version: version, Reason: reason})
+	}
 }
 
 func (p *player) now() time.Time { return p.cur.Time }
@@ -209,6 +296,14 @@ type Options struct {
 	// Configs finds the configuration a record names by its digest; nil
 	// means the core's store (core.StoredConfig).
 	Configs func(ctx context.Context, digest string) (*config.Config, bool, error)
+	// Items finds a provider's answer a record's decision names by its
+	// version (Decision.Sources); nil means the core's store
+	// (core.StoredItems). Replay serves it instead of asking the provider.
+	Items func(ctx context.Context, version string) (*resolve.Index, bool, error)
+	// Fallback, when set, is told of every provider read replay answered
+	// live because the record names no kept answer for it; Run writes
+	// each as a line.
+	Fallback func(Fallback)
 }
 
 // engine is what replays the records of one configuration: a core derived
@@ -301,7 +396,8 @@ func Session(ctx context.Context, c *core.Core, recs []audit.Record, opts *Optio
 	if len(recs) == 0 || recs[0].Kind != audit.KindOpen || recs[0].State == nil {
 		return nil, errors.New("the log does not start with the session's open record")
 	}
-	p := &player{cur: &recs[0], tokens: map[string]string{}, history: map[int64]*agentplane.Session{}}
+	p := &player{cur: &recs[0], tokens: map[string]string{}, history: map[int64]*agentplane.Session{},
+		answers: map[string]*resolve.Index{}, fellBack: map[string]bool{}}
 	st := sessions{Store: memstore.New(), p: p}
 	e := &engines{c: c, p: p, st: st, by: map[string]*engine{}}
 	if opts != nil {
@@ -310,6 +406,11 @@ func Session(ctx context.Context, c *core.Core, recs []audit.Record, opts *Optio
 	if e.opts.Configs == nil {
 		e.opts.Configs = c.StoredConfig
 	}
+	p.items, p.fallback = e.opts.Items, e.opts.Fallback
+	if p.items == nil {
+		p.items = c.StoredItems
+	}
+	ctx = resolve.WithPins(ctx, p) // providers answer as the records read them
 	defer e.close()
 	en, err := e.of(ctx, recs[0].Config)
 	if err != nil {
@@ -325,6 +426,7 @@ func Session(ctx context.Context, c *core.Core, recs []audit.Record, opts *Optio
 	for i := 1; i < len(recs); i++ {
 		r := &recs[i]
 		p.cur, p.ids, p.issued, p.loads = r, nil, "", 0
+		clear(p.fellBack)
 		if r.Intent != nil && r.Intent.RequestID != "" {
 			p.ids = []string{r.Intent.RequestID}
 		}

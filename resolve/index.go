@@ -39,8 +39,9 @@ func (t Tier) String() string {
 // Items are kept in rank order (higher UsageCount first, then id), which is
 // also the deterministic tie-break between items that match equally well.
 type Index struct {
-	items []agentplane.ResolverItem // as given, not copied
-	order []int32                   // rank position -> position in items
+	items   []agentplane.ResolverItem // as given, not copied
+	version string                    // a provider's answer: Version of the items; "" for a static catalog
+	order   []int32                   // rank position -> position in items
 
 	// exact keys: the hash of the normalized id, display name and aliases,
 	// chained per hash; a hit is confirmed against the item's own fields

@@ -107,6 +107,7 @@ type Source struct {
 	provider Provider
 	ttl      time.Duration
 	now      func() time.Time
+	keep     KeepFunc // where a provider's answers are kept before they are served; nil: nowhere
 	fetches  singleflight.Group
 
 	mu      sync.Mutex
@@ -156,6 +157,16 @@ func NewProviderSource(id agentplane.ResolverSource, p Provider, ttl time.Durati
 	return &Source{id: id, provider: p, ttl: ttl, now: now, scopes: map[string]*scope{}}
 }
 
+// Keep has the source keep each answer of its provider, by version,
+// before serving it (see KeepFunc): an answer that cannot be kept is a
+// failed fetch. Call it once, before the source is used; it does nothing
+// on a static source.
+func (s *Source) Keep(keep KeepFunc) {
+	if s.provider != nil {
+		s.keep = keep
+	}
+}
+
 // Provided reports whether a provider serves the source's items (what it
 // answers depends on the caller: see Index).
 func (s *Source) Provided() bool { return s.provider != nil }
@@ -165,11 +176,15 @@ func (s *Source) ID() agentplane.ResolverSource { return s.id }
 
 // Current returns the index the source holds now, fetching nothing: for a
 // provider, the one it answered last, for any caller (nil when it has not
-// answered yet). It is for what does not belong to a caller — shaping the
-// configuration's own examples — never for showing items.
-func (s *Source) Current() *Index {
+// answered yet), or the one ctx pins (WithPins). It is for what does not
+// belong to a caller — shaping the configuration's own examples — never
+// for showing items.
+func (s *Source) Current(ctx context.Context) *Index {
 	if s.provider == nil {
 		return s.index
+	}
+	if ix, ok := pinned(ctx, s.id); ok {
+		return ix
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -180,9 +195,15 @@ func (s *Source) Current() *Index {
 // none is a caller of its own). stale is non-nil when a refresh failed
 // and an older index is served; err is non-nil, with an
 // agentplane.CodeSourceUnavailable code, when there is no index at all.
+// A provider's index names the answer it holds (Index.Version); in a
+// context with pins (replay), the pinned answer is served and the
+// provider is not asked.
 func (s *Source) Index(ctx context.Context) (ix *Index, stale error, err error) {
 	if s.provider == nil {
 		return s.index, nil, nil
+	}
+	if ix, ok := pinned(ctx, s.id); ok {
+		return ix, nil, nil
 	}
 	caller, _ := CallerFrom(ctx)
 	key := caller.scope()
@@ -264,5 +285,18 @@ func (s *Source) fetch(ctx context.Context) (ix *Index, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewIndex(items)
+	version, body, err := Versioned(items)
+	if err != nil {
+		return nil, err
+	}
+	if s.keep != nil {
+		if err := s.keep(ctx, version, body); err != nil {
+			return nil, fmt.Errorf("keep items %s: %w", ShortVersion(version), err)
+		}
+	}
+	if ix, err = NewIndex(items); err != nil {
+		return nil, err
+	}
+	ix.version = version
+	return ix, nil
 }

@@ -195,7 +195,8 @@ func (t *turn) foreignWords(label int, cmd *agentplane.CommandDefinition, src ag
 	var ix *resolve.Index
 	if t.reg.SourceActive(t.runMode(), t.in.Roles, src) {
 		if s, ok := t.reg.Source(src); ok {
-			ix = s.Current()
+			ix = s.Current(t.ctx)
+			t.read(src, ix)
 		}
 	}
 	var evBuf [32]string

@@ -147,6 +147,11 @@ func NewAfter(reg *registry.Registry, prev *Router) (*Router, error) {
 			r.heads[h] = true
 		}
 	}
+	if r.sourcesAtHand() {
+		// made now, not by the first turns after a reload, which would
+		// all wait for one of them to make them
+		r.shapes(context.Background())
+	}
 	return r, nil
 }
 
@@ -217,6 +222,27 @@ type turn struct {
 	// asking: the text ends with a question mark — a command it names is
 	// asked about, never run
 	asking bool
+	// sources: the version of each provider's answer the turn read
+	// (Decision.Sources)
+	sources map[string]string
+}
+
+// read notes that the turn read ix, an index of the source: a
+// provider's answer is named in the decision (Decision.Sources). When a
+// turn reads two answers of one source (another caller's shaped the
+// examples), the first read is named.
+func (t *turn) read(id agentplane.ResolverSource, ix *resolve.Index) {
+	if ix == nil || ix.Version() == "" {
+		return
+	}
+	k := id.String()
+	if _, ok := t.sources[k]; ok {
+		return
+	}
+	if t.sources == nil {
+		t.sources = map[string]string{}
+	}
+	t.sources[k] = ix.Version()
 }
 
 // runMode is the mode commands are checked in: a launcher's target mode
@@ -313,6 +339,7 @@ func (t *turn) done(d agentplane.Decision) (agentplane.Decision, error) {
 		t.tracep("decision: continue_with_llm (", d.ReasonCode, ")")
 	}
 	d.Trace = t.lines()
+	d.Sources = t.sources
 	return d, nil
 }
 
@@ -415,10 +442,24 @@ func (t *turn) index(src agentplane.ResolverSource) (*resolve.Index, error) {
 		t.tracef("%v", err)
 		return nil, err
 	}
+	t.read(src, ix)
 	if stale != nil {
 		t.tracef("serving cached items: refresh failed: %v", stale)
 	}
 	return ix, nil
+}
+
+// peek notes the answer of a provider that the gate will check an
+// invocation in mode against (the caller's; fetched when there is none),
+// so that the decision names it. A failure is the gate's to report.
+func (t *turn) peek(src agentplane.ResolverSource, mode string) {
+	s, ok := t.reg.Source(src)
+	if !ok || !s.Provided() {
+		return
+	}
+	if ix, _, err := s.Index(resolve.WithCaller(t.ctx, resolve.SessionCaller(t.sess, t.in.Roles, mode))); err == nil {
+		t.read(src, ix)
+	}
 }
 
 // invokeOrConfirm invokes the command with the item, or asks the human to
@@ -502,6 +543,9 @@ func (t *turn) pendingConfirmation() (agentplane.Decision, bool) {
 	switch t.answer() {
 	case 1:
 		t.tracef("confirmed pending %s(%s)", pc.CommandID, pc.ResolvedID)
+		if cmd, ok := t.reg.Command(pc.CommandID); ok {
+			t.peek(cmd.Source, mode)
+		}
 		return agentplane.Decision{Action: agentplane.ActionInvokeCommand, CommandID: pc.CommandID, ResolvedID: pc.ResolvedID, Confirmed: true,
 			TargetMode: pc.Mode}, true
 	case -1:

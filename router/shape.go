@@ -186,16 +186,31 @@ type shapeCache struct {
 	cur atomic.Pointer[shapes]
 }
 
+// sourcesAtHand reports whether every source the examples are shaped
+// with has its index without a fetch (static catalogs; a provider not yet
+// asked has none).
+func (r *Router) sourcesAtHand() bool {
+	for _, c := range r.commands {
+		if len(c.Examples) == 0 || c.Kind != agentplane.KindExecutable {
+			continue
+		}
+		if src, ok := r.reg.Source(c.Source); ok && src.Current(context.Background()) == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // shapes returns the shapes for the sources' current indexes, making them
 // again when a source's index has changed since (a provider refreshed).
 // Checking costs no allocation and fetches nothing.
 func (r *Router) shapes(ctx context.Context) *shapes {
-	if cur := r.shapeCache.cur.Load(); cur != nil && r.fresh(cur) {
+	if cur := r.shapeCache.cur.Load(); cur != nil && r.fresh(ctx, cur) {
 		return cur
 	}
 	r.shapeCache.mu.Lock()
 	defer r.shapeCache.mu.Unlock()
-	if cur := r.shapeCache.cur.Load(); cur != nil && r.fresh(cur) {
+	if cur := r.shapeCache.cur.Load(); cur != nil && r.fresh(ctx, cur) {
 		return cur
 	}
 	idx := map[agentplane.ResolverSource]*resolve.Index{}
@@ -208,7 +223,7 @@ func (r *Router) shapes(ctx context.Context) *shapes {
 		}
 		var ix *resolve.Index
 		if src, ok := r.reg.Source(c.Source); ok {
-			if ix = src.Current(); ix == nil {
+			if ix = src.Current(ctx); ix == nil {
 				ix, _, _ = src.Index(ctx) // first use: fetch (failures back off)
 			}
 		}
@@ -259,15 +274,17 @@ func (r *Router) shapes(ctx context.Context) *shapes {
 			add(shapeOf(r.fillers, words, s, e), origin{i, ex})
 		}
 	}
-	r.shapeCache.cur.Store(sh)
+	if !resolve.IsPinned(ctx) { // replay's pinned answers are not the live router's
+		r.shapeCache.cur.Store(sh)
+	}
 	return sh
 }
 
 // fresh reports whether the shapes were made with the indexes the sources
-// hold now.
-func (r *Router) fresh(sh *shapes) bool {
+// hold now (or ctx pins).
+func (r *Router) fresh(ctx context.Context, sh *shapes) bool {
 	for id, ix := range sh.indexes {
-		if src, ok := r.reg.Source(id); ok && src.Current() != ix {
+		if src, ok := r.reg.Source(id); ok && src.Current(ctx) != ix {
 			return false
 		}
 	}
@@ -286,6 +303,9 @@ func (t *turn) shapeMatch() (agentplane.Decision, bool) {
 		return agentplane.Decision{}, false
 	}
 	sh := t.rt.shapes(t.ctx)
+	for id, ix := range sh.indexes {
+		t.read(id, ix)
+	}
 	var toksBuf [16]string
 	var keyBuf [128]byte
 	toks, key := shapeKey(t.rt.fillers, words, 0, 0, toksBuf[:0], keyBuf[:0])

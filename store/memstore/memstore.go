@@ -31,6 +31,7 @@ type Store struct {
 	tokens   map[string]store.Confirmation
 	pending  map[string]string // store.PendingKey -> the digest of the token issued with it
 	configs  map[string][]byte // configurations by digest (store.Configs)
+	catalogs map[string][]byte // providers' answers by version (store.CatalogVersions)
 }
 
 // New returns an empty store.
@@ -142,44 +143,39 @@ func (s *Store) Confirmation(_ context.Context, digest string) (store.Confirmati
 	return c, ok, nil
 }
 
-// Commit applies c atomically; see store.Store.
+// Commit applies c atomically; see store.Store. A record is sealed
+// (canonical JSON, hash) outside the store's lock, on the chain's end
+// and session version read under it; if either moved meanwhile it is
+// sealed again on the new ones.
 func (s *Store) Commit(_ context.Context, c *store.Commit) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if len(c.Ops) > 0 {
 		return ErrNoSQL
 	}
-	if c.Request != nil {
-		if r, ok := s.requests[c.Request.Key]; ok && r.State == store.RequestDone {
-			return store.ErrRequestDone
-		}
-	}
-	if c.Session != nil {
-		var have int64
-		if old, ok := s.sessions[c.Session.ID]; ok {
-			have = old.Version
-		}
-		if c.Session.Version != have+1 {
-			return agentplane.Errorf(agentplane.CodeVersionConflict, "session %q is at version %d; cannot store version %d", c.Session.ID, have, c.Session.Version)
-		}
-	}
 	var rec audit.Record
-	if c.Record != nil {
+	var sealed *basis
+	for {
+		s.mu.Lock()
+		b, err := s.check(c)
+		if err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		if c.Record == nil || (sealed != nil && *sealed == b) {
+			break // s.mu held: apply
+		}
 		rec = *c.Record
 		if c.Session == nil && rec.State != nil {
 			if cur, ok := s.sessions[c.SessionID]; ok {
 				rec.State = cur.Clone()
 			}
 		}
-		var prevSeq int64
-		var prevHash string
-		if ch := s.chains[c.SessionID]; ch != nil {
-			prevSeq, prevHash = int64(len(ch.raw)), ch.hash
-		}
-		if err := audit.Seal(&rec, prevSeq, prevHash); err != nil {
+		s.mu.Unlock()
+		if err := audit.Seal(&rec, b.seq, b.hash); err != nil {
 			return err
 		}
+		sealed = &b
 	}
+	defer s.mu.Unlock()
 	// every check passed: apply
 	if c.Session != nil {
 		if c.Session.Version == 1 {
@@ -215,6 +211,41 @@ func (s *Store) Commit(_ context.Context, c *store.Commit) error {
 		}
 	}
 	return nil
+}
+
+// basis is what a commit's record is sealed on: the end of the session's
+// chain and the session's version.
+type basis struct {
+	seq     int64
+	hash    string
+	version int64
+}
+
+// check refuses c if it cannot apply now and returns the basis a record
+// of c is sealed on; s.mu is held.
+func (s *Store) check(c *store.Commit) (basis, error) {
+	var b basis
+	if c.Request != nil {
+		if r, ok := s.requests[c.Request.Key]; ok && r.State == store.RequestDone {
+			return b, store.ErrRequestDone
+		}
+	}
+	if old, ok := s.sessions[c.SessionID]; ok {
+		b.version = old.Version
+	}
+	if c.Session != nil {
+		var have int64
+		if old, ok := s.sessions[c.Session.ID]; ok {
+			have = old.Version
+		}
+		if c.Session.Version != have+1 {
+			return b, agentplane.Errorf(agentplane.CodeVersionConflict, "session %q is at version %d; cannot store version %d", c.Session.ID, have, c.Session.Version)
+		}
+	}
+	if ch := s.chains[c.SessionID]; ch != nil {
+		b.seq, b.hash = int64(len(ch.raw)), ch.hash
+	}
+	return b, nil
 }
 
 // RecordsBefore returns copies of the last limit audit records of the

@@ -24,6 +24,7 @@ import (
 func freshDB(t testing.TB) string { return pgtest.Schema(t) }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, err := postgres.Open(context.Background(), freshDB(t), nil)
 		if err != nil {
@@ -43,6 +44,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"postgres://u:s3cret@h:5432/db?sslmode=disable": "postgres://u:xxxxx@h:5432/db?sslmode=disable",
 		"postgres://u@h/db":                             "postgres://u@h/db",
@@ -63,6 +65,7 @@ func TestRedact(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	url := freshDB(t)
 	ctx := context.Background()
 	s, err := postgres.Open(ctx, url, nil)
@@ -84,6 +87,7 @@ func TestOpenErrors(t *testing.T) {
 // TestTwoStoresOnOneDatabase runs storetest.TwoStoresOnOneChain on two
 // stores on one database, as two instances would.
 func TestTwoStoresOnOneDatabase(t *testing.T) {
+	t.Parallel()
 	url := freshDB(t)
 	var stores [2]*postgres.Store
 	for i := range stores {
@@ -101,6 +105,7 @@ func TestTwoStoresOnOneDatabase(t *testing.T) {
 // cuts the proxy: the next commit and read fail with an error naming the
 // server and saying what to check, and change nothing.
 func TestLostConnection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	target, err := pgx.ParseConfig(freshDB(t))
 	if err != nil {
@@ -177,6 +182,7 @@ func freshURLLike(c *pgx.ConnConfig) string {
 // TestHeadsOfAnOlderDatabase: a database of version 6 gets its sessions'
 // chain heads from their records when it is opened.
 func TestHeadsOfAnOlderDatabase(t *testing.T) {
+	t.Parallel()
 	url := freshDB(t)
 	storetest.HeadsOfAnOlderDatabase(t, func(t *testing.T) store.Store {
 		s, err := postgres.Open(context.Background(), url, nil)

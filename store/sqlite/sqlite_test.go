@@ -18,6 +18,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"), nil)
 		if err != nil {
@@ -37,6 +38,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage.db")
 	os.WriteFile(garbage, []byte(strings.Repeat("this is not a database ", 100)), 0o644)
@@ -67,6 +69,7 @@ func TestOpenErrors(t *testing.T) {
 // TestTwoWritersOnOneFile runs storetest.TwoStoresOnOneChain on two
 // stores opened on one file, as two processes would.
 func TestTwoWritersOnOneFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "shared.db")
 	var stores [2]*sqlite.Store
 	for i := range stores {
@@ -84,6 +87,7 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 // commit either succeeds (and is there after reopening) or is refused
 // because the store is closed; nothing hangs.
 func TestCloseWhileCommitting(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "c.db")
 	s, err := sqlite.Open(context.Background(), path, nil)
@@ -136,6 +140,7 @@ func TestCloseWhileCommitting(t *testing.T) {
 // commits from 16 goroutines at once take fewer transactions (and fsyncs)
 // than there are commits.
 func TestConcurrentCommitsShareTransactions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "g.db"), nil)
 	if err != nil {
@@ -167,6 +172,7 @@ func TestConcurrentCommitsShareTransactions(t *testing.T) {
 // TestPaths: --db is a file path, never a SQLite URI, and a database is
 // kept for its owner only.
 func TestPaths(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, bad := range []string{"mem.db?mode=memory&cache=shared", "file:x.db", ":memory:", "a#b.db", "", dir} {
 		if s, err := sqlite.Open(context.Background(), bad, nil); err == nil {
@@ -203,6 +209,7 @@ func TestPaths(t *testing.T) {
 // TestForeignAndReadOnly: a SQLite file of another program is refused, not
 // migrated; a read-only open creates and migrates nothing.
 func TestForeignAndReadOnly(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	foreign := filepath.Join(dir, "app.db")
 	db, err := sqlite.OpenRaw(foreign)
@@ -247,6 +254,7 @@ func TestForeignAndReadOnly(t *testing.T) {
 // TestExtensionsMigrateOnce: reopening applies nothing twice; a database
 // with newer extension tables is refused.
 func TestExtensionsMigrateOnce(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "x.db")
 	for i := 0; i < 2; i++ {
 		s, err := sqlite.Open(context.Background(), path, &sqlite.Options{Extensions: []store.Extension{storetest.Counters}})
@@ -264,6 +272,7 @@ func TestExtensionsMigrateOnce(t *testing.T) {
 
 // TestLocked: a database another process holds locked says so, by name.
 func TestLocked(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "l.db")
 	s, err := sqlite.Open(context.Background(), path, &sqlite.Options{BusyTimeout: 100 * time.Millisecond})
 	if err != nil {
@@ -287,6 +296,7 @@ func TestLocked(t *testing.T) {
 // TestHeadsOfAnOlderDatabase: a database of version 6 gets its sessions'
 // chain heads from their records when it is opened.
 func TestHeadsOfAnOlderDatabase(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a.db")
 	storetest.HeadsOfAnOlderDatabase(t, func(t *testing.T) store.Store {
 		s, err := sqlite.Open(context.Background(), path, nil)
@@ -312,6 +322,7 @@ func TestHeadsOfAnOlderDatabase(t *testing.T) {
 // outside the migrating transaction: the second opener applied migration
 // 1 again and failed on a table that existed.)
 func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a.db")
 	var wg sync.WaitGroup
 	errs := make([]error, 8)

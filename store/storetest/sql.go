@@ -39,25 +39,39 @@ func bump(name string, want int64) store.Op {
 	})
 }
 
-// RunSQL runs the extension suite: open returns a new, empty store opened
-// with the Counters extension.
+// RunSQL runs the extension suite, one subtest per area (statements,
+// stats, ops, chain verification), every area and every case in parallel
+// with the others: each case opens a store of its own. open returns a
+// new, empty store opened with the extensions given (Counters, or none)
+// and is called from several goroutines at once.
 func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.Store) {
-	ctx := context.Background()
-	counter := func(t *testing.T, s store.Store, name string) (int64, string) {
-		t.Helper()
-		q, ok := s.(store.Querier)
-		if !ok {
-			t.Fatalf("%T is not a store.Querier", s)
-		}
-		var n int64
-		var note string
-		err := q.Query(ctx, `SELECT n, note FROM counters WHERE name = ?`, []any{name}, func(scan func(...any) error) error { return scan(&n, &note) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n, note
-	}
+	areas(t, open, []area[func(t *testing.T, exts []store.Extension) store.Store]{
+		{"Statements", runStatements},
+		{"Stats", runStats},
+		{"Ops", runOps},
+		{"Verify", runVerify},
+	})
+}
 
+// counter reads a counter of the Counters extension.
+func counter(t *testing.T, s store.Store, name string) (int64, string) {
+	t.Helper()
+	q, ok := s.(store.Querier)
+	if !ok {
+		t.Fatalf("%T is not a store.Querier", s)
+	}
+	var n int64
+	var note string
+	err := q.Query(context.Background(), `SELECT n, note FROM counters WHERE name = ?`, []any{name}, func(scan func(...any) error) error { return scan(&n, &note) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, note
+}
+
+// runStatements is the suite's part on a commit of one store.Statement.
+func runStatements(t *testing.T, open func(t *testing.T, exts []store.Extension) store.Store) {
+	ctx := context.Background()
 	t.Run("StatementAloneCommits", func(t *testing.T) {
 		t.Parallel()
 		s := open(t, []store.Extension{Counters})
@@ -79,6 +93,12 @@ func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.
 			t.Fatalf("the failed statement left %d", got)
 		}
 	})
+}
+
+// runStats is the suite's part on the statements and transactions a store
+// counts (store.Counted).
+func runStats(t *testing.T, open func(t *testing.T, exts []store.Extension) store.Store) {
+	ctx := context.Background()
 	t.Run("StatsCountStatementsAndTransactions", func(t *testing.T) {
 		t.Parallel()
 		s := open(t, []store.Extension{Counters})
@@ -103,7 +123,14 @@ func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.
 			t.Errorf("a commit and a read on PostgreSQL counted %d round trips", after.RoundTrips-before.RoundTrips)
 		}
 	})
+}
+
+// runOps is the suite's part on subsystems' Ops: with a session's commit,
+// undone with it, and alone.
+func runOps(t *testing.T, open func(t *testing.T, exts []store.Extension) store.Store) {
+	ctx := context.Background()
 	t.Run("OpsCommitWithTheSession", func(t *testing.T) {
+		t.Parallel()
 		s := open(t, []store.Extension{Counters})
 		err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a"), Ops: []store.Op{bump("x", 1), bump("x", 2)}})
 		if err != nil {
@@ -115,6 +142,7 @@ func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.
 	})
 
 	t.Run("AFailingOpUndoesTheCommit", func(t *testing.T) {
+		t.Parallel()
 		s := open(t, []store.Extension{Counters})
 		if err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: sess("a", 1), Ops: []store.Op{bump("x", 1)}}); err != nil {
 			t.Fatal(err)
@@ -132,36 +160,8 @@ func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.
 		}
 	})
 
-	t.Run("ACutChainIsFound", func(t *testing.T) {
-		for _, cut := range []struct {
-			name  string
-			where string
-			seq   int64 // the first bad record
-			why   string
-		}{
-			{"tail", "seq > 3", 4, "removed"},
-			{"last", "seq = 5", 5, "removed"},
-			{"middle", "seq = 2", 3, "sequence number"}, // the record found where 2 was due
-		} {
-			t.Run(cut.name, func(t *testing.T) {
-				s := open(t, nil)
-				mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1)})
-				for range 5 {
-					mustCommit(t, s, &store.Commit{SessionID: "a", Record: rec("a")})
-				}
-				mustCommit(t, s, &store.Commit{Ops: []store.Op{store.OpFunc(func(ctx context.Context, tx store.Tx) error {
-					_, err := tx.Exec(ctx, `DELETE FROM audit WHERE session = 'a' AND `+cut.where)
-					return err
-				})}})
-				v, err := store.Verify(ctx, s, "a")
-				if err != nil || v.FirstBad == nil || v.FirstBad.Seq != cut.seq || !strings.Contains(v.FirstBad.Reason, cut.why) {
-					t.Fatalf("a chain cut at %s (%s): %+v %+v %v", cut.name, cut.where, v, v.FirstBad, err)
-				}
-			})
-		}
-	})
-
 	t.Run("OpsAlone", func(t *testing.T) {
+		t.Parallel()
 		s := open(t, []store.Extension{Counters})
 		var wg sync.WaitGroup
 		errs := make([]error, 8)
@@ -176,6 +176,42 @@ func RunSQL(t *testing.T, open func(t *testing.T, exts []store.Extension) store.
 			if n, _ := counter(t, s, fmt.Sprint("c", g)); n != 1 {
 				t.Fatalf("counter c%d is %d", g, n)
 			}
+		}
+	})
+}
+
+// runVerify is the suite's part on store.Verify finding a chain cut in
+// the database.
+func runVerify(t *testing.T, open func(t *testing.T, exts []store.Extension) store.Store) {
+	ctx := context.Background()
+	t.Run("ACutChainIsFound", func(t *testing.T) {
+		t.Parallel()
+		for _, cut := range []struct {
+			name  string
+			where string
+			seq   int64 // the first bad record
+			why   string
+		}{
+			{"tail", "seq > 3", 4, "removed"},
+			{"last", "seq = 5", 5, "removed"},
+			{"middle", "seq = 2", 3, "sequence number"}, // the record found where 2 was due
+		} {
+			t.Run(cut.name, func(t *testing.T) {
+				t.Parallel()
+				s := open(t, nil)
+				mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1)})
+				for range 5 {
+					mustCommit(t, s, &store.Commit{SessionID: "a", Record: rec("a")})
+				}
+				mustCommit(t, s, &store.Commit{Ops: []store.Op{store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+					_, err := tx.Exec(ctx, `DELETE FROM audit WHERE session = 'a' AND `+cut.where)
+					return err
+				})}})
+				v, err := store.Verify(ctx, s, "a")
+				if err != nil || v.FirstBad == nil || v.FirstBad.Seq != cut.seq || !strings.Contains(v.FirstBad.Reason, cut.why) {
+					t.Fatalf("a chain cut at %s (%s): %+v %+v %v", cut.name, cut.where, v, v.FirstBad, err)
+				}
+			})
 		}
 	})
 }

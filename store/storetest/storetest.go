@@ -31,15 +31,37 @@ func done(k store.RequestKey, msg string) *store.Request {
 	return &store.Request{Key: k, Digest: "d", ClaimedAt: t0, Result: &agentplane.ExecutionResult{Status: agentplane.StatusSuccess, Message: msg}}
 }
 
-// Run runs the suite. open returns a new, empty store for each subtest;
-// the test closes it.
+// Run runs the suite, one subtest per area (sessions, chains, requests,
+// confirmations, concurrency, configurations, catalog versions), every
+// area and every case in parallel with the others: each case opens a
+// store of its own. open returns a new, empty store for each case and is
+// called from several goroutines at once; the test closes the store.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
-	t.Run("Sessions", func(t *testing.T) { runSessions(t, open) })
-	t.Run("Chains", func(t *testing.T) { runChains(t, open) })
-	t.Run("Requests", func(t *testing.T) { runRequests(t, open) })
-	t.Run("Confirmations", func(t *testing.T) { runConfirmations(t, open) })
-	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, open) })
-	t.Run("Configs", func(t *testing.T) { runConfigs(t, open) })
+	areas(t, open, []area[func(t *testing.T) store.Store]{
+		{"Sessions", runSessions},
+		{"Chains", runChains},
+		{"Requests", runRequests},
+		{"Confirmations", runConfirmations},
+		{"Concurrency", runConcurrency},
+		{"Configs", runConfigs},
+		{"CatalogVersions", runCatalogVersions},
+	})
+}
+
+// area is one part of a suite: its cases, run by run.
+type area[O any] struct {
+	name string
+	run  func(t *testing.T, open O)
+}
+
+// areas runs each area as a parallel subtest.
+func areas[O any](t *testing.T, open O, as []area[O]) {
+	for _, a := range as {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			a.run(t, open)
+		})
+	}
 }
 
 // TwoStoresOnOneChain commits to one session's chain alternately through
