@@ -589,14 +589,15 @@ type ToolItem struct {
 
 func (s *Server) getTools(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	mode := r.URL.Query().Get("mode")
-	if !s.core.ModeOK(mode) {
+	v := s.core.View() // the mode, its default and its tools from one configuration
+	if !v.ModeOK(mode) {
 		return invalid("query parameter mode=%q: unknown mode (GET /v1/modes lists them)", truncate(mode, 100))
 	}
 	if mode == "" {
-		mode = s.core.View().Registry().DefaultMode()
+		mode = v.Registry().DefaultMode()
 	}
 	out := ToolList{Mode: mode, Tools: []ToolItem{}}
-	for _, t := range s.core.ActiveTools(mode, p.Roles) {
+	for _, t := range v.ActiveTools(mode, p.Roles) {
 		out.Tools = append(out.Tools, ToolItem{Name: t.Spec.Name, Description: t.Spec.Usage, InputSchema: t.Spec.InputSchema,
 			Impact: string(t.Spec.Impact), Risk: string(t.Spec.Risk), Confirmation: string(t.Policy), Server: t.Spec.Server})
 	}

@@ -239,7 +239,8 @@ func (b *binding) readSource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	if err != nil {
 		return nil, err
 	}
-	ix, err := tool.SourceIndex(ctx, b.s.core.View().Registry(), resolve.SessionCaller(sess, b.p.Roles, ""), src)
+	reg := b.s.core.View().Registry() // the index and the catalog's names from one configuration
+	ix, err := tool.SourceIndex(ctx, reg, resolve.SessionCaller(sess, b.p.Roles, ""), src)
 	var te *tool.Error
 	if errors.As(err, &te) && te.Code == "inactive_catalog" {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI) // as for a catalog that does not exist: this principal, in this mode, has no such resource
@@ -264,7 +265,7 @@ func (b *binding) readSource(ctx context.Context, req *mcp.ReadResourceRequest) 
 		v = itemOf(it, true)
 	} else {
 		page := SourcePage{CatalogID: src.CatalogID, ProviderID: src.ProviderID, Total: ix.Len(), Offset: offset, Items: []SourceItem{}}
-		if c, ok := b.s.core.View().Registry().Catalog(src.CatalogID); ok {
+		if c, ok := reg.Catalog(src.CatalogID); ok {
 			page.DisplayName, page.EntityType = c.DisplayName, c.EntityType
 		}
 		for i := offset; i < ix.Len() && i < offset+ResourcePage; i++ {
