@@ -233,8 +233,15 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 	cp.w = w.copy() // what the checkpoint keeps: the workflow before its first layer
 	more, layer := r.next(w)
 	evs, r.started = append(evs, more...), layer
+	reserved, ok := e.reserve(r)
+	if !ok {
+		return nil, errors.New("workflow: the engine is closed")
+	}
 	// the lease runs from the write, not from the start's checks
 	if err := r.write(ctx, &saved{events: evs, cp: cp, insert: true, owner: e.owner, until: e.core.Now().Add(e.lease).UnixNano()}); err != nil {
+		if reserved {
+			e.unreserve(r)
+		}
 		if s.RequestID != "" { // a retry that raced the first
 			if w, done, lerr := e.started(ctx, id, s.Principal, digest); done || lerr != nil {
 				return w, lerr
@@ -244,9 +251,39 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 	}
 	started := w.copy() // before its runner changes it
 	if !e.adopt(r) {
+		e.unreserve(r)
 		return nil, errors.New("workflow: the engine is closed")
 	}
 	return started, nil
+}
+
+// reserve puts a new workflow's runner among the engine's before its
+// first write, so that ClaimDue never takes over a workflow this engine
+// is starting (on a loaded machine the write may land after the lease it
+// stamps ran out). reserved false: a start with the same key holds the
+// place (its write or this one fails); ok false: the engine is closed.
+func (e *Engine) reserve(r *runner) (reserved, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false, false
+	}
+	if _, taken := e.runners[r.id]; taken {
+		return false, true
+	}
+	e.runners[r.id] = r
+	return true, true
+}
+
+// unreserve removes a runner whose loop never started; a command handed
+// to it meanwhile goes to the queue.
+func (e *Engine) unreserve(r *runner) {
+	e.mu.Lock()
+	if e.runners[r.id] == r {
+		delete(e.runners, r.id)
+	}
+	e.mu.Unlock()
+	close(r.done)
 }
 
 // startKey derives a keyed start's workflow id from the principal and the
