@@ -194,7 +194,7 @@ func (r *Router) sourcesAtHand() bool {
 		if len(c.Examples) == 0 || c.Kind != agentplane.KindExecutable {
 			continue
 		}
-		if src, ok := r.reg.Source(c.Source); ok && src.Current() == nil {
+		if src, ok := r.reg.Source(c.Source); ok && src.Current(context.Background()) == nil {
 			return false
 		}
 	}
