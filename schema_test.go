@@ -30,7 +30,7 @@ func TestEmittedObjectsMatchSchemas(t *testing.T) {
 		return nil, tool.ErrUnavailable
 	}
 	c := demotest.Core(t, &core.Options{Now: func() time.Time { return now }, Programs: demo.SendWith(down)})
-	g := c.Gate()
+	g := c
 	ctx := context.Background()
 	sess, _ := c.Start(ctx, core.Start{})
 	statuses := map[agentplane.Status]int{}

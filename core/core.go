@@ -2,8 +2,12 @@
 // from a configuration and options, with the compiled configuration, the
 // router, the gate, the tools (built-in, the program's own, HTTP and those
 // mounted from MCP servers), the store, the clock, the id source and the
-// logger. The runtime every command opens (package plane) builds it first
-// and the notifications, the LLM agent and the workflows on it; front ends
+// logger. It is the one door to a session: turns, executions, intents,
+// notices, LLM exchanges and proposals are its methods, each on one
+// snapshot of the configuration; it hands out neither its gate nor its
+// store nor its tools (View gives the configuration and the tools' specs).
+// The runtime every command opens (package plane) builds it first and the
+// notifications, the LLM agent and the workflows on it; front ends
 // assemble none of those parts themselves.
 //
 //	c, err := core.New(ctx, core.Source{Path: "agentplane.yaml"}, &core.Options{Store: st})
@@ -53,9 +57,12 @@ type Source struct {
 // Options configure New. nil means defaults.
 type Options struct {
 	// Store keeps sessions, audit chains, requests and tokens; the Core
-	// closes it (when New or FromConfig fails, it is the caller's to
-	// close). nil means a new in-memory store.
+	// closes it unless LeaveStore (when New or FromConfig fails, it is the
+	// caller's to close). nil means a new in-memory store.
 	Store store.Store
+	// LeaveStore leaves Store open when the Core closes: whoever opened it
+	// closes it (an embedder's store given to plane.Options.Store).
+	LeaveStore bool
 	// Tools are the program's own tools besides the built-in ones;
 	// configurations may name them without declaring them.
 	Tools []tool.Tool
@@ -495,7 +502,7 @@ func (c *Core) Close() error {
 				m.srv.Close()
 			}
 		}
-		if c.store != nil {
+		if c.store != nil && (c.derived || !c.opts.LeaveStore || c.opts.Store == nil) { // a store the core opened, or was given to close
 			err = c.store.Close()
 		}
 	})
@@ -509,6 +516,10 @@ type Derived struct {
 	NewID    func() string
 	NewToken func() string
 	Tools    *tool.Registry // nil: the parent's tools
+	// Replace are tools that take the place of the parent's tools of the
+	// same name (a test's stubs, a fresh outbox); each must name one.
+	// With Tools nil only.
+	Replace []tool.Tool
 }
 
 // Derive returns a core over the same compiled configuration and router
@@ -522,7 +533,15 @@ func (c *Core) Derive(d Derived) (*Core, error) {
 	p := c.cur()
 	n := &Core{name: c.name, store: d.Store, now: d.Now, newID: d.NewID, log: c.log, redact: c.redact, opts: c.opts, getenv: c.getenv, derived: true}
 	s := &snapshot{cfg: p.cfg, digest: p.digest, reg: p.reg, router: p.router, tools: d.Tools, mcp: p.mcp, drained: make(chan struct{})}
-	if s.tools == nil {
+	switch {
+	case s.tools != nil && len(d.Replace) > 0:
+		return nil, errors.New("core: Derive takes Tools or Replace, not both")
+	case s.tools == nil && len(d.Replace) > 0:
+		var err error
+		if s.tools, err = replaced(p.tools, d.Replace); err != nil {
+			return nil, err
+		}
+	case s.tools == nil:
 		s.tools = p.tools
 	}
 	if n.now == nil {
@@ -535,6 +554,30 @@ func (c *Core) Derive(d Derived) (*Core, error) {
 	s.gate, err = gate.New(p.reg, d.Store, &gate.Options{Now: n.now, NewToken: d.NewToken, Tools: s.tools, Logger: c.log, Redact: c.redact, Config: p.digest})
 	n.snap.Store(s)
 	return n, err
+}
+
+// replaced returns a registry of tools with some replaced by the tools of
+// the same name.
+func replaced(tools *tool.Registry, with []tool.Tool) (*tool.Registry, error) {
+	by := map[string]tool.Tool{}
+	for _, t := range with {
+		name := t.Spec().Name
+		if _, ok := tools.Get(name); !ok {
+			return nil, fmt.Errorf("core: Derive replaces tool %q, which is not registered (tools: %s)", name, strings.Join(tools.Names(), ", "))
+		}
+		by[name] = t
+	}
+	out := tool.NewRegistry()
+	for _, name := range tools.Names() {
+		t, ok := by[name]
+		if !ok {
+			t, _ = tools.Get(name)
+		}
+		if err := out.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Rebuild returns a core over cfg, a changed copy of this core's
@@ -601,21 +644,9 @@ func (c *Core) StoredConfig(ctx context.Context, digest string) (*config.Config,
 	return cfg, true, nil
 }
 
-// Registry returns the compiled configuration in force.
-func (c *Core) Registry() *registry.Registry { return c.cur().reg }
-
-// Router returns the router of the configuration in force.
+// Router returns the router of the configuration in force: a pure
+// function of a session and an input, which records nothing.
 func (c *Core) Router() *router.Router { return c.cur().router }
-
-// Gate returns the gate, the one door every action passes, of the
-// configuration in force.
-func (c *Core) Gate() *gate.Gate { return c.cur().gate }
-
-// Tools returns the tools of the configuration in force.
-func (c *Core) Tools() *tool.Registry { return c.cur().tools }
-
-// Store returns the store.
-func (c *Core) Store() store.Store { return c.store }
 
 // Now returns the core's clock reading.
 func (c *Core) Now() time.Time { return c.now() }
@@ -629,50 +660,43 @@ func (c *Core) Logger() *slog.Logger { return c.log }
 // a model said through it before they answer or log it. nil masks nothing.
 func (c *Core) Redactor() *redact.Redactor { return c.redact }
 
-// MCPServers returns the MCP servers the configuration in force mounted,
-// for health reports.
-func (c *Core) MCPServers() []*mcpclient.Server {
-	var out []*mcpclient.Server
+// MCPState is a mounted MCP server's health, for health reports and
+// metrics.
+type MCPState struct {
+	Name string
+	mcpclient.Health
+}
+
+// MCPHealth returns the health of the MCP servers the configuration in
+// force mounted, in its order. The servers are not handed out: their tools
+// run through the gate only.
+func (c *Core) MCPHealth() []MCPState {
+	var out []MCPState
 	for _, m := range c.cur().mcp {
-		out = append(out, m.srv)
+		out = append(out, MCPState{Name: m.srv.Name(), Health: m.srv.Health()})
 	}
 	return out
 }
 
-// ToolInfo is a tool as a front end lists it: its spec and when it needs
-// the human's confirmation.
+// ToolInfo is a tool as a front end lists it: its spec, when it needs
+// the human's confirmation, and whether it is idempotent by key
+// (tool.ByKey: a call repeated with the same key acts once downstream).
 type ToolInfo struct {
 	Spec   tool.Spec
 	Policy gate.Policy
+	ByKey  bool
 }
 
 // ActiveTools returns the tools offered to the LLM and MCP clients for a
-// session in the mode with a principal holding the roles, by name.
+// session in the mode with a principal holding the roles, by name (see
+// View.ActiveTools).
 func (c *Core) ActiveTools(mode string, roles []string) []ToolInfo {
-	var out []ToolInfo
-	snap := c.cur()
-	for _, name := range snap.tools.Names() {
-		t, ok := snap.tools.Get(name)
-		if !ok {
-			continue
-		}
-		s := t.Spec()
-		if snap.reg.ToolActive(mode, roles, s.Name, s.Server) {
-			out = append(out, ToolInfo{Spec: s, Policy: gate.ToolPolicy(s)})
-		}
-	}
-	return out
+	return c.View().ActiveTools(mode, roles)
 }
 
-// ModeOK reports whether the configuration has the mode; "" is the
-// default mode.
-func (c *Core) ModeOK(mode string) bool {
-	if mode == "" {
-		return true
-	}
-	_, ok := c.cur().reg.Mode(mode)
-	return ok
-}
+// ModeOK reports whether the configuration in force has the mode; "" is
+// the default mode.
+func (c *Core) ModeOK(mode string) bool { return c.View().ModeOK(mode) }
 
 // Route decides a turn for a session state without recording anything:
 // the pure router, for `agentplane route` and explaining decisions.

@@ -201,7 +201,7 @@ func TestQuestionThenNumber(t *testing.T) {
 func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 	t.Parallel()
 	c := newCore(t, nil)
-	st, g := c.Store(), c.Gate()
+	st, g := core.StoreOf(c), c
 	ctx := context.Background()
 	s, _ := g.Open(ctx, gate.Opening{SessionID: "x", Mode: "general"})
 	tests := []struct {
@@ -257,7 +257,7 @@ func TestGateRejectsWhatTheRouterWouldNotDo(t *testing.T) {
 func TestRequestIDIsIdempotent(t *testing.T) {
 	t.Parallel()
 	c := newCore(t, nil)
-	st, g := c.Store(), c.Gate()
+	st, g := core.StoreOf(c), c
 	ctx := context.Background()
 	s, _ := g.Open(ctx, gate.Opening{SessionID: "x", Mode: "general"})
 	inv := gate.Invocation{SessionID: s.ID, CommandID: "set_mode", ResolvedID: "ddr", RequestID: "req-1", Origin: gate.OriginUser}

@@ -72,7 +72,7 @@ var confirmationQuestions = []struct {
 	}},
 	{"llm_proposal", func(t *testing.T, c *core.Core, s *agentplane.Session) askedConfirmation {
 		turn(t, c, s.ID, agentplane.TurnInput{Text: "open the Q1 CFO Outreach template"})
-		args, err := c.Tools().Validate("send_template", json.RawMessage(`{"list_id":"LIST-9"}`))
+		args, err := c.View().Validate("send_template", json.RawMessage(`{"list_id":"LIST-9"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ var confirmationQuestions = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := c.Gate().Propose(context.Background(), cur, "p", "send_template", args, "Send the template to the Q1 pilot list?")
+		d, err := c.Propose(context.Background(), core.Proposal{Base: cur, Principal: "p", Tool: "send_template", Args: args, Question: "Send the template to the Q1 pilot list?"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,8 +27,8 @@ func TestRebuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Registry().Settings().ExampleThreshold != 0.9 || parent.Registry().Settings().ExampleThreshold == 0.9 {
-		t.Fatalf("thresholds: rebuilt %v, parent %v", n.Registry().Settings().ExampleThreshold, parent.Registry().Settings().ExampleThreshold)
+	if n.View().Registry().Settings().ExampleThreshold != 0.9 || parent.View().Registry().Settings().ExampleThreshold == 0.9 {
+		t.Fatalf("thresholds: rebuilt %v, parent %v", n.View().Registry().Settings().ExampleThreshold, parent.View().Registry().Settings().ExampleThreshold)
 	}
 	route := func(c *core.Core, text string) agentplane.Decision {
 		d, err := c.Route(ctx, &agentplane.Session{ID: "s", Mode: "general", Version: 1}, agentplane.TurnInput{Text: text})

@@ -98,7 +98,7 @@ mcp_servers: [{name: kb, url: "` + kb.URL + `", headers_env: {Authorization: KB_
 		{SessionID: s.ID, Tool: "assign", Args: json.RawMessage(`{"ticket":"T-1"}`), Origin: gate.OriginUser, Principal: "ann", IdempotencyKey: "k-1"},
 		{SessionID: s.ID, Tool: "kb_lookup", Args: json.RawMessage(`{}`), Origin: gate.OriginUser, Principal: "ann"},
 	} {
-		if r, err := c.Gate().Execute(ctx, call); err != nil || r.Status != agentplane.StatusSuccess {
+		if r, err := c.Execute(ctx, call); err != nil || r.Status != agentplane.StatusSuccess {
 			t.Fatalf("%s: %+v %v", call.Tool, r, err)
 		}
 	}

@@ -98,10 +98,10 @@ func TestTakeoverAfterACrash(t *testing.T) {
 						t.Fatalf("the retry after the claim went stale: %v", err)
 					}
 				} else {
-					if n, err := b.Gate().Recover(ctx); err != nil || n != 1 {
+					if n, err := core.RecoverOnce(ctx, b); err != nil || n != 1 {
 						t.Fatalf("recover: %d %v", n, err)
 					}
-					if n, err := b.Gate().Recover(ctx); err != nil || n != 0 {
+					if n, err := core.RecoverOnce(ctx, b); err != nil || n != 0 {
 						t.Fatalf("recover again: %d %v", n, err)
 					}
 					var err error

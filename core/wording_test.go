@@ -93,7 +93,7 @@ commands:
 	}
 	// the LLM's proposal of the tool is confirmed as the tool it proposed
 	base, _ := c.Session(ctx, s3.ID)
-	proposed, err := c.Gate().Propose(ctx, base, "dana", "close_ticket", json.RawMessage(`{"ticket_id":"T-1"}`), "Close T-1?")
+	proposed, err := c.Propose(ctx, core.Proposal{Base: base, Principal: "dana", Tool: "close_ticket", Args: json.RawMessage(`{"ticket_id":"T-1"}`), Question: "Close T-1?"})
 	if err != nil {
 		t.Fatalf("the LLM's proposal: %v", err)
 	}

@@ -239,7 +239,8 @@ func TestInvocationContextExample(t *testing.T) {
 
 // TestImportRules: the import rules docs/architecture.md states hold —
 // the store drivers depend on the domain and the store contract only,
-// the tool contract and the MCP client on no part that runs a session —
+// the tool contract and the MCP client on no part that runs a session,
+// the SQL drivers are linked by the command and not by the runtime —
 // counted over every package each depends on, not only its imports.
 func TestImportRules(t *testing.T) {
 	const module = "github.com/agentplane/agentplane/"
@@ -271,6 +272,36 @@ func TestImportRules(t *testing.T) {
 			}
 		})
 	}
+	// Whoever opens the store closes it: the SQL drivers are linked by the
+	// command (through plane/drivers), never by the runtime or the parts
+	// an embedder links, which are given a store or an opener.
+	drivers := []string{"modernc.org/sqlite", "github.com/jackc/pgx/v5", module + "store/sqlite", module + "store/postgres"}
+	for _, pkg := range []string{"plane", "core", "httpapi", "mcpserver", "workflow", "notify", "llm", "events"} {
+		t.Run("drivers/"+pkg, func(t *testing.T) {
+			out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../"+pkg).Output()
+			if err != nil {
+				t.Fatalf("go list -deps ./%s: %v", pkg, err)
+			}
+			deps := strings.Fields(string(out))
+			for _, d := range drivers {
+				if slices.Contains(deps, d) {
+					t.Errorf("%s links the driver %s (go list -deps ./%s | grep %s): pass plane.Options.Store or OpenStore instead", pkg, d, pkg, d)
+				}
+			}
+		})
+	}
+	t.Run("drivers/cmd/agentplane", func(t *testing.T) {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../cmd/agentplane").Output()
+		if err != nil {
+			t.Fatalf("go list -deps ./cmd/agentplane: %v", err)
+		}
+		deps := strings.Fields(string(out))
+		for _, d := range drivers {
+			if !slices.Contains(deps, d) {
+				t.Errorf("the command does not link %s: it opens the stores (plane/drivers)", d)
+			}
+		}
+	})
 	// The harnesses under internal/testkit serve tests and benchmarks only:
 	// no package the binary or an embedder links depends on one, so the
 	// structure drawn from the imports runs one way.

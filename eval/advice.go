@@ -46,7 +46,7 @@ const maxTries = 4
 // decides the most lines as labelled — so every change it lists is
 // measured, not estimated.
 func advise(ctx context.Context, r *runner, cases []Case, now []routed) (*Advice, error) {
-	cur := r.c.Registry().Settings().ExampleThreshold
+	cur := r.c.View().Registry().Settings().ExampleThreshold
 	adv := &Advice{Current: cur, Suggested: cur}
 	for i, cs := range cases {
 		if ok, _, _ := r.judge(cs, now[i]); ok {
@@ -65,7 +65,7 @@ func advise(ctx context.Context, r *runner, cases []Case, now []routed) (*Advice
 			continue // a pick's decision is not the example model's
 		}
 		_, roles := r.who(cs)
-		m, ok := r.rt.MatchExamples(r.c.Registry().ModeOf(cs.Mode), roles, cs.Text)
+		m, ok := r.rt.MatchExamples(r.c.View().Registry().ModeOf(cs.Mode), roles, cs.Text)
 		if !ok || m.Declined != "" {
 			continue // no threshold makes the router act on it
 		}
@@ -76,9 +76,9 @@ func advise(ctx context.Context, r *runner, cases []Case, now []routed) (*Advice
 			}
 			if a.CommandID == m.CommandID {
 				own = true
-			} else if l, ok := r.c.Registry().Command(a.CommandID); ok && l.Kind == agentplane.KindLauncher && l.OnSelect == m.CommandID {
+			} else if l, ok := r.c.View().Registry().Command(a.CommandID); ok && l.Kind == agentplane.KindLauncher && l.OnSelect == m.CommandID {
 				own = true
-			} else if c, ok := r.c.Registry().Command(m.CommandID); ok && c.Kind == agentplane.KindLauncher && c.OnSelect == a.CommandID {
+			} else if c, ok := r.c.View().Registry().Command(m.CommandID); ok && c.Kind == agentplane.KindLauncher && c.OnSelect == a.CommandID {
 				own = true // a launcher's picker names its on_select command
 			}
 		}

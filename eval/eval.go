@@ -342,7 +342,7 @@ func Run(ctx context.Context, c *core.Core, cases []Case, opts *Options) (Report
 		}
 		return strings.Compare(a.Expected+"\x00"+a.Got, b.Expected+"\x00"+b.Got)
 	})
-	for _, cmd := range c.Registry().Commands() {
+	for _, cmd := range c.View().Registry().Commands() {
 		if !expected[cmd.ID] {
 			rep.Untested = append(rep.Untested, cmd.ID)
 		}
@@ -399,7 +399,7 @@ func (r *runner) who(cs Case) (string, []string) {
 // route decides a case: its text, its selection, or its text and then
 // the selection in the picker the text opened.
 func (r *runner) route(ctx context.Context, cs Case) (agentplane.Decision, string, error) {
-	reg := r.c.Registry()
+	reg := r.c.View().Registry()
 	mode := cs.Mode
 	if mode == "" {
 		mode = reg.DefaultMode()
@@ -438,7 +438,7 @@ func (r *runner) route(ctx context.Context, cs Case) (agentplane.Decision, strin
 	}
 	after := *sess
 	after.Version++
-	after.PendingPicker, after.PendingConfirmation = r.c.Gate().Pending(sess, &d, r.now)
+	after.PendingPicker, after.PendingConfirmation = r.c.Pending(sess, &d, r.now)
 	picked, err := r.rt.Route(ctx, &after, agentplane.TurnInput{Selection: &agentplane.Selection{CommandID: cmd, ID: sel.ID}, UI: cs.UI, Roles: roles, Now: r.now})
 	if err != nil {
 		return d, "", fmt.Errorf("selecting %s in the %s %s offered: %w", sel.ID, d.Action, d.CommandID, err)
@@ -490,7 +490,7 @@ func (r *runner) credit(cs Case, d agentplane.Decision, want string) string {
 	if want == "" || want == d.CommandID {
 		return d.CommandID
 	}
-	reg := r.c.Registry()
+	reg := r.c.View().Registry()
 	l, ok := reg.Command(want)
 	offers := d.Action == agentplane.ActionOpenPicker || d.Action == agentplane.ActionAskQuestion && len(d.OptionIDs) > 0
 	mode := reg.ModeOf(cs.Mode)

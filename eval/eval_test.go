@@ -393,7 +393,7 @@ func TestThresholdAdvice(t *testing.T) {
 	defer then.Close()
 	var changed []int
 	for _, cs := range lines {
-		s := &agentplane.Session{ID: "s", Mode: high.Registry().ModeOf(cs.Mode), Version: 1}
+		s := &agentplane.Session{ID: "s", Mode: high.View().Registry().ModeOf(cs.Mode), Version: 1}
 		d1, _ := high.Route(context.Background(), s, agentplane.TurnInput{Text: cs.Text, UI: cs.UI})
 		d2, _ := then.Route(context.Background(), s, agentplane.TurnInput{Text: cs.Text, UI: cs.UI})
 		if d1.Action != d2.Action || d1.CommandID != d2.CommandID || d1.ResolvedID != d2.ResolvedID {
@@ -487,7 +487,7 @@ func TestSimilarityMatchesTheRouter(t *testing.T) {
 			}
 			defer c.Close()
 			var ms eval.ModeSimilarity
-			for _, s := range eval.Similarity(c.Registry(), nil) {
+			for _, s := range eval.Similarity(c.View().Registry(), nil) {
 				if s.Mode == opsdesk.Ops {
 					ms = s
 				}

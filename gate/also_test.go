@@ -36,7 +36,7 @@ func TestAlsoCommitsWithTheResult(t *testing.T) {
 		sends.Add(1)
 		return json.RawMessage(`{"sent":true}`), nil
 	}
-	g := demotest.Core(t, &core.Options{Store: st, Programs: demo.SendWith(tool.Program(send))}).Gate()
+	g := demotest.Core(t, &core.Options{Store: st, Programs: demo.SendWith(tool.Program(send))})
 	if _, err := g.Open(ctx, gate.Opening{SessionID: "s", Mode: "sales"}); err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func BenchmarkConfirmedCall(b *testing.B) {
 					return json.RawMessage(`{"sent":true}`), nil
 				}
 				c := demotest.Core(b, &core.Options{Store: st, Programs: demo.SendWith(noop)})
-				g := c.Gate()
+				g := c
 				if _, err := g.Open(ctx, gate.Opening{SessionID: "a", Mode: "sales"}); err != nil {
 					b.Fatal(err)
 				}

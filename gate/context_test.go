@@ -36,7 +36,7 @@ func TestInvocationContext(t *testing.T) {
 	}
 	c := demotest.Core(t, &core.Options{Programs: demo.SendWith(send)})
 	ctx := context.Background()
-	g := c.Gate()
+	g := c
 	s, _ := c.Start(ctx, core.Start{Mode: "sales", Principal: "ann"})
 	g.Execute(ctx, gate.Invocation{SessionID: s.ID, CommandID: "set_active_email_template", ResolvedID: "TPL-123", Origin: gate.OriginUser, Principal: "ann"})
 	asked, _ := g.Execute(ctx, gate.Invocation{SessionID: s.ID, CommandID: "send_template_to_list", ResolvedID: "LIST-9", Origin: gate.OriginAPI, Principal: "ann", Roles: []string{"rep"}})

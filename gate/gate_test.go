@@ -20,6 +20,7 @@ import (
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/testkit/demotest"
 	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -28,7 +29,7 @@ var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 // fixture is the demo runtime behind a gate whose send tool is a fake
 // that counts its calls, with a clock the test moves.
 type fixture struct {
-	g     *gate.Gate
+	g     *core.Core // the gate, through the one door to it
 	store store.Store
 	now   time.Time
 	sends atomic.Int32
@@ -53,12 +54,14 @@ func newFixtureTimeout(t testing.TB, send sendFunc, timeout time.Duration) *fixt
 			return json.RawMessage(`{"sent":true}`), nil
 		}
 	}
+	st := memstore.New()
 	c := demotest.Core(t, &core.Options{
+		Store:       st,
 		Now:         func() time.Time { return f.now },
 		Programs:    demo.SendWith(tool.Program(send)),
 		ToolTimeout: timeout,
 	})
-	f.g, f.store = c.Gate(), c.Store()
+	f.g, f.store = c, st
 	return f
 }
 

@@ -50,7 +50,7 @@ func launcherCore(t *testing.T) *core.Core {
 func TestLauncherTargetMode(t *testing.T) {
 	t.Parallel()
 	c := launcherCore(t)
-	g, ctx := c.Gate(), context.Background()
+	g, ctx := c, context.Background()
 	open := func(id string) {
 		t.Helper()
 		if _, err := g.Open(ctx, gate.Opening{SessionID: id}); err != nil {
@@ -132,7 +132,7 @@ func TestLauncherTargetModeConfirmation(t *testing.T) {
 	t.Parallel()
 	c := launcherCore(t)
 	ctx := context.Background()
-	if _, err := c.Gate().Open(ctx, gate.Opening{SessionID: "s"}); err != nil {
+	if _, err := c.Open(ctx, gate.Opening{SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	intent := func(args, mode, token, req string) agentplane.ExecutionResult {
@@ -157,7 +157,7 @@ func TestLauncherTargetModeConfirmation(t *testing.T) {
 	}
 
 	// a token asked in the target mode itself does not switch from another
-	if _, err := c.Gate().Open(ctx, gate.Opening{SessionID: "t", Mode: "support"}); err != nil {
+	if _, err := c.Open(ctx, gate.Opening{SessionID: "t", Mode: "support"}); err != nil {
 		t.Fatal(err)
 	}
 	in := agentplane.Intent{Type: agentplane.IntentActionCall, Action: "escalate", Args: json.RawMessage(`{"ticket":"T-2"}`)}

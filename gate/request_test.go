@@ -179,7 +179,7 @@ func specOf(impact, risk string, confirm bool) tool.Spec {
 func TestPendingAfterDecision(t *testing.T) {
 	t.Parallel()
 	c := demotest.Core(t, nil)
-	reg, g := c.Router(), c.Gate()
+	reg, g := c.Router(), c
 	s := &agentplane.Session{ID: "s", Mode: "sales", Version: 1,
 		AWC: agentplane.ActiveWorkContext{EntityType: "email_template", Entity: &agentplane.EntityHeader{ID: "TPL-123", DisplayName: "Q1 CFO Outreach"}}}
 	now := t0
@@ -242,13 +242,13 @@ func TestStaleClaimIsFinishedAsInterrupted(t *testing.T) {
 	b := demotest.Core(t, &core.Options{Store: st, Programs: demo.SendWith(tool.Program(send)), ToolTimeout: time.Second,
 		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
 	ctx := context.Background()
-	if _, err := a.Gate().Open(ctx, gate.Opening{SessionID: "s", Mode: "sales"}); err != nil {
+	if _, err := a.Open(ctx, gate.Opening{SessionID: "s", Mode: "sales"}); err != nil {
 		t.Fatal(err)
 	}
 	inv := gate.Invocation{SessionID: "s", Tool: "send_template", Args: json.RawMessage(`{"list_id":"LIST-9"}`), Origin: gate.OriginAPI, Principal: "ann", RequestID: "r1"}
 	stopped := make(chan agentplane.ExecutionResult)
 	go func() {
-		res, _ := a.Gate().Execute(ctx, inv)
+		res, _ := a.Execute(ctx, inv)
 		stopped <- res
 	}()
 	for sends.Load() == 0 {
@@ -258,7 +258,7 @@ func TestStaleClaimIsFinishedAsInterrupted(t *testing.T) {
 		mu.Lock()
 		now = t0.Add(d)
 		mu.Unlock()
-		res, err := b.Gate().Execute(ctx, inv)
+		res, err := b.Execute(ctx, inv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +282,7 @@ func TestStaleClaimIsFinishedAsInterrupted(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range answers {
 		wg.Go(func() {
-			res, err := b.Gate().Execute(ctx, inv)
+			res, err := b.Execute(ctx, inv)
 			if err != nil {
 				t.Error(err)
 			}

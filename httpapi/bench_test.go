@@ -21,6 +21,7 @@ import (
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/httpapi"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/plane/drivers"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -40,7 +41,7 @@ func BenchmarkTurns(b *testing.B) {
 				if kind == "sqlite" {
 					db = filepath.Join(b.TempDir(), "bench.db")
 				}
-				rt, err := plane.Open(context.Background(), plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, DB: db,
+				rt, err := plane.Open(context.Background(), plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, DB: db, OpenStore: drivers.Open,
 					Core: core.Options{Programs: demo.Programs(nil), Observer: httpapi.NewMetrics().Observer(nil)}})
 				if err != nil {
 					b.Fatal(err)
@@ -273,7 +274,7 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 			if kind == "sqlite" {
 				db = filepath.Join(b.TempDir(), "bench.db")
 			}
-			rt, err := plane.Open(context.Background(), plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, DB: db,
+			rt, err := plane.Open(context.Background(), plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, DB: db, OpenStore: drivers.Open,
 				Core: core.Options{Programs: demo.Programs(nil)}, Workflows: workflow.Options{Memory: true}})
 			if err != nil {
 				b.Fatal(err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
-	"github.com/agentplane/agentplane/mcpclient"
 )
 
 // Metrics are the server's Prometheus metrics, on a registry of their
@@ -48,12 +47,15 @@ func NewMetrics() *Metrics {
 
 // WatchMCP adds a gauge of each downstream MCP server's health, read when
 // the metrics are scraped.
-func (m *Metrics) WatchMCP(servers []*mcpclient.Server) {
-	for _, srv := range servers {
+// health is core.Core.MCPHealth: the servers mounted now, by name.
+func (m *Metrics) WatchMCP(health func() []core.MCPState) {
+	for _, srv := range health() {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentplane_mcp_server_up", Help: "1 when the downstream MCP server is connected.",
-			ConstLabels: prometheus.Labels{"server": srv.Name()}}, func() float64 {
-			if srv.Health().Up {
-				return 1
+			ConstLabels: prometheus.Labels{"server": srv.Name}}, func() float64 {
+			for _, h := range health() {
+				if h.Name == srv.Name && h.Up {
+					return 1
+				}
 			}
 			return 0
 		}))

@@ -417,13 +417,12 @@ func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
 	}
 	status, code := "ready", http.StatusOK
 	d := detail{Config: s.core.Name(), Store: "ok", MCP: []mcpState{}}
-	for _, m := range s.core.MCPServers() {
-		h := m.Health()
-		d.MCP = append(d.MCP, mcpState{Name: m.Name(), Up: h.Up, Error: h.Error})
+	for _, h := range s.core.MCPHealth() {
+		d.MCP = append(d.MCP, mcpState{Name: h.Name, Up: h.Up, Error: h.Error})
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if _, err := s.core.Store().Session(ctx, "readyz-probe"); err != nil && agentplane.ErrorCode(err) != agentplane.CodeNotFound {
+	if err := s.core.Ready(ctx); err != nil {
 		status, d.Store, code = "unready", "unreachable", http.StatusServiceUnavailable
 		s.log.Warn("readiness: store unreachable", "err", err)
 	}

@@ -346,7 +346,7 @@ const chainPage = 500
 // is more than a page). A read that fails after the answer began cuts it:
 // the client sees a broken response, never a short chain that looks whole.
 func (s *Server) writeChain(w http.ResponseWriter, r *http.Request, session string, after int64) error {
-	recs, err := s.core.Store().RecordsAfter(r.Context(), session, after, chainPage)
+	recs, err := s.core.RecordsAfter(r.Context(), session, after, chainPage)
 	if err != nil {
 		return err
 	}
@@ -377,7 +377,7 @@ func (s *Server) writeChain(w http.ResponseWriter, r *http.Request, session stri
 			return nil
 		}
 		after = recs[len(recs)-1].Seq
-		if recs, err = s.core.Store().RecordsAfter(r.Context(), session, after, chainPage); err != nil {
+		if recs, err = s.core.RecordsAfter(r.Context(), session, after, chainPage); err != nil {
 			if r.Context().Err() == nil {
 				s.log.Error("audit: read the chain", "session", session, "after", after, "err", err)
 			}
@@ -548,10 +548,9 @@ func seqParam(v, what string) (int64, error) {
 }
 
 func (s *Server) getModes(w http.ResponseWriter, r *http.Request, _ auth.Principal) error {
-	t, ok := s.core.Tools().Get(tool.ListModesName)
-	if !ok {
-		return agentplane.Errorf(agentplane.CodeToolUnavailable, "the mode catalog is not available")
-	}
+	// the built-in agent_list_modes over the configuration in force: a
+	// read, not a call of the core's tool around the gate
+	t := tool.ListModes(tool.ConfigModes(s.core.Config()), s.log)
 	examples, err := boolParam(r, "include_examples")
 	if err != nil {
 		return err
@@ -594,7 +593,7 @@ func (s *Server) getTools(w http.ResponseWriter, r *http.Request, p auth.Princip
 		return invalid("query parameter mode=%q: unknown mode (GET /v1/modes lists them)", truncate(mode, 100))
 	}
 	if mode == "" {
-		mode = s.core.Registry().DefaultMode()
+		mode = s.core.View().Registry().DefaultMode()
 	}
 	out := ToolList{Mode: mode, Tools: []ToolItem{}}
 	for _, t := range s.core.ActiveTools(mode, p.Roles) {
@@ -645,7 +644,7 @@ func (s *Server) getCommands(w http.ResponseWriter, r *http.Request, p auth.Prin
 	if err != nil {
 		return err
 	}
-	reg := s.core.Registry()
+	reg := s.core.View().Registry()
 	out := CommandList{Mode: sess.Mode, Commands: []CommandItem{}, EntityTypes: reg.Config().EntityTypes, CommandNames: map[string]string{}}
 	if out.EntityTypes == nil {
 		out.EntityTypes = map[string]string{}
@@ -691,7 +690,7 @@ func (s *Server) getCatalogItems(w http.ResponseWriter, r *http.Request, p auth.
 	if mode != "" && mode != sess.Mode && !s.launches(sess.Mode, p.Roles, mode, src) {
 		return agentplane.Errorf(agentplane.CodeNotFound, "no launcher active in mode %q opens a picker on %s in mode %q", sess.Mode, src, truncate(mode, 100))
 	}
-	m, err := tool.SearchSource(r.Context(), s.core.Registry(), resolve.SessionCaller(sess, p.Roles, mode), src, query, limit)
+	m, err := tool.SearchSource(r.Context(), s.core.View().Registry(), resolve.SessionCaller(sess, p.Roles, mode), src, query, limit)
 	var te *tool.Error
 	if errors.As(err, &te) {
 		switch te.Code {
@@ -714,7 +713,7 @@ func (s *Server) getCatalogItems(w http.ResponseWriter, r *http.Request, p auth.
 // its picker on src in the target mode: a picker whose items come from
 // another mode than the session's.
 func (s *Server) launches(mode string, roles []string, target string, src agentplane.ResolverSource) bool {
-	reg := s.core.Registry()
+	reg := s.core.View().Registry()
 	for _, c := range reg.Commands() {
 		if c.Kind != agentplane.KindLauncher || c.TargetMode != target || !reg.CommandActive(mode, roles, c.ID) {
 			continue
@@ -739,7 +738,7 @@ func (s *Server) confirmIntent(sess *agentplane.Session, token string) *agentpla
 		in.Action, in.Args = pc.Tool, pc.Args
 		return in
 	}
-	cmd, ok := s.core.Registry().Command(pc.CommandID)
+	cmd, ok := s.core.View().Registry().Command(pc.CommandID)
 	if !ok {
 		return nil
 	}

@@ -58,7 +58,7 @@ func (s *Server) openStream(r *http.Request, p auth.Principal) (sess *agentplane
 // the client resumes from its last id.
 func (s *Server) backlog(ctx context.Context, session string, after int64, send func(events.Frame) error) (int64, error) {
 	for {
-		recs, err := s.core.Store().RecordsAfter(ctx, session, after, streamPage)
+		recs, err := s.core.RecordsAfter(ctx, session, after, streamPage)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("event stream: read the backlog", "session", session, "err", err)
@@ -575,7 +575,7 @@ func (s *Server) ackEvent(ctx context.Context, session string, p auth.Principal,
 	if s.bus == nil {
 		return nil
 	}
-	recs, err := s.core.Store().RecordsAfter(ctx, session, seq-1, 1) // one record, however long the chain
+	recs, err := s.core.RecordsAfter(ctx, session, seq-1, 1) // one record, however long the chain
 	if err != nil {
 		return err
 	}

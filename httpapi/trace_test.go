@@ -26,6 +26,7 @@ import (
 	"github.com/agentplane/agentplane/internal/testkit/demotest"
 	"github.com/agentplane/agentplane/internal/testkit/llmtest"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/plane/drivers"
 	"github.com/agentplane/agentplane/replay"
 )
 
@@ -113,7 +114,7 @@ func TestTracing(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": otlp.url, "OTEL_SERVICE_NAME": "agentplane-test"}
 	open := func() *plane.Runtime {
 		rt, err := plane.Open(context.Background(), plane.Options{Config: core.Source{YAML: []byte(y), Name: "traced.yaml"},
-			DB: filepath.Join(t.TempDir(), "t.db"), Core: demotest.Options(nil), LLM: true, Getenv: func(k string) string { return vars[k] }})
+			DB: filepath.Join(t.TempDir(), "t.db"), OpenStore: drivers.Open, Core: demotest.Options(nil), LLM: true, Getenv: func(k string) string { return vars[k] }})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,12 +35,13 @@ import (
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/redact"
 	"github.com/agentplane/agentplane/telemetry"
 )
 
 // Agent answers continue_with_llm turns. It is safe for concurrent use.
 type Agent struct {
-	core  *core.Core
+	core  Sessions
 	model Model
 	cfg   config.LLM
 	opts  Options
@@ -71,8 +72,29 @@ type Options struct {
 // ackPattern is how the model acknowledges a notification in its text.
 var ackPattern = regexp.MustCompile(`\[ack:([0-9a-f]{1,64})\]`)
 
-// New returns the agent of a core and a model with the configured limits.
-func New(c *core.Core, m Model, cfg config.LLM, opts *Options) *Agent {
+// Sessions is what the agent uses of the core (a *core.Core): the
+// session and its chain to read, and the core's own writes of them — the
+// exchanges with the model, the calls through the gate, the proposals —
+// each on the configuration in force. The agent reaches no gate, store or
+// tool. The methods are safe for concurrent use.
+type Sessions interface {
+	Session(ctx context.Context, id string) (*agentplane.Session, error)
+	Records(ctx context.Context, session string, after int64) ([]audit.Record, error)
+	Tail(ctx context.Context, session string, turns int) ([]audit.Record, error)
+	RecordExchange(ctx context.Context, sessionID, principal string, roles []string, ex *agentplane.LLMExchange) (int64, error)
+	Execute(ctx context.Context, inv gate.Invocation) (agentplane.ExecutionResult, error)
+	Propose(ctx context.Context, p core.Proposal) (gate.Decided, error)
+	// View is the configuration in force: the mode's prompt and the tools
+	// offered come from one.
+	View() core.View
+	// Redactor masks the server's secrets in what the model's endpoint
+	// said.
+	Redactor() *redact.Redactor
+}
+
+// New returns the agent of a core (the sessions) and a model with the
+// configured limits.
+func New(c Sessions, m Model, cfg config.LLM, opts *Options) *Agent {
 	if cfg.MaxToolRounds <= 0 {
 		cfg.MaxToolRounds = config.DefaultMaxToolRounds
 	}
@@ -163,7 +185,7 @@ func (a *Agent) Turn(ctx context.Context, r TurnRequest) (Reply, error) {
 			resp.Text = red.String(resp.Text)
 			ex.Response = &resp
 		}
-		seq, rerr := a.core.Gate().RecordExchange(ctx, r.SessionID, r.Principal, r.Roles, ex)
+		seq, rerr := a.core.RecordExchange(ctx, r.SessionID, r.Principal, r.Roles, ex)
 		if rerr != nil {
 			return reply, rerr
 		}
@@ -228,15 +250,15 @@ func (a *Agent) call(ctx context.Context, r TurnRequest, seq int64, i int, call 
 // propose makes a call that needs confirmation the session's pending
 // confirmation, with the token for the human.
 func (a *Agent) propose(ctx context.Context, r TurnRequest, call agentplane.LLMToolCall, res agentplane.ExecutionResult) (gate.Decided, error) {
-	args, err := a.core.Tools().Validate(call.Name, json.RawMessage(call.Arguments))
-	if err != nil {
-		return gate.Decided{}, fmt.Errorf("llm: the proposed call passed the gate but not its schema: %w", err)
-	}
 	sess, err := a.core.Session(ctx, r.SessionID)
 	if err != nil {
 		return gate.Decided{}, err
 	}
-	return a.core.Gate().Propose(ctx, sess, r.Principal, call.Name, args, res.Message)
+	d, err := a.core.Propose(ctx, core.Proposal{Base: sess, Principal: r.Principal, Tool: call.Name, Args: json.RawMessage(call.Arguments), Question: res.Message})
+	if agentplane.ErrorCode(err) == agentplane.CodeInvalidArgs {
+		return gate.Decided{}, fmt.Errorf("llm: the proposed call passed the gate but not its schema: %w", err)
+	}
+	return d, err
 }
 
 // acknowledgements takes the "[ack:ID]" marks out of a text and returns
@@ -287,10 +309,11 @@ func (a *Agent) request(ctx context.Context, sess *agentplane.Session, recs []au
 		aware = a.opts.Awareness(ctx, sess)
 	}
 	history := History(recs, a.cfg.MaxHistoryTurns)
-	msgs := append([]agentplane.LLMMessage{{Role: "system", Content: a.systemPrompt(sess, aware)}}, history...)
+	v := a.core.View() // the prompt and the tools offered under one configuration
+	msgs := append([]agentplane.LLMMessage{{Role: "system", Content: a.systemPrompt(v, sess, aware)}}, history...)
 	var tools []map[string]any
 	var names []string
-	for _, t := range a.core.ActiveTools(sess.Mode, roles) {
+	for _, t := range v.ActiveTools(sess.Mode, roles) {
 		tools = append(tools, t.Spec.OpenAIFunction())
 		names = append(names, t.Spec.Name)
 	}
@@ -334,9 +357,9 @@ func Sent(ex *agentplane.LLMExchange, history []agentplane.LLMMessage) []agentpl
 
 // systemPrompt is the mode's summary, the active work context and its
 // related entities, the pending state, the awareness lines and the rules.
-func (a *Agent) systemPrompt(sess *agentplane.Session, awareness []string) string {
+func (a *Agent) systemPrompt(v core.View, sess *agentplane.Session, awareness []string) string {
 	var b strings.Builder
-	if m, ok := a.core.Registry().Mode(sess.Mode); ok {
+	if m, ok := v.Registry().Mode(sess.Mode); ok {
 		fmt.Fprintf(&b, "Mode: %s (%s). %s\n", m.DisplayName, m.Key, m.SystemPromptSummary)
 	}
 	awc := sess.AWC

@@ -384,7 +384,7 @@ type binding struct {
 
 // server makes an MCP server for a new MCP session of the principal.
 func (s *Server) server(p auth.Principal, want string) *binding {
-	b := &binding{s: s, p: p, mode: s.core.Registry().DefaultMode(), session: want}
+	b := &binding{s: s, p: p, mode: s.core.View().Registry().DefaultMode(), session: want}
 	if want != "" { // checked as p's by the caller
 		if sess, err := s.core.Session(context.Background(), want); err == nil {
 			b.mode = sess.Mode

@@ -141,7 +141,7 @@ func TestToolsThroughTheGate(t *testing.T) {
 	}
 	// a tool that exists but is not active (no toolbox of the demo lists
 	// agent_notify_user) is neither listed nor callable
-	if _, ok := e.core.Tools().Get("agent_notify_user"); !ok || slices.Contains(names(t, cs), "agent_notify_user") {
+	if _, ok := e.core.View().Tool("agent_notify_user"); !ok || slices.Contains(names(t, cs), "agent_notify_user") {
 		t.Fatal("agent_notify_user is not registered, or it is listed")
 	}
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "agent_notify_user", Arguments: json.RawMessage(`{"title":"x"}`)}); err == nil {

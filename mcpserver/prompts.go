@@ -27,7 +27,7 @@ type startArg struct {
 
 // startArgs are the mode's prompt arguments for the principal.
 func (b *binding) startArgs(mode string) []startArg {
-	reg := b.s.core.Registry()
+	reg := b.s.core.View().Registry()
 	var out []startArg
 	for _, id := range reg.ActiveCommands(mode, b.p.Roles) {
 		c, _ := reg.Command(id)
@@ -69,7 +69,8 @@ func (b *binding) prompt(m *agentplane.Mode) mcp.PromptHandler {
 				return nil, invalidParams("prompt %s has no argument %q (it takes: %s)", m.Key, name, cmp.Or(strings.Join(known, ", "), "none"))
 			}
 		}
-		reg, cfg := b.s.core.Registry(), b.s.core.Config()
+		v := b.s.core.View() // the registry and the configuration of one reload
+		reg, cfg := v.Registry(), v.Config()
 		var sb strings.Builder
 		fmt.Fprintf(&sb, "You are assisting in agentplane's %s mode.", m.DisplayName)
 		if m.Description != "" {
@@ -119,7 +120,7 @@ func (b *binding) startItem(ctx context.Context, mode string, a startArg, v stri
 		return nil, err
 	}
 	what := b.s.core.Config().EntityTypeName(a.cmd.ActiveEntityType)
-	ix, err := tool.SourceIndex(ctx, b.s.core.Registry(), resolve.SessionCaller(sess, b.p.Roles, mode), a.cmd.Source)
+	ix, err := tool.SourceIndex(ctx, b.s.core.View().Registry(), resolve.SessionCaller(sess, b.p.Roles, mode), a.cmd.Source)
 	if err != nil {
 		return nil, invalidParams("%s: the %s catalog cannot be read: %v", a.name, what, err)
 	}
@@ -205,7 +206,7 @@ func (b *binding) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.
 	default:
 		return nil, invalidParams("cannot complete a %q reference (want ref/prompt or ref/resource)", ref.Type)
 	}
-	m, err := tool.SearchSource(ctx, b.s.core.Registry(), resolve.SessionCaller(sess, b.p.Roles, mode), src, arg.Value, MaxCompletions)
+	m, err := tool.SearchSource(ctx, b.s.core.View().Registry(), resolve.SessionCaller(sess, b.p.Roles, mode), src, arg.Value, MaxCompletions)
 	var te *tool.Error
 	if errors.As(err, &te) && (te.Code == "inactive_catalog" || te.Code == "bad_args") {
 		return completion(nil, 0), nil // nothing this principal can see there
@@ -219,7 +220,7 @@ func (b *binding) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.
 	}
 	total := len(ids)
 	if strings.TrimSpace(arg.Value) == "" {
-		if ix, err := tool.SourceIndex(ctx, b.s.core.Registry(), resolve.SessionCaller(sess, b.p.Roles, mode), src); err == nil {
+		if ix, err := tool.SourceIndex(ctx, b.s.core.View().Registry(), resolve.SessionCaller(sess, b.p.Roles, mode), src); err == nil {
 			total = ix.Len()
 		}
 	}

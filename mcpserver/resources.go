@@ -86,7 +86,7 @@ func parseSourceURI(raw string) (src agentplane.ResolverSource, item string, off
 // principal's roles, in configuration order.
 func (b *binding) activeSources(mode string) []agentplane.ResolverSource {
 	var out []agentplane.ResolverSource
-	for _, tb := range b.s.core.Registry().ActiveToolboxes(mode, b.p.Roles) {
+	for _, tb := range b.s.core.View().Registry().ActiveToolboxes(mode, b.p.Roles) {
 		for _, id := range tb.Catalogs {
 			if src := (agentplane.ResolverSource{CatalogID: id}); !slices.Contains(out, src) {
 				out = append(out, src)
@@ -139,7 +139,7 @@ func (b *binding) syncResources(mode string) {
 		title, desc := src.CatalogID, "A catalog active in this session's mode: its items, a page at a time."
 		if src.ProviderID != "" {
 			title, desc = src.ProviderID, "A provider active in this session's mode: the items it gives this principal, a page at a time."
-		} else if c, ok := b.s.core.Registry().Catalog(src.CatalogID); ok && c.DisplayName != "" {
+		} else if c, ok := b.s.core.View().Registry().Catalog(src.CatalogID); ok && c.DisplayName != "" {
 			title = c.DisplayName
 		}
 		b.srv.AddResource(&mcp.Resource{URI: uri, Name: strings.TrimPrefix(uri, "agentplane://"), Title: title, Description: desc,
@@ -239,7 +239,7 @@ func (b *binding) readSource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	if err != nil {
 		return nil, err
 	}
-	ix, err := tool.SourceIndex(ctx, b.s.core.Registry(), resolve.SessionCaller(sess, b.p.Roles, ""), src)
+	ix, err := tool.SourceIndex(ctx, b.s.core.View().Registry(), resolve.SessionCaller(sess, b.p.Roles, ""), src)
 	var te *tool.Error
 	if errors.As(err, &te) && te.Code == "inactive_catalog" {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI) // as for a catalog that does not exist: this principal, in this mode, has no such resource
@@ -264,7 +264,7 @@ func (b *binding) readSource(ctx context.Context, req *mcp.ReadResourceRequest) 
 		v = itemOf(it, true)
 	} else {
 		page := SourcePage{CatalogID: src.CatalogID, ProviderID: src.ProviderID, Total: ix.Len(), Offset: offset, Items: []SourceItem{}}
-		if c, ok := b.s.core.Registry().Catalog(src.CatalogID); ok {
+		if c, ok := b.s.core.View().Registry().Catalog(src.CatalogID); ok {
 			page.DisplayName, page.EntityType = c.DisplayName, c.EntityType
 		}
 		for i := offset; i < ix.Len() && i < offset+ResourcePage; i++ {

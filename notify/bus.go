@@ -14,9 +14,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane"
-	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/llm"
+	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/telemetry"
 	"github.com/agentplane/agentplane/tool"
 )
@@ -28,14 +28,14 @@ import (
 // A notification is DISPATCHED once sent on its channel.
 type Bus struct {
 	ledger *Ledger
-	core   *core.Core
+	core   Sessions
 	hub    *events.Hub
 	agent  *llm.Agent // nil: no agent; its channel goes to the user at once
 	log    *slog.Logger
 	tracer trace.Tracer // nil: tracing is off
 
 	mu   sync.Mutex
-	sent map[string]time.Time // inbox notifications put on this instance's streams lately, and when
+	sent sentLog // inbox notifications put on this instance's streams lately
 
 	// the internal turns the bus started (AGENT/AGENT notifications): at
 	// most cap(slots) at once, under ctx, waited for by Close
@@ -48,37 +48,64 @@ type Bus struct {
 }
 
 // showMargin is how far back, before its last look, Follow looks again
-// for inbox notifications (another instance's clock may be behind), and
-// sentFor how long a notification is remembered as sent here.
+// for inbox notifications (another instance's clock may be behind);
+// sentFor is how long a notification is remembered as sent here, and
+// sentMax how many at most.
 const (
 	showMargin = 5 * time.Second
 	sentFor    = 30 * time.Second
+	sentMax    = 10000
 )
+
+// sentLog is the inbox notifications put on this instance's streams
+// lately, oldest first: each write forgets those older than sentFor, and
+// the oldest beyond its bound, so it stays bounded on every store (Follow,
+// the only reader that needs the memory, runs on PostgreSQL only).
+type sentLog struct {
+	at    map[string]time.Time
+	order []sentEntry // in the order sent; each is in at while it is here
+	max   int         // 0 means sentMax
+}
+
+type sentEntry struct {
+	id string
+	at time.Time
+}
+
+// add records id as sent at now; false when it was sent already.
+func (s *sentLog) add(id string, now time.Time) bool {
+	if s.at == nil {
+		s.at = map[string]time.Time{}
+	}
+	bound := s.max
+	if bound <= 0 {
+		bound = sentMax
+	}
+	forget := func() {
+		delete(s.at, s.order[0].id)
+		s.order[0] = sentEntry{}
+		s.order = s.order[1:]
+	}
+	for len(s.order) > 0 && now.Sub(s.order[0].at) > sentFor {
+		forget()
+	}
+	if _, ok := s.at[id]; ok {
+		return false
+	}
+	for len(s.order) >= bound {
+		forget()
+	}
+	s.at[id] = now
+	s.order = append(s.order, sentEntry{id, now})
+	return true
+}
 
 // sentHere records that the inbox notification id goes to this
 // instance's streams now; false when it went already.
 func (b *Bus) sentHere(id string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.sent == nil {
-		b.sent = map[string]time.Time{}
-	}
-	if _, ok := b.sent[id]; ok {
-		return false
-	}
-	b.sent[id] = time.Now()
-	return true
-}
-
-// forgetSent drops what was sent longer ago than sentFor.
-func (b *Bus) forgetSent() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for id, at := range b.sent {
-		if time.Since(at) > sentFor {
-			delete(b.sent, id)
-		}
-	}
+	return b.sent.add(id, b.ledger.now())
 }
 
 // BusOptions configure a Bus. nil means defaults.
@@ -100,9 +127,24 @@ type BusOptions struct {
 	Tracer trace.Tracer
 }
 
-// NewBus returns the bus over a ledger, the core (sessions, the gate) and
+// Sessions is what the bus uses of the core (a *core.Core): the sessions a
+// notification may reach, and the notices it puts on their floor. A notice
+// is written by the core, on the configuration in force; the bus reaches
+// no gate and no store. The methods are safe for concurrent use.
+type Sessions interface {
+	// Owned returns a session when it is the principal's; not_found
+	// otherwise.
+	Owned(ctx context.Context, id, principal string) (*agentplane.Session, error)
+	// Sessions lists a principal's sessions, newest first.
+	Sessions(ctx context.Context, q store.SessionQuery) (store.SessionPage, error)
+	// RecordNotice appends a notice to a session's chain and returns its
+	// sequence number.
+	RecordNotice(ctx context.Context, sessionID string, n *agentplane.Notice) (int64, error)
+}
+
+// NewBus returns the bus over a ledger, the sessions (a *core.Core) and
 // the event hub (streams).
-func NewBus(l *Ledger, c *core.Core, hub *events.Hub, opts *BusOptions) *Bus {
+func NewBus(l *Ledger, c Sessions, hub *events.Hub, opts *BusOptions) *Bus {
 	b := &Bus{ledger: l, core: c, hub: hub}
 	turns := 8
 	if opts != nil {
@@ -140,14 +182,11 @@ func (b *Bus) Follow(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	since := b.ledger.now().Add(-showMargin)
-	for tick := 1; ; tick++ {
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		if tick%100 == 0 {
-			b.forgetSent()
 		}
 		topics := b.hub.Followed(userTopicPrefix)
 		if len(topics) == 0 {
@@ -214,10 +253,11 @@ func (b *Bus) Emit(ctx context.Context, n Notification, lease int64) (e Emitted,
 	if err != nil || e.Deduplicated {
 		return e, err
 	}
-	if live { // stored DISPATCHED: send it now
-		b.sentHere(e.ID)
-		data, _ := json.Marshal(e.Notification)
-		b.hub.Publish(UserTopic(n.UserID), "notification", data)
+	if live { // stored DISPATCHED: send it now, unless Follow saw it stored and sent it first
+		if b.sentHere(e.ID) {
+			data, _ := json.Marshal(e.Notification)
+			b.hub.Publish(UserTopic(n.UserID), "notification", data)
+		}
 		return e, nil
 	}
 	e.Notification, err = b.deliver(ctx, e.Notification)
@@ -235,7 +275,7 @@ func (b *Bus) deliver(ctx context.Context, n Notification) (Notification, error)
 			return n, nil
 		}
 	case ChannelFloor:
-		if _, err := b.core.Gate().RecordNotice(ctx, n.SessionID, notice(n)); err != nil {
+		if _, err := b.core.RecordNotice(ctx, n.SessionID, notice(n)); err != nil {
 			return n, err
 		}
 	default:

@@ -172,7 +172,7 @@ func (b *Bus) show(ctx context.Context, n Notification) error {
 		}
 		return nil
 	case ChannelFloor:
-		_, err := b.core.Gate().RecordNotice(ctx, n.SessionID, notice(n))
+		_, err := b.core.RecordNotice(ctx, n.SessionID, notice(n))
 		return err
 	}
 	return fmt.Errorf("notify: %s is not on a system channel", n.ID)

@@ -22,6 +22,7 @@ import (
 type busEnv struct {
 	core *core.Core
 	bus  *notify.Bus
+	hub  *events.Hub
 	clk  *clock
 	sess string
 }
@@ -47,7 +48,8 @@ func newBusWith(t *testing.T, agent bool) *busEnv {
 	if agent {
 		a = llm.New(c, &llm.Script{}, config.LLM{}, &llm.Options{Awareness: l.Awareness, Acknowledged: l.AgentAck})
 	}
-	return &busEnv{core: c, bus: notify.NewBus(l, c, events.NewHub(st.Records, nil), &notify.BusOptions{Agent: a}), clk: clk, sess: s.ID}
+	hub := events.NewHub(st.Records, nil)
+	return &busEnv{core: c, bus: notify.NewBus(l, c, hub, &notify.BusOptions{Agent: a}), hub: hub, clk: clk, sess: s.ID}
 }
 
 // agentNote is for the agent's context, handled by the system (no

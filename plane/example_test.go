@@ -11,6 +11,7 @@ import (
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/plane/drivers"
 )
 
 // Open the runtime on the demo configuration and a SQLite file, take a
@@ -20,9 +21,10 @@ func ExampleOpen() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 	rt, err := plane.Open(ctx, plane.Options{
-		Config: core.Source{YAML: demo.YAML, Name: demo.Name},
-		DB:     filepath.Join(dir, "agentplane.db"),
-		Core:   core.Options{Programs: demo.Programs(nil)},
+		Config:    core.Source{YAML: demo.YAML, Name: demo.Name},
+		DB:        filepath.Join(dir, "agentplane.db"),
+		OpenStore: drivers.Open, // links the SQL drivers: package plane does not
+		Core:      core.Options{Programs: demo.Programs(nil)},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -28,13 +27,12 @@ import (
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/internal/dsn"
 	"github.com/agentplane/agentplane/internal/version"
 	"github.com/agentplane/agentplane/llm"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/memstore"
-	"github.com/agentplane/agentplane/store/postgres"
-	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/telemetry"
 	"github.com/agentplane/agentplane/workflow"
 )
@@ -45,10 +43,20 @@ type Options struct {
 	// Config is the configuration: a file, or YAML in memory (the embedded
 	// demo).
 	Config core.Source
-	// DB keeps sessions, audit chains, notifications and workflows: a
-	// SQLite file, a postgres:// URL, or "" for memory (nothing survives
-	// the process; there are no notifications and no workflows).
+	// Store, when set, keeps sessions, audit chains, notifications and
+	// workflows: an embedder's store, opened with Extensions (see package
+	// plane/drivers), which the runtime uses and never closes — its opener
+	// closes it after Close. DB then only names it in messages.
+	Store store.Store
+	// DB, when Store is not set, is the database OpenStore opens once the
+	// configuration is valid: a SQLite file, a postgres:// URL, or "" for
+	// memory (nothing survives the process; there are no notifications
+	// and no workflows). The runtime closes what it opened.
 	DB string
+	// OpenStore opens DB (drivers.Open, which links the SQLite and
+	// PostgreSQL drivers: package plane links none, the program that
+	// imports drivers does). Required when DB is set and Store is not.
+	OpenStore func(ctx context.Context, db string, o *StoreOptions) (store.Store, error)
 	// PGEvents is how, on PostgreSQL, this instance learns of other
 	// instances' commits: "poll" (default) or "notify" (see Start).
 	PGEvents string
@@ -136,6 +144,9 @@ var (
 // Close ends the runtime.
 func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	rt := &Runtime{Logger: o.Logger, pgEvents: o.PGEvents, DB: Shown(o.DB), recoverEvery: recoverEvery(o.Core.ToolTimeout)}
+	if o.Store != nil && o.DB == "" {
+		rt.DB = "the given store"
+	}
 	if rt.Logger == nil {
 		rt.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -175,14 +186,23 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 			return
 		}
 		if rt.Core != nil {
-			rt.Core.Close() // and its store
-		} else if rt.Store != nil {
+			rt.Core.Close() // and the store it opened
+		} else if rt.Store != nil && o.Store == nil {
 			rt.Store.Close()
 		}
 		rt.shutdown(ctx)
 	}()
-	if rt.Store, err = OpenStore(ctx, o.DB, &StoreOptions{PGNotify: rt.pgEvents == "notify"}); err != nil {
-		return nil, err
+	switch {
+	case o.Store != nil:
+		rt.Store = o.Store // the embedder's, to close
+	case o.DB == "":
+		rt.Store = memstore.New()
+	case o.OpenStore == nil:
+		return nil, fmt.Errorf("plane: DB %s needs Options.OpenStore (drivers.Open links the SQLite and PostgreSQL drivers), or pass the opened Options.Store", Shown(o.DB))
+	default:
+		if rt.Store, err = o.OpenStore(ctx, o.DB, &StoreOptions{PGNotify: rt.pgEvents == "notify"}); err != nil {
+			return nil, err
+		}
 	}
 	_, sql := rt.Store.(store.Querier)
 	if sql {
@@ -192,6 +212,7 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	}
 	co := o.Core
 	co.Store, co.Logger, co.Tracer, co.Getenv = rt.Store, rt.Logger, rt.Tracer, getenv
+	co.LeaveStore = o.Store != nil // whoever opened the store closes it
 	co.Observer = rt.observer(o.Core.Observer)
 	// agent_notify_user emits through the bus, which is built on the core:
 	// the tool reads it from the runtime, whole before anything runs
@@ -228,7 +249,7 @@ func Open(ctx context.Context, o Options) (_ *Runtime, err error) {
 	if sql || o.Workflows.Memory {
 		wo := o.Workflows
 		wo.Logger, wo.Tracer = rt.Logger, rt.Tracer
-		if rt.Workflows, err = workflow.New(rt.Core, &wo); err != nil {
+		if rt.Workflows, err = workflow.New(rt.Core, rt.Store, &wo); err != nil {
 			return nil, err
 		}
 	}
@@ -331,7 +352,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	if rt.Workflows != nil {
 		rt.bg.Go(func() { rt.Workflows.Run(ctx) })
 	}
-	if pg, ok := rt.Store.(*postgres.Store); ok {
+	if pg, ok := rt.Store.(shared); ok {
 		if rt.Bus != nil { // notifications other instances stored for this one's inbox streams
 			rt.bg.Go(func() { rt.Bus.Follow(ctx, 50*time.Millisecond) })
 		}
@@ -394,7 +415,14 @@ func nilIfNone(tp *sdktrace.TracerProvider) trace.TracerProvider {
 	return tp
 }
 
-// StoreOptions configure OpenStore. nil means defaults.
+// shared is a store other instances write to (PostgreSQL): the runtime
+// follows their commits by the sessions' chain heads, or by LISTEN/NOTIFY.
+type shared interface {
+	Heads(ctx context.Context, sessions []string) (map[string]int64, error)
+	Listen(ctx context.Context, fn func(session string)) error
+}
+
+// StoreOptions configure Options.OpenStore. nil means defaults.
 type StoreOptions struct {
 	// ReadOnly opens an existing SQLite database for reading only: nothing
 	// is created or migrated.
@@ -406,41 +434,8 @@ type StoreOptions struct {
 // Extensions are the subsystems' tables every store is opened with.
 var Extensions = []store.Extension{notify.Extension, workflow.Extension}
 
-// OpenStore opens the database db names — a SQLite file, a postgres:// URL,
-// or "" for memory — with the subsystems' tables.
-func OpenStore(ctx context.Context, db string, o *StoreOptions) (store.Store, error) {
-	if o == nil {
-		o = &StoreOptions{}
-	}
-	// each case returns a nil Store, never a nil pointer in one, on error
-	switch {
-	case db == "":
-		return memstore.New(), nil
-	case IsPostgres(db):
-		if o.ReadOnly {
-			return nil, errors.New("plane: a read-only store is a SQLite file; PostgreSQL is read with a read-only role")
-		}
-		st, err := postgres.Open(ctx, db, &postgres.Options{Notify: o.PGNotify, Extensions: Extensions})
-		if err != nil {
-			return nil, err
-		}
-		return st, nil
-	}
-	so := &sqlite.Options{Extensions: Extensions}
-	if o.ReadOnly {
-		so = &sqlite.Options{ReadOnly: true}
-	}
-	st, err := sqlite.Open(ctx, db, so)
-	if err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
 // IsPostgres reports whether db names a PostgreSQL database.
-func IsPostgres(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
-}
+func IsPostgres(db string) bool { return dsn.IsPostgres(db) }
 
 // Shown is how messages name a database: never with a password; "memory"
 // for none.
@@ -449,20 +444,10 @@ func Shown(db string) string {
 	case db == "":
 		return "memory"
 	case IsPostgres(db):
-		return postgres.Redact(db)
+		return dsn.Redact(db)
 	}
 	return db
 }
 
 // dbPassword is the password in a PostgreSQL URL, or "".
-func dbPassword(db string) string {
-	if !IsPostgres(db) {
-		return ""
-	}
-	u, err := url.Parse(db)
-	if err != nil || u.User == nil {
-		return ""
-	}
-	p, _ := u.User.Password()
-	return p
-}
+func dbPassword(db string) string { return dsn.Password(db) }

@@ -3,7 +3,6 @@ package plane_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/plane/drivers"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -36,7 +36,7 @@ func TestPartsByStore(t *testing.T) {
 	}
 	rt.Close(time.Second)
 	db := filepath.Join(t.TempDir(), "a.db")
-	rt, err = plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, Core: core.Options{Programs: demo.Programs(nil)}})
+	rt, err = plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, OpenStore: drivers.Open, Core: core.Options{Programs: demo.Programs(nil)}})
 	if err != nil || rt.Bus == nil || rt.Workflows == nil || rt.DB != db {
 		t.Fatalf("sqlite: %v %+v", err, rt)
 	}
@@ -56,11 +56,40 @@ func TestPartsByStore(t *testing.T) {
 		t.Fatalf("a Start after Close: %v, want ErrClosed", err)
 	}
 	// the store is closed: the file opens again at once
-	rt, err = plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, Core: core.Options{Programs: demo.Programs(nil)}})
+	rt, err = plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, OpenStore: drivers.Open, Core: core.Options{Programs: demo.Programs(nil)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rt.Close(time.Second)
+}
+
+// TestEmbeddersStore: a store given in Options.Store is used and left
+// open — whoever opened it closes it — while one the runtime opened from
+// DB is closed with it.
+func TestEmbeddersStore(t *testing.T) {
+	ctx := context.Background()
+	st, err := drivers.Open(ctx, filepath.Join(t.TempDir(), "e.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt, err := plane.Open(ctx, plane.Options{Config: demoSource(), Store: st, Core: core.Options{Programs: demo.Programs(nil)}})
+	if err != nil || rt.Store != st || rt.Bus == nil || rt.Workflows == nil {
+		t.Fatalf("on the embedder's store: %v %+v", err, rt)
+	}
+	s, err := rt.Core.Start(ctx, core.Start{Principal: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Session(ctx, s.ID); err != nil || got.Owner != "ann" {
+		t.Fatalf("the embedder's store after the runtime closed: %+v %v", got, err)
+	}
+	if _, err := plane.Open(ctx, plane.Options{Config: demoSource(), DB: "x.db", Core: core.Options{Programs: demo.Programs(nil)}}); err == nil || !strings.Contains(err.Error(), "OpenStore") {
+		t.Fatalf("a DB without an opener: %v", err)
+	}
 }
 
 // What cannot open says why, and leaves nothing open.
@@ -81,35 +110,15 @@ func TestOpenErrors(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "k.db")
 	y := string(demo.YAML) + "\nauth:\n  keys:\n    - {user_id: alice, key_env: PLANE_TEST_UNSET}\n"
-	_, err = plane.Open(ctx, plane.Options{Config: core.Source{YAML: []byte(y), Name: "keys.yaml"}, DB: db, Core: core.Options{Programs: demo.Programs(nil)},
+	_, err = plane.Open(ctx, plane.Options{Config: core.Source{YAML: []byte(y), Name: "keys.yaml"}, DB: db, OpenStore: drivers.Open, Core: core.Options{Programs: demo.Programs(nil)},
 		Getenv: func(string) string { return "" }})
 	if err == nil || !strings.Contains(err.Error(), "PLANE_TEST_UNSET is not set") {
 		t.Fatalf("an unset key: %v", err)
 	}
 	// the failed open closed its store: the file opens again
-	rt, err := plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, Core: core.Options{Programs: demo.Programs(nil)}})
+	rt, err := plane.Open(ctx, plane.Options{Config: demoSource(), DB: db, OpenStore: drivers.Open, Core: core.Options{Programs: demo.Programs(nil)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rt.Close(time.Second)
-}
-
-// TestOpenStoreFailsWithNoStore: a store that cannot be opened is a nil
-// Store with the error, never a nil pointer inside one (which a caller
-// closing what it opened would call).
-func TestOpenStoreFailsWithNoStore(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "f")
-	os.WriteFile(file, nil, 0o644)
-	bad := filepath.Join(file, "a.db") // under a file: cannot be made
-	for _, db := range []string{bad, "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"} {
-		st, err := plane.OpenStore(context.Background(), db, nil)
-		if err == nil || st != nil {
-			t.Errorf("%s: %v, %#v", db, err, st)
-		}
-	}
-	if _, err := plane.Open(context.Background(), plane.Options{Config: demoSource(), DB: bad}); err == nil {
-		t.Error("opened a runtime on a store that cannot be opened")
-	}
 }

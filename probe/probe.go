@@ -192,7 +192,7 @@ func Run(ctx context.Context, c *core.Core, opts *Options) (Report, error) {
 	if principal == "" {
 		principal = agentplane.LocalPrincipal
 	}
-	reg := c.Registry()
+	reg := c.View().Registry()
 	modes := c.Config().Modes
 	rep := Report{Principal: principal, Roles: slices.Clone(opts.Roles)}
 	gap := func(subject, format string, args ...any) {
@@ -449,7 +449,7 @@ func vocabulary(c *core.Core, sources map[agentplane.ResolverSource]*source) map
 			add(it.Keywords...)
 		}
 	}
-	for _, cmd := range c.Registry().Commands() {
+	for _, cmd := range c.View().Registry().Commands() {
 		add(cmd.DisplayName)
 	}
 	for _, s := range sources {

@@ -352,9 +352,8 @@ func (e *engines) of(ctx context.Context, digest string) (*engine, error) {
 	}
 	p := e.p
 	stand := tool.NewRegistry() // the same tools, answering from the record
-	for _, name := range base.Tools().Names() {
-		t, _ := base.Tools().Get(name)
-		if err := stand.Register(&tool.Func{S: t.Spec(), Fn: p.call}); err != nil {
+	for _, t := range base.View().Tools() {
+		if err := stand.Register(&tool.Func{S: t.Spec, Fn: p.call}); err != nil {
 			return nil, err
 		}
 	}
@@ -418,7 +417,7 @@ func Session(ctx context.Context, c *core.Core, recs []audit.Record, opts *Optio
 		return nil, err
 	}
 	first := recs[0].State
-	s, err := en.rc.Gate().Open(ctx, gate.Opening{SessionID: first.ID, Mode: first.Mode, Principal: recs[0].Principal, Owner: first.Owner, UI: first.UI})
+	s, err := en.rc.Open(ctx, gate.Opening{SessionID: first.ID, Mode: first.Mode, Principal: recs[0].Principal, Owner: first.Owner, UI: first.UI})
 	if err != nil {
 		return nil, err
 	}
@@ -500,14 +499,14 @@ func Session(ctx context.Context, c *core.Core, recs []audit.Record, opts *Optio
 				}
 				p.compare("llm messages", recorded, req.Messages)
 			}
-			if _, err := rc.Gate().RecordExchange(ctx, r.Session, r.Principal, r.Roles, r.LLM); err != nil {
+			if _, err := rc.RecordExchange(ctx, r.Session, r.Principal, r.Roles, r.LLM); err != nil {
 				return p.divs, err
 			}
 		case audit.KindNotice:
 			if r.Notice == nil {
 				return p.divs, fmt.Errorf("record %d: a notice without its notification", r.Seq)
 			}
-			if _, err := rc.Gate().RecordNotice(ctx, r.Session, r.Notice); err != nil {
+			if _, err := rc.RecordNotice(ctx, r.Session, r.Notice); err != nil {
 				return p.divs, err
 			}
 		case audit.KindProposal:
@@ -518,7 +517,7 @@ func Session(ctx context.Context, c *core.Core, recs []audit.Record, opts *Optio
 			if err != nil {
 				return p.divs, err
 			}
-			if _, err := rc.Gate().Propose(ctx, sess, r.Principal, r.Intent.Action, r.Intent.Args, r.Decision.QuestionText); err != nil {
+			if _, err := rc.Propose(ctx, core.Proposal{Base: sess, Principal: r.Principal, Tool: r.Intent.Action, Args: r.Intent.Args, Question: r.Decision.QuestionText}); err != nil {
 				p.diverge("proposal", r.Decision, err.Error())
 			}
 		default:

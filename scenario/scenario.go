@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -155,15 +156,17 @@ type Failure struct {
 
 func (f Failure) String() string { return fmt.Sprintf("%s:%d: %s", f.File, f.Line, f.Msg) }
 
-// Tools builds the tools a file's conversation runs with, from the core
-// it runs on (the core given to Run, or one rebuilt with the file's
-// catalogs) and on the test's clock; each file gets its own, so files do
-// not share state.
-type Tools func(c *core.Core, now func() time.Time) (*tool.Registry, error)
+// Tools builds the tools that replace, in a file's conversation, the
+// tools of the same name of the configuration it runs on (v: the core
+// given to Run, or one rebuilt with the file's catalogs), on the test's
+// clock; each file gets its own, so files do not share state. The other
+// tools are the core's, and run through its gate as ever.
+type Tools func(v core.View, now func() time.Time) ([]tool.Tool, error)
 
 // Options adjust Run. nil means defaults.
 type Options struct {
-	// Tools builds the file's tools; nil means the core's.
+	// Tools builds the tools that replace the core's in each file; nil
+	// means none.
 	Tools Tools
 	// Principal speaks in files that name nobody; "" means "test".
 	Principal string
@@ -345,17 +348,18 @@ func Run(ctx context.Context, c *core.Core, path string, opts *Options) (Result,
 	}
 	n := 0
 	newID := func() string { n++; return fmt.Sprintf("%s-%d", run, n) }
-	tr := base.Tools()
+	v := base.View()
+	var replace []tool.Tool
 	if opts.Tools != nil {
-		if tr, err = opts.Tools(base, now); err != nil {
+		if replace, err = opts.Tools(v, now); err != nil {
 			return Result{}, err
 		}
 	}
-	tr, err = withStubs(tr, f, path, &res)
+	replace, err = withStubs(v, replace, f, path, &res)
 	if err != nil {
 		return Result{}, err
 	}
-	fc, err := base.Derive(core.Derived{Store: memstore.New(), Now: now, NewID: newID, NewToken: newID, Tools: tr})
+	fc, err := base.Derive(core.Derived{Store: memstore.New(), Now: now, NewID: newID, NewToken: newID, Replace: replace})
 	if err != nil {
 		return Result{}, err
 	}
@@ -428,7 +432,7 @@ func decidedBy(c *core.Core, mode string, roles []string, d agentplane.Decision)
 	if d.Action != agentplane.ActionOpenPicker && (d.Action != agentplane.ActionAskQuestion || len(d.OptionIDs) == 0) {
 		return out
 	}
-	reg := c.Registry()
+	reg := c.View().Registry()
 	for _, l := range reg.Commands() {
 		if l.Kind != agentplane.KindLauncher || l.OnSelect != d.CommandID || !reg.CommandActive(mode, roles, l.ID) {
 			continue
@@ -486,33 +490,36 @@ func withCatalogs(ctx context.Context, c *core.Core, f *File, path string) (*cor
 	return n, nil
 }
 
-// withStubs returns the file's tools: tr's, with the file's stubs in
-// place of the tools they name.
-func withStubs(tr *tool.Registry, f *File, path string, res *Result) (*tool.Registry, error) {
-	stubs := map[string]Stub{}
+// withStubs returns the tools that replace the core's in a file: those
+// given, and the file's stubs in place of the tools they name (the
+// stubs are what the result lists as stubbed).
+func withStubs(v core.View, given []tool.Tool, f *File, path string, res *Result) ([]tool.Tool, error) {
+	out := map[string]tool.Tool{}
+	for _, t := range given {
+		out[t.Spec().Name] = t
+	}
 	for _, s := range f.Stubs {
 		switch {
 		case s.Tool != "":
-			if _, ok := tr.Get(s.Tool); !ok {
-				return nil, fmt.Errorf("%s:%d: stubs: unknown tool %q (tools: %s)", path, s.Line, s.Tool, strings.Join(tr.Names(), ", "))
+			info, ok := v.Tool(s.Tool)
+			if !ok {
+				var names []string
+				for _, t := range v.Tools() {
+					names = append(names, t.Spec.Name)
+				}
+				return nil, fmt.Errorf("%s:%d: stubs: unknown tool %q (tools: %s)", path, s.Line, s.Tool, strings.Join(names, ", "))
 			}
-			stubs[s.Tool] = s
+			out[s.Tool] = stubbed(info.Spec, s)
 			res.Stubbed = append(res.Stubbed, "tool "+s.Tool)
 		case s.Catalog != "":
 			res.Stubbed = append(res.Stubbed, "catalog "+s.Catalog)
 		}
 	}
-	out := tool.NewRegistry()
-	for _, name := range tr.Names() {
-		t, _ := tr.Get(name)
-		if s, ok := stubs[name]; ok {
-			t = stubbed(t.Spec(), s)
-		}
-		if err := out.Register(t); err != nil {
-			return nil, err
-		}
+	list := make([]tool.Tool, 0, len(out))
+	for _, name := range slices.Sorted(maps.Keys(out)) {
+		list = append(list, out[name])
 	}
-	return out, nil
+	return list, nil
 }
 
 // stubbed is a tool with the real one's spec that answers as the stub

@@ -23,16 +23,12 @@ func demoCore(t *testing.T) *core.Core { return demotest.Core(t, nil) }
 // demoTools gives each file the demo's send tool over a fresh outbox,
 // beside the built-in tools.
 func demoTools() *scenario.Options {
-	return &scenario.Options{Tools: func(c *core.Core, now func() time.Time) (*tool.Registry, error) {
-		r := tool.NewRegistry()
-		for _, name := range c.Tools().Names() {
-			t, _ := c.Tools().Get(name)
-			if name == demo.SendTemplateTool {
-				t = &tool.Func{S: t.Spec(), Fn: demo.Programs(now)[demo.Program]}
-			}
-			r.Register(t)
+	return &scenario.Options{Tools: func(v core.View, now func() time.Time) ([]tool.Tool, error) {
+		t, ok := v.Tool(demo.SendTemplateTool)
+		if !ok {
+			return nil, nil
 		}
-		return r, nil
+		return []tool.Tool{&tool.Func{S: t.Spec, Fn: demo.Programs(now)[demo.Program]}}, nil
 	}}
 }
 

@@ -9,21 +9,23 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/config"
+	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/testkit/demotest"
 	"github.com/agentplane/agentplane/registry"
 	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/memstore"
 	"github.com/agentplane/agentplane/tool"
 )
 
-// demoGate is the demo runtime's gate and store.
-func demoGate(t *testing.T) (*gate.Gate, store.Store) {
+// demoGate is the demo runtime, whose gate runs the tools, and its store.
+func demoGate(t *testing.T) (*core.Core, store.Store) {
 	t.Helper()
-	c := demotest.Core(t, nil)
-	return c.Gate(), c.Store()
+	st := memstore.New()
+	return demotest.Core(t, &core.Options{Store: st}), st
 }
 
-func callTool(t *testing.T, g *gate.Gate, session, name, args string) agentplane.ExecutionResult {
+func callTool(t *testing.T, g *core.Core, session, name, args string) agentplane.ExecutionResult {
 	t.Helper()
 	r, err := g.Execute(context.Background(), gate.Invocation{SessionID: session, Tool: name, Args: json.RawMessage(args), Origin: gate.OriginLLM})
 	if err != nil {

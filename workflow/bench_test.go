@@ -19,8 +19,9 @@ import (
 	"github.com/agentplane/agentplane/workflow"
 )
 
-// benchCore is a core with one no-op read tool, over memory or SQLite.
-func benchCore(b *testing.B, kind string) (*core.Core, string) {
+// benchCore is a core with one no-op read tool, over memory or SQLite,
+// its store and a session.
+func benchCore(b *testing.B, kind string) (*core.Core, store.Store, string) {
 	b.Helper()
 	var st store.Store = memstore.New()
 	if kind != "memory" {
@@ -52,7 +53,7 @@ toolboxes: [{id: t, catalogs: [modes], tools: [noop, send]}]
 	if err != nil {
 		b.Fatal(err)
 	}
-	return c, s.ID
+	return c, st, s.ID
 }
 
 // shape is a DAG of no-op tasks: layers of a width, each task depending
@@ -83,8 +84,8 @@ func BenchmarkWorkflow(b *testing.B) {
 	for _, kind := range []string{"memory", "sqlite", "sqlite-normal"} {
 		for _, sh := range []struct{ layers, width int }{{3, 1}, {1, 10}, {5, 4}} {
 			b.Run(fmt.Sprintf("%s/%dx%d", kind, sh.layers, sh.width), func(b *testing.B) {
-				c, session := benchCore(b, kind)
-				eng, err := workflow.New(c, &workflow.Options{Poll: time.Second, Memory: kind == "memory"})
+				c, st, session := benchCore(b, kind)
+				eng, err := workflow.New(c, st, &workflow.Options{Poll: time.Second, Memory: kind == "memory"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -113,7 +114,7 @@ func BenchmarkWorkflow(b *testing.B) {
 func BenchmarkGateCall(b *testing.B) {
 	for _, kind := range []string{"memory", "sqlite", "sqlite-normal"} {
 		b.Run(kind, func(b *testing.B) {
-			c, session := benchCore(b, kind)
+			c, _, session := benchCore(b, kind)
 			ctx := context.Background()
 			b.ResetTimer()
 			for i := range b.N {
@@ -135,8 +136,8 @@ func BenchmarkGateCall(b *testing.B) {
 func BenchmarkApprovalAtSize(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
-			c, session := benchCore(b, "sqlite")
-			eng, err := workflow.New(c, &workflow.Options{Poll: time.Second})
+			c, st, session := benchCore(b, "sqlite")
+			eng, err := workflow.New(c, st, &workflow.Options{Poll: time.Second})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -181,8 +182,8 @@ func BenchmarkApprovalAtSize(b *testing.B) {
 // runs beside it in bench/peers: 32 runs of its SqliteSaver at once):
 // runs/s.
 func BenchmarkConcurrentWorkflows(b *testing.B) {
-	c, session := benchCore(b, "sqlite")
-	eng, err := workflow.New(c, &workflow.Options{Poll: time.Second, Concurrency: 32})
+	c, st, session := benchCore(b, "sqlite")
+	eng, err := workflow.New(c, st, &workflow.Options{Poll: time.Second, Concurrency: 32})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -37,8 +37,10 @@ func (e *Engine) Follow(ctx context.Context, id string, d Decider) (*Workflow, e
 	}
 	principal := row.w.Principal
 	var after int64
+	wt := e.waitOn(id)
+	defer wt.stop()
 	for {
-		ch := e.changes(id)
+		ch := wt.changed()
 		raws, seqs, err := e.j.events(ctx, id, after, 256)
 		if err != nil {
 			return nil, err

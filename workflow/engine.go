@@ -11,17 +11,14 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/store"
-	"github.com/agentplane/agentplane/telemetry"
 	"github.com/agentplane/agentplane/tool"
 )
 
@@ -56,7 +53,7 @@ type Options struct {
 	// and the engine's owner name; nil means agentplane.RandomID. It is
 	// called from several goroutines at once.
 	NewID func() string
-	// Memory keeps workflows in memory when the core's store has no tables
+	// Memory keeps workflows in memory when the store has no tables
 	// (memstore): for tests and embedding, where nothing need survive the
 	// process. Without it, such a store is refused.
 	Memory bool
@@ -68,7 +65,8 @@ type Options struct {
 // exactly one holds a workflow at a time, and every write it makes checks
 // its lease.
 type Engine struct {
-	core        *core.Core
+	core        Sessions
+	st          store.Store // the requests of tasks a dead engine left running
 	j           journal
 	owner       string
 	lease       time.Duration
@@ -86,7 +84,8 @@ type Engine struct {
 
 	mu      sync.Mutex
 	runners map[string]*runner
-	changed map[string]chan struct{} // closed when a workflow wrote something
+	changed map[string]*signal // a workflow's waiters here: closed when it writes something
+	swept   time.Time          // when changed was last swept of the channels Changes gave out
 	closed  bool
 	wg      sync.WaitGroup
 
@@ -94,26 +93,48 @@ type Engine struct {
 	written func(ctx context.Context, w *Workflow, cp *Checkpoint)
 }
 
-// New returns an engine over the core's store: a SQL store (SQLite or
-// PostgreSQL) opened with Extension keeps the workflows with the
-// sessions; with an in-memory store they are kept in memory too, and
+// Sessions is what the engine uses of the core (a *core.Core): the
+// sessions workflows run in, the gate's executions of their tasks, the
+// tools' specs (never the tools: a task runs through Execute) and the
+// clock. The methods are safe for concurrent use.
+type Sessions interface {
+	// Owned returns a session when it is the principal's; not_found
+	// otherwise.
+	Owned(ctx context.Context, id, principal string) (*agentplane.Session, error)
+	Session(ctx context.Context, id string) (*agentplane.Session, error)
+	// Execute runs a task's call through the gate.
+	Execute(ctx context.Context, inv gate.Invocation) (agentplane.ExecutionResult, error)
+	// ActiveTools are the tools active for a session's mode and roles.
+	ActiveTools(mode string, roles []string) []core.ToolInfo
+	// View is the configuration in force: the tools' specs.
+	View() core.View
+	Now() time.Time
+}
+
+// New returns an engine over the sessions (a *core.Core) and st, the store
+// the core keeps them in, which stays the caller's to close: a SQL store
+// (SQLite or PostgreSQL) opened with Extension keeps the workflows with
+// the sessions; with an in-memory store they are kept in memory too, and
 // live as long as the engine.
-func New(c *core.Core, opts *Options) (*Engine, error) {
+func New(c Sessions, st store.Store, opts *Options) (*Engine, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
+	if st == nil {
+		return nil, errors.New("workflow: missing store (pass the store the core was given: plane.Runtime.Store)")
+	}
 	var j journal
-	switch q, ok := c.Store().(store.Querier); {
+	switch q, ok := st.(store.Querier); {
 	case ok:
-		j = &sqlJournal{st: c.Store(), q: q}
+		j = &sqlJournal{st: st, q: q}
 	case opts.Memory:
 		j = newMemJournal()
 	default:
 		return nil, errors.New("workflow: the store keeps no tables (an in-memory store): open SQLite or PostgreSQL with workflow.Extension, or set Options.Memory for workflows that need not survive the process")
 	}
-	e := &Engine{core: c, j: j, owner: opts.Owner, lease: opts.Lease, poll: opts.Poll,
+	e := &Engine{core: c, st: st, j: j, owner: opts.Owner, lease: opts.Lease, poll: opts.Poll,
 		concurrency: opts.Concurrency, backoff: opts.Backoff, suggest: opts.Suggester, log: opts.Logger, tracer: opts.Tracer, newID: opts.NewID,
-		stop: make(chan struct{}), runners: map[string]*runner{}, changed: map[string]chan struct{}{}}
+		stop: make(chan struct{}), runners: map[string]*runner{}, changed: map[string]*signal{}}
 	if e.newID == nil {
 		e.newID = agentplane.RandomID
 	}
@@ -212,7 +233,8 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 	cp.w = w.copy() // what the checkpoint keeps: the workflow before its first layer
 	more, layer := r.next(w)
 	evs, r.started = append(evs, more...), layer
-	if err := r.write(ctx, &saved{events: evs, cp: cp, insert: true, owner: e.owner, until: now.Add(e.lease).UnixNano()}); err != nil {
+	// the lease runs from the write, not from the start's checks
+	if err := r.write(ctx, &saved{events: evs, cp: cp, insert: true, owner: e.owner, until: e.core.Now().Add(e.lease).UnixNano()}); err != nil {
 		if s.RequestID != "" { // a retry that raced the first
 			if w, done, lerr := e.started(ctx, id, s.Principal, digest); done || lerr != nil {
 				return w, lerr
@@ -258,7 +280,7 @@ func (e *Engine) started(ctx context.Context, id, principal, digest string) (*Wo
 
 // known reports whether a tool is registered.
 func (e *Engine) known(name string) bool {
-	_, ok := e.core.Tools().Get(name)
+	_, ok := e.core.View().Tool(name)
 	return ok
 }
 
@@ -269,7 +291,7 @@ func (e *Engine) adopt(r *runner) bool {
 	if e.closed {
 		return false
 	}
-	e.runners[r.w.ID] = r
+	e.runners[r.id] = r
 	e.wg.Add(1)
 	go r.loop()
 	return true
@@ -381,32 +403,38 @@ func (e *Engine) Command(ctx context.Context, id, principal string, cmd Command)
 	e.mu.Lock()
 	r := e.runners[id]
 	e.mu.Unlock()
-	if cmd.DecisionID == "" { // the pause it answers is the one pending now
-		if r != nil {
-			cmd.DecisionID = r.pending()
-		} else {
-			h, err := e.j.status(ctx, id)
-			if err != nil {
-				return 0, err
-			}
-			if h.principal != principal {
-				return 0, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
-			}
-			cmd.DecisionID = h.pause
-		}
-	}
-	if r != nil {
-		if seq, o, ok, err := r.direct(ctx, principal, cmd, digest); ok || err != nil {
-			if err != nil && cmd.RequestID != "" { // the same key at once: the first one's answer
+	if r != nil { // the runner answers it, or says the pause it waits at
+		a, ok, err := r.ask(ctx, principal, cmd, digest)
+		switch {
+		case err != nil:
+			return 0, err
+		case ok && a.handled:
+			if a.err != nil && cmd.RequestID != "" { // the same key at once: the first one's answer
 				if seq, ok, rerr := e.repeated(ctx, id, principal, cmd.RequestID, digest); ok {
 					return seq, rerr
 				}
 			}
-			if err == nil {
-				err = o.err()
+			if a.err != nil {
+				return a.seq, a.err
 			}
-			return seq, err
+			return a.seq, a.o.err()
+		case ok:
+			if cmd.DecisionID == "" {
+				cmd.DecisionID = a.pause
+			}
+		default:
+			r = nil // it stopped: as if it had never been
 		}
+	}
+	if r == nil && cmd.DecisionID == "" { // the pause it answers is the one pending now
+		h, err := e.j.status(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		if h.principal != principal {
+			return 0, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
+		}
+		cmd.DecisionID = h.pause
 	}
 	seq, err = e.j.enqueue(ctx, id, principal, cmd, digest, e.core.Now())
 	if err != nil {
@@ -443,8 +471,10 @@ func (e *Engine) repeated(ctx context.Context, id, principal, key, digest string
 // settled waits until a queued command is processed: nil when it was
 // applied, its refusal when it was rejected.
 func (e *Engine) settled(ctx context.Context, id string, seq int64) error {
+	wt := e.waitOn(id)
+	defer wt.stop()
 	for {
-		ch := e.changes(id)
+		ch := wt.changed()
 		o, err := e.j.outcome(ctx, id, seq)
 		switch {
 		case err != nil:
@@ -464,54 +494,6 @@ func (c Command) digest() string {
 	b, _ := json.Marshal(c)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
-}
-
-// direct answers a command at once when this engine runs the workflow,
-// it is paused and nothing is queued before: applied (or rejected) and
-// recorded in the queue, with the workflow's change, in one write — what
-// the runner would do with it, without the queue's round trip. ok false:
-// queue it.
-func (r *runner) direct(ctx context.Context, principal string, cmd Command, digest string) (int64, outcome, bool, error) {
-	if !r.mu.TryLock() {
-		return 0, outcome{}, false, nil // busy: the queue keeps the order
-	}
-	defer r.mu.Unlock()
-	w := r.w
-	if r.lost || w.Principal != principal || !Paused(w.Status) {
-		return 0, outcome{}, false, nil
-	}
-	if _, _, queued, err := r.e.j.nextCommand(ctx, w.ID); err != nil || queued {
-		return 0, outcome{}, false, err
-	}
-	evs, o := r.answer(ctx, cmd)
-	c := cmd
-	if err := r.write(ctx, &saved{events: evs, add: &c, cmd: o, digest: digest}); err != nil {
-		// nothing was written: the workflow is as stored
-		if row, lerr := r.e.j.load(ctx, w.ID); lerr == nil && row.lease == r.lease {
-			r.w = row.w
-			r.setPending(row.w)
-		} else {
-			r.lost = true
-		}
-		if errors.Is(err, errQueued) && !r.lost {
-			return 0, outcome{}, false, nil
-		}
-		return 0, outcome{}, true, err
-	}
-	r.poke()
-	return o.Seq, *o, true, nil
-}
-
-// answer applies a command to the runner's workflow: its outcome, and the
-// events of its change (none when rejected: nothing changed).
-func (r *runner) answer(ctx context.Context, cmd Command) ([]Event, *outcome) {
-	o := &outcome{Status: CommandApplied, pause: cmd.DecisionID}
-	evs, err := r.apply(ctx, cmd)
-	if err != nil {
-		o.Status, o.Reason, o.Code = CommandRejected, err.Message, err.Code
-		evs = nil
-	}
-	return evs, o
 }
 
 // await waits for a change signal, or Poll (another instance's write),
@@ -557,8 +539,10 @@ func (e *Engine) Checkpoints(ctx context.Context, id string) ([]Checkpoint, erro
 // Wait waits until the workflow of the principal's is paused or finished
 // and has an event after after, and returns it.
 func (e *Engine) Wait(ctx context.Context, id, principal string, after int64) (*Workflow, error) {
+	wt := e.waitOn(id)
+	defer wt.stop()
 	for {
-		ch := e.changes(id)
+		ch := wt.changed()
 		h, err := e.j.status(ctx, id)
 		switch {
 		case err != nil:
@@ -579,10 +563,6 @@ func (e *Engine) Wait(ctx context.Context, id, principal string, after int64) (*
 func (e *Engine) Events(ctx context.Context, id string, after int64, limit int) ([]json.RawMessage, []int64, error) {
 	return e.j.events(ctx, id, after, limit)
 }
-
-// Changes returns a channel closed when the workflow next writes
-// something in this process, or — while Watch runs — in another one.
-func (e *Engine) Changes(id string) <-chan struct{} { return e.changes(id) }
 
 // Watch learns, every interval until ctx ends, of the events other
 // instances wrote for the workflows someone here is waiting on (Changes):
@@ -631,26 +611,6 @@ func (e *Engine) Watch(ctx context.Context, every time.Duration) {
 	}
 }
 
-func (e *Engine) changes(id string) chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ch, ok := e.changed[id]
-	if !ok {
-		ch = make(chan struct{})
-		e.changed[id] = ch
-	}
-	return ch
-}
-
-func (e *Engine) fire(id string) {
-	e.mu.Lock()
-	if ch, ok := e.changed[id]; ok {
-		close(ch)
-		delete(e.changed, id)
-	}
-	e.mu.Unlock()
-}
-
 // pauseID issues the id of a pause (decision_id).
 func (e *Engine) pauseID() string { return "d_" + e.newID() }
 
@@ -669,174 +629,6 @@ func (e *Engine) Holding() []string {
 // Poll returns how often waiters look at the database for other
 // instances' writes.
 func (e *Engine) Poll() time.Duration { return e.poll }
-
-// runner runs one workflow the engine holds.
-type runner struct {
-	e  *Engine
-	id string     // the workflow's, for the goroutines beside the runner's own
-	mu sync.Mutex // guards w while a layer's tasks finish; the runner's goroutine replaces w under it
-	w  *Workflow
-	// at is w's pause as last written ("" while it waits for none), for
-	// a command's door to read without the runner
-	at    atomic.Pointer[string]
-	lease int64
-	wake  chan struct{}
-	lost  bool
-	held  []Event // the layer's last task's events, for endLayer's write
-	// started is a layer Start began in the workflow's first write, for
-	// the runner to run
-	started []string
-	// stored is w's tasks as last written, atCheckpoint as the last
-	// checkpoint saved them; nil: not known (all are written again).
-	stored, atCheckpoint *taskStates
-	// checkpoints is how many checkpoints the workflow has stored, as far
-	// as the runner knows (-1: not known; a write prunes every time)
-	checkpoints int
-}
-
-// newRunner makes the runner of w; stored says its tasks are as stored
-// (a workflow read back in rows), false for a new one.
-func (e *Engine) newRunner(w *Workflow, lease int64, stored bool) *runner {
-	r := &runner{e: e, id: w.ID, w: w, lease: lease, wake: make(chan struct{}, 1)}
-	r.setPending(w)
-	if stored {
-		r.stored = &taskStates{tasks: slices.Clone(w.Tasks)}
-		r.checkpoints = -1
-	} else {
-		r.stored, r.atCheckpoint = &taskStates{}, &taskStates{}
-	}
-	return r
-}
-
-// setPending records w's pause as the one a command now answers.
-func (r *runner) setPending(w *Workflow) {
-	p := w.pause()
-	r.at.Store(&p)
-}
-
-// pending returns the pause of the workflow as last written.
-func (r *runner) pending() string { return *r.at.Load() }
-
-func (r *runner) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-// loop runs the workflow until it ends, the engine stops, or the lease is
-// lost: commands first, one at a time, then the next layer.
-func (r *runner) loop() {
-	e := r.e
-	defer e.wg.Done()
-	defer func() {
-		e.mu.Lock()
-		delete(e.runners, r.w.ID)
-		e.mu.Unlock()
-	}()
-	renewed := make(chan struct{})
-	go r.renew(renewed)
-	defer close(renewed)
-	ctx := e.ctx
-	for !r.isLost() && ctx.Err() == nil {
-		select {
-		case <-e.stop:
-			if err := e.j.release(ctx, r.w.ID, r.lease); err != nil {
-				e.log.Warn("workflow: release", "workflow", r.w.ID, "err", err)
-			}
-			return
-		default:
-		}
-		did, err := r.traced(ctx, "workflow command", r.command)
-		if err != nil {
-			r.fail(err)
-			return
-		}
-		if did {
-			continue
-		}
-		r.mu.Lock()
-		status := r.w.Status // a command answered directly may change it
-		r.mu.Unlock()
-		switch {
-		case Terminal(status):
-			return
-		case status == StatusRunning:
-			if _, err := r.traced(ctx, "workflow layer", func(ctx context.Context) (bool, error) { return true, r.step(ctx) }); err != nil {
-				r.fail(err)
-				return
-			}
-		default:
-			t := time.NewTimer(e.poll)
-			select {
-			case <-r.wake:
-			case <-t.C:
-			case <-e.stop:
-			case <-ctx.Done():
-			}
-			t.Stop()
-		}
-	}
-}
-
-// traced runs one step of the runner (a layer, a command) in a span when
-// tracing; a command span is kept only when a command was there.
-func (r *runner) traced(ctx context.Context, name string, step func(context.Context) (bool, error)) (bool, error) {
-	if r.e.tracer == nil {
-		return step(ctx)
-	}
-	ctx, span := r.e.tracer.Start(ctx, name, trace.WithAttributes(telemetry.Workflow.String(r.w.ID)))
-	did, err := step(ctx)
-	r.mu.Lock()
-	span.SetAttributes(telemetry.Layer.Int(r.w.Layer), attribute.String("agentplane.workflow.status", r.w.Status))
-	r.mu.Unlock()
-	if err != nil {
-		telemetry.Fail(span, "workflow", err.Error())
-	}
-	if did || err != nil {
-		span.End()
-	}
-	return did, err
-}
-
-// fail stops the runner after a write failed: the stored workflow is what
-// counts, and whoever claims it next (this engine, when the lease runs
-// out) resumes from it.
-func (r *runner) fail(err error) {
-	if errors.Is(err, errStale) {
-		r.e.log.Info("workflow: lease lost", "workflow", r.id)
-	} else if r.e.ctx.Err() == nil {
-		r.e.log.Error("workflow: runner stopped", "workflow", r.id, "err", err)
-	}
-	r.mu.Lock()
-	r.lost = true
-	r.mu.Unlock()
-}
-
-func (r *runner) isLost() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lost
-}
-
-// renew extends the lease every third of it until done.
-func (r *runner) renew(done <-chan struct{}) {
-	e := r.e
-	t := time.NewTicker(e.lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		}
-		ok, err := e.j.renew(e.ctx, r.id, r.lease, e.core.Now().Add(e.lease))
-		if err == nil && !ok {
-			r.fail(errStale)
-			return
-		}
-	}
-}
 
 // event appends an event to the workflow (numbered; the status is set
 // when it is saved).
@@ -888,7 +680,6 @@ func (r *runner) prepare(w *Workflow, s *saved) {
 // whoever waits on it is woken.
 func (r *runner) wrote(ctx context.Context, s *saved) {
 	r.w = s.w
-	r.setPending(s.w)
 	r.stored = s.tasks.apply(r.stored, s.w.Tasks)
 	if s.cp != nil {
 		r.atCheckpoint = s.cpTasks.apply(r.atCheckpoint, s.cp.w.Tasks)
@@ -952,7 +743,7 @@ func (r *runner) recover(ctx context.Context) ([]Event, error) {
 	w := r.w
 	var evs []Event
 	for _, t := range w.running() {
-		req, ok, err := r.e.core.Store().Request(ctx, store.RequestKey{SessionID: w.SessionID, Principal: w.Principal, RequestID: t.RequestID})
+		req, ok, err := r.e.st.Request(ctx, store.RequestKey{SessionID: w.SessionID, Principal: w.Principal, RequestID: t.RequestID})
 		if err != nil {
 			return nil, err
 		}
@@ -976,13 +767,11 @@ func (r *runner) recover(ctx context.Context) ([]Event, error) {
 	return evs, nil
 }
 
-// spec returns a tool's spec; ok false when it is not registered now.
-func (e *Engine) spec(name string) (tool.Spec, tool.Tool, bool) {
-	t, ok := e.core.Tools().Get(name)
-	if !ok {
-		return tool.Spec{}, nil, false
-	}
-	return t.Spec(), t, true
+// spec returns a tool's spec and whether it is idempotent by key
+// (tool.ByKey); ok false when it is not registered now.
+func (e *Engine) spec(name string) (s tool.Spec, byKey, ok bool) {
+	t, ok := e.core.View().Tool(name)
+	return t.Spec, t.ByKey, ok
 }
 
 // safeToFail reports whether a tool's failure leaves the world as it was:
@@ -995,8 +784,8 @@ func (e *Engine) safeToFail(name string) bool {
 // rerunnable reports whether a call that may have run can run again:
 // safe to fail, or idempotent by key downstream.
 func (e *Engine) rerunnable(name string) bool {
-	_, t, ok := e.spec(name)
-	return ok && (e.safeToFail(name) || tool.ByKey(t))
+	_, byKey, ok := e.spec(name)
+	return ok && (e.safeToFail(name) || byKey)
 }
 
 // needsApproval reports whether a task needs the human's approval before

@@ -38,12 +38,13 @@ type downstream struct {
 	// the client gave up on it, the service still acts on it then).
 	stall   chan struct{}
 	stalled int
+	arrived chan struct{} // closed when the stalled request arrived
 	// auth is the last call's authorization, as its invocation context said
 	auth map[string]any
 }
 
 func newDownstream(t *testing.T) (*downstream, *httptest.Server) {
-	d := &downstream{seen: map[string]int{}, acted: map[string]int{}}
+	d := &downstream{seen: map[string]int{}, acted: map[string]int{}, arrived: make(chan struct{})}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
 		var body struct {
@@ -63,6 +64,7 @@ func newDownstream(t *testing.T) (*downstream, *httptest.Server) {
 		stall := d.stall
 		d.mu.Unlock()
 		if first {
+			close(d.arrived)
 			<-stall
 		}
 		d.mu.Lock()
@@ -101,12 +103,14 @@ func (d *downstream) counts() (keys, requests int, doubled []string) {
 // engine.
 type env struct {
 	core    *core.Core
+	store   store.Store // the core's, which the engines are given too
 	eng     *workflow.Engine
 	session string
 	down    *downstream
 	deletes atomic.Int32  // calls of the external Go tool delete_files
 	flaky   atomic.Int32  // failures flaky has left
 	holds   atomic.Int32  // calls of the external Go tool hold
+	held    chan struct{} // closed at hold's first call
 	release chan struct{} // hold returns when it is closed
 	once    sync.Once
 	dbPath  string
@@ -143,7 +147,7 @@ func eachSharedStore(t *testing.T, test func(t *testing.T, kind string)) {
 // newEnvOn is an env over SQLite or a PostgreSQL schema of the test's own.
 func newEnvOn(t *testing.T, kind string, opts *workflow.Options) *env {
 	t.Helper()
-	e := &env{dbPath: filepath.Join(t.TempDir(), "w.db"), release: make(chan struct{})}
+	e := &env{dbPath: filepath.Join(t.TempDir(), "w.db"), release: make(chan struct{}), held: make(chan struct{})}
 	var srv *httptest.Server
 	e.down, srv = newDownstream(t)
 	ctx := context.Background()
@@ -194,7 +198,9 @@ func newEnvOn(t *testing.T, kind string, opts *workflow.Options) *env {
 			return json.RawMessage(`{"deleted":true}`), nil
 		}),
 		jsonTool("hold", "Sends a letter; holds until released.", tool.ImpactExternal, "", func(context.Context, json.RawMessage) (json.RawMessage, error) {
-			e.holds.Add(1)
+			if e.holds.Add(1) == 1 {
+				close(e.held)
+			}
 			<-e.release // a hung call: it ignores its context, as a stuck client library may
 			return json.RawMessage(`{"sent":true}`), nil
 		}),
@@ -214,7 +220,7 @@ tools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.core, e.session = c, s.ID
+	e.core, e.store, e.session = c, st, s.ID
 	e.eng = e.engine(t, opts)
 	t.Cleanup(e.unhold) // before the engines close
 	return e
@@ -233,7 +239,7 @@ func (e *env) engine(t *testing.T, opts *workflow.Options) *workflow.Engine {
 		opts.Backoff = time.Millisecond
 	}
 	opts.Memory = true // the journal in memory, where the env's store is
-	eng, err := workflow.New(e.core, opts)
+	eng, err := workflow.New(e.core, e.store, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +557,7 @@ func TestCommandQueueConcurrent(t *testing.T) {
 			t.Fatalf("%d continues applied, %d layers run", applied, w.Layer)
 		}
 		// in order: each processed no earlier than the one queued before it
-		if q, ok := e.core.Store().(store.Querier); ok {
+		if q, ok := e.store.(store.Querier); ok {
 			var prev int64
 			err := q.Query(context.Background(), `SELECT seq, done FROM workflow_commands WHERE workflow_id = ? ORDER BY seq`, []any{w.ID},
 				func(scan func(...any) error) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"time"
 )
 
 // CheckWrites makes the engine read back every workflow it writes, and
@@ -46,4 +47,39 @@ func CheckWrites(t testing.TB, e *Engine) {
 			}
 		}
 	}
+}
+
+// Signals is how many workflows' change signals the engine keeps.
+func Signals(e *Engine) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.changed)
+}
+
+// SweepAt sweeps the engine's change signals as it would at the time
+// given (a test need not wait a Poll for it).
+func SweepAt(e *Engine, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.sweep(now)
+}
+
+// LeaseUntil is when the engine's claim on a workflow runs out, as its
+// journal holds it (zero: released).
+func LeaseUntil(e *Engine, id string) time.Time {
+	row, err := e.j.load(context.Background(), id)
+	if err != nil || row.leaseUntil == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, row.leaseUntil)
+}
+
+// Steal claims a workflow of the engine's memory journal as another
+// engine would once its lease ran out: the runner's lease has moved on.
+func Steal(e *Engine, id string) {
+	j := e.j.(*memJournal)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	m := j.workflows[id]
+	m.owner, m.lease = "thief", m.lease+1
 }

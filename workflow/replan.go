@@ -45,7 +45,7 @@ type Suggester interface {
 // tasks), and adds the best tool whose required arguments the context
 // supplies, after the tasks of the layer that just ran.
 type rankSuggester struct {
-	core *core.Core
+	core Sessions
 	j    journal
 }
 
@@ -126,7 +126,7 @@ func (s *rankSuggester) Suggest(ctx context.Context, r Replan) (Plan, error) {
 	}
 	var missing []string
 	for _, c := range cands {
-		args, lack := fill(s.core, c.name, ctxArgs)
+		args, lack := fill(s.core.View(), c.name, ctxArgs)
 		if len(lack) > 0 {
 			missing = append(missing, fmt.Sprintf("%s needs %s", c.name, strings.Join(lack, ", ")))
 			continue
@@ -149,8 +149,8 @@ func (s *rankSuggester) Suggest(ctx context.Context, r Replan) (Plan, error) {
 // fill takes a tool's arguments from the context: every property of its
 // input schema the context has, by name; it returns the required ones
 // missing.
-func fill(c *core.Core, name string, ctxArgs map[string]any) (map[string]any, []string) {
-	t, ok := c.Tools().Get(name)
+func fill(v core.View, name string, ctxArgs map[string]any) (map[string]any, []string) {
+	t, ok := v.Tool(name)
 	if !ok {
 		return nil, []string{"(not registered)"}
 	}
@@ -158,7 +158,7 @@ func fill(c *core.Core, name string, ctxArgs map[string]any) (map[string]any, []
 		Properties map[string]json.RawMessage `json:"properties"`
 		Required   []string                   `json:"required"`
 	}
-	json.Unmarshal(t.Spec().InputSchema, &schema)
+	json.Unmarshal(t.Spec.InputSchema, &schema)
 	args := map[string]any{}
 	for p := range schema.Properties {
 		if v, ok := ctxArgs[p]; ok {

@@ -14,31 +14,34 @@ import (
 
 // crash leaves the workflow's engine hung on a call (as a process that
 // stopped answering, or died, does): its lease is no longer renewed, and
-// another engine takes the workflow over once the lease ran out. It
-// returns that engine and the workflow as it took it over; done is closed
+// another engine, running as serve runs it, takes the workflow over once
+// the lease ran out. It returns that engine and the workflow as it took
+// it over — interrupted, or with the automatic policy resumed and run to
+// its end — waited for on the engine's change signal; done is closed
 // when the hung engine has stopped (after unhold).
 func crash(t *testing.T, e *env, id string, policy string) (*workflow.Engine, *workflow.Workflow, chan struct{}) {
 	t.Helper()
+	before, err := e.eng.Get(context.Background(), id, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() { e.eng.Close(time.Millisecond); close(done) }()
 	other := e.engine(t, &workflow.Options{Lease: 300 * time.Millisecond})
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := other.ClaimDue(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		w, err := other.Get(context.Background(), id, "alice")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w.Status == workflow.StatusInterrupted || policy == workflow.ResumeAutomatic && hasEvent(e, t, id, workflow.EventResumed) {
-			return other, w, done
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, stop := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	running.Go(func() { other.Run(ctx) })
+	t.Cleanup(func() { stop(); running.Wait() })
+	wait, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	w, err := other.Wait(wait, id, "alice", before.Seq)
+	if err != nil {
+		t.Fatalf("the workflow was not taken over: %v", err)
 	}
-	w, _ := other.Get(context.Background(), id, "alice")
-	t.Fatalf("the workflow was not taken over: %+v", w)
-	return nil, nil, nil
+	if policy == workflow.ResumeAutomatic && !hasEvent(e, t, id, workflow.EventResumed) || policy != workflow.ResumeAutomatic && w.Status != workflow.StatusInterrupted {
+		t.Fatalf("taken over as %s", w.Status)
+	}
+	return other, w, done
 }
 
 func hasEvent(e *env, t *testing.T, id, typ string) bool {
@@ -50,29 +53,37 @@ func hasEvent(e *env, t *testing.T, id, typ string) bool {
 	return false
 }
 
-// startHeld starts a workflow whose approved layer hangs in flight.
-func startHeld(t *testing.T, e *env, src, policy string, inFlight func() bool) *workflow.Workflow {
+// startHeld starts a workflow whose approved layer hangs in flight:
+// it answers each approval until arrived says the call is in flight
+// (the next approval, if any, comes on the engine's change signal).
+func startHeld(t *testing.T, e *env, src, policy string, arrived <-chan struct{}) *workflow.Workflow {
 	t.Helper()
 	w := e.start(t, src, policy)
-	for w.Status == workflow.StatusAwaitingApproval {
+	for w != nil && w.Status == workflow.StatusAwaitingApproval {
 		if _, err := e.eng.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: yes()}); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for next := w; !inFlight() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if next, _ = e.eng.Get(context.Background(), w.ID, "alice"); next.Status == workflow.StatusAwaitingApproval && next.Seq > w.Seq {
-				w = next // the next layer asks too
-				break
-			}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		next := make(chan *workflow.Workflow, 1)
+		var waiting sync.WaitGroup
+		waiting.Go(func() {
+			n, _ := e.eng.Wait(ctx, w.ID, "alice", w.Seq) // the next layer asks too
+			next <- n
+		})
+		select {
+		case <-arrived:
+		case w = <-next:
 		}
-		if inFlight() {
-			break
+		cancel()
+		waiting.Wait()
+		select {
+		case <-arrived:
+			return w
+		default:
 		}
 	}
-	if !inFlight() {
-		t.Fatal("nothing in flight")
-	}
-	return w
+	t.Fatalf("nothing in flight: %+v", w)
+	return nil
 }
 
 // A task in flight when its engine stopped whose tool may have acted and
@@ -83,7 +94,7 @@ func startHeld(t *testing.T, e *env, src, policy string, inFlight func() bool) *
 // which resumes the same way: the SIGKILL test in cmd/agentplane.)
 func TestInFlightExternalIsNotRunAgain(t *testing.T) {
 	e := newEnv(t, &workflow.Options{Lease: 300 * time.Millisecond})
-	w := startHeld(t, e, "tasks: [{id: letter, tool: hold}, {id: after, tool: noop, depends_on: [letter]}]", "", func() bool { return e.holds.Load() == 1 })
+	w := startHeld(t, e, "tasks: [{id: letter, tool: hold}, {id: after, tool: noop, depends_on: [letter]}]", "", e.held)
 	other, w, done := crash(t, e, w.ID, "")
 	if w.Interruption == nil || len(w.Interruption.InFlight) != 1 || w.Interruption.InFlight[0] != "letter" {
 		t.Fatalf("interruption %+v", w.Interruption)
@@ -116,16 +127,14 @@ func TestInFlightByKeyResumesAutomatically(t *testing.T) {
 			t.Run(policy, func(t *testing.T) {
 				e := newEnvOn(t, kind, &workflow.Options{Lease: 300 * time.Millisecond})
 				e.down.stall = make(chan struct{})
-				inFlight := func() bool { e.down.mu.Lock(); defer e.down.mu.Unlock(); return e.down.stalled == 1 }
-				w := startHeld(t, e, "tasks: [{id: pub, tool: publish}, {id: after, tool: noop, depends_on: [pub]}]", policy, inFlight)
+				w := startHeld(t, e, "tasks: [{id: pub, tool: publish}, {id: after, tool: noop, depends_on: [pub]}]", policy, e.down.arrived)
 				other, w, done := crash(t, e, w.ID, policy)
 				if policy == workflow.ResumeManual {
 					if _, err := other.Command(context.Background(), w.ID, "alice", workflow.Command{Type: "checkpoint_response", CheckpointID: w.Interruption.CheckpointID, Decision: "continue"}); err != nil {
 						t.Fatal(err)
 					}
 				}
-				w, _ = other.Wait(context.Background(), w.ID, "alice", w.Seq)
-				for w.Status != workflow.StatusCompleted && !workflow.Terminal(w.Status) {
+				for !workflow.Terminal(w.Status) {
 					w, _ = other.Wait(context.Background(), w.ID, "alice", w.Seq)
 				}
 				close(e.down.stall)
@@ -154,13 +163,12 @@ func TestInFlightByKeyResumesAutomatically(t *testing.T) {
 func TestRollbackKeepsExternalResults(t *testing.T) {
 	e := newEnv(t, &workflow.Options{Lease: 300 * time.Millisecond})
 	e.down.stall = make(chan struct{})
-	inFlight := func() bool { e.down.mu.Lock(); defer e.down.mu.Unlock(); return e.down.stalled == 1 }
 	w := startHeld(t, e, `tasks:
   - {id: files, tool: list_files}
   - {id: del, tool: delete_files, depends_on: [files]}
   - {id: n, tool: noop, depends_on: [files]}
   - {id: pub, tool: publish, depends_on: [del, n]}
-`, "", inFlight)
+`, "", e.down.arrived)
 	other, w, done := crash(t, e, w.ID, "")
 	cps := w.Interruption.Checkpoints
 	if len(cps) != 3 { // start, after layer 1, after layer 2
@@ -185,12 +193,11 @@ func TestRollbackKeepsExternalResults(t *testing.T) {
 func TestModifyBeforeResuming(t *testing.T) {
 	e := newEnv(t, &workflow.Options{Lease: 300 * time.Millisecond})
 	e.down.stall = make(chan struct{})
-	inFlight := func() bool { e.down.mu.Lock(); defer e.down.mu.Unlock(); return e.down.stalled == 1 }
 	w := startHeld(t, e, `tasks:
   - {id: pub, tool: publish}
   - {id: words, tool: count_words, args: {text: "one"}, depends_on: [pub]}
   - {id: other, tool: noop, depends_on: [pub]}
-`, "", inFlight)
+`, "", e.down.arrived)
 	other, w, done := crash(t, e, w.ID, "")
 	bad := []workflow.Modifications{
 		{Args: map[string]map[string]any{"pub": {"x": 1}}},                   // pub is in flight, not pending
@@ -230,7 +237,7 @@ func TestAtMostFiveCheckpoints(t *testing.T) {
 		if err != nil || len(cps) != workflow.KeepCheckpoints || cps[len(cps)-1].Layer != 8 || cps[0].Layer != 4 {
 			t.Fatalf("%+v %v", cps, err)
 		}
-		if q, ok := e.core.Store().(store.Querier); ok {
+		if q, ok := e.store.(store.Querier); ok {
 			// the task states only pruned checkpoints held are gone too
 			var dead, kept int
 			if err := q.Query(context.Background(), `SELECT

@@ -18,7 +18,6 @@ import (
 // step runs the workflow's layers, from the next one on, while nothing
 // pauses it: each layer's end is written with the next layer's start.
 func (r *runner) step(ctx context.Context) error {
-	r.mu.Lock()
 	layer := r.started
 	r.started = nil
 	var err error
@@ -27,7 +26,6 @@ func (r *runner) step(ctx context.Context) error {
 		evs, layer = r.next(r.w)
 		err = r.save(ctx, evs, nil, nil)
 	}
-	r.mu.Unlock()
 	for err == nil && layer != nil {
 		var next []string
 		var ended bool
@@ -95,41 +93,73 @@ func (r *runner) next(w *Workflow) ([]Event, []string) {
 	return evs, ids
 }
 
-// runLayer runs the layer's tasks that are in flight, at most the
-// engine's concurrency at once. A layer of one task in flight ends in the
-// commit of its result (ended): then next is the layer that end started.
+// runLayer runs the layer's tasks that are in flight, each on a
+// goroutine of its own, at most the engine's concurrency at once; the
+// runner takes their attempts' results as messages (result) and answers
+// commands meanwhile. A layer of one task in flight ends in the commit
+// of its result (ended): then next is the layer that end started.
 func (r *runner) runLayer(ctx context.Context, layer []string) (next []string, ended bool, err error) {
-	r.mu.Lock()
 	var ids []string
 	for _, id := range layer {
 		if r.w.task(id).Status == TaskRunning {
 			ids = append(ids, id)
 		}
 	}
-	r.mu.Unlock()
-	if len(ids) == 1 { // nothing to run beside it
-		return r.runTask(ctx, ids[0], layer)
+	var alone []string // the layer, when its end is written with its one task's result
+	if len(ids) == 1 {
+		alone = layer
 	}
-	errs := make(chan error, len(ids))
-	sem := make(chan struct{}, r.e.concurrency)
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			_, _, err := r.runTask(ctx, id, nil)
-			errs <- err
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return nil, false, err
+	msgs := make(chan taskMsg)
+	var tasks sync.WaitGroup
+	defer tasks.Wait()
+	running := 0
+	// committing: the gate may be committing the layer's end with its one
+	// task's result; until that task reports, the stored workflow may be
+	// ahead of the runner's, and commands wait (they answer the workflow
+	// as stored)
+	committing := false
+	for len(ids) > 0 || running > 0 {
+		for running < r.e.concurrency && len(ids) > 0 && ctx.Err() == nil {
+			id, inv := ids[0], r.invocation(ids[0])
+			ids, running = ids[1:], running+1
+			tasks.Go(func() { r.runTask(ctx, id, inv, alone, msgs) })
+		}
+		if running == 0 {
+			break // stopped hard before the rest began: they stay in flight
+		}
+		cmds := r.cmds
+		if committing {
+			cmds = nil
+		}
+		select {
+		case m := <-msgs:
+			if m.ending {
+				a := r.ending(ctx, m.id, alone, m.res)
+				committing = committing || a.ops != nil
+				m.reply <- a
+				continue
+			}
+			committing = false
+			a, out := r.result(ctx, m)
+			m.reply <- a
+			if a.again != nil {
+				continue
+			}
+			running--
+			if out.err != nil && err == nil {
+				err = out.err
+			}
+			if out.ended {
+				next, ended = out.next, true
+			}
+		case q := <-cmds:
+			r.serve(ctx, q)
 		}
 	}
-	return nil, false, nil
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return next, ended, err
 }
 
 // settle skips the tasks blocked by a failed or skipped dependency and
@@ -158,8 +188,6 @@ func (r *runner) settle(w *Workflow) ([]Event, []*TaskRun) {
 // a command waits (then the runner's loop takes it first). It returns the
 // layer started, if any.
 func (r *runner) endLayer(ctx context.Context, layer []string) ([]string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	s, next := r.layerEnd(ctx, r.w, layer, r.held)
 	r.held = nil
 	if err := r.write(ctx, s); err != nil {
@@ -206,29 +234,24 @@ func (r *runner) layerEnd(ctx context.Context, w *Workflow, layer []string, evs 
 
 // ending builds the write of a layer's end with its one task's result,
 // for the gate to commit with that result: on a copy of the workflow,
-// kept in *end, which becomes the runner's only once the gate reports it
-// written. A result worth another attempt, or one of a stop, ends nothing.
-func (r *runner) ending(ctx context.Context, id string, layer []string, end **layerEnded) func(agentplane.ExecutionResult) []store.Op {
-	return func(res agentplane.ExecutionResult) []store.Op {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		*end = nil
-		if ctx.Err() != nil {
-			return nil // stopped hard: the result may be the stop's, and the task stays in flight
-		}
-		if r.retries(r.w, r.w.task(id), res) {
-			return nil
-		}
-		w := r.w.copy()
-		s, next := r.layerEnd(ctx, w, layer, []Event{r.finish(w, w.task(id), res)})
-		r.prepare(w, s)
-		op := r.e.j.op(s)
-		if op == nil {
-			return nil
-		}
-		*end = &layerEnded{s: s, next: next}
-		return []store.Op{op}
+// kept in the reply's end, which becomes the runner's only once the gate
+// reports it written. A result worth another attempt, or one of a stop,
+// ends nothing.
+func (r *runner) ending(ctx context.Context, id string, layer []string, res agentplane.ExecutionResult) taskReply {
+	if ctx.Err() != nil {
+		return taskReply{} // stopped hard: the result may be the stop's, and the task stays in flight
 	}
+	if r.retries(r.w, r.w.task(id), res) {
+		return taskReply{}
+	}
+	w := r.w.copy()
+	s, next := r.layerEnd(ctx, w, layer, []Event{r.finish(w, w.task(id), res)})
+	r.prepare(w, s)
+	op := r.e.j.op(s)
+	if op == nil {
+		return taskReply{}
+	}
+	return taskReply{ops: []store.Op{op}, end: &layerEnded{s: s, next: next}}
 }
 
 // layerEnded is a layer's end the gate committed with its last result.
@@ -250,70 +273,125 @@ func (r *runner) mayGoOn(ctx context.Context) bool {
 	return err == nil && !queued
 }
 
-// runTask runs a task's attempts through the gate: a failure worth
-// retrying (a tool that failed, timed out or was unavailable, a session
-// changed underneath) is tried again after a backoff under a new request
-// id with the task's one idempotency key, up to the workflow's attempts.
+// taskMsg is a message from a task's goroutine to the runner: an
+// attempt's result (answered with another attempt, or the task's end),
+// or — ending, from within the gate's commit of the layer's one task —
+// the result about to be committed, answered with the layer's end to
+// commit with it.
+type taskMsg struct {
+	id      string
+	res     agentplane.ExecutionResult
+	err     error // Execute's
+	ending  bool
+	written *layerEnded // the layer's end the gate committed with the result
+	stopped bool        // ctx ended during a backoff: the task stays in flight
+	reply   chan taskReply
+}
+
+// taskReply is the runner's answer to a taskMsg.
+type taskReply struct {
+	again *gate.Invocation // the next attempt, after wait; nil: the task is done
+	wait  time.Duration
+	ops   []store.Op  // ending: the layer's end, for the gate's commit
+	end   *layerEnded // what ops write
+}
+
+// taskDone is what became of a task: the layer's end written with it
+// (ended, next), or the error that stopped it.
+type taskDone struct {
+	next  []string
+	ended bool
+	err   error
+}
+
+// invocation is the gate's invocation of a task's attempt now.
+func (r *runner) invocation(id string) gate.Invocation {
+	w := r.w
+	t := w.task(id)
+	return gate.Invocation{SessionID: w.SessionID, Tool: t.Tool, Args: t.Resolved, RequestID: t.RequestID, IdempotencyKey: t.Key,
+		Origin: gate.OriginWorkflow, Principal: w.Principal, Roles: w.Roles, Approval: t.Approval}
+}
+
+// runTask runs a task's attempts through the gate, on the task's own
+// goroutine, reporting each to the runner (msgs) and doing as it
+// answers: a failure worth retrying (a tool that failed, timed out or
+// was unavailable, a session changed underneath) is tried again after a
+// backoff under a new request id with the task's one idempotency key, up
+// to the workflow's attempts. It touches nothing of the runner's.
 //
 // With layer (the task is its layer's one in flight), the layer's end is
-// written in the gate's commit of the task's last result, and runTask
-// returns the layer that end started (ended).
-func (r *runner) runTask(ctx context.Context, id string, layer []string) (next []string, ended bool, err error) {
+// written in the gate's commit of the task's last result.
+func (r *runner) runTask(ctx context.Context, id string, inv gate.Invocation, layer []string, msgs chan<- taskMsg) {
+	reply := make(chan taskReply, 1)
 	for {
-		r.mu.Lock()
-		w := r.w
-		t := w.task(id)
-		inv := gate.Invocation{SessionID: w.SessionID, Tool: t.Tool, Args: t.Resolved, RequestID: t.RequestID, IdempotencyKey: t.Key,
-			Origin: gate.OriginWorkflow, Principal: w.Principal, Roles: w.Roles, Approval: t.Approval}
-		r.mu.Unlock()
 		var end *layerEnded
 		if layer != nil {
-			inv.Also = &gate.Also{Ops: r.ending(ctx, id, layer, &end)}
+			inv.Also = &gate.Also{Ops: func(res agentplane.ExecutionResult) []store.Op {
+				msgs <- taskMsg{id: id, res: res, ending: true, reply: reply}
+				a := <-reply
+				end = a.end
+				return a.ops
+			}}
 		}
 		res, err := r.e.core.Execute(ctx, inv)
+		m := taskMsg{id: id, res: res, err: err, reply: reply}
 		if inv.Also != nil && inv.Also.Written {
-			r.mu.Lock()
-			r.wrote(ctx, end.s)
-			r.mu.Unlock()
-			return end.next, true, ctx.Err()
+			m.written = end
 		}
-		if ctx.Err() != nil {
-			return nil, false, ctx.Err() // stopped hard: the task stays in flight, for whoever resumes it
+		msgs <- m
+		a := <-reply
+		if a.again == nil {
+			return
 		}
-		if err != nil {
-			res = agentplane.ExecutionResult{Status: agentplane.StatusFailed, Error: &agentplane.ResultError{Code: agentplane.CodeInternal, Detail: err.Error()}}
-		}
-		r.mu.Lock()
-		w, t = r.w, r.w.task(id)
-		retry := r.retries(w, t, res)
-		var evs []Event
-		if retry {
-			t.Attempts++
-			t.RequestID = requestID(w, t)
-		} else {
-			evs = append(evs, r.finish(w, t, res))
-		}
-		if !retry && len(w.running()) == 0 {
-			// the layer's last: endLayer writes it (the gate has its
-			// result already, for a resume)
-			r.held, err = append(r.held, evs...), nil
-		} else {
-			err = r.save(ctx, evs, nil, nil)
-		}
-		attempts := t.Attempts
-		r.mu.Unlock()
-		if err != nil || !retry {
-			return nil, false, err
-		}
-		wait := r.e.backoff << min(attempts-2, 6)
-		t2 := time.NewTimer(min(wait, 5*time.Second))
+		t := time.NewTimer(a.wait)
 		select {
-		case <-t2.C:
+		case <-t.C:
 		case <-ctx.Done():
-			t2.Stop()
-			return nil, false, ctx.Err()
+			t.Stop()
+			msgs <- taskMsg{id: id, stopped: true, reply: reply}
+			<-reply
+			return
 		}
+		inv = *a.again
 	}
+}
+
+// result takes an attempt's result on the runner: the layer's end the
+// gate wrote with it, another attempt (its new request id written), or
+// the task's end — written, or held for endLayer when it is the layer's
+// last in flight (the gate has its result already, for a resume).
+func (r *runner) result(ctx context.Context, m taskMsg) (taskReply, taskDone) {
+	switch {
+	case m.written != nil:
+		r.wrote(ctx, m.written.s)
+		return taskReply{}, taskDone{next: m.written.next, ended: true, err: ctx.Err()}
+	case m.stopped || ctx.Err() != nil:
+		return taskReply{}, taskDone{err: ctx.Err()} // stopped hard: the task stays in flight, for whoever resumes it
+	}
+	res := m.res
+	if m.err != nil {
+		res = agentplane.ExecutionResult{Status: agentplane.StatusFailed, Error: &agentplane.ResultError{Code: agentplane.CodeInternal, Detail: m.err.Error()}}
+	}
+	w, t := r.w, r.w.task(m.id)
+	retry := r.retries(w, t, res)
+	var evs []Event
+	if retry {
+		t.Attempts++
+		t.RequestID = requestID(w, t)
+	} else {
+		evs = append(evs, r.finish(w, t, res))
+	}
+	var err error
+	if !retry && len(w.running()) == 0 {
+		r.held = append(r.held, evs...)
+	} else {
+		err = r.save(ctx, evs, nil, nil)
+	}
+	if err != nil || !retry {
+		return taskReply{}, taskDone{err: err}
+	}
+	inv := r.invocation(m.id)
+	return taskReply{again: &inv, wait: min(r.e.backoff<<min(t.Attempts-2, 6), 5*time.Second)}, taskDone{}
 }
 
 // retries reports whether the task's result gets another attempt: it is
@@ -482,8 +560,6 @@ func (r *runner) command(ctx context.Context) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	evs, o := r.answer(ctx, cmd)
 	o.Seq = seq
 	if o.Status == CommandRejected {

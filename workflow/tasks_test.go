@@ -55,7 +55,7 @@ func TestDocumentWithTasksInside(t *testing.T) {
 			}
 			return nil
 		})
-		if err := e.core.Store().Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
+		if err := e.store.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.eng.ClaimDue(ctx); err != nil {
@@ -70,7 +70,7 @@ func TestDocumentWithTasksInside(t *testing.T) {
 		}
 		var rows int
 		var state string
-		q := e.core.Store().(store.Querier)
+		q := e.store.(store.Querier)
 		if err := q.Query(ctx, `SELECT (SELECT COUNT(*) FROM workflow_tasks WHERE workflow_id = ?), state FROM workflows WHERE id = ?`, []any{w.ID, w.ID},
 			func(scan func(...any) error) error { return scan(&rows, &state) }); err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ func TestCommitsPerRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := workflow.New(c, &workflow.Options{Poll: time.Second})
+	eng, err := workflow.New(c, st, &workflow.Options{Poll: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

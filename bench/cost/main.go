@@ -48,6 +48,7 @@ import (
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/plane/drivers"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/tool"
 	"github.com/agentplane/agentplane/workflow"
@@ -343,7 +344,7 @@ func benchTools() []tool.Tool {
 
 // open opens a runtime on db with the given configuration.
 func open(ctx context.Context, db string, src core.Source, co core.Options) (*plane.Runtime, func(), error) {
-	rt, err := plane.Open(ctx, plane.Options{Config: src, DB: db, Core: co, Workflows: workflow.Options{Poll: time.Second}})
+	rt, err := plane.Open(ctx, plane.Options{Config: src, DB: db, OpenStore: drivers.Open, Core: co, Workflows: workflow.Options{Poll: time.Second}})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/plane/drivers"
 	"github.com/agentplane/agentplane/store"
 )
 
@@ -64,7 +65,7 @@ func (m *Main) audit(ctx context.Context, args []string) error {
 // or unreadable chain is exit status 1. A SQLite file is opened
 // read-only.
 func (m *Main) auditVerifyDB(ctx context.Context, db, session string) error {
-	st, err := plane.OpenStore(ctx, db, &plane.StoreOptions{ReadOnly: !plane.IsPostgres(db)})
+	st, err := drivers.Open(ctx, db, &plane.StoreOptions{ReadOnly: !plane.IsPostgres(db)})
 	if err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func (m *Main) auditExport(ctx context.Context, args []string) error {
 	if *session == "" {
 		return usagef("audit export needs --session ID")
 	}
-	st, err := plane.OpenStore(ctx, c.db, &plane.StoreOptions{ReadOnly: !plane.IsPostgres(c.db)})
+	st, err := drivers.Open(ctx, c.db, &plane.StoreOptions{ReadOnly: !plane.IsPostgres(c.db)})
 	if err != nil {
 		return err
 	}

@@ -140,7 +140,7 @@ type inputLine struct {
 }
 
 func (c *chatUI) loop(ctx context.Context) error {
-	m, _ := c.c.Registry().Mode(c.sess.Mode)
+	m, _ := c.c.View().Registry().Mode(c.sess.Mode)
 	name := c.sess.Mode
 	if m != nil {
 		name = m.DisplayName
@@ -300,7 +300,7 @@ func (c *chatUI) llmReply(reply llm.Reply) {
 
 // picker prints the picker's items, prefiltered, highlighting the best.
 func (c *chatUI) picker(ctx context.Context, d agentplane.Decision) {
-	reg := c.c.Registry()
+	reg := c.c.View().Registry()
 	src, ok := reg.Source(d.Source())
 	if !ok {
 		return

@@ -60,7 +60,12 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 			}
 			close(lines)
 		}()
-		deadline := time.After(time.Duration(150+r.IntN(350)) * time.Millisecond)
+		// the kill comes 150–500 ms after the first turn is acknowledged,
+		// not after the start: a loaded machine may take longer than that
+		// to start the process, and a round that kills it before any turn
+		// tests nothing
+		wait := time.Duration(150+r.IntN(350)) * time.Millisecond
+		var deadline <-chan time.Time
 	read:
 		for {
 			select {
@@ -70,6 +75,9 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 				}
 				if strings.Contains(l, "[mode: ") { // printed after the turn committed
 					acked++
+					if deadline == nil {
+						deadline = time.After(wait)
+					}
 				}
 			case <-deadline:
 				cmd.Process.Signal(syscall.SIGKILL)

@@ -14,6 +14,7 @@ import (
 	"github.com/agentplane/agentplane/internal/testkit/llmtest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/plane/drivers"
 )
 
 // chatWithLLM runs the chat with an LLM endpoint from the environment.
@@ -150,7 +151,7 @@ func TestChatAgentFailureReachesTheBus(t *testing.T) {
 	env := map[string]string{"AGENTPLANE_LLM_BASE_URL": srv.URL, "AGENTPLANE_LLM_MODEL": "test-model", "AGENTPLANE_DB": db}
 	open := func() *plane.Runtime { // with the agent: its notifications wait for its next prompt
 		t.Helper()
-		rt, err := plane.Open(ctx, plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, DB: db, Core: core.Options{Programs: demo.Programs(nil)},
+		rt, err := plane.Open(ctx, plane.Options{Config: core.Source{YAML: demo.YAML, Name: demo.Name}, DB: db, OpenStore: drivers.Open, Core: core.Options{Programs: demo.Programs(nil)},
 			LLM: true, Getenv: func(k string) string { return env[k] }})
 		if err != nil {
 			t.Fatal(err)

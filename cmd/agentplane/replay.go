@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentplane/agentplane/config"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/plane/drivers"
 	"github.com/agentplane/agentplane/replay"
 	"github.com/agentplane/agentplane/store"
 )
@@ -36,7 +37,7 @@ func (m *Main) replay(ctx context.Context, args []string) error {
 	defer rt.Close(0)
 	opts := &replay.Options{Fixed: fixed}
 	if *db != "" && !fixed {
-		st, err := plane.OpenStore(ctx, *db, &plane.StoreOptions{ReadOnly: !plane.IsPostgres(*db)})
+		st, err := drivers.Open(ctx, *db, &plane.StoreOptions{ReadOnly: !plane.IsPostgres(*db)})
 		if err != nil {
 			return err
 		}

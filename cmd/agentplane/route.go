@@ -149,7 +149,7 @@ func routeLine(ctx context.Context, c *core.Core, line []byte) (agentplane.Decis
 	}
 	mode := in.Mode
 	if mode == "" {
-		mode = c.Registry().DefaultMode()
+		mode = c.View().Registry().DefaultMode()
 	} else if !c.ModeOK(mode) {
 		return agentplane.Decision{}, agentplane.Errorf(agentplane.CodeInvalidInput, "unknown mode %q", mode)
 	}

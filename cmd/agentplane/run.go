@@ -17,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/plane/drivers"
 )
 
 // Main is the agentplane program, with its standard streams and clock
@@ -290,7 +291,7 @@ func (m *Main) programs(o *core.Options) {
 // open opens the runtime a command needs over its common flags (c.db ""
 // keeps everything in memory); o adds what the command needs besides.
 func (m *Main) open(ctx context.Context, c *common, o plane.Options) (*plane.Runtime, error) {
-	o.Config, o.DB = source(c.config), c.db
+	o.Config, o.DB, o.OpenStore = source(c.config), c.db, drivers.Open // the command links the SQL drivers
 	m.programs(&o.Core)
 	o.Core.Now = m.Now
 	if o.Getenv == nil {

@@ -100,7 +100,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err := httpapi.CheckAddr(*addr, ways); err != nil {
 		return err
 	}
-	metrics.WatchMCP(rt.Core.MCPServers())
+	metrics.WatchMCP(rt.Core.MCPHealth)
 	page, err := webui.New()
 	if err != nil {
 		return err

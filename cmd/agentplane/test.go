@@ -38,19 +38,15 @@ func (m *Main) test(ctx context.Context, args []string) error {
 	for _, t := range c.Config().Tools {
 		outboxed[t.Name] = t.Program == demo.Program
 	}
-	tools := func(fc *core.Core, now func() time.Time) (*tool.Registry, error) {
-		r := tool.NewRegistry()
+	tools := func(v core.View, now func() time.Time) ([]tool.Tool, error) {
+		var out []tool.Tool
 		send := demo.Programs(now)[demo.Program]
-		for _, name := range fc.Tools().Names() {
-			t, _ := fc.Tools().Get(name)
-			if outboxed[name] {
-				t = &tool.Func{S: t.Spec(), Fn: send}
-			}
-			if err := r.Register(t); err != nil {
-				return nil, err
+		for _, t := range v.Tools() {
+			if outboxed[t.Spec.Name] {
+				out = append(out, &tool.Func{S: t.Spec, Fn: send})
 			}
 		}
-		return r, nil
+		return out, nil
 	}
 	opts := &scenario.Options{Tools: tools, Principal: *principal, Roles: splitList(*roles)}
 	failed := 0
@@ -90,7 +86,7 @@ func (m *Main) test(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "%d passed, %d failed\n", fs.NArg()-failed, failed)
 	var missing []string
-	for _, cmd := range c.Registry().Commands() {
+	for _, cmd := range c.View().Registry().Commands() {
 		if !decided[cmd.ID] {
 			missing = append(missing, cmd.ID)
 		}

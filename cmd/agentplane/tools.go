@@ -44,7 +44,7 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) error {
 	defer rt.Close(0)
 	cc := rt.Core
 	if *mode == "" {
-		*mode = cc.Registry().DefaultMode()
+		*mode = cc.View().Registry().DefaultMode()
 	} else if !cc.ModeOK(*mode) {
 		return fmt.Errorf("unknown mode %q", *mode)
 	}
@@ -60,12 +60,11 @@ func (m *Main) toolsCmd(ctx context.Context, args []string) error {
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Impact, s.Risk, policyText[t.Policy], s.InputSchema)
 		}
 		w.Flush()
-		for _, srv := range cc.MCPServers() {
-			h := srv.Health()
+		for _, h := range cc.MCPHealth() {
 			if h.Up {
-				fmt.Fprintf(m.Stdout, "MCP server %s: up, %d tools\n", srv.Name(), h.ToolCount)
+				fmt.Fprintf(m.Stdout, "MCP server %s: up, %d tools\n", h.Name, h.ToolCount)
 			} else {
-				fmt.Fprintf(m.Stdout, "MCP server %s: down (%s)\n", srv.Name(), h.Error)
+				fmt.Fprintf(m.Stdout, "MCP server %s: down (%s)\n", h.Name, h.Error)
 			}
 		}
 		return nil

@@ -81,10 +81,10 @@ func (m *Main) validate(ctx context.Context, args []string) error {
 		rt.Core.Name(), len(cfg.Modes), len(cfg.Toolboxes), len(cfg.Catalogs), len(cfg.Commands), len(cfg.Tools))
 	who := splitList(*roles)
 	if who == nil {
-		who = labelled.AllRoles(rt.Core.Registry())
+		who = labelled.AllRoles(rt.Core.View().Registry())
 	}
 	fmt.Fprintf(m.Stdout, "similarity alone (example_threshold %.4g), for roles [%s]:\n", cfg.Router.ExampleThreshold, strings.Join(who, ", "))
-	for _, ms := range labelled.Similarity(rt.Core.Registry(), who) {
+	for _, ms := range labelled.Similarity(rt.Core.View().Registry(), who) {
 		fmt.Fprintf(m.Stdout, "  mode %s: %s — %s\n", ms.Mode, ms.State, ms.Why())
 	}
 	if cfg.LLM != nil && absent[cfg.LLM.APIKeyEnv] && m.Getenv("AGENTPLANE_LLM_API_KEY") == "" {

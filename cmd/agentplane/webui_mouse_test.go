@@ -378,7 +378,7 @@ func longSession(t *testing.T, cfg, db string, n int) string {
 	}
 	c := demotest.WithYAML(t, yaml, &core.Options{Store: st})
 	const id = "long-session"
-	if _, err := c.Gate().Open(ctx, gate.Opening{SessionID: id, Principal: "local", Owner: "local", UI: true}); err != nil {
+	if _, err := c.Open(ctx, gate.Opening{SessionID: id, Principal: "local", Owner: "local", UI: true}); err != nil {
 		t.Fatal(err)
 	}
 	texts := []string{"switch to ddr mode", "switch to sales mode", "what is the weather like (%d)"}

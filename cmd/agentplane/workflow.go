@@ -149,7 +149,7 @@ func (m *Main) readWorkflow(c *core.Core, file string) (*workflow.Definition, er
 	if err != nil {
 		return nil, err
 	}
-	known := func(name string) bool { _, ok := c.Tools().Get(name); return ok }
+	known := func(name string) bool { _, ok := c.View().Tool(name); return ok }
 	return workflow.Parse(data, file, known)
 }
 

@@ -30,6 +30,7 @@ import (
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/internal/dsn"
 	"github.com/agentplane/agentplane/store"
 )
 
@@ -91,20 +92,7 @@ const (
 const staleRetries = 8
 
 // Redact returns a PostgreSQL URL without its password, for messages.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		scheme, rest, ok := strings.Cut(raw, "://")
-		if i := strings.LastIndex(rest, "@"); ok && i >= 0 {
-			return scheme + "://…@" + rest[i+1:] // unparsable: hide everything before the host
-		}
-		return raw
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}
+func Redact(raw string) string { return dsn.Redact(raw) }
 
 // Open connects, applies the embedded migrations and the extensions', and
 // refuses a database whose schema is newer than this binary's. Errors name

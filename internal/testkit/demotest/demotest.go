@@ -13,6 +13,7 @@ import (
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/plane"
+	"github.com/agentplane/agentplane/plane/drivers"
 )
 
 // Start is when the clock starts.
@@ -65,14 +66,17 @@ func Options(opts *core.Options) core.Options {
 }
 
 // Runtime opens the runtime (package plane) for a test, closed when it
-// ends: o.Config defaults to the demo configuration, and o.Core's unset
-// fields to Options'.
+// ends: o.Config defaults to the demo configuration, o.Core's unset
+// fields to Options', and o.OpenStore to drivers.Open.
 func Runtime(tb testing.TB, o plane.Options) *plane.Runtime {
 	tb.Helper()
 	if o.Config.Path == "" && o.Config.YAML == nil {
 		o.Config = core.Source{YAML: demo.YAML, Name: demo.Name}
 	}
 	o.Core = Options(&o.Core)
+	if o.OpenStore == nil {
+		o.OpenStore = drivers.Open
+	}
 	rt, err := plane.Open(context.Background(), o)
 	if err != nil {
 		tb.Fatal(err)

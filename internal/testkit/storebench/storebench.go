@@ -66,7 +66,7 @@ func executorOn(b *testing.B, st store.Store, sessions int) (func(worker, op int
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := c.Gate()
+	g := c // the core: each execution on its configuration in force, as a front end runs it
 	prefix := fmt.Sprintf("b%d-%d", time.Now().UnixNano(), sessions)
 	ids := make([]string, sessions)
 	for i := range ids {
