@@ -11,6 +11,11 @@
 // subscriber's queue is bounded: one that falls behind is closed with a
 // reason and resumes from its last id.
 //
+// Stream is the one loop every front end follows a feed with (a session's
+// events, a user's inbox, a workflow's journal) into its sink (SSE,
+// WebSocket, MCP notifications): backlog, subscription, each sequence
+// number once, heartbeat, and the closing frame when the feed closes.
+//
 //	hub := events.NewHub(st.Records, nil)
 //	c, _ := core.New(ctx, src, &core.Options{Store: st, Observer: &core.Observer{Committed: hub.Committed}})
 //	sub := hub.Subscribe(sessionID, lastSeen)
@@ -258,6 +263,15 @@ func (s *Sub) Reason() string {
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()
 	return s.reason
+}
+
+// Final reports whether the hub has closed: subscribing again would end
+// at once. With Done closed and Final false, the subscription was dropped
+// (it fell behind, or a read failed) and may be taken again.
+func (s *Sub) Final() bool {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return s.hub.closed != ""
 }
 
 // Close ends the subscription. It is safe to call more than once.

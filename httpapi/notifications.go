@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/auth"
@@ -139,14 +138,15 @@ func (s *Server) getInbox(w http.ResponseWriter, r *http.Request, p auth.Princip
 	return nil
 }
 
-// inboxFeed is the principal's inbox as a live feed: the notifications
-// not yet delivered (the PENDING ones become DISPATCHED), oldest first,
-// then each new one from sub. fresh drops a new one already in the
-// backlog. The subscription starts before the backlog is read, so nothing
-// emitted meanwhile is missed.
+// inboxFeed is the principal's inbox as a feed: the notifications not
+// yet delivered (the PENDING ones become DISPATCHED), oldest first, as its
+// backlog, then each new one from sub. The subscription starts before the
+// backlog is read, so nothing emitted meanwhile is missed; Fresh drops a
+// new one already in the backlog. Notifications carry no sequence number
+// on the stream: a client that reconnects gets what is still undelivered.
 type inboxFeed struct {
 	sub     *events.Sub
-	backlog [][]byte
+	backlog []events.Frame // until the stream has read it
 	shown   map[string]bool
 }
 
@@ -162,24 +162,36 @@ func (s *Server) openInbox(ctx context.Context, p auth.Principal) (*inboxFeed, e
 		if n := list[i]; !n.State.Terminal() {
 			data, _ := json.Marshal(n)
 			f.shown[n.ID] = true
-			f.backlog = append(f.backlog, data)
+			f.backlog = append(f.backlog, events.Frame{Kind: "notification", Data: data})
 		}
 	}
 	return f, nil
 }
 
-// fresh reports whether a notification from the subscription was not
+// Backlog returns the undelivered notifications read when the feed was
+// opened, once, whatever after and limit.
+func (f *inboxFeed) Backlog(context.Context, int64, int) ([]events.Frame, error) {
+	b := f.backlog
+	f.backlog = nil
+	return b, nil
+}
+
+// Subscribe returns the subscription opened with the feed.
+func (f *inboxFeed) Subscribe(int64) events.Subscription { return f.sub }
+
+// Fresh reports whether a notification from the subscription was not
 // in the backlog.
-func (f *inboxFeed) fresh(data []byte) bool {
+func (f *inboxFeed) Fresh(fr events.Frame) bool {
 	var n struct{ ID string }
-	json.Unmarshal(data, &n)
+	json.Unmarshal(fr.Data, &n)
 	return !f.shown[n.ID]
 }
 
 // getInboxEvents serves the principal's inbox live as Server-Sent Events:
 // first the notifications not yet delivered (event "notification"; the
-// PENDING ones become DISPATCHED), then each new one as it is emitted.
-// The client acknowledges with POST /v1/notifications/{id}/ack.
+// PENDING ones become DISPATCHED), then each new one as it is emitted,
+// and a final "closed" event when the server drains or the client falls
+// behind. The client acknowledges with POST /v1/notifications/{id}/ack.
 func (s *Server) getInboxEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	release, err := s.limits.holdStream(p)
 	if err != nil {
@@ -190,46 +202,10 @@ func (s *Server) getInboxEvents(w http.ResponseWriter, r *http.Request, p auth.P
 	if err != nil {
 		return err
 	}
-	sub := feed.sub
-	defer sub.Close()
-	rc, done := s.openSSE(w)
+	defer feed.sub.Close()
+	sink, done := s.openSSE(w)
 	defer done()
-	write := func(data []byte) error {
-		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := fmt.Fprintf(w, "event: notification\ndata: %s\n\n", data); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
-	for _, data := range feed.backlog {
-		if write(data) != nil {
-			return nil
-		}
-	}
-	rc.Flush()
-	tick := time.NewTicker(s.heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case f := <-sub.Events():
-			if !feed.fresh(f.Data) {
-				continue // in the backlog already
-			}
-			if write(f.Data) != nil {
-				return nil
-			}
-		case <-sub.Done():
-			data, _ := json.Marshal(Closing{Reason: sub.Reason()})
-			fmt.Fprintf(w, "event: closed\ndata: %s\n\n", data)
-			rc.Flush()
-			return nil
-		case <-tick.C:
-			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
-				return nil
-			}
-		case <-r.Context().Done():
-			return nil
-		}
-	}
+	st := &events.Stream{Feed: feed, Sink: sink, Heartbeat: s.heartbeat}
+	st.Run(r.Context())
+	return nil
 }

@@ -10,6 +10,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -84,12 +85,14 @@ type Server struct {
 	ready     func(context.Context) error
 	draining  atomic.Bool
 	drained   chan struct{} // closed by Drain
-	drainOnce sync.Once
-	hijacked  drainGroup // WebSocket connections: http.Server.Shutdown does not wait for them
-	handler   http.Handler
-	patterns  []string // what routes serves, for the OpenAPI test
-	idPrefix  string   // of request ids: random per server
-	requests  atomic.Uint64
+	// drainReason is Drain's reason, set before drained is closed
+	drainReason string
+	drainOnce   sync.Once
+	hijacked    drainGroup // WebSocket connections: http.Server.Shutdown does not wait for them
+	handler     http.Handler
+	patterns    []string // what routes serves, for the OpenAPI test
+	idPrefix    string   // of request ids: random per server
+	requests    atomic.Uint64
 
 	origins     []string
 	bodyTimeout time.Duration
@@ -143,7 +146,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // http.Server's Shutdown waits for them).
 func (s *Server) Drain(reason string) {
 	s.draining.Store(true)
-	s.drainOnce.Do(func() { close(s.drained) })
+	s.drainOnce.Do(func() {
+		s.drainReason = cmp.Or(reason, "the server is shutting down")
+		close(s.drained)
+	})
 	s.hub.Close(reason)
 }
 

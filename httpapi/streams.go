@@ -4,23 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/auth"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/notify"
 )
-
-// writeTimeout bounds one write to a stream: a client that stops reading
-// is cut when its socket buffers are full for this long.
-const writeTimeout = 10 * time.Second
 
 // resumePoint is where a stream starts: after Last-Event-ID, or the
 // after query parameter, or the beginning.
@@ -30,11 +25,6 @@ func resumePoint(r *http.Request) (int64, error) {
 	}
 	return seqParam(r.URL.Query().Get("after"), "query parameter after")
 }
-
-// streamPage is how many records a stream's backlog reads, encodes and
-// sends at a time: what a stream holds of its backlog at once, however
-// long the session.
-const streamPage = 64
 
 // openStream starts a stream of the principal's session: the session,
 // where it resumes, and the stream counted among the principal's (past
@@ -52,34 +42,15 @@ func (s *Server) openStream(r *http.Request, p auth.Principal) (sess *agentplane
 	return sess, after, release, nil
 }
 
-// backlog sends the session's events after a sequence number, read from
-// the store a page at a time, and returns the last one sent; an error
-// (the client gone, or the store's, which is logged) ends the stream, and
-// the client resumes from its last id.
-func (s *Server) backlog(ctx context.Context, session string, after int64, send func(events.Frame) error) (int64, error) {
-	for {
-		recs, err := s.core.RecordsAfter(ctx, session, after, streamPage)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("event stream: read the backlog", "session", session, "err", err)
-			}
-			return after, err
-		}
-		for i := range recs {
-			f, err := events.Encode(&recs[i])
-			if err != nil {
-				s.log.Error("event stream: encode the backlog", "session", session, "err", err)
-				return after, err
-			}
-			if err := send(f); err != nil {
-				return after, err
-			}
-			after = recs[i].Seq
-		}
-		if len(recs) < streamPage {
-			return after, nil
-		}
+// records reads a page of the session's records for its stream's
+// backlog; a failure is logged (the stream ends, and the client resumes
+// from its last id).
+func (s *Server) records(ctx context.Context, session string, after int64, limit int) ([]audit.Record, error) {
+	recs, err := s.core.RecordsAfter(ctx, session, after, limit)
+	if err != nil && ctx.Err() == nil {
+		s.log.Error("event stream: read the backlog", "session", session, "err", err)
 	}
+	return recs, err
 }
 
 // boolParam reads a query parameter that is true, false or absent
@@ -109,23 +80,6 @@ func limitParam(r *http.Request, def, most int) (int, error) {
 	return n, nil
 }
 
-// openSSE starts a Server-Sent Events response, counted among the open
-// streams until done is called.
-func (s *Server) openSSE(w http.ResponseWriter) (rc *http.ResponseController, done func()) {
-	rc = http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if s.metrics == nil {
-		return rc, func() {}
-	}
-	g := s.metrics.streams.WithLabelValues("sse")
-	g.Inc()
-	return rc, g.Dec
-}
-
 // Closing is the last event of a stream the server ends: why, and the
 // last event id sent, to resume after.
 type Closing struct {
@@ -153,90 +107,20 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, p auth.Princi
 		return err
 	}
 	defer release()
-	var feed *inboxFeed
-	var notices <-chan events.Frame // nil (never ready) without the inbox
+	st := &events.Stream{Feed: &events.SessionFeed{Hub: s.hub, Read: s.records, Session: sess.ID}, After: after, Heartbeat: s.heartbeat}
 	if withInbox {
-		if feed, err = s.openInbox(r.Context(), p); err != nil {
+		feed, err := s.openInbox(r.Context(), p)
+		if err != nil {
 			return err
 		}
 		defer feed.sub.Close()
-		notices = feed.sub.Events()
+		st.Also = feed
 	}
-	rc, done := s.openSSE(w)
+	sink, done := s.openSSE(w)
 	defer done()
-	last := after
-	send := func(f events.Frame) error {
-		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if f.Seq == 0 { // transient: no id
-			_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", f.Kind, f.Data)
-			return err
-		}
-		if f.Seq <= last {
-			return nil // queued by the hub and read from the store both
-		}
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", f.Seq, f.Kind, f.Data); err != nil {
-			return err
-		}
-		last = f.Seq
-		return nil
-	}
-	rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	fmt.Fprint(w, "retry: 1000\n\n")
-	if _, err := s.backlog(r.Context(), sess.ID, after, send); err != nil {
-		return nil // the stream is open: the client reconnects from its last id
-	}
-	if feed != nil {
-		for _, data := range feed.backlog {
-			if err := send(events.Frame{Kind: "notification", Data: data}); err != nil {
-				return nil
-			}
-		}
-	}
-	if rc.Flush() != nil {
-		return nil
-	}
-	sub := s.hub.Subscribe(sess.ID, last)
-	defer sub.Close()
-	tick := time.NewTicker(s.heartbeat)
-	defer tick.Stop()
-	for {
-		var err error
-		select {
-		case f := <-sub.Events():
-			err = send(f)
-		case f := <-notices:
-			if feed.fresh(f.Data) {
-				err = send(f)
-			}
-		case <-sub.Done():
-			for drained := false; !drained && err == nil; { // what was queued before the end
-				select {
-				case f := <-sub.Events():
-					err = send(f)
-				default:
-					drained = true
-				}
-			}
-			if err == nil {
-				data, _ := json.Marshal(Closing{Reason: sub.Reason(), LastEventID: last})
-				rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-				fmt.Fprintf(w, "event: closed\ndata: %s\n\n", data)
-				rc.Flush()
-			}
-			return nil
-		case <-tick.C:
-			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-			_, err = fmt.Fprint(w, ": keep-alive\n\n")
-		case <-r.Context().Done():
-			return nil
-		}
-		if err == nil {
-			err = rc.Flush()
-		}
-		if err != nil {
-			return nil
-		}
-	}
+	st.Sink = sink
+	st.Run(r.Context()) // the stream is open: whatever ended it, the client resumes from its last id
+	return nil
 }
 
 // The WebSocket protocol: JSON text messages.
@@ -298,7 +182,7 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 	if err != nil {
 		return nil // Accept answered the request
 	}
-	var wg sync.WaitGroup // the reader and the pinger: waited for once the connection is closed
+	var wg sync.WaitGroup // the reader: waited for once the connection is closed
 	defer wg.Wait()
 	defer conn.CloseNow()
 	conn.SetReadLimit(wsReadLimit)
@@ -321,93 +205,20 @@ func (s *Server) getWebSocket(w http.ResponseWriter, r *http.Request, p auth.Pri
 		defer done()
 		return conn.Write(wctx, websocket.MessageText, data)
 	}
-	var lastMu sync.Mutex // last is read by the reader's turns (none), written here only; guarded for the closing read
-	last := after
-	send := func(f events.Frame) error {
-		if f.Seq == 0 { // transient: a model's streamed text
-			return write(wsServer{Type: f.Kind, Event: f.Data})
-		}
-		lastMu.Lock()
-		defer lastMu.Unlock()
-		if f.Seq <= last {
-			return nil
-		}
-		last = f.Seq
-		return write(wsServer{Type: "event", ID: f.Seq, Event: f.Data})
-	}
-	if _, err := s.backlog(ctx, sess.ID, after, send); err != nil {
-		return nil // the client reconnects from its last id
-	}
-	sub := s.hub.Subscribe(sess.ID, last)
-	defer sub.Close()
+	var turns drainGroup // the client's turns: one read before the end is answered before it
+	st := &events.Stream{Feed: &events.SessionFeed{Hub: s.hub, Read: s.records, Session: sess.ID}, After: after, Heartbeat: s.heartbeat,
+		Sink: &wsSink{write: write, ping: conn.Ping, close: conn.Close, heartbeat: s.heartbeat, turns: &turns}}
 	// the principal's inbox (channel A) rides along: what is not delivered
 	// yet, then each new one
-	inbox := make(<-chan events.Frame)
-	var feed *inboxFeed
 	if s.bus != nil {
-		if feed, err = s.openInbox(ctx, p); err == nil {
+		if feed, err := s.openInbox(ctx, p); err == nil {
 			defer feed.sub.Close()
-			inbox = feed.sub.Events()
-			for _, data := range feed.backlog {
-				if write(wsServer{Type: "notification", Event: data}) != nil {
-					return nil
-				}
-			}
+			st.Also = feed
 		}
 	}
-
-	var turns drainGroup // the client's turns: one read before the end is answered before it
 	wg.Go(func() { s.wsRead(ctx, cancel, conn, sess, p, write, &turns) })
-	wg.Go(func() { s.wsPing(ctx, cancel, conn) })
-	for {
-		select {
-		case f := <-inbox:
-			if !feed.fresh(f.Data) {
-				continue // shown with the backlog already
-			}
-			if write(wsServer{Type: "notification", Event: f.Data}) != nil {
-				return nil
-			}
-		case f := <-sub.Events():
-			if send(f) != nil {
-				return nil
-			}
-		case <-sub.Done():
-			turns.wait() // a turn in flight is answered before the closing message; later ones are refused
-			for drained := false; !drained; {
-				select {
-				case f := <-sub.Events():
-					if send(f) != nil {
-						return nil
-					}
-				default:
-					drained = true
-				}
-			}
-			status := websocket.StatusTryAgainLater
-			if s.draining.Load() {
-				status = websocket.StatusGoingAway
-				// the hub closed: what the last turns committed after it is
-				// read from the store (still open: Wait holds the runtime's
-				// Close back until this connection ends)
-				lastMu.Lock()
-				from := last
-				lastMu.Unlock()
-				if _, err := s.backlog(ctx, sess.ID, from, send); err != nil {
-					return nil
-				}
-			}
-			reason := sub.Reason()
-			lastMu.Lock()
-			l := last
-			lastMu.Unlock()
-			write(wsServer{Type: "closed", Reason: reason, LastEventID: &l})
-			conn.Close(status, truncate(reason, 120))
-			return nil
-		case <-ctx.Done():
-			return nil
-		}
-	}
+	st.Run(ctx) // its end (the closing message, the client gone, the pings unanswered) closes the connection
+	return nil
 }
 
 // drainGroup counts work that may begin until wait is called: wait
@@ -459,36 +270,6 @@ func (g *drainGroup) drained() <-chan struct{} {
 
 // wait refuses new work and waits for what began.
 func (g *drainGroup) wait() { <-g.drained() }
-
-// wsPing pings the client every heartbeat and cuts the connection when
-// no pong comes within the heartbeat (and at least pongWait): a client
-// that is gone, or that stalled in the middle of a frame — it cannot
-// answer until the frame is whole, so a connection whose read is stuck
-// mid-frame is cut too. Browsers and WebSocket libraries answer pings by
-// themselves.
-func (s *Server) wsPing(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn) {
-	t := time.NewTicker(s.heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		pctx, done := context.WithTimeout(ctx, max(s.heartbeat, pongWait))
-		err := conn.Ping(pctx)
-		done()
-		if err != nil {
-			cancel()
-			conn.CloseNow()
-			return
-		}
-	}
-}
-
-// pongWait is the least time a pong is waited for (a heartbeat set short
-// for tests is not a deadline for a loaded machine).
-const pongWait = 5 * time.Second
 
 // wsRead reads the client's messages until the connection ends: turns run
 // one at a time, in order; acks are answered.

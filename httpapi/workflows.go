@@ -2,13 +2,12 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/auth"
+	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/workflow"
 )
 
@@ -171,7 +170,7 @@ func (s *Server) getWorkflowEvents(w http.ResponseWriter, r *http.Request, p aut
 	if err != nil {
 		return err
 	}
-	last, err := resumePoint(r)
+	after, err := resumePoint(r)
 	if err != nil {
 		return err
 	}
@@ -180,63 +179,9 @@ func (s *Server) getWorkflowEvents(w http.ResponseWriter, r *http.Request, p aut
 		return err
 	}
 	defer release()
-	rc, done := s.openSSE(w)
+	sink, done := s.openSSE(w)
 	defer done()
-	rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	fmt.Fprint(w, "retry: 1000\n\n")
-	rc.Flush()
-	closing := func(reason string) {
-		data, _ := json.Marshal(Closing{Reason: reason, LastEventID: last})
-		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		fmt.Fprintf(w, "event: closed\ndata: %s\n\n", data)
-		rc.Flush()
-	}
-	poll := time.NewTicker(s.workflows.Poll())
-	defer poll.Stop()
-	beat := time.NewTicker(s.heartbeat)
-	defer beat.Stop()
-	// a workflow ends with its last event: one that had ended before the
-	// client's last event is over already
-	ended := workflow.Terminal(wf.Status) && wf.Seq <= last
-	for {
-		changed := s.workflows.Changes(wf.ID)
-		raws, seqs, err := s.workflows.Events(r.Context(), wf.ID, last, 256)
-		if err != nil {
-			return nil // the stream is open: the client reconnects
-		}
-		for i, raw := range raws {
-			var ev struct{ Type string }
-			json.Unmarshal(raw, &ev)
-			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", seqs[i], ev.Type, raw); err != nil {
-				return nil
-			}
-			last = seqs[i]
-			ended = ended || ev.Type == workflow.EventCompleted || ev.Type == workflow.EventAborted || ev.Type == workflow.EventFailed
-		}
-		if len(raws) > 0 {
-			if rc.Flush() != nil {
-				return nil
-			}
-			continue
-		}
-		if ended { // and everything was sent
-			closing("the workflow has ended")
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-poll.C:
-		case <-beat.C:
-			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
-				return nil
-			}
-		case <-s.drained:
-			closing("the server is shutting down")
-			return nil
-		case <-r.Context().Done():
-			return nil
-		}
-	}
+	st := &events.Stream{Feed: &workflowFeed{j: s.workflows, wf: wf, stop: s.drained, why: &s.drainReason, log: s.log}, Sink: sink, After: after, Heartbeat: s.heartbeat}
+	st.Run(r.Context())
+	return nil
 }

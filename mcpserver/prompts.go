@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/resolve"
 	"github.com/agentplane/agentplane/tool"
 	"github.com/agentplane/agentplane/trigger"
@@ -263,7 +264,10 @@ func (b *binding) subscribe(ctx context.Context, req *mcp.SubscribeRequest) erro
 
 // follow sends notifications/resources/updated when the bound session's
 // state (and its work context) change — by this client's calls or any
-// other writer's — until ctx ends.
+// other writer's — until ctx ends or the event hub closes. It runs the
+// streams' loop (events.Stream) from the session's last record: a
+// subscription the hub drops (this client fell behind) is taken again
+// after the records it missed, since an MCP client cannot resume one.
 func (b *binding) follow(ctx context.Context) {
 	id, err := b.open(ctx)
 	if err != nil {
@@ -277,39 +281,51 @@ func (b *binding) follow(ctx context.Context) {
 	if recs, err := b.s.core.Page(ctx, id, 0, 0, 1); err == nil && len(recs) > 0 {
 		after = recs[0].Seq
 	}
-	for ctx.Err() == nil {
-		sub := b.s.hub.Subscribe(id, after)
-	events:
-		for {
-			select {
-			case f := <-sub.Events():
-				if f.Seq == 0 {
-					continue
-				}
-				after = max(after, f.Seq)
-				now, err := b.s.core.Session(ctx, id)
-				if err != nil || now.Version == last.Version {
-					continue
-				}
-				b.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: URISession})
-				was, _ := json.Marshal(last.AWC)
-				is, _ := json.Marshal(now.AWC)
-				if string(was) != string(is) {
-					b.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: URIContext})
-				}
-				last = now
-			case <-sub.Done():
-				break events // dropped (behind, or the hub closed): follow again from after
-			case <-ctx.Done():
-				break events
-			}
-		}
-		sub.Close()
-		t := time.NewTimer(100 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
+	read := func(ctx context.Context, session string, after int64, limit int) ([]audit.Record, error) {
+		return b.s.core.Page(ctx, session, 0, after, limit) // after ≥ 1: the session's open record at least
 	}
+	st := &events.Stream{Feed: &events.SessionFeed{Hub: b.s.hub, Read: read, Session: id}, After: after, Resume: true,
+		Sink: &updatedSink{b: b, session: id, last: last}}
+	st.Run(ctx)
 }
+
+// updatedSink is the sink of a session's stream to an MCP client that
+// subscribed to its resources: after each batch of new records it reads
+// the session once, and sends notifications/resources/updated for the
+// session when its version moved (and for its work context when that
+// changed). It sends no heartbeat (the SDK's keep-alive is the client's)
+// and no closing frame (MCP has none: the subscription ends with the MCP
+// session).
+type updatedSink struct {
+	b       *binding
+	session string
+	last    *agentplane.Session // as last notified
+	moved   bool                // records came since the last flush
+}
+
+func (k *updatedSink) Send(_ context.Context, f events.Frame) error {
+	k.moved = k.moved || f.Seq > 0 // a transient frame changes nothing
+	return nil
+}
+
+func (k *updatedSink) Flush(ctx context.Context) error {
+	if !k.moved {
+		return nil
+	}
+	k.moved = false
+	now, err := k.b.s.core.Session(ctx, k.session)
+	if err != nil || now.Version == k.last.Version {
+		return nil // a read that failed: the next batch reads again
+	}
+	k.b.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: URISession})
+	was, _ := json.Marshal(k.last.AWC)
+	is, _ := json.Marshal(now.AWC)
+	if string(was) != string(is) {
+		k.b.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: URIContext})
+	}
+	k.last = now
+	return nil
+}
+
+func (k *updatedSink) Heartbeat(context.Context) error             { return nil }
+func (k *updatedSink) Close(context.Context, events.Closing) error { return nil }

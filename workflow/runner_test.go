@@ -95,7 +95,7 @@ func TestRunnerOwnsItsWorkflow(t *testing.T) {
 		if w.Status != workflow.StatusCompleted || w.Layer != layers {
 			t.Fatalf("%s after %d layers", w.Status, w.Layer)
 		}
-		if q, ok := e.core.Store().(store.Querier); ok { // one applied command per pause, as stored
+		if q, ok := e.store.(store.Querier); ok { // one applied command per pause, as stored
 			var pauses, applied int
 			if err := q.Query(ctx, `SELECT COUNT(DISTINCT pause), COUNT(*) FROM workflow_commands WHERE workflow_id = ? AND status = 'applied'`,
 				[]any{w.ID}, func(scan func(...any) error) error { return scan(&pauses, &applied) }); err != nil {

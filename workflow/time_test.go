@@ -51,7 +51,8 @@ modes: [{key: m, default: true, toolboxes: [t]}]
 toolboxes: [{id: t, catalogs: [modes], tools: [noop, flaky, hold]}]
 `
 	ctx := context.Background()
-	c, err := core.New(ctx, core.Source{YAML: []byte(yaml), Name: "wf.yaml"}, &core.Options{Store: memstore.New(), Tools: tools, ToolTimeout: time.Hour})
+	st := memstore.New()
+	c, err := core.New(ctx, core.Source{YAML: []byte(yaml), Name: "wf.yaml"}, &core.Options{Store: st, Tools: tools, ToolTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ toolboxes: [{id: t, catalogs: [modes], tools: [noop, flaky, hold]}]
 	}
 	opts.Memory = true
 	b.core, b.session = c, s.ID
-	if b.eng, err = workflow.New(c, opts); err != nil {
+	if b.eng, err = workflow.New(c, st, opts); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
