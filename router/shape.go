@@ -178,6 +178,10 @@ type shapes struct {
 	byShape map[string][]origin
 	words   map[string]bool                              // every word of every shape
 	indexes map[agentplane.ResolverSource]*resolve.Index // the indexes the examples were shaped with
+	// provided are the sources of indexes a provider answered (a turn
+	// matched against the shapes read them: Decision.Sources); none for
+	// static catalogs
+	provided []agentplane.ResolverSource
 }
 
 // shapeCache holds the router's current shapes.
@@ -230,6 +234,11 @@ func (r *Router) shapes(ctx context.Context) *shapes {
 		idx[c.Source] = ix
 	}
 	sh := &shapes{byShape: map[string][]origin{}, words: map[string]bool{}, indexes: idx}
+	for id, ix := range idx {
+		if ix != nil && ix.Version() != "" {
+			sh.provided = append(sh.provided, id)
+		}
+	}
 	add := func(shape string, o origin) {
 		if shape == "" || shape == slot {
 			return // nothing of its own: a bare item (or nothing) asks for no command
@@ -303,8 +312,8 @@ func (t *turn) shapeMatch() (agentplane.Decision, bool) {
 		return agentplane.Decision{}, false
 	}
 	sh := t.rt.shapes(t.ctx)
-	for id, ix := range sh.indexes {
-		t.read(id, ix)
+	for _, id := range sh.provided {
+		t.read(id, sh.indexes[id])
 	}
 	var toksBuf [16]string
 	var keyBuf [128]byte

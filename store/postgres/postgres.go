@@ -38,7 +38,10 @@ import (
 var migrations embed.FS
 
 // migrationLock is the advisory lock that serializes migrations across
-// instances starting together.
+// instances starting together: with the hash of the schema migrated as
+// its second key, so that instances on one schema take turns and those on
+// different schemas (a database shared by several deployments or test
+// runs, one schema each) do not wait for each other.
 const migrationLock = 0x61676e74 // "agnt"
 
 // Options configure Open. nil means defaults.
@@ -218,7 +221,7 @@ func (s *Store) migrate(ctx context.Context, exts []store.Extension) error {
 		return s.fail("begin migration", err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, hashtext(current_schema()))`, migrationLock); err != nil {
 		return fmt.Errorf("postgres: %s: lock for migration: %w", s.url, err)
 	}
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
