@@ -16,8 +16,6 @@ import (
 
 // changed is the demo configuration with the sales mode's key renamed:
 // the mode "sales" is gone.
-type configT = config.Config
-
 var changed = bytes.Replace(demo.YAML, []byte("  - key: sales\n"), []byte("  - key: selling\n"), 1)
 
 func parse(t testing.TB, yaml []byte) *config.Config {
