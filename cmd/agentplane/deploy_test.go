@@ -602,7 +602,9 @@ func TestDeploymentThroughput(t *testing.T) {
 		for i := range n {
 			f.start(i)
 		}
-		c := &client{url: haproxyLB(t, addrs(f.ports)).url, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 20 * time.Second}}
+		tr := &http.Transport{MaxIdleConnsPerHost: 64}
+		t.Cleanup(tr.CloseIdleConnections)
+		c := &client{url: haproxyLB(t, addrs(f.ports)).url, http: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
 		const clients = 64
 		sessions := make([]string, clients)
 		for i := range sessions {

@@ -93,7 +93,9 @@ tools:
 				t.Fatalf("the request in flight across the reload: %s\n%s", got, b.out.String())
 			}
 			// a new connection, through the new configuration
-			fresh := &client{url: b.url, http: &http.Client{Transport: &http.Transport{}, Timeout: 20 * time.Second}}
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections) // its connection would outlive the test, held by a draining balancer
+			fresh := &client{url: b.url, http: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
 			st, raw = fresh.do("POST", "/v1/sessions/"+id+"/turns", "", `{"text":"hello"}`)
 			var turn struct{ Seq int64 }
 			if st != 200 || json.Unmarshal(raw, &turn) != nil {
