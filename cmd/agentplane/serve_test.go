@@ -99,6 +99,7 @@ func TestServeShutdownLosesNoAcknowledgedTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer stream.Body.Close() // the reader below stops at the closing frame, not at the end of the body
 	closed := make(chan string, 1)
 	var streamed []int64 // ids the stream delivered
 	go func() {
