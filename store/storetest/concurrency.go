@@ -186,10 +186,49 @@ func runConcurrency(t *testing.T, open func(t *testing.T) store.Store) {
 				}
 			})
 		}
+		// and session writes without a record, which move the version
+		// and not the chain: a record snapshotting the state is sealed on
+		// the state where it lands (the memory store seals outside its
+		// lock, and seals again when the session moved meanwhile)
+		wg.Go(func() {
+			for range 30 {
+				for {
+					cur, err := s.Session(ctx, "a")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					next := cur.Clone()
+					next.Version++
+					err = s.Commit(ctx, &store.Commit{SessionID: "a", Session: next})
+					if err == nil {
+						break
+					}
+					if agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
 		wg.Wait()
 		v, err := store.Verify(ctx, s, "a")
 		if err != nil || v.FirstBad != nil || v.Records != 1+8*30 {
 			t.Fatalf("%d records: %+v %v", v.Records, v.FirstBad, err)
+		}
+		recs, err := s.Records(ctx, "a", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last int64
+		for _, r := range recs {
+			if r.State == nil {
+				continue
+			}
+			if r.State.Version < last {
+				t.Fatalf("record %d holds the state at version %d after a record that held %d", r.Seq, r.State.Version, last)
+			}
+			last = r.State.Version
 		}
 	})
 
