@@ -172,8 +172,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	// The path goes into a file: URI; escape what URIs give meaning to.
 	uri := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-	dsn := fmt.Sprintf("file:%s?_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=busy_timeout(%d)&_txlock=immediate",
-		uri, mode, busy.Milliseconds())
+	// busy_timeout first: the pragmas run in order, and switching a new
+	// file to WAL takes a lock another opener may hold.
+	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_txlock=immediate",
+		uri, busy.Milliseconds(), mode)
 	if opts.ReadOnly {
 		dsn = fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(%d)", uri, busy.Milliseconds())
 	}
@@ -302,31 +304,14 @@ func (s *Store) migrate(ctx context.Context, exts []store.Extension) error {
 	files, _ := fs.Glob(migrations, "migrations/*.sql")
 	sort.Strings(files)
 	latest := len(files)
-	var ours int
-	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'`).Scan(&ours)
-	if err != nil {
-		return fmt.Errorf("sqlite: %s is not a usable database (%v); move it aside or point --db elsewhere", s.path, err)
-	}
-	if ours == 0 {
-		var tables []string
-		rows, err := s.db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if s.readOnly {
+		ours, err := s.ours(ctx, s.db)
 		if err != nil {
-			return fmt.Errorf("sqlite: %s is not a usable database (%v); move it aside or point --db elsewhere", s.path, err)
+			return err
 		}
-		for rows.Next() {
-			var name string
-			rows.Scan(&name)
-			tables = append(tables, name)
-		}
-		rows.Close()
-		if len(tables) > 0 {
-			return fmt.Errorf("sqlite: %s is a database agentplane did not create (tables %s); point --db at a new file", s.path, strings.Join(tables, ", "))
-		}
-		if s.readOnly {
+		if !ours {
 			return fmt.Errorf("sqlite: %s has no agentplane data", s.path)
 		}
-	}
-	if s.readOnly {
 		var have int
 		if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
 			return s.wrap("read schema version", err)
@@ -336,8 +321,11 @@ func (s *Store) migrate(ctx context.Context, exts []store.Extension) error {
 		}
 		return nil
 	}
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("sqlite: %s is not a usable database (%v); move it aside or point --db elsewhere", s.path, err)
+	// Whether the file is ours, and its version table, in one write
+	// transaction (BEGIN IMMEDIATE): another process opening the same new
+	// file at once waits here, then finds the table this one created.
+	if err := s.claim(ctx); err != nil {
+		return err
 	}
 	var have int
 	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
@@ -374,7 +362,54 @@ func (s *Store) migrate(ctx context.Context, exts []store.Extension) error {
 	return nil
 }
 
-// migrateTx runs one migration and records it, in one transaction.
+// ours reports whether q's database has agentplane's version table;
+// without it, a database with any table is refused as another program's.
+func (s *Store) ours(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) (bool, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: %s is not a usable database (%v); move it aside or point --db elsewhere", s.path, err)
+	}
+	defer rows.Close()
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return false, fmt.Errorf("sqlite: %s is not a usable database (%v); move it aside or point --db elsewhere", s.path, err)
+		}
+		if name == "schema_version" {
+			return true, nil
+		}
+		tables = append(tables, name)
+	}
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("sqlite: %s is not a usable database (%v); move it aside or point --db elsewhere", s.path, err)
+	}
+	if len(tables) > 0 {
+		return false, fmt.Errorf("sqlite: %s is a database agentplane did not create (tables %s); point --db at a new file", s.path, strings.Join(tables, ", "))
+	}
+	return false, nil
+}
+
+// claim checks that the database is agentplane's or empty and creates its
+// version table, in one write transaction.
+func (s *Store) claim(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s is not a usable database (%v); move it aside or point --db elsewhere", s.path, err)
+	}
+	defer tx.Rollback()
+	ours, err := s.ours(ctx, tx)
+	if err != nil || ours {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlite: %s is not a usable database (%v); move it aside or point --db elsewhere", s.path, err)
+	}
+	return tx.Commit()
+}
+
 // migrateTx applies migration step v in one write transaction (BEGIN
 // IMMEDIATE: one writer at a time across processes), reading the version
 // again inside it: a step another process applied meanwhile is skipped,
