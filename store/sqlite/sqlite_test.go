@@ -3,7 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -350,6 +352,67 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	db.QueryRow(`SELECT count(*), count(DISTINCT version) FROM schema_version`).Scan(&rows, &distinct)
 	db.QueryRow(`SELECT version FROM schema_extensions WHERE name = 'counters'`).Scan(&ext)
 	if rows != distinct || ext != 2 {
+		t.Fatalf("schema_version has %d rows for %d versions; counters at %d", rows, distinct, ext)
+	}
+}
+
+// TestProcessesMigrateOnce is TestConcurrentOpensMigrateOnce with real
+// processes: this test binary run 8 times at once, each opening the same new
+// file (SQLite's locks between processes are the file's, not the Go
+// driver's).
+func TestProcessesMigrateOnce(t *testing.T) {
+	if path := os.Getenv("AGENTPLANE_SQLITE_OPENER"); path != "" {
+		io.Copy(io.Discard, os.Stdin) // the start line: the parent closes every stdin at once
+		s, err := sqlite.Open(context.Background(), path, &sqlite.Options{Extensions: []store.Extension{storetest.Counters}})
+		if err == nil {
+			err = s.Close()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a.db")
+	cmds := make([]*exec.Cmd, 8)
+	for i := range cmds {
+		cmds[i] = exec.Command(os.Args[0], "-test.run=^TestProcessesMigrateOnce$", "-test.count=1")
+		cmds[i].Env = append(os.Environ(), "AGENTPLANE_SQLITE_OPENER="+path)
+	}
+	outs := make([]strings.Builder, len(cmds))
+	starts := make([]io.WriteCloser, len(cmds))
+	for i, c := range cmds {
+		c.Stdout, c.Stderr = &outs[i], &outs[i]
+		w, err := c.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts[i] = w
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range starts {
+		w.Close()
+	}
+	errs := make([]error, len(cmds))
+	for i, c := range cmds {
+		errs[i] = c.Wait()
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("opener process %d: %v\n%s", i, err, outs[i].String())
+		}
+	}
+	db, err := sqlite.OpenRaw(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows, distinct, ext int
+	db.QueryRow(`SELECT count(*), count(DISTINCT version) FROM schema_version`).Scan(&rows, &distinct)
+	db.QueryRow(`SELECT version FROM schema_extensions WHERE name = 'counters'`).Scan(&ext)
+	if rows != distinct || rows == 0 || ext != 2 {
 		t.Fatalf("schema_version has %d rows for %d versions; counters at %d", rows, distinct, ext)
 	}
 }
