@@ -119,7 +119,10 @@ var actingPaths = []actingPath{
 				workflow.StatusAwaitingDecision)
 		},
 		act: func(c *cell, i int) {
-			c.post(i, "/v1/workflows/"+c.workflow+"/commands", c.key(fmt.Sprint("continue-", i)), `{"type":"continue"}`)
+			// the decision the clients saw: a continue that names none
+			// answers whichever pause is pending when it arrives, which
+			// on a loaded machine may be the next layer's
+			c.post(i, "/v1/workflows/"+c.workflow+"/commands", c.key(fmt.Sprint("continue-", i)), `{"type":"continue","decision_id":"`+c.pause+`"}`)
 		},
 		settle: func(c *cell) { c.workflowSettles() }},
 	{name: "workflow_start", origin: gate.OriginWorkflow, doors: []string{"POST /v1/workflows"},
@@ -270,7 +273,7 @@ tools:
   - {name: note, description: Notes a target., impact: internal, risk: low, input_schema: {type: object, properties: {target: {type: string}}}, http: {url: %q}}
 llm: {base_url: %q, model: test-model, timeout_ms: 10000}
 `, down.URL+"/act", down.URL+"/note", model.URL)), 0o644)
-	f := &fleet{t: t, bin: bin, args: []string{"--config", cfg, "--db", db, "--tool-timeout", "5s", "--clock-margin", "0", "--workflow-lease", "500ms", "--log-level", "warn"},
+	f := &fleet{t: t, bin: bin, args: []string{"--config", cfg, "--db", db, "--tool-timeout", "5s", "--clock-margin", "0", "--workflow-lease", "2s", "--log-level", "warn"},
 		ports: freePorts(t, instances), procs: make([]*exec.Cmd, instances)}
 	w := &pathWorld{t: t, svc: svc, f: f, origins: map[string]bool{}, dead: map[int]bool{}, http: &http.Client{Timeout: 30 * time.Second}}
 	for i := range instances {
@@ -668,6 +671,9 @@ func (c *cell) startWorkflow(tasks, want string) {
 	if w.Approval != nil {
 		c.pause = w.Approval.CheckpointID
 	}
+	if w.Decision != nil {
+		c.pause = w.Decision.ID
+	}
 }
 
 // waitWorkflow polls the cell's workflow until ok, for up to a minute.
@@ -687,10 +693,12 @@ func (c *cell) waitWorkflow(ok func(workflow.Workflow) bool) workflow.Workflow {
 }
 
 // workflowSettles waits until the workflow is paused again or finished,
-// and no task of it runs.
+// and no task of it runs — or it was interrupted (a kill), its tasks in
+// flight then being the dead runner's.
 func (c *cell) workflowSettles() {
 	c.waitWorkflow(func(w workflow.Workflow) bool {
-		return w.Status != workflow.StatusRunning && !slices.ContainsFunc(w.Tasks, func(t workflow.TaskRun) bool { return t.Status == workflow.TaskRunning })
+		return w.Status == workflow.StatusInterrupted ||
+			w.Status != workflow.StatusRunning && !slices.ContainsFunc(w.Tasks, func(t workflow.TaskRun) bool { return t.Status == workflow.TaskRunning })
 	})
 }
 
