@@ -29,6 +29,7 @@ import (
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
 	"github.com/agentplane/agentplane/workflow"
+	"github.com/jackc/pgx/v5"
 )
 
 // The deployment test: three serve processes on one PostgreSQL behind
@@ -597,7 +598,11 @@ func TestDeploymentThroughput(t *testing.T) {
 	bin := buildBinary(t)
 	rate, perTurn := map[int]float64{}, map[int]float64{}
 	for _, n := range []int{1, 3} {
-		db := pgtest.Schema(t)
+		// the instances' PostgreSQL backends are found by their
+		// application_name, so other clients' work on a shared server is
+		// not counted
+		app := fmt.Sprintf("agentplane_throughput_%d_%d", os.Getpid(), n)
+		db := pgtest.Schema(t) + "&application_name=" + app
 		f := &fleet{t: t, bin: bin, args: []string{"--db", db, "--log-level", "warn"}, ports: freePorts(t, n), procs: make([]*exec.Cmd, n)}
 		for i := range n {
 			f.start(i)
@@ -622,6 +627,7 @@ func TestDeploymentThroughput(t *testing.T) {
 		total := 0
 		end := time.Now().Add(8 * time.Second)
 		cpu0 := cpuByProgram()
+		own0 := cpuOf(f.pids(), backends(t, app))
 		start := time.Now()
 		for _, s := range sessions {
 			done.Go(func() {
@@ -641,6 +647,7 @@ func TestDeploymentThroughput(t *testing.T) {
 		done.Wait()
 		took := time.Since(start)
 		cpu := cpuByProgram()
+		own := cpuOf(f.pids(), backends(t, app))
 		rate[n] = float64(total) / took.Seconds()
 		t.Logf("%d instance(s) behind HAProxy, 64 clients: %d turns in %v, %.0f turns/s", n, total, took.Round(time.Millisecond), rate[n])
 		var used []string
@@ -652,13 +659,104 @@ func TestDeploymentThroughput(t *testing.T) {
 		// cannot: the instances' and PostgreSQL's (every postgres process on
 		// the machine: on a shared server, other clients' work counts too)
 		inst, pg := (cpu["agentplane"]-cpu0["agentplane"])/float64(total)*1000, (cpu["postgres"]-cpu0["postgres"])/float64(total)*1000
-		perTurn[n] = inst + pg
-		t.Logf("  CPU per turn: instance(s) %.3f ms, PostgreSQL %.3f ms, together %.3f ms", inst, pg, inst+pg)
+		t.Logf("  CPU per turn, by program on the whole machine: instance(s) %.3f ms, PostgreSQL %.3f ms, together %.3f ms", inst, pg, inst+pg)
+		// by process: this run's instances and their own PostgreSQL
+		// backends (a backend that started during the run counts from 0;
+		// one that ended during it is missed)
+		var ownInst, ownPG float64
+		for pid, sec := range own.procs {
+			ownInst += sec - own0.procs[pid]
+		}
+		for pid, sec := range own.backends {
+			ownPG += sec - own0.backends[pid]
+		}
+		ownInst, ownPG = ownInst/float64(total)*1000, ownPG/float64(total)*1000
+		perTurn[n] = ownInst + ownPG
+		t.Logf("  CPU per turn, by process: instance(s) %.3f ms, their %d PostgreSQL backends %.3f ms, together %.3f ms", ownInst, len(own.backends), ownPG, ownInst+ownPG)
 		for i := range n {
 			f.kill(i)
 		}
 	}
 	t.Logf("three instances vs one: %.2f× the turns/s, %.2f× the CPU per turn (instances + PostgreSQL)", rate[3]/rate[1], perTurn[3]/perTurn[1])
+}
+
+// pids are the fleet's running instances' process ids.
+func (f *fleet) pids() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []int
+	for _, p := range f.procs {
+		if p != nil && p.Process != nil {
+			out = append(out, p.Process.Pid)
+		}
+	}
+	return out
+}
+
+// backends are the process ids of PostgreSQL's backends serving the
+// connections named app.
+func backends(t *testing.T, app string) []int {
+	conn, err := pgx.Connect(context.Background(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int, len(pids))
+	for i, p := range pids {
+		out[i] = int(p)
+	}
+	return out
+}
+
+// ownCPU is the CPU seconds used so far by each of some processes.
+type ownCPU struct{ procs, backends map[int]float64 }
+
+// cpuOf reads the CPU seconds of the instances and backends given.
+func cpuOf(procs, backends []int) ownCPU {
+	read := func(pids []int) map[int]float64 {
+		out := map[int]float64{}
+		for _, pid := range pids {
+			if sec, ok := procCPU(pid); ok {
+				out[pid] = sec
+			}
+		}
+		return out
+	}
+	return ownCPU{read(procs), read(backends)}
+}
+
+// procCPU is the user and system CPU seconds process pid used so far.
+func procCPU(pid int) (float64, bool) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	_, sec, ok := parseStat(stat)
+	return sec, ok
+}
+
+// parseStat reads a /proc/PID/stat: the program's name and its user and
+// system CPU seconds (fields 14 and 15, after the name's ")").
+func parseStat(stat []byte) (string, float64, bool) {
+	open, closing := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || closing < open {
+		return "", 0, false
+	}
+	f := strings.Fields(string(stat[closing+1:]))
+	if len(f) < 13 {
+		return "", 0, false
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return string(stat[open+1 : closing]), (ut + st) / 100, true // USER_HZ
 }
 
 // cpuByProgram returns the CPU seconds used so far by the processes of
@@ -675,18 +773,9 @@ func cpuByProgram() map[string]float64 {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ... utime stime: fields 14 and 15, after the comm's ")"
-		open, closing := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-		if open < 0 || closing < open {
-			continue
+		if name, sec, ok := parseStat(stat); ok {
+			out[name] += sec
 		}
-		f := strings.Fields(string(stat[closing+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		ut, _ := strconv.ParseFloat(f[11], 64)
-		st, _ := strconv.ParseFloat(f[12], 64)
-		out[string(stat[open+1:closing])] += (ut + st) / 100 // USER_HZ
 	}
 	return out
 }
