@@ -182,6 +182,17 @@ func (p *player) Pinned(ctx context.Context, id agentplane.ResolverSource) (*res
 	return ix, true
 }
 
+// Named reports whether the current record names an answer of the source
+// (resolve.Pins): one it read whenever it had one at hand.
+func (p *player) Named(id agentplane.ResolverSource) bool {
+	src := id.String()
+	if p.cur.Sources[src] != "" {
+		return true
+	}
+	d := p.cur.Decision
+	return d != nil && d.Sources[src] != ""
+}
+
 // fell reports a provider read of the current record answered live, once
 // per record and source.
 func (p *player) fell(src, version, reason string) {
