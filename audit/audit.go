@@ -68,6 +68,12 @@ type Record struct {
 	Input    *agentplane.TurnInput `json:"input,omitempty"`
 	Decision *agentplane.Decision  `json:"decision,omitempty"`
 	Intent   *agentplane.Intent    `json:"intent,omitempty"`
+	// Sources names the provider answers an event without a decision read
+	// (an execution's checks: the item an API, MCP, LLM or workflow call
+	// names, looked up in a catalog a provider serves), as
+	// Decision.Sources does for a decision: the source → the answer's
+	// version. Replay serves those answers. None when it read no provider.
+	Sources map[string]string `json:"sources,omitempty"`
 	// Roles are the principal's roles for an execution that is not a turn
 	// (a turn's are in Input), so replay runs it as the same principal.
 	Roles  []string                    `json:"roles,omitempty"`

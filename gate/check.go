@@ -64,6 +64,7 @@ func (x *execution) checkCommand() {
 		x.res = failed(agentplane.CodeSourceUnavailable, cmd.Tool, "%v", err)
 		return
 	}
+	x.read(cmd.Source, ix)
 	if x.item, ok = ix.Lookup(inv.ResolvedID); !ok {
 		x.res = rejected(agentplane.CodeInvalidArgs, "%s: %q is not an item of %s", cmd.Parameter, inv.ResolvedID, cmd.Source)
 		return

@@ -216,6 +216,7 @@ func (x *execution) record(res *agentplane.ExecutionResult) *audit.Record {
 	} else {
 		r.Roles = slices.Clone(inv.Roles)
 	}
+	x.name(r)
 	return r
 }
 

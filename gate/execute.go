@@ -66,6 +66,7 @@ type execution struct {
 	binding string                        // what a confirmation binds: a resolved id, or canonical args
 	cmd     *agentplane.CommandDefinition // nil for a tool invocation
 	item    *agentplane.ResolverItem      // the command's resolved item
+	sources map[string]string             // the provider answers the checks read (see read)
 
 	// confirmation
 	token     string              // issued to the human, never recorded

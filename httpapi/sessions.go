@@ -500,6 +500,11 @@ type Replayed struct {
 	// the first MaxDivergences of them, in record order.
 	Total       int                 `json:"total"`
 	Divergences []replay.Divergence `json:"divergences"`
+	// Fallbacks are the provider reads the replay could not serve from
+	// the answers the records name (the store does not keep one, or a
+	// record names none), so the live provider answered them — as the
+	// CLI's replay lists them; the first MaxDivergences, in record order.
+	Fallbacks []replay.Fallback `json:"fallbacks"`
 }
 
 // MaxDivergences bounds the divergences a replay answer lists: a changed
@@ -526,11 +531,17 @@ func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, p auth.Princi
 	default:
 		return invalid("against=%q: want recorded (each record's own configuration, the default) or current", truncate(v, 40))
 	}
+	fell := []replay.Fallback{}
+	opts.Fallback = func(f replay.Fallback) {
+		if len(fell) < MaxDivergences {
+			fell = append(fell, f)
+		}
+	}
 	divs, err := replay.Session(r.Context(), s.core, recs, &opts)
 	if err != nil {
 		return agentplane.Errorf(agentplane.CodeInternal, "replay stopped at a record it could not replay: %v", err)
 	}
-	out := Replayed{Records: len(recs), Total: len(divs), Divergences: append([]replay.Divergence{}, divs[:min(len(divs), MaxDivergences)]...)}
+	out := Replayed{Records: len(recs), Total: len(divs), Divergences: append([]replay.Divergence{}, divs[:min(len(divs), MaxDivergences)]...), Fallbacks: fell}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/core"
+	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/testkit/demotest"
 	"github.com/agentplane/agentplane/replay"
 	"github.com/agentplane/agentplane/resolve"
@@ -187,3 +189,40 @@ func TestReplayServesProviderVersions(t *testing.T) {
 }
 
 var _ store.CatalogVersions = (*memstore.Store)(nil)
+
+// TestReplayServesExecutionReads: an execution that is not a turn (here
+// an API intent naming a command) reads the provider in the gate's
+// checks only; its record names that answer (Record.Sources) and replay
+// serves it.
+func TestReplayServesExecutionReads(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	p := &loans{}
+	p.set("Oak street", "Elm road")
+	opts := demotest.Options(&core.Options{Store: st, Providers: map[string]resolve.Provider{"loans": p}})
+	c := demotest.WithYAML(t, []byte(loansYAML), &opts)
+	s, err := c.Start(ctx, core.Start{Principal: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Intent(ctx, gate.IntentRequest{SessionID: s.ID, Principal: "ann",
+		Intent: agentplane.Intent{Type: agentplane.IntentActionCall, Action: "open_loan", Args: json.RawMessage(`{"loan":"L-2"}`)}})
+	if err != nil || res.Status != agentplane.StatusSuccess {
+		t.Fatalf("%v %+v", err, res)
+	}
+	recs, err := c.Records(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := recs[len(recs)-1]
+	if v := last.Sources["provider:loans"]; !strings.HasPrefix(v, "sha256:") || last.Decision != nil {
+		t.Fatalf("the execution names %v", last.Sources)
+	}
+	p.set("Birch lane")
+	calls := p.calls.Load()
+	var fell []replay.Fallback
+	divs, err := replay.Session(ctx, c, recs, &replay.Options{Fallback: func(f replay.Fallback) { fell = append(fell, f) }})
+	if err != nil || len(divs) != 0 || len(fell) != 0 || p.calls.Load() != calls {
+		t.Fatalf("%v, divergences %+v, read live %+v, %d provider calls", err, divs, fell, p.calls.Load()-calls)
+	}
+}

@@ -11,10 +11,10 @@
 // version it was decided on when recorded (so a version_conflict between
 // two writers replays as one), and a confirmation token presented in the
 // record is matched, by its digest, to the token the replay issued in its
-// place. A provider's items are served from the answer the record's
-// decision read (its sources: versions the store keeps), not asked of the
-// provider; a read the record names no kept answer for asks the provider
-// and is reported (Fallback). A session replayed against the
+// place. A provider's items are served from the answer the record read
+// (the sources of its decision, or of an execution's checks: versions the
+// store keeps), not asked of the provider; a read the record names no
+// kept answer for asks the provider and is reported (Fallback). A session replayed against the
 // configuration that recorded it reproduces exactly; against a changed
 // configuration, replay shows what the change would have changed.
 //
@@ -112,11 +112,10 @@ type Divergence struct {
 }
 
 // Fallback is a provider read that replay could not serve from the
-// record, so the live provider answered it: the record's decision names
-// no answer of the source (a record of an execution, a record written
-// before decisions named them, a source the configuration replayed on
-// reads and the recorded one did not), or names one the store does not
-// keep.
+// record, so the live provider answered it: the record names no answer of
+// the source (a record written before records named them, a source the
+// configuration replayed on reads and the recorded one did not), or
+// names one the store does not keep.
 type Fallback struct {
 	Seq     int64  `json:"seq"`               // the record's sequence number
 	Kind    string `json:"kind"`              // the record's kind
@@ -153,13 +152,14 @@ type player struct {
 	fallback func(Fallback)
 }
 
-// Pinned serves a provider's items as the current record's decision read
-// them (resolve.Pins): the answer its sources name, from the store. A
-// source it names no kept answer for is reported and read live.
+// Pinned serves a provider's items as the current record read them
+// (resolve.Pins): the answer its sources name (the record's, for an
+// execution's checks, or its decision's), from the store. A source it
+// names no kept answer for is reported and read live.
 func (p *player) Pinned(ctx context.Context, id agentplane.ResolverSource) (*resolve.Index, bool) {
 	src := id.String()
-	var version string
-	if d := p.cur.Decision; d != nil {
+	version := p.cur.Sources[src] // an execution's checks
+	if d := p.cur.Decision; d != nil && version == "" {
 		version = d.Sources[src]
 	}
 	if version == "" {
@@ -180,6 +180,17 @@ func (p *player) Pinned(ctx context.Context, id agentplane.ResolverSource) (*res
 	}
 	p.answers[version] = ix
 	return ix, true
+}
+
+// Named reports whether the current record names an answer of the source
+// (resolve.Pins): one it read whenever it had one at hand.
+func (p *player) Named(id agentplane.ResolverSource) bool {
+	src := id.String()
+	if p.cur.Sources[src] != "" {
+		return true
+	}
+	d := p.cur.Decision
+	return d != nil && d.Sources[src] != ""
 }
 
 // fell reports a provider read of the current record answered live, once
@@ -256,6 +267,9 @@ func (p *player) compareRecord(got []audit.Record) {
 	p.compare("result", r.Result, g.Result)
 	p.compare("state", r.State, g.State)
 	p.compare("notes", r.Notes, g.Notes)
+	if len(r.Sources) > 0 { // records from before executions named their reads have none
+		p.compare("sources", r.Sources, g.Sources)
+	}
 }
 
 // sessions is the replay's store: a memory store whose Session returns the
@@ -296,8 +310,8 @@ type Options struct {
 	// Configs finds the configuration a record names by its digest; nil
 	// means the core's store (core.StoredConfig).
 	Configs func(ctx context.Context, digest string) (*config.Config, bool, error)
-	// Items finds a provider's answer a record's decision names by its
-	// version (Decision.Sources); nil means the core's store
+	// Items finds a provider's answer a record names by its version
+	// (Decision.Sources, Record.Sources); nil means the core's store
 	// (core.StoredItems). Replay serves it instead of asking the provider.
 	Items func(ctx context.Context, version string) (*resolve.Index, bool, error)
 	// Fallback, when set, is told of every provider read replay answered

@@ -176,12 +176,16 @@ func (s *Source) ID() agentplane.ResolverSource { return s.id }
 
 // Current returns the index the source holds now, fetching nothing: for a
 // provider, the one it answered last, for any caller (nil when it has not
-// answered yet), or the one ctx pins (WithPins). It is for what does not
-// belong to a caller — shaping the configuration's own examples — never
-// for showing items.
+// answered yet), or the one ctx pins (WithPins) — nil when the pinned
+// record names no answer of the source (it had none at hand). It is for
+// what does not belong to a caller — shaping the configuration's own
+// examples — never for showing items.
 func (s *Source) Current(ctx context.Context) *Index {
 	if s.provider == nil {
 		return s.index
+	}
+	if unread(ctx, s.id) {
+		return nil
 	}
 	if ix, ok := pinned(ctx, s.id); ok {
 		return ix

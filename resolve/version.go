@@ -93,10 +93,15 @@ type KeepFunc func(ctx context.Context, version string, body []byte) error
 
 // Pins are the versions replay serves in place of providers: Pinned
 // returns the index of the answer a recorded decision read from the
-// source, or false when there is none to serve (the provider is asked).
-// It is called from the goroutine that routes or checks, one at a time.
+// source, or false when there is none to serve (the provider is asked);
+// Named reports whether the record names an answer of the source at all
+// (one that records read is named whenever it was at hand, so a record
+// that names none read none: Source.Current serves nothing then, as it
+// did when the record was made). They are called from the goroutine that
+// routes or checks, one at a time.
 type Pins interface {
 	Pinned(ctx context.Context, id agentplane.ResolverSource) (*Index, bool)
+	Named(id agentplane.ResolverSource) bool
 }
 
 type pinsKey struct{}
@@ -118,6 +123,16 @@ func pinned(ctx context.Context, id agentplane.ResolverSource) (*Index, bool) {
 		return nil, false
 	}
 	return p.Pinned(ctx, id)
+}
+
+// unread reports whether ctx's pins say the record read no answer of
+// the source (Pins.Named).
+func unread(ctx context.Context, id agentplane.ResolverSource) bool {
+	if ctx == nil {
+		return false
+	}
+	p, ok := ctx.Value(pinsKey{}).(Pins)
+	return ok && !p.Named(id)
 }
 
 // IsPinned reports whether ctx carries pins (WithPins): what is served

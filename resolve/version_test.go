@@ -64,6 +64,8 @@ func (p *pins) Pinned(context.Context, agentplane.ResolverSource) (*Index, bool)
 	return p.ix, p.ix != nil
 }
 
+func (p *pins) Named(agentplane.ResolverSource) bool { return p.ix != nil }
+
 // TestProviderKeepsAndPins: a provider's answer is kept by its version
 // before it is served, and an answer that cannot be kept is not served;
 // in a context with pins the pinned answer is served and the provider
