@@ -50,6 +50,19 @@ type Options struct {
 	// Omit leaves out the top-level member with this name, if any (the
 	// hash of a record that carries its own hash).
 	Omit string
+	// Encoded gives top-level members of a struct already in canonical
+	// form, as AppendValue writes their values: AppendValue writes these
+	// bytes as they are instead of encoding the value again (JSON made
+	// once and carried through, for a row and a record alike). A member
+	// whose value is empty (omitempty) is left out whatever is given.
+	// Append ignores it.
+	Encoded []Member
+}
+
+// Member is a member's name and its value in canonical form.
+type Member struct {
+	Name string
+	JSON []byte
 }
 
 // Error says what is wrong with the input and where.
