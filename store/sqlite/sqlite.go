@@ -82,8 +82,10 @@ type Store struct {
 	// committed through this store, so a commit need not read it back.
 	// Another process appending to the same chain makes an entry stale; the
 	// primary key (session, seq) then refuses the insert, and the leader
-	// reads the head and seals again. Only the leader uses it.
-	heads map[string]chainHead
+	// reads the head and seals again. The leader changes it; committing
+	// goroutines read it to seal their records before they queue.
+	headsMu sync.Mutex
+	heads   map[string]chainHead
 }
 
 // chainHead is the last record of a session's audit chain.
@@ -108,7 +110,11 @@ type request struct {
 	enc    store.Encoded // c's JSON, made before it was queued
 	claim  *store.Claim
 	sealed audit.Record
-	err    error
+	// on is the head the record was sealed on before it was queued
+	// (presealed): the leader seals it again only when the head moved.
+	on        chainHead
+	presealed bool
+	err       error
 	// a claim's outcome
 	claimed bool
 	holder  store.Request
@@ -121,6 +127,8 @@ type request struct {
 // remember records the heads of the chains the requests appended to, once
 // their transaction has committed.
 func (s *Store) remember(group []*request) {
+	s.headsMu.Lock()
+	defer s.headsMu.Unlock()
 	if len(s.heads) >= maxHeads {
 		clear(s.heads)
 	}
@@ -633,7 +641,9 @@ func (s *Store) Commit(ctx context.Context, c *store.Commit) error {
 	if err != nil {
 		return err
 	}
-	req, err := s.enqueue(&request{c: c, enc: enc})
+	req := &request{c: c, enc: enc}
+	s.preseal(req)
+	req, err = s.enqueue(req)
 	if err == nil && c.Record != nil {
 		*c.Record = req.sealed
 	}
@@ -783,7 +793,7 @@ func (s *Store) commitGroup(group []*request) {
 		return
 	}
 	for _, r := range group {
-		r.err, r.sealed, r.claimed, r.holder = nil, audit.Record{}, false, store.Request{}
+		r.err, r.sealed, r.presealed, r.claimed, r.holder = nil, audit.Record{}, false, false, store.Request{}
 	}
 	s.tryGroup(group, true)
 }
@@ -837,12 +847,53 @@ func (s *Store) tryGroup(group []*request, savepoints bool) bool {
 		for _, r := range group {
 			r.err = s.wrap("commit", err)
 		}
+		s.headsMu.Lock()
 		clear(s.heads)
+		s.headsMu.Unlock()
 		return true
 	}
 	s.txs.Add(1)
 	s.remember(group)
 	return true
+}
+
+// preseal seals the request's record, before it is queued, on the head
+// its chain has as this store last committed it: work the committing
+// goroutine does instead of the leader, which keeps the sealed record
+// when the head is still the same (sealedOnHead) — a session's commits
+// come one after the other — and seals it again otherwise.
+func (s *Store) preseal(r *request) {
+	c := r.c
+	if c.Record == nil {
+		return
+	}
+	h, ok := s.cachedHead(c.SessionID)
+	if !ok {
+		return
+	}
+	r.sealed = *c.Record
+	if audit.SealEncoded(&r.sealed, h.seq, h.hash, r.enc.Record) != nil {
+		return // the leader seals it and reports the error
+	}
+	r.on, r.presealed = h, true
+}
+
+// sealedOnHead reports whether the request's record was sealed before it
+// was queued on the head its chain has now.
+func (s *Store) sealedOnHead(r *request) bool {
+	if !r.presealed {
+		return false
+	}
+	h, ok := s.cachedHead(r.c.SessionID)
+	return ok && h == r.on
+}
+
+// cachedHead returns the cached head of a session's chain.
+func (s *Store) cachedHead(session string) (chainHead, bool) {
+	s.headsMu.Lock()
+	h, ok := s.heads[session]
+	s.headsMu.Unlock()
+	return h, ok
 }
 
 // seal seals the commit's record onto its session's chain, from the
@@ -857,7 +908,7 @@ func (s *Store) seal(ctx context.Context, tx *sql.Tx, c *store.Commit, enc audit
 	if again && state != nil {
 		sealed.State = state // the state read back (appendRecord), when it was
 	}
-	head, cached := s.heads[c.SessionID]
+	head, cached := s.cachedHead(c.SessionID)
 	if !cached {
 		query := `SELECT head_seq, head_hash FROM sessions WHERE id = ?`
 		if again {
@@ -894,7 +945,9 @@ func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, c *store.Commit, e
 		var se *sqlite.Error
 		if !retried && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
 			retried = true
+			s.headsMu.Lock()
 			delete(s.heads, c.SessionID)
+			s.headsMu.Unlock()
 			if err := s.seal(ctx, tx, c, enc, sealed, true); err != nil {
 				return err
 			}
@@ -945,7 +998,7 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 	wrote := false
 	// The record is sealed first: the rows the commit changes name where
 	// it lands (the request its seq, the session its head).
-	if c.Record != nil {
+	if c.Record != nil && !s.sealedOnHead(r) {
 		if err := s.seal(ctx, tx, c, r.enc.Record, &r.sealed, false); err != nil {
 			return false, err
 		}
