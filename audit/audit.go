@@ -112,8 +112,36 @@ type Record struct {
 // first record), computes its hash, and sets r.Raw to the line to store:
 // the canonical JSON with the hash appended as the last member.
 func Seal(r *Record, prevSeq int64, prevHash string) error {
+	return SealEncoded(r, prevSeq, prevHash, Encoded{})
+}
+
+// Encoded is canonical JSON of a record's largest members made before it
+// is sealed (Canonical of the value the record holds), nil where none was
+// made: a store encodes a commit's new state and its result once, for
+// their rows and for the record alike.
+type Encoded struct {
+	State  []byte // Canonical(r.State)
+	Result []byte // Canonical(r.Result)
+}
+
+// Canonical is v's canonical JSON as a record holds it (RFC 8785, written
+// from the Go value): the form Encoded carries.
+func Canonical(v any) ([]byte, error) { return canonjson.AppendValue(nil, v, nil) }
+
+// SealEncoded is Seal with members encoded already: it writes enc's bytes
+// where it would encode the record's state and result, so the record's
+// bytes and hash are Seal's when enc is what Canonical makes of them.
+func SealEncoded(r *Record, prevSeq int64, prevHash string, enc Encoded) error {
 	r.V, r.Seq, r.Prev, r.Hash = Version, prevSeq+1, prevHash, ""
-	raw, err := canonjson.AppendValue(make([]byte, 0, 1024), r, &canonjson.Options{Omit: "hash"})
+	opts := &canonjson.Options{Omit: "hash"}
+	if enc.State != nil || enc.Result != nil {
+		opts.Encoded = []canonjson.Member{{Name: "state", JSON: enc.State}, {Name: "result", JSON: enc.Result}}
+	}
+	size := 1024
+	if n := len(enc.State) + len(enc.Result) + 512; n > size {
+		size = n
+	}
+	raw, err := canonjson.AppendValue(make([]byte, 0, size), r, opts)
 	if err != nil {
 		return fmt.Errorf("audit: encode record %s/%d: %w", r.Session, r.Seq, err)
 	}

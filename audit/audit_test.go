@@ -300,3 +300,51 @@ func TestDecodeRows(t *testing.T) {
 		t.Fatalf("corrupt row: %v", err)
 	}
 }
+
+// TestSealEncodedIsSeal checks that a record sealed with its state and
+// result encoded beforehand (as a store does, once for its rows and the
+// record) is the record Seal makes, byte for byte, hash and all; and that
+// the bytes given are what is written (not encoded again).
+func TestSealEncodedIsSeal(t *testing.T) {
+	t.Parallel()
+	for i, r := range []*Record{sample("s", 0), sample("s", 1)} {
+		r.State = &agentplane.Session{ID: "s", Mode: "ddr <&>", Version: int64(i + 2),
+			PendingConfirmation: &agentplane.PendingConfirmation{Tool: "send", Args: []byte(`{"b": 1, "a": [1.0, "\u00e9"]}`), Question: "q?"}}
+		r.Result.Output = []byte(`{"z": 1e2, "a": null}`)
+		if i == 1 {
+			r.Result = nil
+		}
+		want := *r
+		if err := Seal(&want, 4, "prev"); err != nil {
+			t.Fatal(err)
+		}
+		state, err := Canonical(r.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		result, err := Canonical(r.Result)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Result == nil {
+			result = nil
+		}
+		got := *r
+		if err := SealEncoded(&got, 4, "prev", Encoded{State: state, Result: result}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Raw, want.Raw) || got.Hash != want.Hash || got.Seq != 5 {
+			t.Fatalf("record %d:\n%s\n%s", i, got.Raw, want.Raw)
+		}
+		if !bytes.Contains(want.Raw, append([]byte(`"state":`), state...)) {
+			t.Fatalf("record %d holds no state %s: %s", i, state, want.Raw)
+		}
+		marked := *r
+		if err := SealEncoded(&marked, 4, "prev", Encoded{State: []byte(`"given"`)}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(marked.Raw, []byte(`"state":"given"`)) {
+			t.Fatalf("record %d: the state given was not written: %s", i, marked.Raw)
+		}
+	}
+}

@@ -92,10 +92,12 @@ type Commit struct {
 	Session *agentplane.Session
 	// Record is appended to the session's audit chain; the store seals it
 	// (and the caller sees the sealed record, with Raw, afterwards). When
-	// Session is nil and the record has a State, the store sets State to
-	// the session as stored when the commit applies — the state after an
-	// event that changed nothing, even if another writer moved it since it
-	// was read.
+	// Session is nil and the record has a State, the record holds the
+	// session as stored when the commit applies — the state after an event
+	// that changed nothing, even if another writer moved it since it was
+	// read: the caller's State when the stored session is still at its
+	// version (a version names one state; nothing is read back), else the
+	// stored one.
 	Record *audit.Record
 	// Request records the result under its idempotency key: it finishes a
 	// claimed request, or records one that ran nothing outside the commit.
@@ -430,20 +432,75 @@ func CreatedAt(c *Commit) time.Time {
 	return time.Now()
 }
 
-// ResultJSON is a request's result as SQL drivers store it: JSON without
-// the session (the caller's), or nil (SQL NULL) for a request that ran no
-// action.
-func ResultJSON(r *agentplane.ExecutionResult) (any, error) {
-	if r == nil {
-		return nil, nil
+// Encoded is a commit's JSON, made once and before the commit is applied
+// (by the committing goroutine, not a group commit's leader): the new
+// state and the request's result, each in the canonical form its audit
+// record holds it in, so the record is sealed with the rows' bytes
+// (audit.SealEncoded) instead of encoding them again; and the issued
+// token. SQL drivers store these.
+type Encoded struct {
+	// Session is c.Session as JSON, for its row; nil when none.
+	Session []byte
+	// Result is the request's result as JSON, without the session (the
+	// caller's); nil (SQL NULL) for a request that ran no action or when
+	// the commit finishes none.
+	Result []byte
+	// Issue is c.Issue as JSON; nil when none.
+	Issue []byte
+	// Record is the record's state and result, encoded: the rows' bytes
+	// where the record holds the same values, its own where not.
+	Record audit.Encoded
+}
+
+// Encode encodes c's JSON; see Encoded.
+func Encode(c *Commit) (Encoded, error) {
+	var e Encoded
+	var err error
+	if c.Session != nil {
+		if e.Session, err = audit.Canonical(c.Session); err != nil {
+			return e, fmt.Errorf("store: encode session %s: %w", c.Session.ID, err)
+		}
 	}
-	c := *r
-	c.Session = nil
-	raw, err := json.Marshal(&c)
-	if err != nil {
-		return nil, err
+	if c.Request != nil && c.Request.Result != nil {
+		// the result's session is json:"-": not in its JSON
+		if e.Result, err = audit.Canonical(c.Request.Result); err != nil {
+			return e, fmt.Errorf("store: encode the result of request %s: %w", c.Request.Key.RequestID, err)
+		}
 	}
-	return string(raw), nil
+	if c.Issue != nil {
+		if e.Issue, err = json.Marshal(c.Issue); err != nil {
+			return e, err
+		}
+	}
+	if r := c.Record; r != nil {
+		switch {
+		case r.State == nil:
+		case r.State == c.Session:
+			e.Record.State = e.Session
+		default:
+			if e.Record.State, err = audit.Canonical(r.State); err != nil {
+				return e, fmt.Errorf("store: encode the state of record %s: %w", r.Session, err)
+			}
+		}
+		switch {
+		case r.Result == nil:
+		case c.Request != nil && r.Result == c.Request.Result:
+			e.Record.Result = e.Result
+		default:
+			if e.Record.Result, err = audit.Canonical(r.Result); err != nil {
+				return e, fmt.Errorf("store: encode the result of record %s: %w", r.Session, err)
+			}
+		}
+	}
+	return e, nil
+}
+
+// Snapshot reports a commit whose record snapshots the session's state
+// without changing it (Commit.Record): the record holds the caller's
+// State when the stored session is still at State.Version when the commit
+// applies — a version names one state — and the stored state otherwise.
+func Snapshot(c *Commit) bool {
+	return c.Record != nil && c.Session == nil && c.Record.State != nil
 }
 
 // Params returns n query placeholders separated by commas ("?, ?, ?"),

@@ -50,6 +50,19 @@ type Options struct {
 	// Omit leaves out the top-level member with this name, if any (the
 	// hash of a record that carries its own hash).
 	Omit string
+	// Encoded gives top-level members of a struct already in canonical
+	// form, as AppendValue writes their values: AppendValue writes these
+	// bytes as they are instead of encoding the value again (JSON made
+	// once and carried through, for a row and a record alike). A member
+	// whose value is empty (omitempty) is left out whatever is given.
+	// Append ignores it.
+	Encoded []Member
+}
+
+// Member is a member's name and its value in canonical form.
+type Member struct {
+	Name string
+	JSON []byte
 }
 
 // Error says what is wrong with the input and where.
@@ -806,32 +819,48 @@ func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
 
 // appendString writes a string with the escapes of RFC 8785: \" \\ \b \f
 // \n \r \t, \u00xx for other control characters, every other rune as it is.
+// Runs of bytes that need no escape are copied whole.
 func appendString[S ~string | ~[]byte](out []byte, s S) []byte {
 	out = append(out, '"')
+	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
+		if !escaped[c] {
+			continue
+		}
+		out = append(out, s[start:i]...)
+		start = i + 1
+		switch c {
+		case '"', '\\':
 			out = append(out, '\\', c)
-		case c >= 0x20:
-			out = append(out, c)
-		case c == '\b':
+		case '\b':
 			out = append(out, '\\', 'b')
-		case c == '\f':
+		case '\f':
 			out = append(out, '\\', 'f')
-		case c == '\n':
+		case '\n':
 			out = append(out, '\\', 'n')
-		case c == '\r':
+		case '\r':
 			out = append(out, '\\', 'r')
-		case c == '\t':
+		case '\t':
 			out = append(out, '\\', 't')
 		default:
 			const hex = "0123456789abcdef"
 			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
 	}
+	out = append(out, s[start:]...)
 	return append(out, '"')
 }
+
+// escaped marks the bytes a JSON string escapes: control characters, the
+// quote and the backslash.
+var escaped = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // number writes a number as ECMAScript's Number.prototype.toString does:
 // integers of up to 15 digits as they are, anything else through float64.

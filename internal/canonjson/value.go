@@ -23,11 +23,10 @@ import (
 // differ only in letter case are an error, not a record no reader takes.
 // Options are as for Append (Omit applies to a top-level struct or map).
 func AppendValue(dst []byte, v any, opts *Options) ([]byte, error) {
-	var omit string
-	if opts != nil {
-		omit = opts.Omit
+	if opts == nil {
+		return appendValue(dst, reflect.ValueOf(v), "", nil)
 	}
-	return appendValue(dst, reflect.ValueOf(v), omit)
+	return appendValue(dst, reflect.ValueOf(v), opts.Omit, opts.Encoded)
 }
 
 // strict is how AppendValue reads the JSON it embeds: as Check does, so
@@ -40,7 +39,9 @@ var (
 	marshal  = reflect.TypeFor[json.Marshaler]()
 )
 
-func appendValue(dst []byte, v reflect.Value, omit string) ([]byte, error) {
+// appendValue appends v; omit and encoded apply to its members when it is
+// a struct or a map (the top level), not to what it holds.
+func appendValue(dst []byte, v reflect.Value, omit string, encoded []Member) ([]byte, error) {
 	if !v.IsValid() {
 		return append(dst, "null"...), nil
 	}
@@ -68,7 +69,7 @@ func appendValue(dst []byte, v reflect.Value, omit string) ([]byte, error) {
 		if t.Kind() == reflect.Pointer && t.Implements(marshal) && !t.Elem().Implements(marshal) {
 			return viaJSON(dst, v)
 		}
-		return appendValue(dst, v.Elem(), omit)
+		return appendValue(dst, v.Elem(), omit, encoded)
 	case reflect.Struct:
 		if t.Implements(marshal) {
 			return viaJSON(dst, v)
@@ -92,7 +93,11 @@ func appendValue(dst []byte, v reflect.Value, omit string) ([]byte, error) {
 			}
 			first = false
 			dst = append(dst, f.quoted...)
-			if dst, err = appendValue(dst, fv, ""); err != nil {
+			if given, ok := member(encoded, f.name); ok {
+				dst = append(dst, given...)
+				continue
+			}
+			if dst, err = appendValue(dst, fv, "", nil); err != nil {
 				return dst, err
 			}
 		}
@@ -139,7 +144,7 @@ func appendValue(dst []byte, v reflect.Value, omit string) ([]byte, error) {
 			first = false
 			dst = appendString(dst, m.name)
 			dst = append(dst, ':')
-			if dst, err = appendValue(dst, v.MapIndex(m.key), ""); err != nil {
+			if dst, err = appendValue(dst, v.MapIndex(m.key), "", nil); err != nil {
 				return dst, err
 			}
 		}
@@ -157,7 +162,7 @@ func appendValue(dst []byte, v reflect.Value, omit string) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, err = appendValue(dst, v.Index(i), ""); err != nil {
+			if dst, err = appendValue(dst, v.Index(i), "", nil); err != nil {
 				return dst, err
 			}
 		}
@@ -195,6 +200,16 @@ func appendValue(dst []byte, v reflect.Value, omit string) ([]byte, error) {
 		return AppendNumber(dst, f), nil
 	}
 	return viaJSON(dst, v)
+}
+
+// member returns the encoded value given for the member name, if any.
+func member(encoded []Member, name string) ([]byte, bool) {
+	for _, m := range encoded {
+		if m.Name == name && m.JSON != nil {
+			return m.JSON, true
+		}
+	}
+	return nil, false
 }
 
 // viaJSON encodes what the plan does not know with encoding/json, then

@@ -86,6 +86,7 @@ const (
 	stateVersion = "AP001" // the session is not at the version before the commit's
 	stateToken   = "AP002" // the confirmation token is unknown or used
 	stateRequest = "AP003" // the request key holds a finished request
+	stateMoved   = "AP004" // a record snapshotting the caller's state: the session is no longer at its version
 )
 
 // staleRetries bounds how often a commit re-reads a stale chain head.
@@ -556,8 +557,13 @@ func queryRows(ctx context.Context, q querier, query string, args []any, row fun
 // head is read again and the commit retried). Concurrent commits from any
 // number of instances serialize per session on the session's row.
 func (s *Store) Commit(ctx context.Context, c *store.Commit) error {
+	enc, err := store.Encode(c)
+	if err != nil {
+		return err
+	}
+	read := false // whether a snapshotting record reads the state back
 	for attempt := 0; ; attempt++ {
-		sealed, err := s.commitOnce(ctx, c)
+		sealed, err := s.commitOnce(ctx, c, enc, read)
 		if err == nil {
 			s.count.txs.Add(1)
 			if c.Record != nil {
@@ -576,8 +582,16 @@ func (s *Store) Commit(ctx context.Context, c *store.Commit) error {
 				return agentplane.Errorf(agentplane.CodeConfirmationInvalid, "%s", pgErr.Message)
 			case pgErr.Code == stateRequest:
 				return store.ErrRequestDone
+			case pgErr.Code == stateMoved && !read:
+				read = true // the session moved on: record it as stored
+				attempt--
+				continue
 			case pgErr.Code == "23505" && pgErr.ConstraintName == "audit_pkey" && attempt < staleRetries:
-				continue // the chain moved on: read its head and seal again
+				// the chain moved on: read its head and seal again; a record
+				// snapshotting the state does so under the session's lock,
+				// which concurrent ones then queue on instead of racing
+				read = read || store.Snapshot(c)
+				continue
 			case pgErr.Code == "23505" && pgErr.ConstraintName == "audit_pkey":
 				return agentplane.Errorf(agentplane.CodeVersionConflict, "the audit chain of %q moved concurrently", c.SessionID)
 			}
@@ -596,12 +610,14 @@ type opError struct{ err error }
 func (e opError) Error() string { return e.err.Error() }
 
 // commitOnce seals c's record on the chain head it knows and sends c's
-// statements as one batch. A record-only commit that snapshots the
-// session's current state, and a commit with subsystem ops, run in a
-// transaction: the first locks the session's row and reads the state
+// statements as one batch. A record that snapshots the state the caller
+// read is appended only while the session is at that version (else the
+// batch fails with stateMoved); read, it snapshots the state as stored:
+// in a transaction that locks the session's row and reads the state
 // first, so no change of the session commits between the snapshot and the
-// record; the ops run after the batch.
-func (s *Store) commitOnce(ctx context.Context, c *store.Commit) (audit.Record, error) {
+// record. A commit with subsystem ops runs in a transaction too, the ops
+// after the batch.
+func (s *Store) commitOnce(ctx context.Context, c *store.Commit, enc store.Encoded, read bool) (audit.Record, error) {
 	var sealed audit.Record
 	if st, ok := alone(c); ok {
 		var err error
@@ -617,15 +633,16 @@ func (s *Store) commitOnce(ctx context.Context, c *store.Commit) (audit.Record, 
 	}
 	send := func(b *pgx.Batch) error { return s.pool.SendBatch(ctx, b).Close() }
 	var q rowQuerier = s.pool // a transaction reads through its own connection: never a second one while it holds the first
-	snapshot := c.Record != nil && c.Session == nil && c.Record.State != nil
-	if snapshot || len(c.Ops) > 0 {
+	snapshot := store.Snapshot(c)
+	read = read && snapshot
+	if read || len(c.Ops) > 0 {
 		tx, err := s.pool.Begin(ctx)
 		if err != nil {
 			return sealed, err
 		}
 		defer tx.Rollback(ctx)
 		q = tx
-		if snapshot {
+		if read {
 			var current []byte
 			err = tx.QueryRow(ctx, `SELECT state FROM sessions WHERE id = $1 FOR UPDATE`, c.SessionID).Scan(&current)
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -635,6 +652,7 @@ func (s *Store) commitOnce(ctx context.Context, c *store.Commit) (audit.Record, 
 				var cur agentplane.Session
 				if json.Unmarshal(current, &cur) == nil {
 					sealed.State = &cur
+					enc.Record.State = nil
 				}
 			}
 		}
@@ -661,14 +679,11 @@ func (s *Store) commitOnce(ctx context.Context, c *store.Commit) (audit.Record, 
 		if err != nil {
 			return sealed, err
 		}
-		if err := audit.Seal(&sealed, head.seq, head.hash); err != nil {
+		if err := audit.SealEncoded(&sealed, head.seq, head.hash, enc.Record); err != nil {
 			return sealed, err
 		}
 	}
-	b, err := s.batch(c, &sealed)
-	if err != nil {
-		return sealed, err
-	}
+	b := s.batch(c, enc, &sealed, snapshot && !read)
 	return sealed, send(b)
 }
 
@@ -688,27 +703,19 @@ func alone(c *store.Commit) (store.Statement, bool) {
 }
 
 // batch queues c's statements: the request, token and version checks, the
-// sealed record and an issued confirmation token.
-func (s *Store) batch(c *store.Commit, sealed *audit.Record) (*pgx.Batch, error) {
+// sealed record and an issued confirmation token. With check, the record
+// (one that snapshots the caller's state) lands only while the session
+// is at the state's version.
+func (s *Store) batch(c *store.Commit, enc store.Encoded, sealed *audit.Record, check bool) *pgx.Batch {
 	b := &pgx.Batch{}
 	if q := c.Request; q != nil {
-		result, err := store.ResultJSON(q.Result)
-		if err != nil {
-			return nil, err
-		}
-		if r, ok := result.(string); ok {
-			result = []byte(r)
-		}
 		b.Queue(`WITH u AS (INSERT INTO requests (session, principal, request_id, digest, state, result, seq, claimed_at) VALUES ($1, $2, $3, $4, 'done', $5, $6, $7)
 			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result, seq = excluded.seq, running = NULL WHERE requests.state = 'running' RETURNING 1)
 			SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $8, 'request finished already')`,
-			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, result, sealed.Seq, q.ClaimedAt.UnixNano(), stateRequest)
+			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, enc.Result, sealed.Seq, q.ClaimedAt.UnixNano(), stateRequest)
 	}
 	if c.Session != nil {
-		state, err := json.Marshal(c.Session)
-		if err != nil {
-			return nil, err
-		}
+		state := enc.Session
 		msg := fmt.Sprintf("session %q is not at version %d; cannot store version %d", c.Session.ID, c.Session.Version-1, c.Session.Version)
 		// with its chain's head when the commit appends a record
 		if c.Session.Version == 1 {
@@ -723,9 +730,15 @@ func (s *Store) batch(c *store.Commit, sealed *audit.Record) (*pgx.Batch, error)
 		}
 	}
 	if c.Record != nil {
-		if c.Session != nil { // the session's write above moved its head
+		switch {
+		case c.Session != nil: // the session's write above moved its head
 			b.Queue(`INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4)`, c.SessionID, sealed.Seq, sealed.Hash, string(sealed.Raw))
-		} else { // the record and the session's head, in one statement
+		case check: // the record and the head, while the session is at the record's state (its row locked)
+			b.Queue(`WITH u AS (UPDATE sessions SET head_seq = $2, head_hash = $3 WHERE id = $1 AND version = $5 RETURNING 1),
+				a AS (INSERT INTO audit (session, seq, hash, record) SELECT $1, $2, $3, $4 FROM u)
+				SELECT agentplane_check(EXISTS (SELECT 1 FROM u), $6, 'the session moved on')`,
+				c.SessionID, sealed.Seq, sealed.Hash, string(sealed.Raw), c.Record.State.Version, stateMoved)
+		default: // the record and the session's head, in one statement
 			b.Queue(`WITH a AS (INSERT INTO audit (session, seq, hash, record) VALUES ($1, $2, $3, $4))
 				UPDATE sessions SET head_seq = $2, head_hash = $3 WHERE id = $1`, c.SessionID, sealed.Seq, sealed.Hash, string(sealed.Raw))
 		}
@@ -734,18 +747,14 @@ func (s *Store) batch(c *store.Commit, sealed *audit.Record) (*pgx.Batch, error)
 		}
 	}
 	if c.Issue != nil {
-		raw, err := json.Marshal(c.Issue)
-		if err != nil {
-			return nil, err
-		}
 		var pending *string // NULL
 		if c.Issue.Pending {
 			k := store.PendingKey(c.Issue.SessionID, c.Issue.Version)
 			pending = &k
 		}
-		b.Queue(`INSERT INTO confirmations (digest, used, confirmation, pending) VALUES ($1, FALSE, $2, $3)`, c.Issue.Digest, raw, pending)
+		b.Queue(`INSERT INTO confirmations (digest, used, confirmation, pending) VALUES ($1, FALSE, $2, $3)`, c.Issue.Digest, enc.Issue, pending)
 	}
-	return b, nil
+	return b
 }
 
 // txn is the store.Tx of a commit's transaction, for subsystems' ops.

@@ -82,8 +82,10 @@ type Store struct {
 	// committed through this store, so a commit need not read it back.
 	// Another process appending to the same chain makes an entry stale; the
 	// primary key (session, seq) then refuses the insert, and the leader
-	// reads the head and seals again. Only the leader uses it.
-	heads map[string]chainHead
+	// reads the head and seals again. The leader changes it; committing
+	// goroutines read it to seal their records before they queue.
+	headsMu sync.Mutex
+	heads   map[string]chainHead
 }
 
 // chainHead is the last record of a session's audit chain.
@@ -105,9 +107,14 @@ const (
 // request is a commit or a claim waiting for a leader.
 type request struct {
 	c      *store.Commit
+	enc    store.Encoded // c's JSON, made before it was queued
 	claim  *store.Claim
 	sealed audit.Record
-	err    error
+	// on is the head the record was sealed on before it was queued
+	// (presealed): the leader seals it again only when the head moved.
+	on        chainHead
+	presealed bool
+	err       error
 	// a claim's outcome
 	claimed bool
 	holder  store.Request
@@ -120,6 +127,8 @@ type request struct {
 // remember records the heads of the chains the requests appended to, once
 // their transaction has committed.
 func (s *Store) remember(group []*request) {
+	s.headsMu.Lock()
+	defer s.headsMu.Unlock()
 	if len(s.heads) >= maxHeads {
 		clear(s.heads)
 	}
@@ -663,7 +672,13 @@ func (s *Store) Query(ctx context.Context, query string, args []any, row func(sc
 // the one leading when it arrived; once queued, it is decided whatever ctx
 // does.
 func (s *Store) Commit(ctx context.Context, c *store.Commit) error {
-	req, err := s.enqueue(&request{c: c})
+	enc, err := store.Encode(c) // here, not on the leader
+	if err != nil {
+		return err
+	}
+	req := &request{c: c, enc: enc}
+	s.preseal(req)
+	req, err = s.enqueue(req)
 	if err == nil && c.Record != nil {
 		*c.Record = req.sealed
 	}
@@ -813,7 +828,7 @@ func (s *Store) commitGroup(group []*request) {
 		return
 	}
 	for _, r := range group {
-		r.err, r.sealed, r.claimed, r.holder = nil, audit.Record{}, false, store.Request{}
+		r.err, r.sealed, r.presealed, r.claimed, r.holder = nil, audit.Record{}, false, false, store.Request{}
 	}
 	s.tryGroup(group, true)
 }
@@ -867,7 +882,9 @@ func (s *Store) tryGroup(group []*request, savepoints bool) bool {
 		for _, r := range group {
 			r.err = s.wrap("commit", err)
 		}
+		s.headsMu.Lock()
 		clear(s.heads)
+		s.headsMu.Unlock()
 		return true
 	}
 	s.txs.Add(1)
@@ -875,24 +892,58 @@ func (s *Store) tryGroup(group []*request, savepoints bool) bool {
 	return true
 }
 
+// preseal seals the request's record, before it is queued, on the head
+// its chain has as this store last committed it: work the committing
+// goroutine does instead of the leader, which keeps the sealed record
+// when the head is still the same (sealedOnHead) — a session's commits
+// come one after the other — and seals it again otherwise.
+func (s *Store) preseal(r *request) {
+	c := r.c
+	if c.Record == nil {
+		return
+	}
+	h, ok := s.cachedHead(c.SessionID)
+	if !ok {
+		return
+	}
+	r.sealed = *c.Record
+	if audit.SealEncoded(&r.sealed, h.seq, h.hash, r.enc.Record) != nil {
+		return // the leader seals it and reports the error
+	}
+	r.on, r.presealed = h, true
+}
+
+// sealedOnHead reports whether the request's record was sealed before it
+// was queued on the head its chain has now.
+func (s *Store) sealedOnHead(r *request) bool {
+	if !r.presealed {
+		return false
+	}
+	h, ok := s.cachedHead(r.c.SessionID)
+	return ok && h == r.on
+}
+
+// cachedHead returns the cached head of a session's chain.
+func (s *Store) cachedHead(session string) (chainHead, bool) {
+	s.headsMu.Lock()
+	h, ok := s.heads[session]
+	s.headsMu.Unlock()
+	return h, ok
+}
+
 // seal seals the commit's record onto its session's chain, from the
 // cached head when there is one, else the session's, or — resealing
 // after the cached one proved stale, when this commit may have written the
-// session's head already — the chain's own last record: the record, with
-// the state after the commit (a record-only commit's is the session as
-// stored).
-func (s *Store) seal(ctx context.Context, tx *sql.Tx, c *store.Commit, sealed *audit.Record, again bool) error {
+// session's head already — the chain's own last record. The record holds
+// the state after the commit: a record-only commit's is the caller's
+// (appendRecord checks that the session is still at its version).
+func (s *Store) seal(ctx context.Context, tx *sql.Tx, c *store.Commit, enc audit.Encoded, sealed *audit.Record, again bool) error {
+	state := sealed.State
 	*sealed = *c.Record
-	if c.Session == nil && sealed.State != nil {
-		var state string
-		if err := s.queryRow(ctx, tx, `SELECT state FROM sessions WHERE id = ?`, c.SessionID).Scan(&state); err == nil {
-			var cur agentplane.Session
-			if json.Unmarshal([]byte(state), &cur) == nil {
-				sealed.State = &cur
-			}
-		}
+	if again && state != nil {
+		sealed.State = state // the state read back (appendRecord), when it was
 	}
-	head, cached := s.heads[c.SessionID]
+	head, cached := s.cachedHead(c.SessionID)
 	if !cached {
 		query := `SELECT head_seq, head_hash FROM sessions WHERE id = ?`
 		if again {
@@ -903,21 +954,36 @@ func (s *Store) seal(ctx context.Context, tx *sql.Tx, c *store.Commit, sealed *a
 			return s.wrap("read chain head", err)
 		}
 	}
-	return audit.Seal(sealed, head.seq, head.hash)
+	return audit.SealEncoded(sealed, head.seq, head.hash, enc)
 }
 
 // appendRecord inserts the sealed record. When the cached head it was
 // sealed on is stale (another process appended; the key refuses the
 // insert), it seals again on the stored head and moves the request's seq
-// and the session's head written before it to where it lands.
-func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, c *store.Commit, sealed *audit.Record) error {
-	for retried := false; ; retried = true {
-		_, err := s.exec(ctx, tx, `INSERT INTO audit (session, seq, hash, record) VALUES (?, ?, ?, ?)`,
-			c.SessionID, sealed.Seq, sealed.Hash, sealed.Raw)
+// and the session's head written before it to where it lands. A record
+// that snapshots the state the caller read lands only while the session
+// is at that version (or has no row); when another commit moved it on, the
+// record is sealed again on the state as stored, read back in this
+// transaction.
+func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, c *store.Commit, enc audit.Encoded, sealed *audit.Record) error {
+	snapshot := store.Snapshot(c)
+	for retried := false; ; {
+		var res sql.Result
+		var err error
+		if snapshot {
+			res, err = s.exec(ctx, tx, `INSERT INTO audit (session, seq, hash, record) SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = ? AND version <> ?)`,
+				c.SessionID, sealed.Seq, sealed.Hash, sealed.Raw, c.SessionID, c.Record.State.Version)
+		} else {
+			res, err = s.exec(ctx, tx, `INSERT INTO audit (session, seq, hash, record) VALUES (?, ?, ?, ?)`,
+				c.SessionID, sealed.Seq, sealed.Hash, sealed.Raw)
+		}
 		var se *sqlite.Error
 		if !retried && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+			retried = true
+			s.headsMu.Lock()
 			delete(s.heads, c.SessionID)
-			if err := s.seal(ctx, tx, c, sealed, true); err != nil {
+			s.headsMu.Unlock()
+			if err := s.seal(ctx, tx, c, enc, sealed, true); err != nil {
 				return err
 			}
 			if q := c.Request; q != nil {
@@ -931,7 +997,27 @@ func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, c *store.Commit, s
 		if err != nil {
 			return s.wrap("append audit record", err)
 		}
-		return nil
+		if !snapshot {
+			return nil
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+		// the session moved on from the caller's state: record it as stored
+		snapshot = false
+		var state string
+		if err := s.queryRow(ctx, tx, readSession, c.SessionID).Scan(&state); err != nil {
+			return s.wrap("load session "+c.SessionID, err)
+		}
+		var cur agentplane.Session
+		if err := json.Unmarshal([]byte(state), &cur); err != nil {
+			return fmt.Errorf("sqlite: %s: session %s is corrupt: %w", s.path, c.SessionID, err)
+		}
+		enc.State, sealed.State = nil, &cur
+		// on the same head: nothing was appended
+		if err := audit.SealEncoded(sealed, sealed.Seq-1, sealed.Prev, enc); err != nil {
+			return err
+		}
 	}
 }
 
@@ -947,15 +1033,15 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 	wrote := false
 	// The record is sealed first: the rows the commit changes name where
 	// it lands (the request its seq, the session its head).
-	if c.Record != nil {
-		if err := s.seal(ctx, tx, c, &r.sealed, false); err != nil {
+	if c.Record != nil && !s.sealedOnHead(r) {
+		if err := s.seal(ctx, tx, c, r.enc.Record, &r.sealed, false); err != nil {
 			return false, err
 		}
 	}
 	if q := c.Request; q != nil {
-		result, err := store.ResultJSON(q.Result)
-		if err != nil {
-			return false, err
+		var result any // NULL
+		if r.enc.Result != nil {
+			result = string(r.enc.Result)
 		}
 		res, err := s.exec(ctx, tx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at, seq) VALUES (?, ?, ?, ?, 'done', ?, ?, ?)
 			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result, seq = excluded.seq, running = NULL WHERE requests.state = 'running'`,
@@ -969,10 +1055,8 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 		wrote = true
 	}
 	if c.Session != nil {
-		state, err := json.Marshal(c.Session)
-		if err != nil {
-			return wrote, err
-		}
+		state := r.enc.Session
+		var err error
 		// One statement writes the session only if it is at the version
 		// before this one (absent, for version 1).
 		// and its chain's head, when the commit appends a record (the
@@ -998,7 +1082,7 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 			return wrote, agentplane.Errorf(agentplane.CodeVersionConflict, "session %q is at version %d; cannot store version %d", c.Session.ID, have, c.Session.Version)
 		}
 	}
-	if err := s.write(ctx, tx, c, &r.sealed); err != nil {
+	if err := s.write(ctx, tx, r); err != nil {
 		return true, err
 	}
 	return false, nil
@@ -1041,17 +1125,15 @@ func (s *Store) applyClaim(ctx context.Context, tx *sql.Tx, r *request) (partial
 
 // write writes what a commit adds once its checks have passed: the audit
 // record, an issued confirmation token, the subsystems' ops.
-func (s *Store) write(ctx context.Context, tx *sql.Tx, c *store.Commit, sealed *audit.Record) error {
+func (s *Store) write(ctx context.Context, tx *sql.Tx, r *request) error {
+	c := r.c
 	if c.Record != nil {
-		if err := s.appendRecord(ctx, tx, c, sealed); err != nil {
+		if err := s.appendRecord(ctx, tx, c, r.enc.Record, &r.sealed); err != nil {
 			return err
 		}
 	}
 	if c.Issue != nil {
-		raw, err := json.Marshal(c.Issue)
-		if err != nil {
-			return err
-		}
+		raw := r.enc.Issue
 		var pending any // NULL
 		if c.Issue.Pending {
 			pending = store.PendingKey(c.Issue.SessionID, c.Issue.Version)

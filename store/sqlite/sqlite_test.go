@@ -416,3 +416,44 @@ func TestProcessesMigrateOnce(t *testing.T) {
 		t.Fatalf("schema_version has %d rows for %d versions; counters at %d", rows, distinct, ext)
 	}
 }
+
+// TestRecordAloneReadsNothingBack counts a record-only commit's
+// statements: one (its insert, which lands while the session is at the
+// state the caller read) — the session is not read back to snapshot it;
+// three when another commit moved the session on (the insert that does
+// not land, the read, the insert).
+func TestRecordAloneReadsNothingBack(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "a.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first := &agentplane.Session{ID: "a", Mode: "general", Version: 1}
+	if err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: first, Record: &audit.Record{Session: "a", Kind: audit.KindOpen, State: first}}); err != nil {
+		t.Fatal(err)
+	}
+	alone := func(state *agentplane.Session) (int64, *agentplane.Session) {
+		t.Helper()
+		before := s.Stats().Statements
+		c := &store.Commit{SessionID: "a", Record: &audit.Record{Session: "a", Kind: audit.KindExecution, State: state}}
+		if err := s.Commit(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		return s.Stats().Statements - before, c.Record.State
+	}
+	if n, got := alone(first); n != 1 || got.Version != 1 {
+		t.Fatalf("at the version read: %d statements, state %+v", n, got)
+	}
+	next := &agentplane.Session{ID: "a", Mode: "ddr", Version: 2}
+	if err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: next}); err != nil {
+		t.Fatal(err)
+	}
+	if n, got := alone(first); n != 3 || got.Version != 2 || got.Mode != "ddr" {
+		t.Fatalf("after the session moved on: %d statements, state %+v", n, got)
+	}
+	recs, err := s.Records(ctx, "a", 0)
+	if err != nil || len(recs) != 3 || audit.Verify(recs) != nil {
+		t.Fatalf("%d records: %v", len(recs), err)
+	}
+}

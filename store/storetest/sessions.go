@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/store"
 )
 
@@ -65,6 +66,63 @@ func runSessions(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 		if err := s.Commit(ctx, &store.Commit{SessionID: "b", Session: sess("b", 2)}); agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
 			t.Fatalf("a new session must start at version 1: %v", err)
+		}
+	})
+
+	t.Run("RecordAloneHoldsTheStateAsStored", func(t *testing.T) {
+		t.Parallel()
+		// A record that changes nothing holds the session as it is when the
+		// commit applies: the caller's state while the session is still at
+		// its version, the stored one when another commit moved it on, and
+		// the caller's for a session with no row.
+		s := open(t)
+		first := sess("a", 1)
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: first, Record: rec("a")})
+		read := func() *agentplane.Session {
+			t.Helper()
+			cur, err := s.Session(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cur
+		}
+		n := 0
+		alone := func(id string, state *agentplane.Session) *agentplane.Session {
+			t.Helper()
+			r := rec(id)
+			r.State = state
+			n++
+			c := &store.Commit{SessionID: id, Record: r, Request: done(key(id, fmt.Sprint("r", n)), "x")}
+			mustCommit(t, s, c)
+			recs, err := s.Records(ctx, id, 0)
+			if err != nil || len(recs) == 0 || audit.Verify(recs) != nil {
+				t.Fatalf("%d records: %v", len(recs), err)
+			}
+			last := recs[len(recs)-1]
+			if last.Seq != c.Record.Seq || last.Hash != c.Record.Hash || string(last.Raw) != string(c.Record.Raw) {
+				t.Fatalf("the caller saw record %d %s, the chain holds %d %s", c.Record.Seq, c.Record.Hash, last.Seq, last.Hash)
+			}
+			if q, ok, err := s.Request(ctx, c.Request.Key); err != nil || !ok || q.Seq != last.Seq || q.Result == nil || q.Result.Message != "x" {
+				t.Fatalf("request %+v %v %v, record %d", q, ok, err, last.Seq)
+			}
+			return last.State
+		}
+		if got := alone("a", read()); got == nil || got.Version != 1 || got.Mode != "general" {
+			t.Fatalf("at the version read: %+v", got)
+		}
+		stale := read()
+		next := sess("a", 2)
+		next.Mode = "ddr"
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: next}) // moves the version, not the chain
+		if got := alone("a", stale); got == nil || got.Version != 2 || got.Mode != "ddr" {
+			t.Fatalf("after the session moved on: %+v", got)
+		}
+		if got := alone("a", read()); got == nil || got.Version != 2 || got.Mode != "ddr" {
+			t.Fatalf("at the version read again: %+v", got)
+		}
+		mustCommit(t, s, &store.Commit{SessionID: "n", Record: rec("n")})
+		if got := alone("n", sess("n", 4)); got == nil || got.Version != 4 {
+			t.Fatalf("a session with no row: %+v", got)
 		}
 	})
 
