@@ -114,7 +114,7 @@ func (l *Ledger) commitAcks(ctx context.Context, batch []*ackReq) error {
 	}
 	// DISPATCHED → LOCKED (a claim: owner_lease and attempts + 1) → DELIVERED;
 	// PENDING → DISPATCHED first; ESCALATED → DELIVERED directly
-	q := `UPDATE notifications SET state = ?, updated = ?,
+	q := `UPDATE ` + orFail(l.q.Dialect()) + `notifications SET state = ?, updated = ?,
 		owner_lease = owner_lease + (CASE WHEN state = ? THEN 0 ELSE 1 END),
 		attempts = attempts + (CASE WHEN state = ? THEN 0 ELSE 1 END)
 		WHERE (state IN (?, ?) AND channel <> ? OR state = ?)

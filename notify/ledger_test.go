@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -446,4 +447,106 @@ func ledgerOn(t *testing.T, open func(testing.TB) store.Store) *notify.Ledger {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// TestEmitsTogether: emits that arrive together, many to the same
+// addresses, each get their own row, id and result; each address's
+// sequence numbers are 1…n with none taken twice or skipped; what each
+// emit returned is what is stored.
+func TestEmitsTogether(t *testing.T) {
+	for name, open := range drivers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			l := ledgerOn(t, open)
+			const producers, each, users = 16, 12, 4
+			var mu sync.Mutex
+			got := map[string]notify.Emitted{}
+			var wg sync.WaitGroup
+			for p := range producers {
+				wg.Go(func() {
+					for i := range each {
+						n := inbox(fmt.Sprintf("user-%d", (p+i)%users), fmt.Sprintf("p%d-%d", p, i))
+						if i%3 == 0 {
+							n.Body, n.Payload, n.TTLSeconds, n.Directive = "body", []byte(`{"k":1}`), 60, "do it"
+						}
+						e, err := l.Emit(ctx, n, 0)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						if _, dup := got[e.ID]; dup {
+							t.Errorf("id %s returned twice", e.ID)
+						}
+						got[e.ID] = e
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			if len(got) != producers*each {
+				t.Fatalf("%d emitted, want %d", len(got), producers*each)
+			}
+			seqs := map[string][]bool{}
+			for id, e := range got {
+				stored, err := l.Get(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if stored.Seq != e.Seq || stored.Title != e.Title || stored.Body != e.Body || string(stored.Payload) != string(e.Payload) ||
+					stored.TTLSeconds != e.TTLSeconds || stored.Directive != e.Directive || stored.State != e.State || stored.Channel != e.Channel ||
+					!stored.CreatedAt.Equal(e.CreatedAt) || stored.Urgency != e.Urgency {
+					t.Fatalf("returned %+v, stored %+v", e.Notification, stored)
+				}
+				s := seqs[e.UserID]
+				for int64(len(s)) < e.Seq {
+					s = append(s, false)
+				}
+				if s[e.Seq-1] {
+					t.Fatalf("%s: seq %d twice", e.UserID, e.Seq)
+				}
+				s[e.Seq-1] = true
+				seqs[e.UserID] = s
+			}
+			for u, s := range seqs {
+				if len(s) != producers*each/users || slices.Contains(s, false) {
+					t.Fatalf("%s: sequence numbers %v, want 1…%d each once", u, s, producers*each/users)
+				}
+			}
+		})
+	}
+}
+
+// TestEmitRefusedIsTriedAlone: an emit whose batch the database refuses
+// for a unique key (here its id, taken already) is tried again alone, and
+// stored once.
+func TestEmitRefusedIsTriedAlone(t *testing.T) {
+	for name, open := range drivers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			ids := []string{"first", "first", "second"}
+			var mu sync.Mutex
+			l, err := notify.NewLedger(open(t), &notify.Options{NewID: func() string {
+				mu.Lock()
+				defer mu.Unlock()
+				id := ids[0]
+				ids = ids[1:]
+				return id
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Emit(ctx, inbox("u", "one"), 0); err != nil {
+				t.Fatal(err)
+			}
+			e, err := l.Emit(ctx, inbox("u", "two"), 0)
+			if err != nil || e.ID != "second" || e.Seq != 2 {
+				t.Fatalf("%+v %v, want second with seq 2", e, err)
+			}
+			list, err := l.List(ctx, notify.Query{UserID: "u"})
+			if err != nil || len(list) != 2 || list[0].ID != "second" || list[1].ID != "first" || list[0].Title != "two" {
+				t.Fatalf("%+v %v", list, err)
+			}
+		})
+	}
 }

@@ -7,12 +7,22 @@
 // dispatched) and acknowledged by the client (DELIVERED). It prints one
 // line per run: items/s end to end.
 //
+// agentplane runs twice: with each producer acknowledging its own
+// notification before it emits the next (an emit and an ack, each
+// committed, one after the other: the figures of docs/performance.md),
+// and with the user's client acknowledging what its inbox stream shows
+// it, one ack at a time, while the producer goes on emitting — as River's
+// workers complete jobs while its producers insert. River's rate counts a
+// job once its worker returned (its completion is committed later, in a
+// batch); agentplane's, a notification once its ack is committed.
+//
 //	go run . -n 20000 -producers 32 -postgres postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 package main
 
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -21,6 +31,7 @@ import (
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -73,9 +84,9 @@ func main() {
 		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, fmt.Sprintf("river-%d.db", p))+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
 		must(err)
 		db.SetMaxOpenConns(1)
-		rate, err := runRiver(ctx, riversqlite.New(db), *n, p)
+		rate, cpu, err := runRiver(ctx, riversqlite.New(db), *n, p)
 		must(err)
-		fmt.Printf("sqlite     producers=%-3d river         %8.0f jobs/s (inserted and worked)\n", p, rate)
+		fmt.Printf("sqlite     producers=%-3d river         %8.0f jobs/s, %4.0f µs CPU each (inserted and worked)\n", p, rate, us(cpu))
 		db.Close()
 		// SQLite: agentplane
 		st, err := sqlite.Open(ctx, filepath.Join(dir, fmt.Sprintf("agentplane-%d.db", p)), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
@@ -86,13 +97,19 @@ func main() {
 			must(err)
 			must(pprof.StartCPUProfile(prof))
 		}
-		rate, err = runBus(ctx, st, *n, p)
+		rate, cpu, err = runBus(ctx, st, *n, p, false)
 		if prof != nil {
 			pprof.StopCPUProfile()
 			must(prof.Close())
 		}
 		must(err)
-		fmt.Printf("sqlite     producers=%-3d agentplane    %8.0f notifications/s (emitted, dispatched and delivered)\n", p, rate)
+		fmt.Printf("sqlite     producers=%-3d agentplane    %8.0f notifications/s, %4.0f µs CPU each (emitted, dispatched and delivered; the producer acks)\n", p, rate, us(cpu))
+		st.Close()
+		st, err = sqlite.Open(ctx, filepath.Join(dir, fmt.Sprintf("agentplane-client-%d.db", p)), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
+		must(err)
+		rate, cpu, err = runBus(ctx, st, *n, p, true)
+		must(err)
+		fmt.Printf("sqlite     producers=%-3d agentplane    %8.0f notifications/s, %4.0f µs CPU each (emitted, dispatched and delivered; the client acks from its stream)\n", p, rate, us(cpu))
 		st.Close()
 		if *pg == "" {
 			continue
@@ -106,17 +123,26 @@ func main() {
 		cfg.ConnConfig.RuntimeParams["search_path"] = "river_peer"
 		pool, err = pgxpool.NewWithConfig(ctx, cfg)
 		must(err)
-		rate, err = runRiver(ctx, riverpgxv5.New(pool), *n, p)
+		rate, cpu, err = runRiver(ctx, riverpgxv5.New(pool), *n, p)
 		must(err)
-		fmt.Printf("postgres   producers=%-3d river         %8.0f jobs/s (inserted and worked)\n", p, rate)
+		fmt.Printf("postgres   producers=%-3d river         %8.0f jobs/s, %4.0f µs CPU each (inserted and worked)\n", p, rate, us(cpu))
 		pool.Exec(ctx, `DROP SCHEMA river_peer CASCADE`)
 		pool.Close()
-		pst, err := postgres.Open(ctx, withSearchPath(*pg, "agentplane_peer"), &postgres.Options{Extensions: []store.Extension{notify.Extension}})
-		must(err)
-		rate, err = runBus(ctx, pst, *n, p)
-		must(err)
-		fmt.Printf("postgres   producers=%-3d agentplane    %8.0f notifications/s (emitted, dispatched and delivered)\n", p, rate)
-		pst.Close()
+		for _, client := range []bool{false, true} {
+			pst, err := postgres.Open(ctx, withSearchPath(*pg, "agentplane_peer"), &postgres.Options{Extensions: []store.Extension{notify.Extension}})
+			must(err)
+			before := pst.Stats()
+			rate, cpu, err = runBus(ctx, pst, *n, p, client)
+			must(err)
+			after := pst.Stats()
+			who := "the producer acks"
+			if client {
+				who = "the client acks from its stream"
+			}
+			fmt.Printf("postgres   producers=%-3d agentplane    %8.0f notifications/s, %4.0f µs CPU each (emitted, dispatched and delivered; %s; %.2f round trips, %.2f statements each)\n",
+				p, rate, us(cpu), who, float64(after.RoundTrips-before.RoundTrips)/float64(*n), float64(after.Statements-before.Statements)/float64(*n))
+			pst.Close()
+		}
 	}
 }
 
@@ -138,13 +164,13 @@ func withSearchPath(url, schema string) string {
 // runRiver migrates River's tables, inserts n jobs from p producers and
 // works them, and returns jobs per second from the first insert to the
 // last completion.
-func runRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], n, p int) (float64, error) {
+func runRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], n, p int) (float64, time.Duration, error) {
 	m, err := rivermigrate.New(driver, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var done atomic.Int64
 	workers := river.NewWorkers()
@@ -152,13 +178,13 @@ func runRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], n, p
 	client, err := river.NewClient(driver, &river.Config{Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100}},
 		Workers: workers, FetchCooldown: time.Millisecond, FetchPollInterval: 5 * time.Millisecond})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := client.Start(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer client.Stop(ctx)
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	var wg sync.WaitGroup
 	var insertErr atomic.Value
 	for w := range p {
@@ -173,45 +199,78 @@ func runRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], n, p
 	}
 	wg.Wait()
 	if err, _ := insertErr.Load().(error); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for done.Load() < int64(n) {
 		time.Sleep(time.Millisecond)
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return float64(n) / time.Since(start).Seconds(), (cpuTime() - cpu0) / time.Duration(n), nil
 }
 
 // runBus emits n inbox notifications from p producers to users with
-// inbox streams open, acknowledges each, and returns notifications per
-// second from the first emit to the last delivery.
-func runBus(ctx context.Context, st store.Store, n, p int) (float64, error) {
+// inbox streams open and acknowledges each — the producer right after its
+// emit, or (client) the user's client as its stream shows them, one ack
+// at a time — and returns notifications per second from the first emit
+// to the last delivery.
+func runBus(ctx context.Context, st store.Store, n, p int, client bool) (float64, time.Duration, error) {
 	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Programs: demo.Programs(nil)})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	l, err := notify.NewLedger(st, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	hub := events.NewHub(st.Records, nil)
+	hub := events.NewHub(st.Records, &events.Options{Queue: n})
 	bus := notify.NewBus(l, c, hub, nil)
+	var failed atomic.Value
+	var delivered atomic.Int64
+	all := make(chan struct{})
+	var clients sync.WaitGroup
+	var subs []*events.Sub
+	defer func() { // the clients end with their streams
+		for _, sub := range subs {
+			sub.Close()
+		}
+		clients.Wait()
+	}()
 	for w := range p {
 		sub := hub.Subscribe(notify.UserTopic(fmt.Sprintf("user-%d", w)), 0)
-		go func() {
-			for range sub.Events() {
+		subs = append(subs, sub)
+		clients.Go(func() {
+			for {
+				select {
+				case <-sub.Done():
+					return
+				case f := <-sub.Events():
+					if !client {
+						continue
+					}
+					var shown notify.Notification
+					if err := json.Unmarshal(f.Data, &shown); err != nil {
+						failed.Store(err)
+						return
+					}
+					if _, err := l.Ack(ctx, shown.ID, shown.UserID); err != nil {
+						failed.Store(err)
+						return
+					}
+					if delivered.Add(1) == int64(n) {
+						close(all)
+					}
+				}
 			}
-		}()
+		})
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	var wg sync.WaitGroup
-	var failed atomic.Value
 	for w := range p {
 		wg.Go(func() {
 			user := fmt.Sprintf("user-%d", w)
 			for i := w; i < n; i += p {
 				e, err := bus.Emit(ctx, notify.Notification{Address: notify.AddressUser, UserID: user, Target: notify.TargetUser,
 					Handler: notify.HandlerSystem, Title: "job"}, 0)
-				if err == nil {
+				if err == nil && !client {
 					_, err = l.Ack(ctx, e.ID, user)
 				}
 				if err != nil {
@@ -223,9 +282,33 @@ func runBus(ctx context.Context, st store.Store, n, p int) (float64, error) {
 	}
 	wg.Wait()
 	if err, _ := failed.Load().(error); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	if client {
+		select {
+		case <-all:
+		case <-time.After(time.Minute):
+			if err, _ := failed.Load().(error); err != nil {
+				return 0, 0, err
+			}
+			return 0, 0, fmt.Errorf("%d of %d notifications delivered after a minute", delivered.Load(), n)
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), (cpuTime() - cpu0) / time.Duration(n), nil
+}
+
+// us is d in microseconds.
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// cpuTime is the CPU time the process used so far (user and system):
+// its difference over a run is the run's own, as the runs follow one
+// another.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func must(err error) {

@@ -1,0 +1,245 @@
+package notify
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentplane/agentplane/store"
+)
+
+// Emits that arrive together are committed together, as acks are: one
+// statement inserts all of them — each its own row, its own id, its own
+// next sequence number of its address — and is the whole commit (one
+// round trip on PostgreSQL; on SQLite one statement in the group commit's
+// transaction). The first emit to arrive leads: it commits every emit
+// waiting, then hands the lead to the first that arrived meanwhile. A
+// batch holds each address once (two emits to one address take two
+// sequence numbers one after the other: the second waits for the next
+// batch), and only emits without a dedup key (one with a key reads the
+// live notification it may overwrite: it commits alone). Every emit
+// returns once its own row is committed, with its own result; a batch the
+// database refused for a unique key (another instance took a sequence
+// number first) is tried again one emit at a time.
+
+// maxEmitBatch bounds how many emits one statement carries.
+const maxEmitBatch = 128
+
+type emitReq struct {
+	n     *Notification // validated, its urgency set
+	key   string        // its address key
+	ch    Channel
+	state State
+	id    string
+	now   int64
+	done  chan struct{}
+	lead  chan struct{} // closed when this waiter must lead the next batch
+	seq   int64
+	ok    bool // stored by the batch; false with no error: try alone
+	err   error
+}
+
+type emits struct {
+	mu      sync.Mutex
+	waiting []*emitReq
+	leading bool
+}
+
+// emitBatched stores a new notification (no dedup key) in a batch with
+// the emits arriving meanwhile. ok false with no error: the batch could
+// not store it (a unique key); the caller tries it alone.
+func (l *Ledger) emitBatched(ctx context.Context, n *Notification, ch Channel, state State) (out Emitted, ok bool, err error) {
+	r := &emitReq{n: n, key: n.addressKey(), ch: ch, state: state, id: l.newID(), now: l.now().UnixNano(),
+		done: make(chan struct{}), lead: make(chan struct{})}
+	l.emits.mu.Lock()
+	l.emits.waiting = append(l.emits.waiting, r)
+	lead := !l.emits.leading
+	l.emits.leading = true
+	l.emits.mu.Unlock()
+	if !lead {
+		select {
+		case <-r.done:
+		case <-r.lead:
+			lead = true
+		}
+	}
+	if lead {
+		l.leadEmits(ctx)
+		<-r.done // in the batch just committed
+	}
+	if r.err != nil || !r.ok {
+		return Emitted{}, false, r.err
+	}
+	at := time.Unix(0, r.now).UTC()
+	out.Notification = *n // as stored: no need to read it back
+	out.ID, out.Seq, out.Channel, out.State, out.CreatedAt, out.UpdatedAt = r.id, r.seq, ch, state, at, at
+	return out, true, nil
+}
+
+// leadEmits commits the emits waiting now, then passes the lead on.
+func (l *Ledger) leadEmits(ctx context.Context) {
+	l.emits.mu.Lock()
+	var batch, later []*emitReq
+	seen := map[string]bool{}
+	for _, r := range l.emits.waiting {
+		if seen[r.key] || len(batch) == maxEmitBatch { // the same address twice: the second after the first
+			later = append(later, r)
+			continue
+		}
+		seen[r.key] = true
+		batch = append(batch, r)
+	}
+	l.emits.waiting = later
+	l.emits.mu.Unlock()
+
+	err := l.commitEmits(context.WithoutCancel(ctx), batch) // the followers' emits are not the leader's to cancel
+	for _, r := range batch {
+		switch {
+		case err != nil && uniqueViolation(err):
+			r.ok = false // nothing stored: each is tried alone
+		case err != nil:
+			r.err = err
+		case !r.ok:
+			r.err = fmt.Errorf("notify: an emit batch did not return %s", r.id)
+		}
+		close(r.done)
+	}
+
+	l.emits.mu.Lock()
+	defer l.emits.mu.Unlock()
+	if len(l.emits.waiting) == 0 {
+		l.emits.leading = false
+		return
+	}
+	close(l.emits.waiting[0].lead)
+}
+
+// commitEmits inserts the batch in one statement, each row with its
+// address's next sequence number; the rows it returns are the emits
+// stored.
+func (l *Ledger) commitEmits(ctx context.Context, batch []*emitReq) error {
+	byID := make(map[string]*emitReq, len(batch))
+	for _, r := range batch {
+		byID[r.id] = r
+	}
+	var query string
+	var args []any
+	switch {
+	case l.q.Dialect() == store.Postgres && len(batch) > 1:
+		query, args = pgInsertMany(batch)
+	case l.q.Dialect() == store.Postgres:
+		r := batch[0]
+		query, args = pgInsert(r.id, r.key, r.n, r.ch, r.state, r.now)
+	default:
+		query, args = sqliteInsert(batch)
+	}
+	op := store.Statement{Query: query, Args: args, Row: func(scan func(...any) error) error {
+		var seq int64
+		var id string
+		if err := scan(&seq, &id); err != nil {
+			return err
+		}
+		r := byID[id]
+		if r == nil {
+			return fmt.Errorf("notify: an emit batch stored %s, which it did not hold", id)
+		}
+		r.seq, r.ok = seq, true
+		return nil
+	}}
+	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
+		for _, r := range batch {
+			r.ok = false
+		}
+		return err
+	}
+	return nil
+}
+
+// sqliteInsert is SQLite's one statement that stores the notifications
+// of a batch (one per address; a dedup emit is a batch of one), each with its address's next sequence
+// number: the highest stored plus one (the unique index on (address_key,
+// seq) finds it; notifications are never deleted, so it only grows, and
+// the group commit's one writer is alone in its transaction). It returns
+// each row's sequence number and id. OR FAIL: see orFail.
+func sqliteInsert(batch []*emitReq) (string, []any) {
+	var b strings.Builder
+	b.WriteString(`INSERT OR FAIL INTO notifications (` + columns + `, address_key) VALUES `)
+	args := make([]any, 0, 20*len(batch))
+	for i, r := range batch {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE((SELECT MAX(seq) FROM notifications WHERE address_key = ?), 0) + 1, ?, ?, 0, 0, 0, ?, ?, 0, ?)`)
+		n := r.n
+		args = append(args, r.id, n.Address, n.UserID, n.SessionID, n.Target, n.Handler, n.Title, n.Body, string(n.Payload), n.DedupKey, n.Directive, n.TTLSeconds, n.Urgency,
+			r.key, r.ch, r.state, r.now, r.now, r.key)
+	}
+	b.WriteString(` RETURNING seq, id`)
+	return b.String(), args
+}
+
+// pgInsertMany is PostgreSQL's one statement that stores the
+// notifications of a batch (one per address): their columns as arrays
+// (one statement text, prepared once, whatever the batch's size), the
+// addresses' next sequence numbers taken in one upsert. It returns each
+// row's sequence number and id.
+func pgInsertMany(batch []*emitReq) (string, []any) {
+	k := len(batch)
+	text := func(f func(r *emitReq) string) []string {
+		out := make([]string, k)
+		for i, r := range batch {
+			out[i] = f(r)
+		}
+		return out
+	}
+	ttl, created := make([]int64, k), make([]int64, k)
+	for i, r := range batch {
+		ttl[i], created[i] = int64(r.n.TTLSeconds), r.now
+	}
+	args := []any{
+		text(func(r *emitReq) string { return r.id }),
+		text(func(r *emitReq) string { return string(r.n.Address) }),
+		text(func(r *emitReq) string { return r.n.UserID }),
+		text(func(r *emitReq) string { return r.n.SessionID }),
+		text(func(r *emitReq) string { return string(r.n.Target) }),
+		text(func(r *emitReq) string { return string(r.n.Handler) }),
+		text(func(r *emitReq) string { return r.n.Title }),
+		text(func(r *emitReq) string { return r.n.Body }),
+		text(func(r *emitReq) string { return string(r.n.Payload) }),
+		text(func(r *emitReq) string { return r.n.Directive }),
+		ttl,
+		text(func(r *emitReq) string { return string(r.n.Urgency) }),
+		text(func(r *emitReq) string { return string(r.ch) }),
+		text(func(r *emitReq) string { return string(r.state) }),
+		created,
+		text(func(r *emitReq) string { return r.key }),
+	}
+	return pgInsertManySQL, args
+}
+
+const pgInsertManySQL = `WITH v AS (SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
+		?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::text[])
+		AS v(id, address, user_id, session_id, target, handler, title, body, payload, directive, ttl_seconds, urgency, channel, state, created, address_key)),
+	s AS (INSERT INTO notification_seqs (address_key, seq) SELECT address_key, 1 FROM v
+		ON CONFLICT (address_key) DO UPDATE SET seq = notification_seqs.seq + 1 RETURNING address_key, seq)
+	INSERT INTO notifications (` + columns + `, address_key)
+		SELECT v.id, v.address, v.user_id, v.session_id, v.target, v.handler, v.title, v.body, v.payload, '', v.directive, v.ttl_seconds, v.urgency,
+			s.seq, v.channel, v.state, 0, 0, 0, v.created, v.created, 0, v.address_key
+		FROM v JOIN s ON s.address_key = v.address_key RETURNING seq, id`
+
+// orFail is SQLite's OR FAIL for a statement that writes several rows in
+// the group commit's transaction: with SQLite's default (ABORT), such a
+// statement first copies every page it changes to a statement journal, to
+// undo itself alone if a row fails — a copy and a temporary file's writes
+// per page, about a fifth of the writer's time with 32 producers. The
+// store undoes a failed op itself (the group's transaction, or the
+// commit's savepoint), so what a failed statement wrote never commits
+// either way. PostgreSQL has no such clause (nor journal): "".
+func orFail(dialect string) string {
+	if dialect == store.SQLite {
+		return "OR FAIL "
+	}
+	return ""
+}
