@@ -269,7 +269,7 @@ func (r *runner) mayGoOn(ctx context.Context) bool {
 		return false
 	default:
 	}
-	_, _, queued, err := r.e.j.nextCommand(ctx, r.w.ID)
+	_, _, queued, err := r.nextCommand(ctx)
 	return err == nil && !queued
 }
 
@@ -556,7 +556,7 @@ func lookup(ref string, w *Workflow) (any, error) {
 // (the workflow changed, events written, all in one transaction with the
 // command's outcome) or rejected with the reason (nothing changed).
 func (r *runner) command(ctx context.Context) (bool, error) {
-	seq, cmd, ok, err := r.e.j.nextCommand(ctx, r.w.ID)
+	seq, cmd, ok, err := r.nextCommand(ctx)
 	if err != nil || !ok {
 		return false, err
 	}
