@@ -88,6 +88,7 @@ type Engine struct {
 	swept   time.Time          // when changed was last swept of the channels Changes gave out
 	closed  bool
 	wg      sync.WaitGroup
+	workers *workers // the goroutines tasks run on
 
 	// written, set by tests, sees every write that succeeded.
 	written func(ctx context.Context, w *Workflow, cp *Checkpoint)
@@ -160,6 +161,7 @@ func New(c Sessions, st store.Store, opts *Options) (*Engine, error) {
 		e.suggest = &rankSuggester{core: c, j: e.j}
 	}
 	e.ctx, e.kill = context.WithCancel(context.Background())
+	e.workers = &workers{jobs: make(chan func()), wg: &e.wg, stop: e.stop, idle: 10 * e.poll}
 	return e, nil
 }
 

@@ -122,7 +122,11 @@ func (r *runner) runLayer(ctx context.Context, layer []string) (next []string, e
 		for running < r.e.concurrency && len(ids) > 0 && ctx.Err() == nil {
 			id, inv := ids[0], r.invocation(ids[0])
 			ids, running = ids[1:], running+1
-			tasks.Go(func() { r.runTask(ctx, id, inv, alone, msgs) })
+			tasks.Add(1)
+			r.e.workers.run(func() {
+				defer tasks.Done()
+				r.runTask(ctx, id, inv, alone, msgs)
+			})
 		}
 		if running == 0 {
 			break // stopped hard before the rest began: they stay in flight
