@@ -88,6 +88,7 @@ type Engine struct {
 	swept   time.Time          // when changed was last swept of the channels Changes gave out
 	closed  bool
 	wg      sync.WaitGroup
+	workers *workers // the goroutines tasks run on
 
 	// written, set by tests, sees every write that succeeded.
 	written func(ctx context.Context, w *Workflow, cp *Checkpoint)
@@ -160,6 +161,7 @@ func New(c Sessions, st store.Store, opts *Options) (*Engine, error) {
 		e.suggest = &rankSuggester{core: c, j: e.j}
 	}
 	e.ctx, e.kill = context.WithCancel(context.Background())
+	e.workers = &workers{jobs: make(chan func()), wg: &e.wg, stop: e.stop, idle: 10 * e.poll}
 	return e, nil
 }
 
@@ -238,7 +240,8 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 		return nil, errors.New("workflow: the engine is closed")
 	}
 	// the lease runs from the write, not from the start's checks
-	if err := r.write(ctx, &saved{events: evs, cp: cp, insert: true, owner: e.owner, until: e.core.Now().Add(e.lease).UnixNano()}); err != nil {
+	r.stamped = e.core.Now()
+	if err := r.write(ctx, &saved{events: evs, cp: cp, insert: true, owner: e.owner, until: r.stamped.Add(e.lease).UnixNano()}); err != nil {
 		if reserved {
 			e.unreserve(r)
 		}
@@ -575,11 +578,27 @@ func (e *Engine) Checkpoints(ctx context.Context, id string) ([]Checkpoint, erro
 
 // Wait waits until the workflow of the principal's is paused or finished
 // and has an event after after, and returns it.
+//
+// While this engine's runner holds the workflow (or left it finished),
+// the waiter takes the workflow as the runner committed it, without
+// reading it back; otherwise it reads the database.
 func (e *Engine) Wait(ctx context.Context, id, principal string, after int64) (*Workflow, error) {
 	wt := e.waitOn(id)
 	defer wt.stop()
 	for {
 		ch := wt.changed()
+		if w := wt.committed(); w != nil {
+			switch {
+			case w.Principal != principal:
+				return nil, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
+			case (Paused(w.Status) || Terminal(w.Status)) && w.Seq > after:
+				return w.copy(), nil
+			}
+			if err := e.await(ctx, ch); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		h, err := e.j.status(ctx, id)
 		switch {
 		case err != nil:
@@ -727,7 +746,9 @@ func (r *runner) wrote(ctx context.Context, s *saved) {
 	if r.e.written != nil {
 		r.e.written(ctx, s.w, s.cp)
 	}
-	r.e.fire(s.w.ID)
+	last := s.w.copy()
+	r.last.Store(last)
+	r.e.fireWith(s.w.ID, last)
 }
 
 // interrupted handles a workflow taken over from an engine that died

@@ -19,8 +19,8 @@ import (
 var Extension = store.Extension{
 	Name: "workflow",
 	Migrations: map[string][]string{
-		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER"), answerSchema},
-		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT"), answerSchema},
+		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER"), answerSchema, closeSQLite},
+		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT"), answerSchema, closePostgres},
 	},
 }
 
@@ -69,7 +69,31 @@ ALTER TABLE workflow_commands ADD COLUMN code TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX workflow_commands_by_request ON workflow_commands (workflow_id, request_id) WHERE request_id <> '';
 CREATE UNIQUE INDEX workflow_commands_answer ON workflow_commands (workflow_id, pause) WHERE pause <> '' AND status = 'applied';`
 
-// openUntil is the until of a task state no checkpoint has replaced.
+// closeSQLite and closePostgres are migration 4: a task's new state in
+// workflow_task_history ends the one it replaces (sets its until to the
+// new one's since) as it is inserted, so recording a task's state at a
+// checkpoint is one statement, not two. (A task dropped, or the states
+// of a workflow taken over, are still ended by an UPDATE of their own.)
+const (
+	closeSQLite = `
+CREATE TRIGGER workflow_task_history_close AFTER INSERT ON workflow_task_history
+BEGIN
+    UPDATE workflow_task_history SET until = NEW.since
+    WHERE workflow_id = NEW.workflow_id AND until = 4611686018427387904 AND id = NEW.id AND since < NEW.since;
+END;`
+	closePostgres = `
+CREATE FUNCTION workflow_task_history_close() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE workflow_task_history SET until = NEW.since
+    WHERE workflow_id = NEW.workflow_id AND until = 4611686018427387904 AND id = NEW.id AND since < NEW.since;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER workflow_task_history_close AFTER INSERT ON workflow_task_history
+    FOR EACH ROW EXECUTE FUNCTION workflow_task_history_close();`
+)
+
+// openUntil is the until of a task state no checkpoint has replaced
+// (the triggers of migration 4 spell it out: 1 << 62).
 const openUntil = int64(1) << 62
 
 func schema(integer string) string {

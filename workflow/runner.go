@@ -31,6 +31,11 @@ type runner struct {
 	// stops at its next turn
 	gone chan struct{}
 	lost atomic.Bool
+	// queued says a command may wait in the journal's queue: set by poke
+	// (one queued here) and while the runner knows of one it has not
+	// taken yet; without it the runner looks at the queue only once a Poll
+	// after it last did (a command another instance queued)
+	queued atomic.Bool
 
 	// the runner's own, from here on
 	w    *Workflow
@@ -44,6 +49,15 @@ type runner struct {
 	// checkpoints is how many checkpoints the workflow has stored, as far
 	// as the runner knows (-1: not known; a write prunes every time)
 	checkpoints int
+	// polled is when the runner last looked at its queue
+	polled time.Time
+	// last is the workflow as the runner last committed it (a copy
+	// nobody changes), for waiters here to read instead of the database;
+	// nil before its first write
+	last atomic.Pointer[Workflow]
+	// stamped is when Start's write stamped the lease (the engine's
+	// clock), for renew; zero for a workflow taken over
+	stamped time.Time
 }
 
 // newRunner makes the runner of w; stored says its tasks are as stored
@@ -54,14 +68,17 @@ func (e *Engine) newRunner(w *Workflow, lease int64, stored bool) *runner {
 	if stored {
 		r.stored = &taskStates{tasks: slices.Clone(w.Tasks)}
 		r.checkpoints = -1
+		r.queued.Store(true) // taken over: whatever was queued meanwhile is its
 	} else {
 		r.stored, r.atCheckpoint = &taskStates{}, &taskStates{}
+		r.polled = time.Now() // new: nothing was queued before it
 	}
 	return r
 }
 
 // poke tells the runner a command was queued for it in the journal.
 func (r *runner) poke() {
+	r.queued.Store(true)
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -129,7 +146,10 @@ func (r *runner) direct(ctx context.Context, q *request) answer {
 	if r.lost.Load() || w.Principal != q.principal || !Paused(w.Status) {
 		return no
 	}
-	if _, _, queued, err := r.e.j.nextCommand(ctx, w.ID); err != nil || queued {
+	// a command queued before it goes first; one the runner does not know
+	// of (another instance's, queued within the last Poll) the write finds
+	// (errQueued)
+	if _, _, queued, err := r.nextCommand(ctx); err != nil || queued {
 		return answer{handled: err != nil, err: err, pause: at}
 	}
 	cmd := q.cmd
@@ -146,12 +166,33 @@ func (r *runner) direct(ctx context.Context, q *request) answer {
 		}
 		// a command queued before it, or the lease moved on: nothing was
 		// written, and the queue takes it for whoever holds the workflow
+		if errors.Is(err, errQueued) {
+			r.queued.Store(true) // the loop takes it next
+		}
 		if errors.Is(err, errQueued) && !r.lost.Load() || errors.Is(err, errStale) {
 			return no
 		}
 		return answer{handled: true, err: err}
 	}
 	return answer{handled: true, seq: o.Seq, o: *o}
+}
+
+// nextCommand returns the workflow's oldest queued command, looking at
+// the queue only when a command may be there: one was queued here
+// (poke), the runner knows of one it has not taken, or a Poll went by
+// since it last looked (another instance may have queued one). The queue
+// stays the truth; this spares a read of it on every turn of the loop and
+// at every layer's end, where nothing was queued.
+func (r *runner) nextCommand(ctx context.Context) (int64, Command, bool, error) {
+	if !r.queued.Swap(false) && time.Since(r.polled) < r.e.poll {
+		return 0, Command{}, false, nil
+	}
+	r.polled = time.Now()
+	seq, cmd, ok, err := r.e.j.nextCommand(ctx, r.id)
+	if ok || err != nil {
+		r.queued.Store(true) // still there until taken (or look again)
+	}
+	return seq, cmd, ok, err
 }
 
 // answer applies a command to the runner's workflow: its outcome, and the
@@ -265,7 +306,8 @@ func (r *runner) fail(err error) {
 }
 
 // renew extends the lease at once (the claim, or Start's write, may have
-// taken a good part of it on a loaded machine) and then every third of
+// taken a good part of it on a loaded machine; not when Start's write
+// stamped it less than a third of the lease ago) and then every third of
 // it until done, on a goroutine of its own (the loop's waits and writes
 // never hold it up); when the lease has moved on, it tells the runner
 // (gone) and returns.
@@ -273,8 +315,11 @@ func (r *runner) renew(done <-chan struct{}) {
 	e := r.e
 	t := time.NewTicker(e.lease / 3)
 	defer t.Stop()
+	// Start's write stamped the lease a moment ago: the first renewal is
+	// due a third of the lease after it, not at once
+	fresh := !r.stamped.IsZero() && e.core.Now().Sub(r.stamped) < e.lease/3
 	for first := true; ; first = false {
-		if !first {
+		if !first || fresh {
 			select {
 			case <-done:
 				return

@@ -15,6 +15,7 @@ import "time"
 // signal is one workflow's change signal.
 type signal struct {
 	ch      chan struct{}
+	w       *Workflow // the workflow as the write that closed ch left it (this engine's runner's); nil: not known
 	waiters int       // the engine's waiters on it now
 	loose   time.Time // when Changes last handed it out; zero: never
 }
@@ -61,10 +62,15 @@ func (e *Engine) Changes(id string) <-chan struct{} {
 }
 
 // fire closes the workflow's signal: whoever waits on it looks again.
-func (e *Engine) fire(id string) {
+func (e *Engine) fire(id string) { e.fireWith(id, nil) }
+
+// fireWith closes the workflow's signal after a write of this engine's
+// runner that left the workflow as w (a copy nobody changes).
+func (e *Engine) fireWith(id string, w *Workflow) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if s, ok := e.changed[id]; ok {
+		s.w = w
 		close(s.ch)
 		delete(e.changed, id)
 	}
@@ -73,9 +79,10 @@ func (e *Engine) fire(id string) {
 // waiter is one of the engine's own waits on a workflow: counted in its
 // signal from waitOn until stop.
 type waiter struct {
-	e  *Engine
-	id string
-	s  *signal // the signal counted in; nil before the first changed
+	e    *Engine
+	id   string
+	s    *signal   // the signal counted in; nil before the first changed
+	done *Workflow // the workflow finished, as a closed signal said; nil: not known
 }
 
 // waitOn begins a wait on a workflow; stop ends it.
@@ -90,6 +97,9 @@ func (w *waiter) changed() <-chan struct{} {
 	defer e.mu.Unlock()
 	e.sweep(now)
 	if w.s == nil || e.changed[w.id] != w.s { // the first, or the last was closed
+		if w.s != nil && w.s.w != nil && Terminal(w.s.w.Status) {
+			w.done = w.s.w // it changes no more
+		}
 		w.s = e.signalOf(w.id)
 		w.s.waiters++
 	}
@@ -109,4 +119,22 @@ func (w *waiter) stop() {
 		delete(e.changed, w.id)
 	}
 	w.s = nil
+}
+
+// committed returns the workflow as this engine's runner committed it
+// last, when that is the workflow as stored: the runner holds it (its
+// writes fire the signal after they change what it returns), or a closed
+// signal said it finished. nil: not known here (read the database).
+// Call it after changed, so that no write goes unseen between the two.
+func (w *waiter) committed() *Workflow {
+	e := w.e
+	e.mu.Lock()
+	r := e.runners[w.id]
+	e.mu.Unlock()
+	if r != nil {
+		if last := r.last.Load(); last != nil {
+			return last
+		}
+	}
+	return w.done
 }

@@ -122,7 +122,11 @@ func (r *runner) runLayer(ctx context.Context, layer []string) (next []string, e
 		for running < r.e.concurrency && len(ids) > 0 && ctx.Err() == nil {
 			id, inv := ids[0], r.invocation(ids[0])
 			ids, running = ids[1:], running+1
-			tasks.Go(func() { r.runTask(ctx, id, inv, alone, msgs) })
+			tasks.Add(1)
+			r.e.workers.run(func() {
+				defer tasks.Done()
+				r.runTask(ctx, id, inv, alone, msgs)
+			})
 		}
 		if running == 0 {
 			break // stopped hard before the rest began: they stay in flight
@@ -269,7 +273,7 @@ func (r *runner) mayGoOn(ctx context.Context) bool {
 		return false
 	default:
 	}
-	_, _, queued, err := r.e.j.nextCommand(ctx, r.w.ID)
+	_, _, queued, err := r.nextCommand(ctx)
 	return err == nil && !queued
 }
 
@@ -556,7 +560,7 @@ func lookup(ref string, w *Workflow) (any, error) {
 // (the workflow changed, events written, all in one transaction with the
 // command's outcome) or rejected with the reason (nothing changed).
 func (r *runner) command(ctx context.Context) (bool, error) {
-	seq, cmd, ok, err := r.e.j.nextCommand(ctx, r.w.ID)
+	seq, cmd, ok, err := r.nextCommand(ctx)
 	if err != nil || !ok {
 		return false, err
 	}

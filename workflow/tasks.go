@@ -148,21 +148,18 @@ func writeTasks(ctx context.Context, tx store.Tx, id string, tasks []TaskRun, d 
 }
 
 // writeHistory records the task states of checkpoint cp that differ from
-// the checkpoint before (the rows those replace end at cp), after the
-// checkpoint's own row was written; with prune (older checkpoints were
-// pruned), it then drops the states no kept checkpoint holds.
+// the checkpoint before, after the checkpoint's own row was written: each
+// new row ends the one it replaces at cp (migration 4's trigger), and the
+// rows of tasks no longer there are ended here; with prune (older
+// checkpoints were pruned), it then drops the states no kept checkpoint
+// holds.
 func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, tasks []TaskRun, d taskDiff, prune bool) error {
-	if d.all {
+	if d.all { // the states before are not known: all end here
 		if _, err := tx.Exec(ctx, `UPDATE workflow_task_history SET until = ? WHERE workflow_id = ? AND until = ?`, cp, id, openUntil); err != nil {
 			return err
 		}
 	} else {
-		// a statement per task: measured faster than one with an IN list
-		ended := slices.Clone(d.gone)
-		for _, i := range d.at {
-			ended = append(ended, tasks[i].ID)
-		}
-		for _, e := range ended {
+		for _, e := range d.gone {
 			if _, err := tx.Exec(ctx, `UPDATE workflow_task_history SET until = ? WHERE workflow_id = ? AND id = ? AND until = ?`, cp, id, e, openUntil); err != nil {
 				return err
 			}
