@@ -299,12 +299,14 @@ func (j *sqlJournal) op(s *saved) store.Op {
 			return err
 		}
 		evs := make([]any, 0, 4*len(s.events))
-		for _, ev := range s.events {
-			data, err := json.Marshal(ev)
-			if err != nil {
+		var buf []byte
+		for i := range s.events {
+			ev := &s.events[i]
+			var err error
+			if buf, err = appendEvent(buf[:0], ev); err != nil {
 				return err
 			}
-			evs = append(evs, s.w.ID, ev.Seq, ev.Type, string(data))
+			evs = append(evs, s.w.ID, ev.Seq, ev.Type, string(buf))
 		}
 		if err := insertRows(ctx, tx, `INSERT INTO workflow_events (workflow_id, seq, type, data) VALUES `, 4, "", evs); err != nil {
 			return err

@@ -127,13 +127,14 @@ func writeTasks(ctx context.Context, tx store.Tx, id string, tasks []TaskRun, d 
 		}
 	}
 	vals := make([]any, 0, 4*len(d.at))
+	var buf []byte
 	for _, i := range d.at {
 		t := &tasks[i]
-		state, err := json.Marshal(t)
-		if err != nil {
+		var err error
+		if buf, err = appendTaskRun(buf[:0], t); err != nil {
 			return err
 		}
-		vals = append(vals, id, t.ID, t.n, string(state))
+		vals = append(vals, id, t.ID, t.n, string(buf))
 	}
 	if err := insertRows(ctx, tx, `INSERT INTO workflow_tasks (workflow_id, id, n, state) VALUES `, 4,
 		` ON CONFLICT (workflow_id, id) DO UPDATE SET n = excluded.n, state = excluded.state`, vals); err != nil {
@@ -166,13 +167,14 @@ func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, tasks [
 		}
 	}
 	vals := make([]any, 0, 6*len(d.at))
+	var buf []byte
 	for _, i := range d.at {
 		t := &tasks[i]
-		state, err := json.Marshal(t)
-		if err != nil {
+		var err error
+		if buf, err = appendTaskRun(buf[:0], t); err != nil {
 			return err
 		}
-		vals = append(vals, id, t.ID, cp, openUntil, t.n, string(state))
+		vals = append(vals, id, t.ID, cp, openUntil, t.n, string(buf))
 	}
 	if err := insertRows(ctx, tx, `INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES `, 6, "", vals); err != nil {
 		return err

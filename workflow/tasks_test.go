@@ -122,7 +122,7 @@ func TestCommitsPerRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close(time.Minute)
-	before := st.commits.Load()
+	before, ran := st.commits.Load(), sq.Stats().Statements
 	w, err := eng.Start(ctx, workflow.Start{SessionID: s.ID, Principal: "alice", Definition: &workflow.Definition{Tasks: []workflow.Task{
 		{ID: "a", Tool: "noop"}, {ID: "b", Tool: "noop", DependsOn: []string{"a"}}, {ID: "c", Tool: "noop", DependsOn: []string{"b"}}}}})
 	if err != nil {
@@ -131,9 +131,17 @@ func TestCommitsPerRun(t *testing.T) {
 	if w, err = eng.Wait(ctx, w.ID, "alice", 0); err != nil || w.Status != workflow.StatusCompleted {
 		t.Fatalf("%+v %v", w, err)
 	}
-	n := st.commits.Load() - before
-	t.Logf("a 3×1 run: %d commits", n)
+	n, stmts := st.commits.Load()-before, sq.Stats().Statements-ran
+	t.Logf("a 3×1 run: %d commits, %d statements", n, stmts)
 	if n > 5 {
 		t.Fatalf("a 3×1 run made %d commits; want at most 5", n)
+	}
+	// the start's 8 (the workflow, its tasks, events, first checkpoint
+	// and its task states), and per task the gate's (the session, the
+	// request, the record) with the layer's end: the workflow, its
+	// changed tasks, events, checkpoint and task states — no read of the
+	// command queue, nothing read back for Wait
+	if stmts > 36 {
+		t.Fatalf("a 3×1 run ran %d statements; want at most 36", stmts)
 	}
 }

@@ -1,0 +1,250 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Events are encoded as encoding/json would, byte for byte (the tests
+// hold the two side by side), without its reflection: a run writes a
+// dozen and more, each of them once, on the store's writer, where
+// json.Marshal took about a sixth of the engine's own instructions. What
+// is rare in an event (an error, a command, a decision's options) still
+// goes through json.Marshal.
+
+// appendEvent appends ev's JSON.
+func appendEvent(b []byte, ev *Event) ([]byte, error) {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, ev.Seq, 10)
+	b = appendField(b, "type", ev.Type)
+	b = appendField(b, "workflow_id", ev.WorkflowID)
+	b = append(b, `,"time":`...)
+	b, err := appendTime(b, ev.Time)
+	if err != nil {
+		return nil, err
+	}
+	if ev.Layer != 0 {
+		b = append(b, `,"layer":`...)
+		b = strconv.AppendInt(b, int64(ev.Layer), 10)
+	}
+	b = appendOmitEmpty(b, "task", ev.Task)
+	b = appendOmitEmpty(b, "tool", ev.Tool)
+	if ev.Attempts != 0 {
+		b = append(b, `,"attempts":`...)
+		b = strconv.AppendInt(b, int64(ev.Attempts), 10)
+	}
+	if len(ev.Output) > 0 {
+		b = append(b, `,"output":`...)
+		if b, err = appendRaw(b, ev.Output); err != nil {
+			return nil, err
+		}
+	}
+	if ev.Error != nil {
+		if b, err = appendMarshal(b, "error", ev.Error); err != nil {
+			return nil, err
+		}
+	}
+	if len(ev.Tasks) > 0 {
+		b = append(b, `,"tasks":[`...)
+		for i := range ev.Tasks {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendTaskCall(b, &ev.Tasks[i]); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	if len(ev.Results) > 0 {
+		b = append(b, `,"results":[`...)
+		for i := range ev.Results {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendTaskResult(b, &ev.Results[i]); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	b = appendOmitEmpty(b, "checkpoint_id", ev.CheckpointID)
+	b = appendOmitEmpty(b, "decision_id", ev.DecisionID)
+	if len(ev.Options) > 0 {
+		if b, err = appendMarshal(b, "options", ev.Options); err != nil {
+			return nil, err
+		}
+	}
+	b = appendOmitEmpty(b, "reason", ev.Reason)
+	if ev.Command != nil {
+		if b, err = appendMarshal(b, "command", ev.Command); err != nil {
+			return nil, err
+		}
+	}
+	b = appendOmitEmpty(b, "status", ev.Status)
+	return append(b, '}'), nil
+}
+
+func appendTaskCall(b []byte, c *TaskCall) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = appendString(b, c.ID)
+	b = appendField(b, "tool", c.Tool)
+	b = append(b, `,"args":`...)
+	var err error
+	if c.Args == nil {
+		b = append(b, "null"...)
+	} else if b, err = appendRaw(b, c.Args); err != nil {
+		return nil, err
+	}
+	b = appendField(b, "impact", c.Impact)
+	return append(b, '}'), nil
+}
+
+func appendTaskResult(b []byte, r *TaskResult) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = appendString(b, r.ID)
+	b = appendField(b, "tool", r.Tool)
+	b = appendField(b, "status", r.Status)
+	var err error
+	if len(r.Output) > 0 {
+		b = append(b, `,"output":`...)
+		if b, err = appendRaw(b, r.Output); err != nil {
+			return nil, err
+		}
+	}
+	if r.Error != nil {
+		if b, err = appendMarshal(b, "error", r.Error); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendField appends ,"name":value.
+func appendField(b []byte, name, value string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return appendString(b, value)
+}
+
+// appendOmitEmpty appends ,"name":value unless value is "".
+func appendOmitEmpty(b []byte, name, value string) []byte {
+	if value == "" {
+		return b
+	}
+	return appendField(b, name, value)
+}
+
+// appendMarshal appends ,"name": and v as json.Marshal writes it.
+func appendMarshal(b []byte, name string, v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return append(b, j...), nil
+}
+
+// appendString appends s as a JSON string as encoding/json writes it:
+// plain printable ASCII as it is, anything else (escapes, HTML's <, >
+// and &, and what is not ASCII) through json.Marshal.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			j, _ := json.Marshal(s) // a string always encodes
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendTime appends t as time.Time's MarshalJSON writes it.
+func appendTime(b []byte, t time.Time) ([]byte, error) {
+	if y := t.Year(); y < 0 || y > 9999 {
+		j, err := json.Marshal(t) // its error, as json.Marshal gives it
+		return append(b, j...), err
+	}
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"'), nil
+}
+
+// appendRaw appends raw JSON as encoding/json writes a json.RawMessage:
+// checked, compacted, and with HTML's <, > and & (and U+2028, U+2029)
+// escaped.
+func appendRaw(b []byte, raw []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, fmt.Errorf("json: error calling MarshalJSON for type json.RawMessage: %w", err)
+	}
+	out := buf.Bytes()
+	if bytes.ContainsAny(out, "<>&\u2028\u2029") {
+		var esc bytes.Buffer
+		json.HTMLEscape(&esc, out)
+		out = esc.Bytes()
+	}
+	return append(b, out...), nil
+}
+
+// appendTaskRun appends a task's state (a row of workflow_tasks and of
+// workflow_task_history) as json.Marshal writes it.
+func appendTaskRun(b []byte, t *TaskRun) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = appendString(b, t.ID)
+	b = appendField(b, "tool", t.Tool)
+	var err error
+	if len(t.Args) > 0 {
+		if b, err = appendMarshal(b, "args", t.Args); err != nil {
+			return nil, err
+		}
+	}
+	if len(t.DependsOn) > 0 {
+		b = append(b, `,"depends_on":[`...)
+		for i, d := range t.DependsOn {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, d)
+		}
+		b = append(b, ']')
+	}
+	b = appendField(b, "status", t.Status)
+	if t.Layer != 0 {
+		b = append(b, `,"layer":`...)
+		b = strconv.AppendInt(b, int64(t.Layer), 10)
+	}
+	if t.Attempts != 0 {
+		b = append(b, `,"attempts":`...)
+		b = strconv.AppendInt(b, int64(t.Attempts), 10)
+	}
+	b = appendOmitEmpty(b, "request_id", t.RequestID)
+	b = appendOmitEmpty(b, "idempotency_key", t.Key)
+	if len(t.Resolved) > 0 {
+		b = append(b, `,"resolved_args":`...)
+		if b, err = appendRaw(b, t.Resolved); err != nil {
+			return nil, err
+		}
+	}
+	if len(t.Output) > 0 {
+		b = append(b, `,"output":`...)
+		if b, err = appendRaw(b, t.Output); err != nil {
+			return nil, err
+		}
+	}
+	if t.Error != nil {
+		if b, err = appendMarshal(b, "error", t.Error); err != nil {
+			return nil, err
+		}
+	}
+	b = appendOmitEmpty(b, "added", t.Added)
+	b = appendOmitEmpty(b, "approval", t.Approval)
+	return append(b, '}'), nil
+}

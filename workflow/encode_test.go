@@ -1,0 +1,83 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane"
+)
+
+// appendEvent writes every event byte for byte as json.Marshal does:
+// each field set and unset, strings that need escaping (HTML's
+// characters, controls, what is not ASCII, invalid UTF-8), raw JSON with
+// whitespace and HTML's characters, a nil argument list.
+func TestAppendEventIsJSONMarshal(t *testing.T) {
+	approved := true
+	at := time.Date(2026, 11, 27, 21, 5, 0, 123456789, time.UTC)
+	events := []Event{
+		{},
+		{Seq: 1, Type: EventStarted, WorkflowID: "wf_1", Time: at},
+		{Seq: 2, Type: EventTaskCompleted, WorkflowID: "wf_1", Time: at.In(time.FixedZone("x", 3600)), Layer: 2, Task: "a", Tool: "noop", Attempts: 3,
+			Output: json.RawMessage(" { \"a\" : [1, 2.50, \"<b>&\u2028\"] ,\n\"b\":null}\t"), Status: StatusRunning},
+		{Seq: 3, Type: EventTaskFailed, Error: &agentplane.ResultError{Code: "tool_failed", Detail: "it <failed> & \"said\" \x01 é \xff"}},
+		{Seq: 4, Type: EventLayerStarted, Tasks: []TaskCall{{ID: "a", Tool: "t", Args: json.RawMessage(`{"x": "y"}`), Impact: "read"}, {ID: "b\n", Tool: "t"}}},
+		{Seq: 5, Type: EventLayerComplete, Results: []TaskResult{{ID: "a", Tool: "t", Status: TaskCompleted, Output: json.RawMessage(`{}`)},
+			{ID: "b", Tool: "t", Status: TaskFailed, Error: &agentplane.ResultError{Code: "x"}}}},
+		{Seq: 6, Type: EventDecisionRequired, CheckpointID: "c1", DecisionID: "d_1", Options: []string{"continue", "abort"}, Reason: "why ☃"},
+		{Seq: 7, Type: EventResumed, Command: &Command{Type: CommandApprovalResponse, CheckpointID: "a1", Approved: &approved, RequestID: "k"}},
+		{Seq: -8, Layer: -1, Attempts: -2, Time: time.Unix(0, 0)},
+	}
+	for i, ev := range events {
+		want, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendEvent([]byte("prefix"), &ev)
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if !bytes.Equal(got[len("prefix"):], want) {
+			t.Errorf("event %d:\n got %s\nwant %s", i, got[len("prefix"):], want)
+		}
+	}
+	// what json.Marshal refuses, appendEvent refuses
+	for i, ev := range []Event{{Output: json.RawMessage(`{"a":`)}, {Tasks: []TaskCall{{Args: json.RawMessage(`nope`)}}}, {Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}} {
+		if _, err := json.Marshal(ev); err == nil {
+			t.Fatalf("bad event %d: json.Marshal took it", i)
+		}
+		if b, err := appendEvent(nil, &ev); err == nil {
+			t.Errorf("bad event %d: appendEvent wrote %s", i, b)
+		}
+	}
+}
+
+// appendTaskRun writes every task state byte for byte as json.Marshal
+// does.
+func TestAppendTaskRunIsJSONMarshal(t *testing.T) {
+	tasks := []TaskRun{
+		{},
+		{Task: Task{ID: "a", Tool: "noop"}, Status: TaskPending, Key: "wf_1-a"},
+		{Task: Task{ID: "b<", Tool: "send", Args: map[string]any{"z": 1, "a": []any{"x", nil, true}, "m": map[string]any{"<": "&"}}, DependsOn: []string{"a", "c\u00e9"}},
+			Status: TaskRunning, Layer: 2, Attempts: 3, RequestID: "wf_1-b-3", Key: "wf_1-b", Resolved: json.RawMessage(` {"z": 1} `),
+			Output: json.RawMessage(`{"out":"<ok>"}`), Error: &agentplane.ResultError{Code: "timeout", Detail: "slow \x7f"}, Added: "replan_dag", Approval: "a1", n: 7},
+		{Task: Task{ID: "c", Args: map[string]any{}, DependsOn: []string{}}, Layer: -1, Attempts: -1},
+	}
+	for i, task := range tasks {
+		want, err := json.Marshal(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendTaskRun(nil, &task)
+		if err != nil {
+			t.Fatalf("task %d: %v", i, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("task %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+	if b, err := appendTaskRun(nil, &TaskRun{Output: json.RawMessage(`{`)}); err == nil {
+		t.Errorf("a task with broken output: appendTaskRun wrote %s", b)
+	}
+}
