@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -574,6 +575,49 @@ func TestCommandQueueConcurrent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+		}
+	})
+}
+
+// TestQueuedWhileTheLastLayerRuns: an answer sent to another instance
+// while the workflow's last layer runs is queued; the workflow then
+// finishes on its own instance, whose runner looks at its queue only when
+// a command may be there. The queued answer is still answered (refused:
+// already answered) — its sender does not wait forever.
+func TestQueuedWhileTheLastLayerRuns(t *testing.T) {
+	eachSharedStore(t, func(t *testing.T, kind string) {
+		e := newEnvOn(t, kind, &workflow.Options{Poll: time.Hour}) // the runner never polls its queue on a timer
+		other := e.engine(t, nil)
+		w := e.start(t, "name: one\ntasks:\n  - {id: h, tool: hold}\n", "")
+		if w.Status != workflow.StatusAwaitingApproval {
+			t.Fatalf("%+v", w)
+		}
+		approve := workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: yes()}
+		if _, err := e.eng.Command(context.Background(), w.ID, "alice", approve); err != nil {
+			t.Fatal(err)
+		}
+		<-e.held // the last layer runs
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		answered := make(chan error, 1)
+		go func() { _, err := other.Command(ctx, w.ID, "alice", approve); answered <- err }()
+		// the answer is in the queue before the layer ends
+		q := e.store.(store.Querier)
+		for n := 0; n == 0; {
+			if err := q.Query(ctx, `SELECT count(*) FROM workflow_commands WHERE workflow_id = ?`, []any{w.ID}, func(scan func(...any) error) error { return scan(&n) }); err != nil {
+				t.Fatal(err)
+			}
+			if ctx.Err() != nil {
+				t.Fatal("the other instance's answer was never queued")
+			}
+			runtime.Gosched()
+		}
+		e.unhold()
+		if err := <-answered; agentplane.ErrorCode(err) != agentplane.CodeAlreadyAnswered && agentplane.ErrorCode(err) != agentplane.CodeInvalidState {
+			t.Fatalf("the queued answer: %v (want it refused, not left waiting)", err)
+		}
+		if got := e.wait(t, w.ID, 0); got.Status != workflow.StatusCompleted {
+			t.Fatalf("%+v", got)
 		}
 	})
 }

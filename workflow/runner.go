@@ -51,6 +51,9 @@ type runner struct {
 	checkpoints int
 	// polled is when the runner last looked at its queue
 	polled time.Time
+	// ended: the runner has looked at its queue once since the workflow
+	// finished
+	ended bool
 	// last is the workflow as the runner last committed it (a copy
 	// nobody changes), for waiters here to read instead of the database;
 	// nil before its first write
@@ -244,6 +247,13 @@ func (r *runner) loop() {
 			continue
 		}
 		switch status := r.w.Status; {
+		case Terminal(status) && !r.ended:
+			// a command another instance queued while the last layer ran
+			// is answered (refused: finished) before the runner goes — its
+			// sender waits for that answer; after this write none can be
+			// queued (enqueue refuses a finished workflow)
+			r.ended = true
+			r.queued.Store(true)
 		case Terminal(status):
 			return
 		case status == StatusRunning:
