@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/agentplane/agentplane/store"
 )
@@ -26,39 +25,26 @@ const maxAckBatch = 128
 type ackReq struct {
 	id   string
 	user string
-	done chan struct{}
-	lead chan struct{} // closed when this waiter must lead the next batch
+	line turn
 	out  Notification
 	ok   bool // delivered by the batch; false: try alone
 	err  error
 }
 
-type acks struct {
-	mu      sync.Mutex
-	waiting []*ackReq
-	leading bool
-}
+func (r *ackReq) batchKey() string { return r.id }
+func (r *ackReq) turn() *turn      { return &r.line }
 
 // ackBatched delivers the user's notification id in a batch with the acks
 // arriving meanwhile.
 func (l *Ledger) ackBatched(ctx context.Context, id, user string) (Notification, error) {
-	r := &ackReq{id: id, user: user, done: make(chan struct{}), lead: make(chan struct{})}
-	l.acks.mu.Lock()
-	l.acks.waiting = append(l.acks.waiting, r)
-	lead := !l.acks.leading
-	l.acks.leading = true
-	l.acks.mu.Unlock()
-	if !lead {
-		select {
-		case <-r.done:
-		case <-r.lead:
-			lead = true
+	r := &ackReq{id: id, user: user, line: newTurn()}
+	l.acks.run(r, maxAckBatch, func(batch []*ackReq) {
+		if err := l.commitAcks(context.WithoutCancel(ctx), batch); err != nil { // the followers' acks are not the leader's to cancel
+			for _, r := range batch {
+				r.err = err
+			}
 		}
-	}
-	if lead {
-		l.leadAcks(ctx)
-		<-r.done // in the batch just committed
-	}
+	})
 	if r.err != nil {
 		return Notification{}, r.err
 	}
@@ -66,39 +52,6 @@ func (l *Ledger) ackBatched(ctx context.Context, id, user string) (Notification,
 		return r.out, nil
 	}
 	return l.ackAlone(ctx, id, user) // not applicable as it stood: alone, on a fresh read
-}
-
-// leadAcks commits the acks waiting now, then passes the lead on.
-func (l *Ledger) leadAcks(ctx context.Context) {
-	l.acks.mu.Lock()
-	var batch, later []*ackReq
-	seen := map[string]bool{}
-	for _, r := range l.acks.waiting {
-		if seen[r.id] || len(batch) == maxAckBatch { // the same notification twice: the second after the first
-			later = append(later, r)
-			continue
-		}
-		seen[r.id] = true
-		batch = append(batch, r)
-	}
-	l.acks.waiting = later
-	l.acks.mu.Unlock()
-
-	err := l.commitAcks(context.WithoutCancel(ctx), batch) // the followers' acks are not the leader's to cancel
-	for _, r := range batch {
-		if err != nil {
-			r.err = err
-		}
-		close(r.done)
-	}
-
-	l.acks.mu.Lock()
-	defer l.acks.mu.Unlock()
-	if len(l.acks.waiting) == 0 {
-		l.acks.leading = false
-		return
-	}
-	close(l.acks.waiting[0].lead)
 }
 
 // commitAcks delivers the batch in one statement; the rows it changed are

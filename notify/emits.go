@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentplane/agentplane/store"
@@ -34,41 +33,33 @@ type emitReq struct {
 	state State
 	id    string
 	now   int64
-	done  chan struct{}
-	lead  chan struct{} // closed when this waiter must lead the next batch
+	line  turn
 	seq   int64
 	ok    bool // stored by the batch; false with no error: try alone
 	err   error
 }
 
-type emits struct {
-	mu      sync.Mutex
-	waiting []*emitReq
-	leading bool
-}
+func (r *emitReq) batchKey() string { return r.key }
+func (r *emitReq) turn() *turn      { return &r.line }
 
 // emitBatched stores a new notification (no dedup key) in a batch with
 // the emits arriving meanwhile. ok false with no error: the batch could
 // not store it (a unique key); the caller tries it alone.
 func (l *Ledger) emitBatched(ctx context.Context, n *Notification, ch Channel, state State) (out Emitted, ok bool, err error) {
-	r := &emitReq{n: n, key: n.addressKey(), ch: ch, state: state, id: l.newID(), now: l.now().UnixNano(),
-		done: make(chan struct{}), lead: make(chan struct{})}
-	l.emits.mu.Lock()
-	l.emits.waiting = append(l.emits.waiting, r)
-	lead := !l.emits.leading
-	l.emits.leading = true
-	l.emits.mu.Unlock()
-	if !lead {
-		select {
-		case <-r.done:
-		case <-r.lead:
-			lead = true
+	r := &emitReq{n: n, key: n.addressKey(), ch: ch, state: state, id: l.newID(), now: l.now().UnixNano(), line: newTurn()}
+	l.emits.run(r, maxEmitBatch, func(batch []*emitReq) {
+		err := l.commitEmits(context.WithoutCancel(ctx), batch) // the followers' emits are not the leader's to cancel
+		for _, r := range batch {
+			switch {
+			case err != nil && uniqueViolation(err):
+				r.ok = false // nothing stored: each is tried alone
+			case err != nil:
+				r.err = err
+			case !r.ok:
+				r.err = fmt.Errorf("notify: an emit batch did not return %s", r.id)
+			}
 		}
-	}
-	if lead {
-		l.leadEmits(ctx)
-		<-r.done // in the batch just committed
-	}
+	})
 	if r.err != nil || !r.ok {
 		return Emitted{}, false, r.err
 	}
@@ -76,44 +67,6 @@ func (l *Ledger) emitBatched(ctx context.Context, n *Notification, ch Channel, s
 	out.Notification = *n // as stored: no need to read it back
 	out.ID, out.Seq, out.Channel, out.State, out.CreatedAt, out.UpdatedAt = r.id, r.seq, ch, state, at, at
 	return out, true, nil
-}
-
-// leadEmits commits the emits waiting now, then passes the lead on.
-func (l *Ledger) leadEmits(ctx context.Context) {
-	l.emits.mu.Lock()
-	var batch, later []*emitReq
-	seen := map[string]bool{}
-	for _, r := range l.emits.waiting {
-		if seen[r.key] || len(batch) == maxEmitBatch { // the same address twice: the second after the first
-			later = append(later, r)
-			continue
-		}
-		seen[r.key] = true
-		batch = append(batch, r)
-	}
-	l.emits.waiting = later
-	l.emits.mu.Unlock()
-
-	err := l.commitEmits(context.WithoutCancel(ctx), batch) // the followers' emits are not the leader's to cancel
-	for _, r := range batch {
-		switch {
-		case err != nil && uniqueViolation(err):
-			r.ok = false // nothing stored: each is tried alone
-		case err != nil:
-			r.err = err
-		case !r.ok:
-			r.err = fmt.Errorf("notify: an emit batch did not return %s", r.id)
-		}
-		close(r.done)
-	}
-
-	l.emits.mu.Lock()
-	defer l.emits.mu.Unlock()
-	if len(l.emits.waiting) == 0 {
-		l.emits.leading = false
-		return
-	}
-	close(l.emits.waiting[0].lead)
 }
 
 // commitEmits inserts the batch in one statement, each row with its

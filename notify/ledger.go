@@ -101,8 +101,8 @@ type Ledger struct {
 	q     store.Querier
 	now   func() time.Time
 	newID func() string
-	acks  acks  // acks waiting to be committed together
-	emits emits // emits waiting to be committed together
+	acks  batcher[*ackReq]  // acks waiting to be committed together
+	emits batcher[*emitReq] // emits waiting to be committed together
 }
 
 // NewLedger returns the ledger over a SQL store (SQLite or PostgreSQL)
