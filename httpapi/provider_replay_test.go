@@ -67,8 +67,8 @@ func (p *tickets) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 
 // TestEveryActingPathReplaysItsProviderReads walks every acting path — a
 // turn, an API intent naming a command or a tool, an MCP tools/call, an
-// LLM's call, an LLM's proposal confirmed by a yes or by the token, a
-// workflow task — each on a session of its own, acting on an item of a
+// LLM's call, an LLM's proposal confirmed by a yes or by the token, the
+// agent's internal turn on a notification, a workflow task — each on a session of its own, acting on an item of a
 // catalog an HTTP provider serves. Then the provider answers otherwise.
 // Every record whose checks read the provider names the answer it read
 // (a turn's decision, any other record's sources), and the session
@@ -149,6 +149,24 @@ func TestEveryActingPathReplaysItsProviderReads(t *testing.T) {
 			raw, _ := json.Marshal(agentplane.Intent{Type: agentplane.IntentActionCall, Action: "agent_set_active_entity", Args: json.RawMessage(setActive),
 				ConfirmationToken: a.LLM.ConfirmationToken})
 			intent(t, e, s, string(raw))
+		}},
+		{"internal_turn", "plain", func(t *testing.T, s string) {
+			llm.Add(callSetActive, llmtest.Reply{Text: "Alpha is open."})
+			resp, cancel := e.stream(t, s, 1)
+			defer cancel()
+			defer resp.Body.Close()
+			var n struct{ ID string }
+			if st := e.call("POST", "/v1/notifications", "", `{"address":"SESSION","session_id":"`+s+`","target":"AGENT","handler":"AGENT","title":"open alpha"}`, &n); st != http.StatusCreated {
+				t.Fatalf("emit: %d", st)
+			}
+			// the agent's turn: its first exchange, the call, its last exchange
+			var kinds []string
+			for _, ev := range readSSE(t, resp.Body, 3) {
+				kinds = append(kinds, ev.kind)
+			}
+			if strings.Join(kinds, " ") != "llm execution llm" {
+				t.Fatalf("the agent's turn: %v", kinds)
+			}
 		}},
 		{"workflow_task", "plain", func(t *testing.T, s string) {
 			var w httpapi.WorkflowCreated
