@@ -343,17 +343,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 			t.Errorf("opener %d: %v", i, err)
 		}
 	}
-	db, err := sqlite.OpenRaw(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var rows, distinct, ext int
-	db.QueryRow(`SELECT count(*), count(DISTINCT version) FROM schema_version`).Scan(&rows, &distinct)
-	db.QueryRow(`SELECT version FROM schema_extensions WHERE name = 'counters'`).Scan(&ext)
-	if rows != distinct || ext != 2 {
-		t.Fatalf("schema_version has %d rows for %d versions; counters at %d", rows, distinct, ext)
-	}
+	migratedOnce(t, path)
 }
 
 // TestProcessesMigrateOnce is TestConcurrentOpensMigrateOnce with real
@@ -404,17 +394,7 @@ func TestProcessesMigrateOnce(t *testing.T) {
 			t.Errorf("opener process %d: %v\n%s", i, err, outs[i].String())
 		}
 	}
-	db, err := sqlite.OpenRaw(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var rows, distinct, ext int
-	db.QueryRow(`SELECT count(*), count(DISTINCT version) FROM schema_version`).Scan(&rows, &distinct)
-	db.QueryRow(`SELECT version FROM schema_extensions WHERE name = 'counters'`).Scan(&ext)
-	if rows != distinct || rows == 0 || ext != 2 {
-		t.Fatalf("schema_version has %d rows for %d versions; counters at %d", rows, distinct, ext)
-	}
+	migratedOnce(t, path)
 }
 
 // TestRecordAloneReadsNothingBack counts a record-only commit's
@@ -455,5 +435,22 @@ func TestRecordAloneReadsNothingBack(t *testing.T) {
 	recs, err := s.Records(ctx, "a", 0)
 	if err != nil || len(recs) != 3 || audit.Verify(recs) != nil {
 		t.Fatalf("%d records: %v", len(recs), err)
+	}
+}
+
+// migratedOnce checks that every migration of the database at path, and
+// the counters extension's two, were applied exactly once.
+func migratedOnce(t *testing.T, path string) {
+	t.Helper()
+	db, err := sqlite.OpenRaw(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows, distinct, ext int
+	db.QueryRow(`SELECT count(*), count(DISTINCT version) FROM schema_version`).Scan(&rows, &distinct)
+	db.QueryRow(`SELECT version FROM schema_extensions WHERE name = 'counters'`).Scan(&ext)
+	if rows != distinct || rows == 0 || ext != 2 {
+		t.Fatalf("schema_version has %d rows for %d versions; counters at %d", rows, distinct, ext)
 	}
 }

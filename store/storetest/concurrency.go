@@ -166,22 +166,11 @@ func runConcurrency(t *testing.T, open func(t *testing.T) store.Store) {
 						}
 						continue
 					}
-					for {
-						cur, err := s.Session(ctx, "a")
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						next := cur.Clone()
-						next.Version++
-						err = s.Commit(ctx, &store.Commit{SessionID: "a", Session: next, Record: rec("a"), Request: done(key("a", fmt.Sprint(g, "-", i)), "ran")})
-						if err == nil {
-							break
-						}
-						if agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
-							t.Error(err)
-							return
-						}
+					if err := nextVersion(ctx, s, func(next *agentplane.Session) *store.Commit {
+						return &store.Commit{SessionID: "a", Session: next, Record: rec("a"), Request: done(key("a", fmt.Sprint(g, "-", i)), "ran")}
+					}); err != nil {
+						t.Error(err)
+						return
 					}
 				}
 			})
@@ -192,22 +181,11 @@ func runConcurrency(t *testing.T, open func(t *testing.T) store.Store) {
 		// lock, and seals again when the session moved meanwhile)
 		wg.Go(func() {
 			for range 30 {
-				for {
-					cur, err := s.Session(ctx, "a")
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					next := cur.Clone()
-					next.Version++
-					err = s.Commit(ctx, &store.Commit{SessionID: "a", Session: next})
-					if err == nil {
-						break
-					}
-					if agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
-						t.Error(err)
-						return
-					}
+				if err := nextVersion(ctx, s, func(next *agentplane.Session) *store.Commit {
+					return &store.Commit{SessionID: "a", Session: next}
+				}); err != nil {
+					t.Error(err)
+					return
 				}
 			}
 		})
@@ -232,4 +210,21 @@ func runConcurrency(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+}
+
+// nextVersion commits session "a" at its next version, reading it again
+// after each version conflict; other errors are returned.
+func nextVersion(ctx context.Context, s store.Store, commit func(next *agentplane.Session) *store.Commit) error {
+	for {
+		cur, err := s.Session(ctx, "a")
+		if err != nil {
+			return err
+		}
+		next := cur.Clone()
+		next.Version++
+		err = s.Commit(ctx, commit(next))
+		if agentplane.ErrorCode(err) != agentplane.CodeVersionConflict {
+			return err
+		}
+	}
 }
