@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/resolve"
@@ -25,15 +26,13 @@ import (
 // followed by more text ("ship it by courier? the customer paid for
 // standard") — or returns "".
 func clause(text string) string {
-	quote, question, wide := false, -1, false
+	// IndexByte scans with vector instructions: most texts have none of
+	// these bytes, and this runs on every turn
+	quote, question, wide := strings.IndexByte(text, '>') >= 0, strings.IndexByte(text, '?'), false
 	for i := 0; i < len(text); i++ {
-		switch c := text[i]; {
-		case c == '>':
-			quote = true
-		case c == '?' && question < 0:
-			question = i
-		case c >= 0x80:
+		if text[i] >= utf8.RuneSelf {
 			wide = true
+			break
 		}
 	}
 	if quote {

@@ -946,7 +946,7 @@ func (t *turn) triggers() (agentplane.Decision, error) {
 	// two commands, the one that accounts for every word exactly (strict)
 	// wins; two at the same best are one question naming both, never the
 	// first in the file
-	var byCmdBuf [maxHits]cmdBest
+	var byCmdBuf [2]cmdBest // most turns match one or two commands; zeroing maxHits decisions cost more than the rest of the loop
 	byCmd := byCmdBuf[:0]
 	evaluated := 0
 	for i, h := range hits {
