@@ -156,7 +156,7 @@ func appendMarshal(b []byte, name string, v any) ([]byte, error) {
 // and &, and what is not ASCII) through json.Marshal.
 func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plain[s[i]] {
 			j, _ := json.Marshal(s) // a string always encodes
 			return append(b, j...)
 		}
@@ -165,6 +165,15 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// plain is the bytes encoding/json writes as they are in a string:
+// printable ASCII but for ", \ and HTML's <, > and &.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // appendTime appends t as time.Time's MarshalJSON writes it.
 func appendTime(b []byte, t time.Time) ([]byte, error) {

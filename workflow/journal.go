@@ -305,7 +305,8 @@ func (j *sqlJournal) save(ctx context.Context, s *saved) error {
 func (j *sqlJournal) op(s *saved) store.Op {
 	head := *s.w
 	head.Tasks = nil // a row each
-	doc, err := appendWorkflow(nil, &head)
+	doc, err := appendWorkflow(make([]byte, 0, 1024), &head)
+	state := string(doc)
 	now := s.w.Updated.UnixNano()
 	return store.OpFunc(func(ctx context.Context, tx store.Tx) error {
 		if err != nil {
@@ -313,7 +314,7 @@ func (j *sqlJournal) op(s *saved) store.Op {
 		}
 		if s.insert {
 			if _, err := tx.Exec(ctx, `INSERT INTO workflows (id, session_id, principal, status, pause, state, seq, commands, owner, lease, lease_until, created, updated)
-				VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`, s.w.ID, s.w.SessionID, s.w.Principal, s.w.Status, s.w.pause(), string(doc), s.w.Seq,
+				VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`, s.w.ID, s.w.SessionID, s.w.Principal, s.w.Status, s.w.pause(), state, s.w.Seq,
 				s.owner, s.lease, s.until, s.w.Created.UnixNano(), now); err != nil {
 				return err
 			}
@@ -322,10 +323,10 @@ func (j *sqlJournal) op(s *saved) store.Op {
 			var err error
 			if s.sameStatus { // its index entry stays as it is
 				n, err = tx.Exec(ctx, `UPDATE workflows SET pause = ?, state = ?, seq = ?, updated = ? WHERE id = ? AND lease = ?`,
-					s.w.pause(), string(doc), s.w.Seq, now, s.w.ID, s.lease)
+					s.w.pause(), state, s.w.Seq, now, s.w.ID, s.lease)
 			} else {
 				n, err = tx.Exec(ctx, `UPDATE workflows SET status = ?, pause = ?, state = ?, seq = ?, updated = ? WHERE id = ? AND lease = ?`,
-					s.w.Status, s.w.pause(), string(doc), s.w.Seq, now, s.w.ID, s.lease)
+					s.w.Status, s.w.pause(), state, s.w.Seq, now, s.w.ID, s.lease)
 			}
 			if err != nil {
 				return err
@@ -334,11 +335,11 @@ func (j *sqlJournal) op(s *saved) store.Op {
 				return errStale
 			}
 		}
-		if err := writeTasks(ctx, tx, s.w.ID, s.w.Tasks, s.tasks); err != nil {
+		buf := doc[:0] // the rows' JSON, one after another (the document is state)
+		if buf, err = writeTasks(ctx, tx, s.w.ID, s.w.Tasks, s.tasks, buf); err != nil {
 			return err
 		}
 		evs := make([]any, 0, 4*len(s.events))
-		var buf []byte
 		for i := range s.events {
 			ev := &s.events[i]
 			var err error
@@ -353,10 +354,11 @@ func (j *sqlJournal) op(s *saved) store.Op {
 		if s.cp != nil {
 			kept := *s.cp.w
 			kept.Tasks = nil // in workflow_task_history
-			cpDoc, err := appendWorkflow(nil, &kept)
+			cpDoc, err := appendWorkflow(buf[:0], &kept)
 			if err != nil {
 				return err
 			}
+			buf = cpDoc
 			if _, err := tx.Exec(ctx, `INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES (?, ?, ?, ?, ?, ?)`,
 				s.w.ID, s.cp.n, s.cp.ID, s.cp.Layer, string(cpDoc), s.cp.Created.UnixNano()); err != nil {
 				return err
@@ -368,7 +370,7 @@ func (j *sqlJournal) op(s *saved) store.Op {
 					return err
 				}
 			}
-			if err := writeHistory(ctx, tx, s.w.ID, int64(s.cp.n), s.cp.w.Tasks, s.cpTasks, s.prune); err != nil {
+			if err := writeHistory(ctx, tx, s.w.ID, int64(s.cp.n), s.cp.w.Tasks, s.cpTasks, s.prune, buf); err != nil {
 				return err
 			}
 		}
