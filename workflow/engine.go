@@ -140,7 +140,8 @@ func New(c Sessions, st store.Store, opts *Options) (*Engine, error) {
 		stop: make(chan struct{}), runners: map[string]*runner{}, changed: map[string]*signal{}}
 	e.workflowID = func() string { return "wf_" + e.newID() }
 	if e.newID == nil {
-		e.newID, e.workflowID = agentplane.RandomID, orderedID
+		e.newID = agentplane.RandomID
+		e.workflowID = func() string { return orderedID(time.Now()) }
 	}
 	if e.owner == "" {
 		e.owner = "engine-" + e.newID()
@@ -292,16 +293,16 @@ func (e *Engine) unreserve(r *runner) {
 	close(r.done)
 }
 
-// orderedID is a new workflow's id when the engine makes its own
-// (Options.NewID nil): "wf_" and 32 hex digits, as agentplane.RandomID's,
-// of which the first 12 are the time in Unix milliseconds and the other 20
-// random (80 bits). Workflows started one after another sort one after
+// orderedID is the id of a workflow started at now when the engine makes
+// its own (Options.NewID nil): "wf_" and 32 hex digits, as
+// agentplane.RandomID's, of which the first 12 are now in Unix
+// milliseconds and the other 20 random (80 bits). Workflows started one after another sort one after
 // another, and so do the rows keyed by their ids (their tasks, events,
 // checkpoints, and the gate's requests of their tasks): a commit adds to
 // the B-trees' last pages, where random ids split pages all over them.
-func orderedID() string {
+func orderedID(now time.Time) string {
 	var b [16]byte
-	ms := uint64(time.Now().UnixMilli())
+	ms := uint64(now.UnixMilli())
 	for i := 5; i >= 0; i-- {
 		b[i] = byte(ms)
 		ms >>= 8
