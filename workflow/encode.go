@@ -156,7 +156,7 @@ func appendMarshal(b []byte, name string, v any) ([]byte, error) {
 // and &, and what is not ASCII) through json.Marshal.
 func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plain[s[i]] {
 			j, _ := json.Marshal(s) // a string always encodes
 			return append(b, j...)
 		}
@@ -165,6 +165,15 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// plain is the bytes encoding/json writes as they are in a string:
+// printable ASCII but for ", \ and HTML's <, > and &.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // appendTime appends t as time.Time's MarshalJSON writes it.
 func appendTime(b []byte, t time.Time) ([]byte, error) {
@@ -246,5 +255,98 @@ func appendTaskRun(b []byte, t *TaskRun) ([]byte, error) {
 	}
 	b = appendOmitEmpty(b, "added", t.Added)
 	b = appendOmitEmpty(b, "approval", t.Approval)
+	return append(b, '}'), nil
+}
+
+// appendWorkflow appends a workflow's document (a row of workflows, and a
+// checkpoint's) as json.Marshal writes it. What is rare in it (a
+// decision, an interruption) still goes through json.Marshal.
+func appendWorkflow(b []byte, w *Workflow) ([]byte, error) {
+	b = append(b, `{"workflow_id":`...)
+	b = appendString(b, w.ID)
+	b = appendOmitEmpty(b, "name", w.Name)
+	b = appendField(b, "session_id", w.SessionID)
+	b = appendField(b, "principal", w.Principal)
+	if len(w.Roles) > 0 {
+		b = append(b, `,"roles":[`...)
+		for i, r := range w.Roles {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, r)
+		}
+		b = append(b, ']')
+	}
+	b = appendField(b, "status", w.Status)
+	b = append(b, `,"per_layer_validation":`...)
+	b = strconv.AppendBool(b, w.PerLayerValidation)
+	b = appendField(b, "resume_policy", w.ResumePolicy)
+	b = append(b, `,"max_attempts":`...)
+	b = strconv.AppendInt(b, int64(w.MaxAttempts), 10)
+	b = append(b, `,"layer":`...)
+	b = strconv.AppendInt(b, int64(w.Layer), 10)
+	b = append(b, `,"tasks":`...)
+	var err error
+	if w.Tasks == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range w.Tasks {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendTaskRun(b, &w.Tasks[i]); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	if a := w.Approval; a != nil {
+		b = append(b, `,"approval":{"decision_id":`...)
+		b = appendString(b, a.ID)
+		b = appendField(b, "checkpoint_id", a.CheckpointID)
+		b = append(b, `,"layer":`...)
+		b = strconv.AppendInt(b, int64(a.Layer), 10)
+		b = append(b, `,"tasks":`...)
+		if a.Tasks == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i := range a.Tasks {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				if b, err = appendTaskCall(b, &a.Tasks[i]); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+	}
+	if w.Decision != nil {
+		if b, err = appendMarshal(b, "decision", w.Decision); err != nil {
+			return nil, err
+		}
+	}
+	if w.Interruption != nil {
+		if b, err = appendMarshal(b, "interruption", w.Interruption); err != nil {
+			return nil, err
+		}
+	}
+	b = appendOmitEmpty(b, "reason", w.Reason)
+	b = appendOmitEmpty(b, "request_digest", w.RequestDigest)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, w.Seq, 10)
+	b = append(b, `,"counter":`...)
+	b = strconv.AppendInt(b, int64(w.Counter), 10)
+	b = append(b, `,"created":`...)
+	if b, err = appendTime(b, w.Created); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"updated":`...)
+	if b, err = appendTime(b, w.Updated); err != nil {
+		return nil, err
+	}
 	return append(b, '}'), nil
 }

@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +80,70 @@ func TestAppendTaskRunIsJSONMarshal(t *testing.T) {
 	}
 	if b, err := appendTaskRun(nil, &TaskRun{Output: json.RawMessage(`{`)}); err == nil {
 		t.Errorf("a task with broken output: appendTaskRun wrote %s", b)
+	}
+}
+
+// appendWorkflow writes every workflow document byte for byte as
+// json.Marshal does: with and without its tasks, each pause, strings
+// that need escaping.
+func TestAppendWorkflowIsJSONMarshal(t *testing.T) {
+	at := time.Date(2026, 11, 27, 21, 5, 0, 123456789, time.UTC)
+	ws := []Workflow{
+		{},
+		{ID: "wf_1", SessionID: "s", Principal: "alice", Status: StatusRunning, ResumePolicy: ResumeManual, MaxAttempts: 3, Layer: 1, Seq: 4, Counter: 2,
+			Created: at, Updated: at.Add(time.Millisecond)},
+		{ID: "wf_2", Name: "n <&>", SessionID: "s", Principal: "bob é", Roles: []string{"admin", "x\n"}, Status: StatusAwaitingApproval, PerLayerValidation: true,
+			Tasks:    []TaskRun{{Task: Task{ID: "a", Tool: "send"}, Status: TaskPending, Key: "wf_2-a"}, {Task: Task{ID: "b", Tool: "t", DependsOn: []string{"a"}}, Status: TaskCompleted, Output: json.RawMessage(`{"ok": true}`)}},
+			Approval: &Approval{ID: "d_1", CheckpointID: "wf_2-a1", Layer: 2, Tasks: []TaskCall{{ID: "a", Tool: "send", Args: json.RawMessage(`{}`), Impact: "external"}}},
+			Reason:   "why", RequestDigest: "abc", Created: at.In(time.FixedZone("x", -3600)), Updated: at},
+		{ID: "wf_3", Status: StatusAwaitingDecision, Tasks: []TaskRun{}, Approval: &Approval{},
+			Decision: &DecisionRequest{ID: "d_2", Layer: 1, Options: []string{CommandContinue, CommandAbort}}},
+		{ID: "wf_4", Status: StatusInterrupted, Roles: []string{},
+			Interruption: &Interruption{ID: "d_3", CheckpointID: "wf_4-c1", Checkpoints: []string{"wf_4-c1"}, InFlight: []string{"a"}}},
+	}
+	for i, w := range ws {
+		want, err := json.Marshal(&w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendWorkflow([]byte("prefix"), &w)
+		if err != nil {
+			t.Fatalf("workflow %d: %v", i, err)
+		}
+		if !bytes.Equal(got[len("prefix"):], want) {
+			t.Errorf("workflow %d:\n got %s\nwant %s", i, got[len("prefix"):], want)
+		}
+	}
+	for i, w := range []Workflow{{Created: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, {Tasks: []TaskRun{{Output: json.RawMessage(`{`)}}},
+		{Approval: &Approval{Tasks: []TaskCall{{Args: json.RawMessage(`nope`)}}}}} {
+		if _, err := json.Marshal(&w); err == nil {
+			t.Fatalf("bad workflow %d: json.Marshal took it", i)
+		}
+		if b, err := appendWorkflow(nil, &w); err == nil {
+			t.Errorf("bad workflow %d: appendWorkflow wrote %s", i, b)
+		}
+	}
+}
+
+// Workflow ids the engine makes sort in the order the workflows started
+// (a millisecond apart or more), and look as random ids do: "wf_" and 32
+// hex digits, different each time.
+func TestOrderedIDs(t *testing.T) {
+	at := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	prev := ""
+	seen := map[string]bool{}
+	for i := range 100 {
+		id := orderedID(at.Add(time.Duration(i) * time.Millisecond))
+		if len(id) != 35 || id[:3] != "wf_" || strings.Trim(id[3:], "0123456789abcdef") != "" {
+			t.Fatalf("id %q: want wf_ and 32 hex digits", id)
+		}
+		if id <= prev {
+			t.Fatalf("id %q started after %q sorts before it", id, prev)
+		}
+		same := orderedID(at.Add(time.Duration(i) * time.Millisecond))
+		if seen[id] || seen[same] || same == id {
+			t.Fatalf("ids repeat: %q %q", id, same)
+		}
+		seen[id], seen[same], prev = true, true, id
 	}
 }

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -77,6 +78,7 @@ type Engine struct {
 	log         *slog.Logger
 	tracer      trace.Tracer
 	newID       func() string
+	workflowID  func() string // a new workflow's id
 
 	ctx  context.Context // cancelled by Kill: tasks stop where they are
 	kill context.CancelFunc
@@ -136,8 +138,10 @@ func New(c Sessions, st store.Store, opts *Options) (*Engine, error) {
 	e := &Engine{core: c, st: st, j: j, owner: opts.Owner, lease: opts.Lease, poll: opts.Poll,
 		concurrency: opts.Concurrency, backoff: opts.Backoff, suggest: opts.Suggester, log: opts.Logger, tracer: opts.Tracer, newID: opts.NewID,
 		stop: make(chan struct{}), runners: map[string]*runner{}, changed: map[string]*signal{}}
+	e.workflowID = func() string { return "wf_" + e.newID() }
 	if e.newID == nil {
 		e.newID = agentplane.RandomID
+		e.workflowID = func() string { return orderedID(time.Now()) }
 	}
 	if e.owner == "" {
 		e.owner = "engine-" + e.newID()
@@ -215,7 +219,7 @@ func (e *Engine) Start(ctx context.Context, s Start) (*Workflow, error) {
 		return nil, err
 	}
 	now := e.core.Now().UTC()
-	id, digest := "wf_"+e.newID(), ""
+	id, digest := e.workflowID(), ""
 	if s.RequestID != "" {
 		id, digest = startKey(s)
 		if w, done, err := e.started(ctx, id, s.Principal, digest); done || err != nil {
@@ -287,6 +291,24 @@ func (e *Engine) unreserve(r *runner) {
 	}
 	e.mu.Unlock()
 	close(r.done)
+}
+
+// orderedID is the id of a workflow started at now when the engine makes
+// its own (Options.NewID nil): "wf_" and 32 hex digits, as
+// agentplane.RandomID's, of which the first 12 are now in Unix
+// milliseconds and the other 20 random (80 bits). Workflows started one after another sort one after
+// another, and so do the rows keyed by their ids (their tasks, events,
+// checkpoints, and the gate's requests of their tasks): a commit adds to
+// the B-trees' last pages, where random ids split pages all over them.
+func orderedID(now time.Time) string {
+	var b [16]byte
+	ms := uint64(now.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	rand.Read(b[6:]) // never fails (crypto/rand)
+	return "wf_" + hex.EncodeToString(b[:])
 }
 
 // startKey derives a keyed start's workflow id from the principal and the
@@ -722,6 +744,7 @@ func (r *runner) prepare(w *Workflow, s *saved) {
 		s.events[i].Status = w.Status
 	}
 	s.w, s.lease = w, r.lease
+	s.sameStatus = !s.insert && r.status != "" && r.status == w.Status
 	s.tasks = diffTasks(w.Tasks, r.stored)
 	if s.cp != nil {
 		if s.cp.w == nil {
@@ -735,7 +758,7 @@ func (r *runner) prepare(w *Workflow, s *saved) {
 // wrote takes s as written: its workflow is the runner's, as stored; then
 // whoever waits on it is woken.
 func (r *runner) wrote(ctx context.Context, s *saved) {
-	r.w = s.w
+	r.w, r.status = s.w, s.w.Status
 	r.stored = s.tasks.apply(r.stored, s.w.Tasks)
 	if s.cp != nil {
 		r.atCheckpoint = s.cpTasks.apply(r.atCheckpoint, s.cp.w.Tasks)

@@ -19,8 +19,8 @@ import (
 var Extension = store.Extension{
 	Name: "workflow",
 	Migrations: map[string][]string{
-		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER"), answerSchema, closeSQLite},
-		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT"), answerSchema, closePostgres},
+		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER"), answerSchema, closeSQLite, leanSQLite},
+		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT"), answerSchema, closePostgres, leanPostgres},
 	},
 }
 
@@ -90,6 +90,35 @@ BEGIN
 END $$;
 CREATE TRIGGER workflow_task_history_close AFTER INSERT ON workflow_task_history
     FOR EACH ROW EXECUTE FUNCTION workflow_task_history_close();`
+)
+
+// leanSQLite and leanPostgres are migration 5: a commit writes fewer
+// B-trees (in SQLite's WAL a page each at least; in PostgreSQL an index
+// entry each). workflow_task_history loses its index on until: migration
+// 4's trigger and the reads find a task's states by the primary key (in
+// PostgreSQL the trigger's update of until can then stay on its page);
+// workflow_checkpoints its unique index on id: a checkpoint's id names its
+// workflow (<workflow id>-c<n>), and every read names both. (Keyed by
+// their primary keys alone, WITHOUT ROWID, the tables cost as much: their
+// rows are large, and a commit's split more pages.)
+const (
+	leanSQLite = `
+DROP INDEX workflow_task_history_until;
+CREATE TABLE workflow_checkpoints_new (
+    workflow_id TEXT NOT NULL,
+    n           INTEGER NOT NULL,
+    id          TEXT NOT NULL,
+    layer       INTEGER NOT NULL,
+    state       TEXT NOT NULL,
+    created     INTEGER NOT NULL,
+    PRIMARY KEY (workflow_id, n)
+);
+INSERT INTO workflow_checkpoints_new SELECT workflow_id, n, id, layer, state, created FROM workflow_checkpoints;
+DROP TABLE workflow_checkpoints;
+ALTER TABLE workflow_checkpoints_new RENAME TO workflow_checkpoints;`
+	leanPostgres = `
+DROP INDEX workflow_task_history_until;
+ALTER TABLE workflow_checkpoints DROP CONSTRAINT workflow_checkpoints_id_key;`
 )
 
 // openUntil is the until of a task state no checkpoint has replaced
@@ -236,8 +265,11 @@ type saved struct {
 	add    *Command
 	digest string
 	insert bool // the workflow is new
-	owner  string
-	until  int64
+	// sameStatus: the workflow's status is as stored (the write leaves
+	// the column, and its index, as they are)
+	sameStatus bool
+	owner      string
+	until      int64
 }
 
 // outcome is what became of a queued command.
@@ -273,7 +305,8 @@ func (j *sqlJournal) save(ctx context.Context, s *saved) error {
 func (j *sqlJournal) op(s *saved) store.Op {
 	head := *s.w
 	head.Tasks = nil // a row each
-	doc, err := json.Marshal(&head)
+	doc, err := appendWorkflow(make([]byte, 0, 1024), &head)
+	state := string(doc)
 	now := s.w.Updated.UnixNano()
 	return store.OpFunc(func(ctx context.Context, tx store.Tx) error {
 		if err != nil {
@@ -281,13 +314,20 @@ func (j *sqlJournal) op(s *saved) store.Op {
 		}
 		if s.insert {
 			if _, err := tx.Exec(ctx, `INSERT INTO workflows (id, session_id, principal, status, pause, state, seq, commands, owner, lease, lease_until, created, updated)
-				VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`, s.w.ID, s.w.SessionID, s.w.Principal, s.w.Status, s.w.pause(), string(doc), s.w.Seq,
+				VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`, s.w.ID, s.w.SessionID, s.w.Principal, s.w.Status, s.w.pause(), state, s.w.Seq,
 				s.owner, s.lease, s.until, s.w.Created.UnixNano(), now); err != nil {
 				return err
 			}
 		} else {
-			n, err := tx.Exec(ctx, `UPDATE workflows SET status = ?, pause = ?, state = ?, seq = ?, updated = ? WHERE id = ? AND lease = ?`,
-				s.w.Status, s.w.pause(), string(doc), s.w.Seq, now, s.w.ID, s.lease)
+			var n int64
+			var err error
+			if s.sameStatus { // its index entry stays as it is
+				n, err = tx.Exec(ctx, `UPDATE workflows SET pause = ?, state = ?, seq = ?, updated = ? WHERE id = ? AND lease = ?`,
+					s.w.pause(), state, s.w.Seq, now, s.w.ID, s.lease)
+			} else {
+				n, err = tx.Exec(ctx, `UPDATE workflows SET status = ?, pause = ?, state = ?, seq = ?, updated = ? WHERE id = ? AND lease = ?`,
+					s.w.Status, s.w.pause(), state, s.w.Seq, now, s.w.ID, s.lease)
+			}
 			if err != nil {
 				return err
 			}
@@ -295,11 +335,11 @@ func (j *sqlJournal) op(s *saved) store.Op {
 				return errStale
 			}
 		}
-		if err := writeTasks(ctx, tx, s.w.ID, s.w.Tasks, s.tasks); err != nil {
+		buf := doc[:0] // the rows' JSON, one after another (the document is state)
+		if buf, err = writeTasks(ctx, tx, s.w.ID, s.w.Tasks, s.tasks, buf); err != nil {
 			return err
 		}
 		evs := make([]any, 0, 4*len(s.events))
-		var buf []byte
 		for i := range s.events {
 			ev := &s.events[i]
 			var err error
@@ -314,10 +354,11 @@ func (j *sqlJournal) op(s *saved) store.Op {
 		if s.cp != nil {
 			kept := *s.cp.w
 			kept.Tasks = nil // in workflow_task_history
-			cpDoc, err := json.Marshal(&kept)
+			cpDoc, err := appendWorkflow(buf[:0], &kept)
 			if err != nil {
 				return err
 			}
+			buf = cpDoc
 			if _, err := tx.Exec(ctx, `INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES (?, ?, ?, ?, ?, ?)`,
 				s.w.ID, s.cp.n, s.cp.ID, s.cp.Layer, string(cpDoc), s.cp.Created.UnixNano()); err != nil {
 				return err
@@ -329,7 +370,7 @@ func (j *sqlJournal) op(s *saved) store.Op {
 					return err
 				}
 			}
-			if err := writeHistory(ctx, tx, s.w.ID, int64(s.cp.n), s.cp.w.Tasks, s.cpTasks, s.prune); err != nil {
+			if err := writeHistory(ctx, tx, s.w.ID, int64(s.cp.n), s.cp.w.Tasks, s.cpTasks, s.prune, buf); err != nil {
 				return err
 			}
 		}

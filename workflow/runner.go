@@ -46,6 +46,8 @@ type runner struct {
 	// stored is w's tasks as last written, atCheckpoint as the last
 	// checkpoint saved them; nil: not known (all are written again).
 	stored, atCheckpoint *taskStates
+	// status is w's status as last written ("": not written yet)
+	status string
 	// checkpoints is how many checkpoints the workflow has stored, as far
 	// as the runner knows (-1: not known; a write prunes every time)
 	checkpoints int
@@ -69,6 +71,7 @@ func (e *Engine) newRunner(w *Workflow, lease int64, stored bool) *runner {
 	r := &runner{e: e, id: w.ID, w: w, lease: lease, cmds: make(chan *request), wake: make(chan struct{}, 1),
 		done: make(chan struct{}), gone: make(chan struct{})}
 	if stored {
+		r.status = w.Status
 		r.stored = &taskStates{tasks: slices.Clone(w.Tasks)}
 		r.checkpoints = -1
 		r.queued.Store(true) // taken over: whatever was queued meanwhile is its

@@ -120,32 +120,32 @@ func sameTask(a, b *TaskRun) bool {
 }
 
 // writeTasks writes a workflow's changed task rows.
-func writeTasks(ctx context.Context, tx store.Tx, id string, tasks []TaskRun, d taskDiff) error {
+// buf is room to encode them in; it returns it, grown.
+func writeTasks(ctx context.Context, tx store.Tx, id string, tasks []TaskRun, d taskDiff, buf []byte) ([]byte, error) {
 	if d.all {
 		if _, err := tx.Exec(ctx, `DELETE FROM workflow_tasks WHERE workflow_id = ?`, id); err != nil {
-			return err
+			return buf, err
 		}
 	}
 	vals := make([]any, 0, 4*len(d.at))
-	var buf []byte
 	for _, i := range d.at {
 		t := &tasks[i]
 		var err error
 		if buf, err = appendTaskRun(buf[:0], t); err != nil {
-			return err
+			return buf, err
 		}
 		vals = append(vals, id, t.ID, t.n, string(buf))
 	}
 	if err := insertRows(ctx, tx, `INSERT INTO workflow_tasks (workflow_id, id, n, state) VALUES `, 4,
 		` ON CONFLICT (workflow_id, id) DO UPDATE SET n = excluded.n, state = excluded.state`, vals); err != nil {
-		return err
+		return buf, err
 	}
 	for _, g := range d.gone {
 		if _, err := tx.Exec(ctx, `DELETE FROM workflow_tasks WHERE workflow_id = ? AND id = ?`, id, g); err != nil {
-			return err
+			return buf, err
 		}
 	}
-	return nil
+	return buf, nil
 }
 
 // writeHistory records the task states of checkpoint cp that differ from
@@ -153,8 +153,8 @@ func writeTasks(ctx context.Context, tx store.Tx, id string, tasks []TaskRun, d 
 // new row ends the one it replaces at cp (migration 4's trigger), and the
 // rows of tasks no longer there are ended here; with prune (older
 // checkpoints were pruned), it then drops the states no kept checkpoint
-// holds.
-func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, tasks []TaskRun, d taskDiff, prune bool) error {
+// holds. buf is room to encode the states in.
+func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, tasks []TaskRun, d taskDiff, prune bool, buf []byte) error {
 	if d.all { // the states before are not known: all end here
 		if _, err := tx.Exec(ctx, `UPDATE workflow_task_history SET until = ? WHERE workflow_id = ? AND until = ?`, cp, id, openUntil); err != nil {
 			return err
@@ -167,7 +167,6 @@ func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, tasks [
 		}
 	}
 	vals := make([]any, 0, 6*len(d.at))
-	var buf []byte
 	for _, i := range d.at {
 		t := &tasks[i]
 		var err error

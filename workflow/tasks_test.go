@@ -144,4 +144,10 @@ func TestCommitsPerRun(t *testing.T) {
 	if stmts > 36 {
 		t.Fatalf("a 3×1 run ran %d statements; want at most 36", stmts)
 	}
+	// the layers' ends leave the status column alone (running, as the
+	// start wrote it); the last one writes it
+	var status string
+	if err := sq.Query(ctx, `SELECT status FROM workflows WHERE id = ?`, []any{w.ID}, func(scan func(...any) error) error { return scan(&status) }); err != nil || status != workflow.StatusCompleted {
+		t.Fatalf("stored status %q, %v; want completed", status, err)
+	}
 }
