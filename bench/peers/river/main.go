@@ -16,6 +16,9 @@
 // job once its worker returned (its completion is committed later, in a
 // batch); agentplane's, a notification once its ack is committed.
 //
+// -dbs, -counts, -river and -acks choose what runs (the databases, the
+// producer counts, River or not, who acknowledges).
+//
 //	go run . -n 20000 -producers 32 -postgres postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 package main
 
