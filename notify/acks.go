@@ -12,12 +12,12 @@ import (
 // one UPDATE … RETURNING for all of them, each row changed only if, at
 // that moment, it is the user's and in a state an ack may leave (PENDING
 // or DISPATCHED off the agent's channel, or ESCALATED) — a compare-and-
-// swap on the row, with no read before it. The first ack to arrive leads:
-// it commits every ack waiting, then hands the lead to the first that
-// arrived meanwhile. An ack the statement did not apply to is tried again
-// alone (the unbatched, lease-fenced moves on a fresh read), which says
-// why it cannot be — another user's, already delivered, claimed — or
-// applies it, as if it had never been batched.
+// swap on the row, with no read before it. An ack that finds no batch's
+// commit queued queues one; the others wait in line, and the commit takes
+// them when it starts (see batcher). An ack the statement did not apply to
+// is tried again alone (the unbatched, lease-fenced moves on a fresh
+// read), which says why it cannot be — another user's, already delivered,
+// claimed — or applies it, as if it had never been batched.
 
 // maxAckBatch bounds how many acks one statement carries.
 const maxAckBatch = 128
@@ -38,10 +38,13 @@ func (r *ackReq) turn() *turn      { return &r.line }
 // arriving meanwhile.
 func (l *Ledger) ackBatched(ctx context.Context, id, user string) (Notification, error) {
 	r := &ackReq{id: id, user: user, line: newTurn()}
-	l.acks.run(r, maxAckBatch, func(batch []*ackReq) {
-		if err := l.commitAcks(context.WithoutCancel(ctx), batch); err != nil { // the followers' acks are not the leader's to cancel
-			for _, r := range batch {
-				r.err = err
+	l.acks.run(r, maxAckBatch, func(take func() []*ackReq) {
+		if err := l.commitAcks(context.WithoutCancel(ctx), take); err != nil { // the followers' acks are not the leader's to cancel
+			for _, r := range take() {
+				r.ok = false
+				if !deadlock(err) { // nothing delivered: each is tried alone
+					r.err = err
+				}
 			}
 		}
 	})
@@ -54,31 +57,63 @@ func (l *Ledger) ackBatched(ctx context.Context, id, user string) (Notification,
 	return l.ackAlone(ctx, id, user) // not applicable as it stood: alone, on a fresh read
 }
 
-// commitAcks delivers the batch in one statement; the rows it changed are
-// the acks that succeeded.
-func (l *Ledger) commitAcks(ctx context.Context, batch []*ackReq) error {
+// commitAcks delivers a batch in one statement; the rows it changed are
+// the acks that succeeded. The batch is taken as emits' are (commitEmits).
+func (l *Ledger) commitAcks(ctx context.Context, take func() []*ackReq) error {
+	var op store.Op
+	if l.q.Dialect() == store.Postgres {
+		l.ackSlots <- struct{}{}
+		defer func() { <-l.ackSlots }()
+		batch := take()
+		query, args := l.ackStatement(batch)
+		op = store.Statement{Query: query, Args: args, Row: acked(batch)}
+	} else {
+		op = store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+			batch := take()
+			for _, r := range batch {
+				r.ok = false // a group tried again applies it again
+			}
+			query, args := l.ackStatement(batch)
+			return tx.Query(ctx, query, args, acked(batch))
+		})
+	}
+	return l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}})
+}
+
+// ackStatement is the one statement that delivers a batch: each row
+// changed only if it is the user's and in a state an ack may leave.
+func (l *Ledger) ackStatement(batch []*ackReq) (string, []any) {
 	now := l.now().UnixNano()
-	var where []string
-	args := []any{string(StateDelivered), now, string(StateEscalated), string(StateEscalated),
-		string(StatePending), string(StateDispatched), string(ChannelAgent), string(StateEscalated)}
-	for _, r := range batch {
-		where = append(where, `(id = ? AND user_id = ?)`)
+	var where strings.Builder
+	args := make([]any, 0, 8+2*len(batch))
+	args = append(args, string(StateDelivered), now, string(StateEscalated), string(StateEscalated),
+		string(StatePending), string(StateDispatched), string(ChannelAgent), string(StateEscalated))
+	for i, r := range batch {
+		if i > 0 {
+			where.WriteString(" OR ")
+		}
+		where.WriteString(`(id = ? AND user_id = ?)`)
 		args = append(args, r.id, r.user)
 	}
 	// DISPATCHED → LOCKED (a claim: owner_lease and attempts + 1) → DELIVERED;
-	// PENDING → DISPATCHED first; ESCALATED → DELIVERED directly
-	q := `UPDATE ` + orFail(l.q.Dialect()) + `notifications SET state = ?, updated = ?,
+	// PENDING → DISPATCHED first; ESCALATED → DELIVERED directly. One
+	// statement, the whole commit (on PostgreSQL one round trip); its WHERE
+	// names only the batch's ids, so every row it returns is one.
+	return `UPDATE ` + orFail(l.q.Dialect()) + `notifications SET state = ?, updated = ?,
 		owner_lease = owner_lease + (CASE WHEN state = ? THEN 0 ELSE 1 END),
 		attempts = attempts + (CASE WHEN state = ? THEN 0 ELSE 1 END)
 		WHERE (state IN (?, ?) AND channel <> ? OR state = ?)
-		AND (` + strings.Join(where, " OR ") + `) RETURNING ` + columns
+		AND (` + where.String() + `) RETURNING ` + columns, args
+}
+
+// acked is the row callback of a batch's update: each row returned is an
+// ack delivered.
+func acked(batch []*ackReq) func(scan func(...any) error) error {
 	byID := make(map[string]*ackReq, len(batch))
 	for _, r := range batch {
 		byID[r.id] = r
 	}
-	// one statement, the whole commit (on PostgreSQL one round trip); its
-	// WHERE names only the batch's ids, so every row it returns is one
-	op := store.Statement{Query: q, Args: args, Row: func(scan func(...any) error) error {
+	return func(scan func(...any) error) error {
 		n, err := scanRow(scan)
 		if err != nil {
 			return err
@@ -89,12 +124,5 @@ func (l *Ledger) commitAcks(ctx context.Context, batch []*ackReq) error {
 		}
 		r.out, r.ok = n, true
 		return nil
-	}}
-	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
-		for _, r := range batch {
-			r.ok = false
-		}
-		return err
 	}
-	return nil
 }

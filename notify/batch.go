@@ -2,15 +2,21 @@ package notify
 
 import "sync"
 
-// batcher commits requests that arrive together in one commit: the first
-// to arrive leads — it commits every request waiting (each key once, at
-// most max; the rest wait for the next batch), then hands the lead to the
-// first that arrived meanwhile. Each request returns once the batch
-// holding it was committed.
+// batcher commits requests that arrive together in one commit. A request
+// that finds no commit queued queues one (it leads it); the others wait in
+// line. A commit takes its batch from the line only when it starts to
+// write — on SQLite when the store's group commit applies it, inside the
+// group's transaction, so what arrived while it waited behind the groups
+// before it rides in it, and in that group's one fsync — and the first
+// request to arrive after the take queues the next commit at once, while
+// this one is still committing. Each batch holds each key once, at most
+// max requests; the rest are left in line, and the first of them leads
+// the next commit. Each request returns once the batch holding it was
+// committed.
 type batcher[R batched] struct {
 	mu      sync.Mutex
 	waiting []R
-	leading bool
+	queued  bool // a commit is queued that has not taken its batch yet
 }
 
 // batched is a request a batcher carries.
@@ -24,19 +30,23 @@ type batched interface {
 // turn is a request's place in a batcher's line.
 type turn struct {
 	done chan struct{} // closed when its batch was committed
-	lead chan struct{} // closed when it must lead the next batch
+	lead chan struct{} // closed when it must lead the next commit
 }
 
 func newTurn() turn { return turn{done: make(chan struct{}), lead: make(chan struct{})} }
 
 // run queues r and returns once a batch holding r was committed: by
-// another request's commit, or, when r leads, by commit, which sets each
-// request's result.
-func (b *batcher[R]) run(r R, max int, commit func(batch []R)) {
+// another request's commit, or by the one r leads. commit commits the
+// batch take returns and sets each request's result; take may be called
+// more than once (a transaction tried again) and returns the same batch
+// each time; what commit never took is taken after it returns (a commit
+// that failed before it started), for commit's errors to reach it —
+// commit must set them on take's batch after it calls the store.
+func (b *batcher[R]) run(r R, max int, commit func(take func() []R)) {
 	b.mu.Lock()
 	b.waiting = append(b.waiting, r)
-	lead := !b.leading
-	b.leading = true
+	lead := !b.queued
+	b.queued = true
 	b.mu.Unlock()
 	t := r.turn()
 	if !lead {
@@ -47,35 +57,40 @@ func (b *batcher[R]) run(r R, max int, commit func(batch []R)) {
 		}
 	}
 	b.lead(max, commit)
-	<-t.done // in the batch just committed
+	<-t.done // in the batch just committed, or in one taken since by a commit another request leads
 }
 
-// lead commits the requests waiting now, then passes the lead on.
-func (b *batcher[R]) lead(max int, commit func(batch []R)) {
-	b.mu.Lock()
-	var batch, later []R
-	seen := map[string]bool{}
-	for _, r := range b.waiting {
-		if k := r.batchKey(); seen[k] || len(batch) == max {
-			later = append(later, r) // the same key twice: the second after the first
-		} else {
-			seen[k] = true
-			batch = append(batch, r)
+// lead queues one commit.
+func (b *batcher[R]) lead(max int, commit func(take func() []R)) {
+	var batch []R
+	taken := false
+	take := func() []R {
+		if taken {
+			return batch
 		}
+		taken = true
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		var later []R
+		seen := make(map[string]bool, len(b.waiting))
+		for _, r := range b.waiting {
+			if k := r.batchKey(); seen[k] || len(batch) == max {
+				later = append(later, r) // the same key twice: the second after the first
+			} else {
+				seen[k] = true
+				batch = append(batch, r)
+			}
+		}
+		b.waiting = later
+		if len(later) > 0 {
+			close(later[0].turn().lead) // it queues the next commit; queued stays true
+		} else {
+			b.queued = false
+		}
+		return batch
 	}
-	b.waiting = later
-	b.mu.Unlock()
-
-	commit(batch)
-	for _, r := range batch {
+	commit(take)
+	for _, r := range take() {
 		close(r.turn().done)
 	}
-
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.waiting) == 0 {
-		b.leading = false
-		return
-	}
-	close(b.waiting[0].turn().lead)
 }

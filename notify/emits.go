@@ -13,12 +13,12 @@ import (
 // statement inserts all of them — each its own row, its own id, its own
 // next sequence number of its address — and is the whole commit (one
 // round trip on PostgreSQL; on SQLite one statement in the group commit's
-// transaction). The first emit to arrive leads: it commits every emit
-// waiting, then hands the lead to the first that arrived meanwhile. A
-// batch holds each address once (two emits to one address take two
-// sequence numbers one after the other: the second waits for the next
-// batch), and only emits without a dedup key (one with a key reads the
-// live notification it may overwrite: it commits alone). Every emit
+// transaction). An emit that finds no batch's commit queued queues one;
+// the others wait in line, and the commit takes them when it starts (see
+// batcher). A batch holds each address once (two emits to one address
+// take two sequence numbers one after the other: the second waits for the
+// next batch), and only emits without a dedup key (one with a key reads
+// the live notification it may overwrite: it commits alone). Every emit
 // returns once its own row is committed, with its own result; a batch the
 // database refused for a unique key (another instance took a sequence
 // number first) is tried again one emit at a time.
@@ -47,14 +47,14 @@ func (r *emitReq) turn() *turn      { return &r.line }
 // not store it (a unique key); the caller tries it alone.
 func (l *Ledger) emitBatched(ctx context.Context, n *Notification, ch Channel, state State) (out Emitted, ok bool, err error) {
 	r := &emitReq{n: n, key: n.addressKey(), ch: ch, state: state, id: l.newID(), now: l.now().UnixNano(), line: newTurn()}
-	l.emits.run(r, maxEmitBatch, func(batch []*emitReq) {
-		err := l.commitEmits(context.WithoutCancel(ctx), batch) // the followers' emits are not the leader's to cancel
-		for _, r := range batch {
+	l.emits.run(r, maxEmitBatch, func(take func() []*emitReq) {
+		err := l.commitEmits(context.WithoutCancel(ctx), take) // the followers' emits are not the leader's to cancel
+		for _, r := range take() {
 			switch {
-			case err != nil && uniqueViolation(err):
+			case err != nil && (uniqueViolation(err) || deadlock(err)):
 				r.ok = false // nothing stored: each is tried alone
 			case err != nil:
-				r.err = err
+				r.ok, r.err = false, err
 			case !r.ok:
 				r.err = fmt.Errorf("notify: an emit batch did not return %s", r.id)
 			}
@@ -69,26 +69,47 @@ func (l *Ledger) emitBatched(ctx context.Context, n *Notification, ch Channel, s
 	return out, true, nil
 }
 
-// commitEmits inserts the batch in one statement, each row with its
+// commitEmits inserts a batch in one statement, each row with its
 // address's next sequence number; the rows it returns are the emits
-// stored.
-func (l *Ledger) commitEmits(ctx context.Context, batch []*emitReq) error {
+// stored. On SQLite the batch is taken when the group commit applies the
+// statement (what arrived while it waited is in it); on PostgreSQL once
+// one of the batches in flight has finished (slots).
+func (l *Ledger) commitEmits(ctx context.Context, take func() []*emitReq) error {
+	var op store.Op
+	if l.q.Dialect() == store.Postgres {
+		l.emitSlots <- struct{}{}
+		defer func() { <-l.emitSlots }()
+		batch := take()
+		var query string
+		var args []any
+		if len(batch) > 1 {
+			query, args = pgInsertMany(batch)
+		} else {
+			r := batch[0]
+			query, args = pgInsert(r.id, r.key, r.n, r.ch, r.state, r.now)
+		}
+		op = store.Statement{Query: query, Args: args, Row: emitted(batch)}
+	} else {
+		op = store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+			batch := take()
+			for _, r := range batch {
+				r.ok = false // a group tried again applies it again
+			}
+			query, args := sqliteInsert(batch)
+			return tx.Query(ctx, query, args, emitted(batch))
+		})
+	}
+	return l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}})
+}
+
+// emitted is the row callback of a batch's insert: each row returned is
+// an emit stored, its sequence number now known.
+func emitted(batch []*emitReq) func(scan func(...any) error) error {
 	byID := make(map[string]*emitReq, len(batch))
 	for _, r := range batch {
 		byID[r.id] = r
 	}
-	var query string
-	var args []any
-	switch {
-	case l.q.Dialect() == store.Postgres && len(batch) > 1:
-		query, args = pgInsertMany(batch)
-	case l.q.Dialect() == store.Postgres:
-		r := batch[0]
-		query, args = pgInsert(r.id, r.key, r.n, r.ch, r.state, r.now)
-	default:
-		query, args = sqliteInsert(batch)
-	}
-	op := store.Statement{Query: query, Args: args, Row: func(scan func(...any) error) error {
+	return func(scan func(...any) error) error {
 		var seq int64
 		var id string
 		if err := scan(&seq, &id); err != nil {
@@ -100,14 +121,7 @@ func (l *Ledger) commitEmits(ctx context.Context, batch []*emitReq) error {
 		}
 		r.seq, r.ok = seq, true
 		return nil
-	}}
-	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
-		for _, r := range batch {
-			r.ok = false
-		}
-		return err
 	}
-	return nil
 }
 
 // sqliteInsert is SQLite's one statement that stores the notifications
@@ -136,8 +150,10 @@ func sqliteInsert(batch []*emitReq) (string, []any) {
 // pgInsertMany is PostgreSQL's one statement that stores the
 // notifications of a batch (one per address): their columns as arrays
 // (one statement text, prepared once, whatever the batch's size), the
-// addresses' next sequence numbers taken in one upsert. It returns each
-// row's sequence number and id.
+// addresses' next sequence numbers taken in one upsert, in the order of
+// their keys (two batches in flight lock the counters they share in the
+// same order: neither waits for the other while it holds what the other
+// waits for). It returns each row's sequence number and id.
 func pgInsertMany(batch []*emitReq) (string, []any) {
 	k := len(batch)
 	text := func(f func(r *emitReq) string) []string {
@@ -175,7 +191,7 @@ func pgInsertMany(batch []*emitReq) (string, []any) {
 const pgInsertManySQL = `WITH v AS (SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
 		?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::text[])
 		AS v(id, address, user_id, session_id, target, handler, title, body, payload, directive, ttl_seconds, urgency, channel, state, created, address_key)),
-	s AS (INSERT INTO notification_seqs (address_key, seq) SELECT address_key, 1 FROM v
+	s AS (INSERT INTO notification_seqs (address_key, seq) SELECT address_key, 1 FROM v ORDER BY address_key
 		ON CONFLICT (address_key) DO UPDATE SET seq = notification_seqs.seq + 1 RETURNING address_key, seq)
 	INSERT INTO notifications (` + columns + `, address_key)
 		SELECT v.id, v.address, v.user_id, v.session_id, v.target, v.handler, v.title, v.body, v.payload, '', v.directive, v.ttl_seconds, v.urgency,

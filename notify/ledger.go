@@ -103,7 +103,15 @@ type Ledger struct {
 	newID func() string
 	acks  batcher[*ackReq]  // acks waiting to be committed together
 	emits batcher[*emitReq] // emits waiting to be committed together
+	// PostgreSQL: the batches of each kind in flight at once, at most
+	// pgInFlight (a batch is taken once one of them has finished)
+	ackSlots, emitSlots chan struct{}
 }
+
+// pgInFlight bounds the batches of emits, and of acks, a PostgreSQL
+// ledger has in flight at once: while one commits, the next is sent, and
+// the server flushes their commits together.
+const pgInFlight = 2
 
 // NewLedger returns the ledger over a SQL store (SQLite or PostgreSQL)
 // opened with Extension.
@@ -112,7 +120,8 @@ func NewLedger(st store.Store, opts *Options) (*Ledger, error) {
 	if !ok {
 		return nil, errors.New("notify: the ledger needs a SQL store (SQLite or PostgreSQL), not an in-memory one")
 	}
-	l := &Ledger{st: st, q: q, now: time.Now, newID: agentplane.RandomID}
+	l := &Ledger{st: st, q: q, now: time.Now, newID: agentplane.RandomID,
+		ackSlots: make(chan struct{}, pgInFlight), emitSlots: make(chan struct{}, pgInFlight)}
 	if opts != nil {
 		if opts.Now != nil {
 			l.now = opts.Now
@@ -330,6 +339,14 @@ func (l *Ledger) overwrite(ctx context.Context, tx store.Tx, live, n *Notificati
 func uniqueViolation(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505") || strings.Contains(s, "duplicate key value")
+}
+
+// deadlock reports PostgreSQL's refusal of a statement that waited for
+// rows another transaction held while it held rows that one waited for
+// (two batches in flight sharing rows): nothing of it was stored, and its
+// requests are tried again one at a time.
+func deadlock(err error) bool {
+	return strings.Contains(err.Error(), "SQLSTATE 40P01")
 }
 
 // move is one compare-and-swap transition: from one of the states given,

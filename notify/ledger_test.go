@@ -550,3 +550,134 @@ func TestEmitRefusedIsTriedAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchesInFlight: emits and acks from many producers at once, each
+// producer acknowledging its own notification right after it emitted it
+// while a client acknowledges the same notification too — the batches
+// taken as their commits start (on SQLite inside the group commit, beside
+// another subsystem's commits that fail and make their groups be tried
+// again, each commit of such a group applied twice; on PostgreSQL two
+// batches of each kind in flight): every emit is stored once, with its own
+// row and sequence number, every notification is delivered by exactly one
+// of its two acks, through its states once, on its one channel.
+func TestBatchesInFlight(t *testing.T) {
+	for name, open := range drivers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st := open(t)
+			l, err := notify.NewLedger(st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			var failing sync.WaitGroup
+			if name == "sqlite" {
+				failing.Go(func() { // another subsystem's commits that fail after the group began
+					boom := errors.New("boom")
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						err := st.Commit(ctx, &store.Commit{Ops: []store.Op{store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+							if _, err := tx.Exec(ctx, `UPDATE notifications SET updated = updated WHERE id = ''`); err != nil {
+								return err
+							}
+							return boom
+						})}})
+						if !errors.Is(err, boom) {
+							t.Errorf("the failing commit: %v", err)
+							return
+						}
+					}
+				})
+			}
+			const producers, each, users = 16, 16, 5
+			var mu sync.Mutex
+			emitted := map[string]notify.Emitted{}
+			delivered := map[string]int{}
+			ack := func(e notify.Emitted) {
+				got, err := l.Ack(ctx, e.ID, e.UserID)
+				switch {
+				case err == nil && got.ID == e.ID && got.State == notify.StateDelivered:
+					mu.Lock()
+					delivered[e.ID]++
+					mu.Unlock()
+				case err == nil:
+					t.Errorf("ack of %s: %+v", e.ID, got)
+				case !errors.Is(err, notify.ErrIllegal) && !errors.Is(err, notify.ErrStale):
+					t.Errorf("ack of %s: %v", e.ID, err)
+				}
+			}
+			shown := make(chan notify.Emitted, producers*each)
+			var clients, wg sync.WaitGroup
+			clients.Go(func() { // the client acknowledges what it is shown
+				for e := range shown {
+					ack(e)
+				}
+			})
+			for p := range producers {
+				wg.Go(func() {
+					for i := range each {
+						e, err := l.Emit(ctx, inbox(fmt.Sprintf("user-%d", (p+i)%users), fmt.Sprintf("p%d-%d", p, i)), 0)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						if _, dup := emitted[e.ID]; dup {
+							t.Errorf("id %s returned twice", e.ID)
+						}
+						emitted[e.ID] = e
+						mu.Unlock()
+						shown <- e
+						ack(e)
+					}
+				})
+			}
+			wg.Wait()
+			close(shown)
+			clients.Wait()
+			close(stop)
+			failing.Wait()
+			if t.Failed() {
+				return
+			}
+			var rows int
+			if err := st.(store.Querier).Query(ctx, `SELECT COUNT(*) FROM notifications`, nil, func(scan func(...any) error) error { return scan(&rows) }); err != nil {
+				t.Fatal(err)
+			}
+			if rows != producers*each || len(emitted) != producers*each {
+				t.Fatalf("%d rows stored, %d emits returned, want %d", rows, len(emitted), producers*each)
+			}
+			seqs := map[string]map[int64]bool{}
+			for id, e := range emitted {
+				got, err := l.Get(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Title != e.Title || got.UserID != e.UserID || got.Seq != e.Seq || got.Channel != notify.ChannelInbox {
+					t.Fatalf("returned %+v, stored %+v", e.Notification, got)
+				}
+				if got.State != notify.StateDelivered || got.OwnerLease != 1 || got.Attempts != 1 || delivered[id] != 1 {
+					t.Fatalf("%s: %s, owner_lease %d, %d attempts, delivered by %d acks; want DELIVERED once", id, got.State, got.OwnerLease, got.Attempts, delivered[id])
+				}
+				if seqs[e.UserID] == nil {
+					seqs[e.UserID] = map[int64]bool{}
+				}
+				if seqs[e.UserID][e.Seq] {
+					t.Fatalf("%s: seq %d twice", e.UserID, e.Seq)
+				}
+				seqs[e.UserID][e.Seq] = true
+			}
+			for u, s := range seqs {
+				for k := int64(1); k <= int64(len(s)); k++ {
+					if !s[k] {
+						t.Fatalf("%s: sequence numbers %v skip %d", u, s, k)
+					}
+				}
+			}
+		})
+	}
+}

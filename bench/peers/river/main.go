@@ -16,6 +16,9 @@
 // job once its worker returned (its completion is committed later, in a
 // batch); agentplane's, a notification once its ack is committed.
 //
+// -dbs, -counts, -river and -acks choose what runs (the databases, the
+// producer counts, River or not, who acknowledges).
+//
 //	go run . -n 20000 -producers 32 -postgres postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 package main
 
@@ -29,6 +32,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -73,66 +78,70 @@ func main() {
 	n := flag.Int("n", 10000, "items per run")
 	producers := flag.Int("producers", 32, "concurrent producers")
 	pg := flag.String("postgres", os.Getenv("AGENTPLANE_TEST_POSTGRES"), "PostgreSQL URL; empty skips PostgreSQL")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of agentplane's SQLite run with -producers to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of agentplane's first SQLite run with -producers to this file")
+	dbs := flag.String("dbs", "sqlite,postgres", "the databases to run on, comma-separated")
+	counts := flag.String("counts", "", "the producer counts to run, comma-separated; empty: 1 and -producers")
+	withRiver := flag.Bool("river", true, "run River too")
+	acks := flag.String("acks", "producer,client", "who acknowledges in agentplane's runs: the producer, the client, or both (comma-separated)")
 	flag.Parse()
+	on := map[string]bool{}
+	for _, d := range strings.Split(*dbs, ",") {
+		on[strings.TrimSpace(d)] = true
+	}
+	ps := []int{1, *producers}
+	if *counts != "" {
+		ps = nil
+		for _, c := range strings.Split(*counts, ",") {
+			p, err := strconv.Atoi(strings.TrimSpace(c))
+			if err != nil || p < 1 {
+				log.Fatalf("-counts: %q is not a producer count", c)
+			}
+			ps = append(ps, p)
+		}
+	}
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "river-peer")
 	defer os.RemoveAll(dir)
 
-	for _, p := range []int{1, *producers} {
-		// SQLite: River
-		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, fmt.Sprintf("river-%d.db", p))+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
-		must(err)
-		db.SetMaxOpenConns(1)
-		rate, cpu, err := runRiver(ctx, riversqlite.New(db), *n, p)
-		must(err)
-		fmt.Printf("sqlite     producers=%-3d river         %8.0f jobs/s, %4.0f µs CPU each (inserted and worked)\n", p, rate, us(cpu))
-		db.Close()
-		// SQLite: agentplane
-		st, err := sqlite.Open(ctx, filepath.Join(dir, fmt.Sprintf("agentplane-%d.db", p)), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
-		must(err)
-		var prof *os.File
-		if *cpuprofile != "" && p == *producers {
-			prof, err = os.Create(*cpuprofile)
-			must(err)
-			must(pprof.StartCPUProfile(prof))
+	var modes []bool // client acks?
+	for _, a := range strings.Split(*acks, ",") {
+		switch strings.TrimSpace(a) {
+		case "producer":
+			modes = append(modes, false)
+		case "client":
+			modes = append(modes, true)
+		default:
+			log.Fatalf("-acks: %q is neither producer nor client", a)
 		}
-		rate, cpu, err = runBus(ctx, st, *n, p, false)
-		if prof != nil {
-			pprof.StopCPUProfile()
-			must(prof.Close())
+	}
+	for _, p := range ps {
+		if on["sqlite"] {
+			runSQLite(ctx, dir, *n, p, *producers, *cpuprofile, *withRiver, modes)
 		}
-		must(err)
-		fmt.Printf("sqlite     producers=%-3d agentplane    %8.0f notifications/s, %4.0f µs CPU each (emitted, dispatched and delivered; the producer acks)\n", p, rate, us(cpu))
-		st.Close()
-		st, err = sqlite.Open(ctx, filepath.Join(dir, fmt.Sprintf("agentplane-client-%d.db", p)), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
-		must(err)
-		rate, cpu, err = runBus(ctx, st, *n, p, true)
-		must(err)
-		fmt.Printf("sqlite     producers=%-3d agentplane    %8.0f notifications/s, %4.0f µs CPU each (emitted, dispatched and delivered; the client acks from its stream)\n", p, rate, us(cpu))
-		st.Close()
-		if *pg == "" {
+		if *pg == "" || !on["postgres"] {
 			continue
 		}
 		// PostgreSQL: River, then agentplane, on the same database
-		pool, err := pgxpool.New(ctx, *pg)
-		must(err)
-		pool.Exec(ctx, `DROP SCHEMA IF EXISTS river_peer CASCADE; CREATE SCHEMA river_peer`)
-		pool.Close()
-		cfg, _ := pgxpool.ParseConfig(*pg)
-		cfg.ConnConfig.RuntimeParams["search_path"] = "river_peer"
-		pool, err = pgxpool.NewWithConfig(ctx, cfg)
-		must(err)
-		rate, cpu, err = runRiver(ctx, riverpgxv5.New(pool), *n, p)
-		must(err)
-		fmt.Printf("postgres   producers=%-3d river         %8.0f jobs/s, %4.0f µs CPU each (inserted and worked)\n", p, rate, us(cpu))
-		pool.Exec(ctx, `DROP SCHEMA river_peer CASCADE`)
-		pool.Close()
-		for _, client := range []bool{false, true} {
+		if *withRiver {
+			pool, err := pgxpool.New(ctx, *pg)
+			must(err)
+			pool.Exec(ctx, `DROP SCHEMA IF EXISTS river_peer CASCADE; CREATE SCHEMA river_peer`)
+			pool.Close()
+			cfg, _ := pgxpool.ParseConfig(*pg)
+			cfg.ConnConfig.RuntimeParams["search_path"] = "river_peer"
+			pool, err = pgxpool.NewWithConfig(ctx, cfg)
+			must(err)
+			rate, cpu, err := runRiver(ctx, riverpgxv5.New(pool), *n, p)
+			must(err)
+			fmt.Printf("postgres   producers=%-3d river         %8.0f jobs/s, %4.0f µs CPU each (inserted and worked)\n", p, rate, us(cpu))
+			pool.Exec(ctx, `DROP SCHEMA river_peer CASCADE`)
+			pool.Close()
+		}
+		for _, client := range modes {
 			pst, err := postgres.Open(ctx, withSearchPath(*pg, "agentplane_peer"), &postgres.Options{Extensions: []store.Extension{notify.Extension}})
 			must(err)
 			before := pst.Stats()
-			rate, cpu, err = runBus(ctx, pst, *n, p, client)
+			rate, cpu, err := runBus(ctx, pst, *n, p, client)
 			must(err)
 			after := pst.Stats()
 			who := "the producer acks"
@@ -143,6 +152,44 @@ func main() {
 				p, rate, us(cpu), who, float64(after.RoundTrips-before.RoundTrips)/float64(*n), float64(after.Statements-before.Statements)/float64(*n))
 			pst.Close()
 		}
+	}
+}
+
+// runSQLite runs River and agentplane (the producer acks, the client
+// acks) on SQLite FULL with p producers; the CPU profile covers
+// agentplane's first run with -producers.
+func runSQLite(ctx context.Context, dir string, n, p, producers int, cpuprofile string, withRiver bool, modes []bool) {
+	if withRiver {
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, fmt.Sprintf("river-%d.db", p))+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
+		must(err)
+		db.SetMaxOpenConns(1)
+		rate, cpu, err := runRiver(ctx, riversqlite.New(db), n, p)
+		must(err)
+		fmt.Printf("sqlite     producers=%-3d river         %8.0f jobs/s, %4.0f µs CPU each (inserted and worked)\n", p, rate, us(cpu))
+		db.Close()
+	}
+	// SQLite: agentplane
+	for i, client := range modes {
+		st, err := sqlite.Open(ctx, filepath.Join(dir, fmt.Sprintf("agentplane-%d-%v.db", p, client)), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
+		must(err)
+		var prof *os.File
+		if cpuprofile != "" && p == producers && i == 0 {
+			prof, err = os.Create(cpuprofile)
+			must(err)
+			must(pprof.StartCPUProfile(prof))
+		}
+		rate, cpu, err := runBus(ctx, st, n, p, client)
+		if prof != nil {
+			pprof.StopCPUProfile()
+			must(prof.Close())
+		}
+		must(err)
+		who := "the producer acks"
+		if client {
+			who = "the client acks from its stream"
+		}
+		fmt.Printf("sqlite     producers=%-3d agentplane    %8.0f notifications/s, %4.0f µs CPU each (emitted, dispatched and delivered; %s)\n", p, rate, us(cpu), who)
+		st.Close()
 	}
 }
 
