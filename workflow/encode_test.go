@@ -3,7 +3,6 @@ package workflow
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -122,28 +121,5 @@ func TestAppendWorkflowIsJSONMarshal(t *testing.T) {
 		if b, err := appendWorkflow(nil, &w); err == nil {
 			t.Errorf("bad workflow %d: appendWorkflow wrote %s", i, b)
 		}
-	}
-}
-
-// Workflow ids the engine makes sort in the order the workflows started
-// (a millisecond apart or more), and look as random ids do: "wf_" and 32
-// hex digits, different each time.
-func TestOrderedIDs(t *testing.T) {
-	at := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
-	prev := ""
-	seen := map[string]bool{}
-	for i := range 100 {
-		id := orderedID(at.Add(time.Duration(i) * time.Millisecond))
-		if len(id) != 35 || id[:3] != "wf_" || strings.Trim(id[3:], "0123456789abcdef") != "" {
-			t.Fatalf("id %q: want wf_ and 32 hex digits", id)
-		}
-		if id <= prev {
-			t.Fatalf("id %q started after %q sorts before it", id, prev)
-		}
-		same := orderedID(at.Add(time.Duration(i) * time.Millisecond))
-		if seen[id] || seen[same] || same == id {
-			t.Fatalf("ids repeat: %q %q", id, same)
-		}
-		seen[id], seen[same], prev = true, true, id
 	}
 }

@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -51,7 +50,7 @@ type Options struct {
 	// children; nil: no tracing.
 	Tracer trace.Tracer
 	// NewID makes the ids of workflows and of their pauses (decision_id),
-	// and the engine's owner name; nil means agentplane.RandomID. It is
+	// and the engine's owner name; nil means agentplane.RandomID (workflow ids: "wf_" and agentplane.OrderedID). It is
 	// called from several goroutines at once.
 	NewID func() string
 	// Memory keeps workflows in memory when the store has no tables
@@ -141,7 +140,7 @@ func New(c Sessions, st store.Store, opts *Options) (*Engine, error) {
 	e.workflowID = func() string { return "wf_" + e.newID() }
 	if e.newID == nil {
 		e.newID = agentplane.RandomID
-		e.workflowID = func() string { return orderedID(time.Now()) }
+		e.workflowID = func() string { return "wf_" + agentplane.OrderedID(time.Now()) } // time-ordered: see agentplane.OrderedID
 	}
 	if e.owner == "" {
 		e.owner = "engine-" + e.newID()
@@ -291,24 +290,6 @@ func (e *Engine) unreserve(r *runner) {
 	}
 	e.mu.Unlock()
 	close(r.done)
-}
-
-// orderedID is the id of a workflow started at now when the engine makes
-// its own (Options.NewID nil): "wf_" and 32 hex digits, as
-// agentplane.RandomID's, of which the first 12 are now in Unix
-// milliseconds and the other 20 random (80 bits). Workflows started one after another sort one after
-// another, and so do the rows keyed by their ids (their tasks, events,
-// checkpoints, and the gate's requests of their tasks): a commit adds to
-// the B-trees' last pages, where random ids split pages all over them.
-func orderedID(now time.Time) string {
-	var b [16]byte
-	ms := uint64(now.UnixMilli())
-	for i := 5; i >= 0; i-- {
-		b[i] = byte(ms)
-		ms >>= 8
-	}
-	rand.Read(b[6:]) // never fails (crypto/rand)
-	return "wf_" + hex.EncodeToString(b[:])
 }
 
 // startKey derives a keyed start's workflow id from the principal and the
