@@ -11,7 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplane/agentplane"
@@ -67,9 +69,10 @@ func (p *tickets) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 
 // TestEveryActingPathReplaysItsProviderReads walks every acting path — a
 // turn, an API intent naming a command or a tool, an MCP tools/call, an
-// LLM's call, an LLM's proposal confirmed by a yes or by the token, the
-// agent's internal turn on a notification, a workflow task — each on a session of its own, acting on an item of a
-// catalog an HTTP provider serves. Then the provider answers otherwise.
+// LLM's call (in a turn over HTTP and over the session's WebSocket), an
+// LLM's proposal confirmed by a yes or by the token, the agent's internal
+// turn on a notification, a workflow task — each on a session of its own,
+// acting on an item of a catalog an HTTP provider serves. Then the provider answers otherwise.
 // Every record whose checks read the provider names the answer it read
 // (a turn's decision, any other record's sources), and the session
 // replays (GET …/audit/replay) with 0 divergences, 0 reads answered live
@@ -128,6 +131,12 @@ func TestEveryActingPathReplaysItsProviderReads(t *testing.T) {
 		{"llm_call", "plain", func(t *testing.T, s string) {
 			llm.Add(callSetActive, llmtest.Reply{Text: "Alpha is open."})
 			if a := e.turn("", s, httpapi.TurnBody{Text: "please work on alpha"}); a.LLM == nil || len(a.LLM.Calls) != 1 || a.LLM.Calls[0].Status != agentplane.StatusSuccess {
+				t.Fatalf("%+v", a.LLM)
+			}
+		}},
+		{"websocket_turn", "plain", func(t *testing.T, s string) {
+			llm.Add(callSetActive, llmtest.Reply{Text: "Alpha is open."})
+			if a := wsTurn(t, e, s, "please work on alpha"); a.LLM == nil || len(a.LLM.Calls) != 1 || a.LLM.Calls[0].Status != agentplane.StatusSuccess {
 				t.Fatalf("%+v", a.LLM)
 			}
 		}},
@@ -257,6 +266,45 @@ func TestEveryActingPathReplaysItsProviderReads(t *testing.T) {
 			t.Fatalf("%+v", f)
 		}
 	})
+}
+
+// wsTurn takes a turn over the session's WebSocket and returns its
+// answer (the session's events and the model's text on the way are
+// passed over).
+func wsTurn(t *testing.T, e *env, session, text string) httpapi.TurnAnswer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, resp, err := websocket.Dial(ctx, strings.Replace(e.srv.URL, "http", "ws", 1)+"/v1/sessions/"+session+"/ws", nil)
+	if err != nil {
+		t.Fatalf("%v %v", resp, err)
+	}
+	defer conn.CloseNow()
+	msg, _ := json.Marshal(map[string]string{"type": "turn", "request_id": "ws-1", "text": text})
+	if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Type      string              `json:"type"`
+			RequestID string              `json:"request_id"`
+			Answer    *httpapi.TurnAnswer `json:"answer"`
+		}
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case m.Type == "turn" && m.RequestID == "ws-1" && m.Answer != nil:
+			conn.Close(websocket.StatusNormalClosure, "")
+			return *m.Answer
+		case m.Type == "error" || m.Type == "turn":
+			t.Fatalf("over the WebSocket: %s", data)
+		}
+	}
 }
 
 // intent posts an intent and wants it to succeed.

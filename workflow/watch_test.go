@@ -2,7 +2,6 @@ package workflow_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -15,41 +14,49 @@ import (
 // engine on the same database). With Watch running, the waiting instance
 // is woken each time; the delay from the write to the wake-up is measured
 // and logged. Without Watch nothing would wake it but its own poll.
+//
+// No sleep orders the steps: the watcher wakes a waiter the first time it
+// reads the workflow (an event may have come between a waiter's read and
+// its wait), so once that wake-up came the watcher has read the workflow
+// waiting, and only the answer written after it can wake the next waiter.
+// The answer is written just after the watcher's read: the delay logged
+// is about a whole interval, the most a write waits.
 func TestWatchAcrossInstances(t *testing.T) {
 	eachSharedStore(t, func(t *testing.T, kind string) {
 		e := newEnvOn(t, kind, nil)
 		ctx, stop := context.WithCancel(context.Background())
-		defer stop()
 		other := e.engine(t, &workflow.Options{Poll: time.Hour}) // no polling of its own: only Watch wakes it
-		go other.Watch(ctx, 50*time.Millisecond)
+		watching := make(chan struct{})
+		go func() {
+			defer close(watching)
+			other.Watch(ctx, 50*time.Millisecond)
+		}()
+		defer func() { stop(); <-watching }()
+		woken := func(ch <-chan struct{}, what string) {
+			t.Helper()
+			select {
+			case <-ch:
+			case <-time.After(10 * time.Second):
+				t.Fatal(what)
+			}
+		}
 		var lat []time.Duration
 		for range 16 {
 			w := e.start(t, threeLayers, "")
 			if w.Status != workflow.StatusAwaitingApproval {
 				t.Fatalf("%+v", w)
 			}
-			woke := other.Changes(w.ID)
-			time.Sleep(120 * time.Millisecond) // the watcher has seen it waiting: only a new event wakes it now
-			select {
-			case <-woke:
-				woke = other.Changes(w.ID) // a first sight's wake-up
-				time.Sleep(120 * time.Millisecond)
-			default:
-			}
-			time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond) // a write at any point of the watcher's interval
+			woken(other.Changes(w.ID), "the watcher never read the waiting workflow")
+			woke := other.Changes(w.ID) // only a new event wakes it now
 			start := time.Now()
 			if _, err := e.eng.Command(ctx, w.ID, "alice", workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: yes()}); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case <-woke:
-				lat = append(lat, time.Since(start))
-			case <-time.After(10 * time.Second):
-				t.Fatal("the other instance was not woken by the answer written here")
-			}
+			woken(woke, "the other instance was not woken by the answer written here")
+			lat = append(lat, time.Since(start))
 			e.wait(t, w.ID, w.Seq)
 		}
 		slices.Sort(lat)
-		t.Logf("%s: write on one engine → waiter on another woken, %d writes: p50 %v, p90 %v, max %v", kind, len(lat), lat[len(lat)/2], lat[len(lat)*9/10], lat[len(lat)-1])
+		t.Logf("%s: write on one engine just after the other's watcher read → waiter on the other woken, %d writes: p50 %v, p90 %v, max %v", kind, len(lat), lat[len(lat)/2], lat[len(lat)*9/10], lat[len(lat)-1])
 	})
 }

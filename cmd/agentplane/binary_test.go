@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"testing"
 
@@ -36,14 +37,13 @@ func TestMain(m *testing.M) {
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	// fails the tests when a goroutine they started is still running after them
 	if code == 0 {
-		// KNOWN GAP: one client connection of some test in this package
-		// outlives it (CI, -race -shuffle: net/http's persistConn read and
-		// write loops, from the package's first minutes; not found yet —
-		// run with these two ignores removed to look for it). Every other
-		// goroutine is still checked.
-		if err := goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop")); err != nil {
+		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
+			// every goroutine's stack in full: run with
+			// GODEBUG=tracebackancestors=5 and each shows the stacks that
+			// created it, down to the test (a connection's loops are made
+			// by the transport, not by the test that asked)
+			pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
 			code = 1
 		}
 	}
