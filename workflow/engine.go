@@ -50,8 +50,9 @@ type Options struct {
 	// children; nil: no tracing.
 	Tracer trace.Tracer
 	// NewID makes the ids of workflows and of their pauses (decision_id),
-	// and the engine's owner name; nil means agentplane.RandomID (workflow ids: "wf_" and agentplane.OrderedID). It is
-	// called from several goroutines at once.
+	// and the engine's owner name; nil means agentplane.RandomID, and
+	// workflow ids "wf_" and agentplane.OrderedID. It is called from
+	// several goroutines at once.
 	NewID func() string
 	// Memory keeps workflows in memory when the store has no tables
 	// (memstore): for tests and embedding, where nothing need survive the

@@ -216,7 +216,6 @@ func (r *runner) layerEnd(ctx context.Context, w *Workflow, layer []string, evs 
 	kept := r.event(w, EventCheckpointSaved)
 	kept.Layer, kept.CheckpointID = w.Layer, cp.ID
 	evs = append(slices.Grow(evs, 4), ev, kept) // and the next layer's start, usually
-
 	var next []string
 	switch {
 	case w.PerLayerValidation:
