@@ -46,7 +46,7 @@ bench: ## the README's benchmarks: routing, indexing, examples, the gate, durabl
 	go test -run='^$$' -bench='BenchmarkAppend' -cpu 1 -count 3 ./internal/canonjson
 	go test -run='^$$' -bench='BenchmarkDurable/interleaved' -benchtime 20x ./store/sqlite ./store/postgres
 
-cost: ## the durable paths priced in instructions (valgrind's callgrind; apt-get install valgrind) and SQL statements, SQLite and PostgreSQL (AGENTPLANE_TEST_POSTGRES): the table in docs/performance.md (minutes; not in CI)
+cost: ## the durable paths priced in instructions (valgrind's callgrind; apt-get install valgrind) and SQL statements, SQLite and PostgreSQL (AGENTPLANE_TEST_POSTGRES; it migrates that database's public schema: give it a database of its own, e.g. createdb cost): the table in docs/performance.md (minutes; not in CI)
 	go run ./bench/cost
 
 peers: ## peers side by side: CLINC150 vs scikit-learn and fastText (apt-get install python3-sklearn fasttext; ~40 min), notifications vs River, workflows vs LangGraph JS and Temporal (not in CI)
