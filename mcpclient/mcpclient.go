@@ -81,7 +81,12 @@ type Server struct {
 	client     *mcp.Client
 	connecting singleflight.Group // concurrent callers share one connect attempt
 
+	// closing ends a connect in flight when the server is closed
+	closing context.Context
+	stop    context.CancelFunc
+
 	mu      sync.Mutex
+	closed  bool // by Close: nothing connects again
 	session *mcp.ClientSession
 	tools   []*mcp.Tool
 	health  Health
@@ -109,14 +114,16 @@ func Mount(ctx context.Context, spec Spec) *Server {
 		spec.Backoff = time.Second
 	}
 	s := &Server{spec: spec, client: mcp.NewClient(&mcp.Implementation{Name: "agentplane", Version: "1"}, nil)}
+	s.closing, s.stop = context.WithCancel(context.Background())
 	s.connect(ctx)
 	return s
 }
 
 // Retry reconnects a server that is down every interval until it comes up
 // or ctx ends, and then calls up once with its tools, so a server that was
-// down at start still gets its tools mounted. It returns at once when the
-// server is up already (its tools were mounted with it).
+// down at start still gets its tools mounted. It returns when the server
+// is closed, and at once when it is up already (its tools were mounted
+// with it).
 func (s *Server) Retry(ctx context.Context, interval time.Duration, up func([]tool.Tool)) {
 	if s.Health().Up {
 		return
@@ -126,6 +133,8 @@ func (s *Server) Retry(ctx context.Context, interval time.Duration, up func([]to
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-s.closing.Done():
 			return
 		case <-t.C:
 		}
@@ -174,16 +183,30 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return base.RoundTrip(r)
 }
 
+// errClosed: the server was closed; nothing connects again.
+var errClosed = errors.New("closed")
+
 // connect (re)connects and lists the tools, one attempt at a time; callers
 // arriving during an attempt share its outcome. The lock is taken only to
-// install the result.
+// install the result. Close ends an attempt in flight, and a connection
+// it made anyway is closed, not installed.
 func (s *Server) connect(ctx context.Context) error {
 	_, err, _ := s.connecting.Do("connect", func() (any, error) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.spec.ConnectTimeout)
+		if s.closing.Err() != nil {
+			return nil, errClosed
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.spec.ConnectTimeout) // one caller's end is not the others'
 		defer cancel()
+		defer context.AfterFunc(s.closing, cancel)()
 		cs, tools, err := s.dial(ctx)
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if s.closed {
+			if cs != nil {
+				cs.Close()
+			}
+			return nil, errClosed
+		}
 		if s.session != nil {
 			s.session.Close()
 			s.session = nil
@@ -224,10 +247,13 @@ func (s *Server) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, err
 // no backoff is running.
 func (s *Server) open(ctx context.Context) (*mcp.ClientSession, error) {
 	s.mu.Lock()
-	cs, wait, last := s.session, time.Until(s.nextTry), s.health.Error
+	cs, wait, last, closed := s.session, time.Until(s.nextTry), s.health.Error, s.closed
 	s.mu.Unlock()
 	if cs != nil {
 		return cs, nil
+	}
+	if closed {
+		return nil, fmt.Errorf("%w: MCP server %s: %v", tool.ErrUnavailable, s.spec.Name, errClosed)
 	}
 	if wait > 0 {
 		return nil, fmt.Errorf("%w: MCP server %s is down (%s); next attempt in %s", tool.ErrUnavailable, s.spec.Name, last, wait.Round(time.Millisecond))
@@ -266,10 +292,13 @@ func (s *Server) Health() Health {
 	return s.health
 }
 
-// Close closes the connection.
+// Close closes the connection and ends a connect in flight; calls after
+// it fail (tool_unavailable) without connecting again. Idempotent.
 func (s *Server) Close() error {
+	s.stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	if s.session != nil {
 		err := s.session.Close()
 		s.session = nil

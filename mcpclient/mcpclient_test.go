@@ -1,9 +1,11 @@
 package mcpclient_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -70,6 +72,15 @@ func endSessions(srv *mcp.Server) {
 	for ss := range srv.Sessions() {
 		ss.Close()
 	}
+}
+
+// sessions counts a test server's MCP sessions.
+func sessions(srv *mcp.Server) int {
+	n := 0
+	for range srv.Sessions() {
+		n++
+	}
+	return n
 }
 
 func byName(t *testing.T, s *mcpclient.Server) map[string]tool.Tool {
@@ -293,6 +304,80 @@ func TestReconnectHoldsNoLock(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second): // a liveness bound, far above any scheduling delay
 		t.Fatal("Health and Tools waited for a call or reconnect in progress")
+	}
+}
+
+// Close while a reconnect is in flight ends it: the connection it had
+// opened is closed (the server holds no session of it), not installed
+// after Close, and nothing connects again — with Close's ending removed,
+// the reconnect finishes after Close and its session stays open.
+func TestCloseDuringConnectKeepsNoSession(t *testing.T) {
+	t.Parallel()
+	srv := testServer()
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var mode, posts atomic.Int32 // mode 0 serve, 1 refuse, 2 hold tools/list until released
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch mode.Load() {
+		case 1:
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		case 2:
+			if r.Method == http.MethodPost {
+				posts.Add(1)
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if bytes.Contains(body, []byte(`"tools/list"`)) { // after initialize: the server holds a session
+					select {
+					case entered <- struct{}{}:
+					default:
+					}
+					<-release
+				}
+			}
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	defer endSessions(srv)
+	s := mcpclient.Mount(context.Background(), mcpclient.Spec{Name: "files", URL: hs.URL, ConnectTimeout: time.Minute, Backoff: time.Millisecond})
+	echo := byName(t, s)["files_echo"]
+	mode.Store(1)
+	if _, err := echo.Call(context.Background(), json.RawMessage(`{"text":"a"}`)); err == nil { // drops the connection
+		t.Fatal("a call to a refusing server succeeded")
+	}
+	held := sessions(srv) // the first connection's: its end was refused
+	mode.Store(2)
+	called := make(chan error, 1)
+	go func() {
+		_, err := echo.Call(context.Background(), json.RawMessage(`{"text":"a"}`)) // reconnects, held at tools/list
+		called <- err
+	}()
+	<-entered
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(release) // the server answers tools/list: a reconnect Close did not end would now succeed
+	err := <-called
+	if !errors.Is(err, tool.ErrUnavailable) {
+		t.Fatalf("the call during Close: %v, want tool.ErrUnavailable", err)
+	}
+	if n := sessions(srv); n != held {
+		t.Fatalf("the server holds %d sessions, %d before the reconnect that Close ended", n, held)
+	}
+	if h := s.Health(); h.Up {
+		t.Fatalf("health after Close: %+v", h)
+	}
+	before := posts.Load()
+	if _, err := echo.Call(context.Background(), json.RawMessage(`{"text":"b"}`)); !errors.Is(err, tool.ErrUnavailable) || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("a call after Close: %v", err)
+	}
+	if n := posts.Load() - before; n != 0 {
+		t.Fatalf("a call after Close sent %d requests to the server", n)
+	}
+	if err := s.Close(); err != nil { // idempotent
+		t.Fatal(err)
 	}
 }
 
