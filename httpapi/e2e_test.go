@@ -953,11 +953,18 @@ func TestSlowStreamIsClosedAndResumes(t *testing.T) {
 	for e.api.Hub().Subscribers() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	// enough events to fill the socket buffers, and the queue, while nobody reads
+	// events until the socket buffers and the queue are full while nobody
+	// reads, and the hub drops the subscription; then the client reads at
+	// once — the closing frame waits behind what the socket holds, and a
+	// write blocked for writeTimeout (10 s) would cut the stream instead
 	long := strings.Repeat("hello there ", 300)
-	const turns = 200
-	for i := range turns {
-		e.turn("", s.SessionID, httpapi.TurnBody{Text: long[:len(long)-i%7]})
+	const most = 200
+	turns := int64(0)
+	for ; turns < most && e.api.Hub().Subscribers() > 0; turns++ {
+		e.turn("", s.SessionID, httpapi.TurnBody{Text: long[:len(long)-int(turns)%7]})
+	}
+	if e.api.Hub().Subscribers() > 0 {
+		t.Fatalf("the stream is still subscribed after %d turns its client did not read", turns)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
