@@ -203,8 +203,8 @@ func appendRaw(b []byte, raw []byte) ([]byte, error) {
 	return append(b, out...), nil
 }
 
-// appendTaskRun appends a task's state (a row of workflow_tasks and of
-// workflow_task_history) as json.Marshal writes it.
+// appendTaskRun appends a task's state (a row of workflow_task_history)
+// as json.Marshal writes it.
 func appendTaskRun(b []byte, t *TaskRun) ([]byte, error) {
 	b = append(b, `{"id":`...)
 	b = appendString(b, t.ID)

@@ -727,27 +727,29 @@ func (r *runner) prepare(w *Workflow, s *saved) {
 	}
 	s.w, s.lease = w, r.lease
 	s.sameStatus = !s.insert && r.status != "" && r.status == w.Status
-	s.tasks = diffTasks(w.Tasks, r.stored)
-	if s.cp != nil {
-		if s.cp.w == nil {
-			s.cp.w = w
-		}
-		s.cpTasks = diffTasks(s.cp.w.Tasks, r.atCheckpoint)
-		s.prune = r.checkpoints < 0 || r.checkpoints >= KeepCheckpoints
+	if s.cp == nil {
+		s.tasks = diffTasks(w.Tasks, r.stored)
+		return
 	}
+	if s.cp.w == nil {
+		s.cp.w = w
+	}
+	s.cpTasks = diffTasks(s.cp.w.Tasks, r.stored)
+	s.tasks = diffTasks(w.Tasks, &taskStates{tasks: s.cp.w.Tasks})
+	s.prune = r.checkpoints < 0 || r.checkpoints >= KeepCheckpoints
 }
 
 // wrote takes s as written: its workflow is the runner's, as stored; then
 // whoever waits on it is woken.
 func (r *runner) wrote(ctx context.Context, s *saved) {
 	r.w, r.status = s.w, s.w.Status
-	r.stored = s.tasks.apply(r.stored, s.w.Tasks)
 	if s.cp != nil {
-		r.atCheckpoint = s.cpTasks.apply(r.atCheckpoint, s.cp.w.Tasks)
+		r.stored = s.cpTasks.apply(r.stored, s.cp.w.Tasks)
 		if r.checkpoints >= 0 {
 			r.checkpoints = min(r.checkpoints+1, KeepCheckpoints)
 		}
 	}
+	r.stored = s.tasks.apply(r.stored, s.w.Tasks)
 	if r.e.written != nil {
 		r.e.written(ctx, s.w, s.cp)
 	}

@@ -14,13 +14,14 @@ import (
 
 // Extension is the workflows' tables: each workflow's document with its
 // owner's lease (a fencing token every claim increments and every write
-// checks), a row per task, its events, its last KeepCheckpoints
-// checkpoints with the task states they hold, and its command queue.
+// checks), its events, its last KeepCheckpoints checkpoints, its tasks'
+// states (the current ones and those the checkpoints hold), and its
+// command queue.
 var Extension = store.Extension{
 	Name: "workflow",
 	Migrations: map[string][]string{
-		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER"), answerSchema, closeSQLite, leanSQLite},
-		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT"), answerSchema, closePostgres, leanPostgres},
+		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER"), answerSchema, closeSQLite, leanSQLite, statesInHistory},
+		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT"), answerSchema, closePostgres, leanPostgres, statesInHistory},
 	},
 }
 
@@ -120,6 +121,25 @@ ALTER TABLE workflow_checkpoints_new RENAME TO workflow_checkpoints;`
 DROP INDEX workflow_task_history_until;
 ALTER TABLE workflow_checkpoints DROP CONSTRAINT workflow_checkpoints_id_key;`
 )
+
+// statesInHistory is migration 6: a task's current state is its row in
+// workflow_task_history that nothing has ended (until is openUntil), and
+// workflow_tasks goes — a write records a changed task once, in one table,
+// where it recorded it in both. A current state that no checkpoint holds
+// yet is a row from one past the workflow's last checkpoint: each state
+// in workflow_tasks that its task's open row does not hold becomes such a
+// row (migration 4's trigger ends the row it replaces), and the open rows
+// of tasks no longer there end there.
+const statesInHistory = `
+INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state)
+SELECT t.workflow_id, t.id, COALESCE((SELECT MAX(c.n) FROM workflow_checkpoints c WHERE c.workflow_id = t.workflow_id), 0) + 1, 4611686018427387904, t.n, t.state
+FROM workflow_tasks t
+WHERE NOT EXISTS (SELECT 1 FROM workflow_task_history h
+    WHERE h.workflow_id = t.workflow_id AND h.id = t.id AND h.until = 4611686018427387904 AND h.n = t.n AND h.state = t.state);
+UPDATE workflow_task_history SET until = COALESCE((SELECT MAX(c.n) FROM workflow_checkpoints c WHERE c.workflow_id = workflow_task_history.workflow_id), 0) + 1
+WHERE until = 4611686018427387904 AND NOT EXISTS (SELECT 1 FROM workflow_tasks t
+    WHERE t.workflow_id = workflow_task_history.workflow_id AND t.id = workflow_task_history.id);
+DROP TABLE workflow_tasks;`
 
 // openUntil is the until of a task state no checkpoint has replaced
 // (the triggers of migration 4 spell it out: 1 << 62).
@@ -251,8 +271,9 @@ type saved struct {
 	w      *Workflow
 	lease  int64
 	events []Event
-	// tasks is what changed in w.Tasks since the last write (diffTasks),
-	// cpTasks in cp.w.Tasks since the last checkpoint (with cp).
+	// cpTasks is what changed in cp.w.Tasks since the last write (with
+	// cp), tasks what changed in w.Tasks since then, or since cp.w.Tasks
+	// with cp (diffTasks): the states writeStates records.
 	tasks, cpTasks taskDiff
 	cp             *Checkpoint
 	// prune, with cp, drops the checkpoints beyond KeepCheckpoints (the
@@ -336,9 +357,6 @@ func (j *sqlJournal) op(s *saved) store.Op {
 			}
 		}
 		buf := doc[:0] // the rows' JSON, one after another (the document is state)
-		if buf, err = writeTasks(ctx, tx, s.w.ID, s.w.Tasks, s.tasks, buf); err != nil {
-			return err
-		}
 		evs := make([]any, 0, 4*len(s.events))
 		for i := range s.events {
 			ev := &s.events[i]
@@ -370,9 +388,9 @@ func (j *sqlJournal) op(s *saved) store.Op {
 					return err
 				}
 			}
-			if err := writeHistory(ctx, tx, s.w.ID, int64(s.cp.n), s.cp.w.Tasks, s.cpTasks, s.prune, buf); err != nil {
-				return err
-			}
+		}
+		if buf, err = writeStates(ctx, tx, s, buf); err != nil {
+			return err
 		}
 		if s.add != nil {
 			body, err := json.Marshal(s.add)

@@ -5,9 +5,12 @@ import (
 	"database/sql"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/agentplane/agentplane/internal/testkit/pgtest"
 	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/store/postgres"
 	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/workflow"
 )
@@ -67,4 +70,91 @@ func TestLeanMigrationKeepsCheckpoints(t *testing.T) {
 	if indexes != 1 {
 		t.Fatalf("workflow_checkpoints has %d indexes after migration 5, want its primary key's alone", indexes)
 	}
+}
+
+// TestStatesMoveIntoHistory: migration 6 drops workflow_tasks, and a
+// task's current state becomes its open row of workflow_task_history.
+// A database of version 5 holds a workflow with two checkpoints whose
+// tasks moved on after the last one — a changed, b changed again, c gone,
+// d new — and one whose tasks did not. After it, the current states are
+// workflow_tasks' (the new rows from one past the last checkpoint), and
+// every checkpoint still holds the states it held.
+func TestStatesMoveIntoHistory(t *testing.T) {
+	eachSharedStore(t, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		path, dsn := filepath.Join(t.TempDir(), "w.db"), ""
+		if kind == "postgres" {
+			dsn = pgtest.Schema(t)
+		}
+		open := func(n int) store.Store {
+			ext := workflow.Extension
+			ext.Migrations = map[string][]string{kind: workflow.Extension.Migrations[kind][:n]}
+			var st store.Store
+			var err error
+			if kind == "postgres" {
+				st, err = postgres.Open(ctx, dsn, &postgres.Options{Extensions: []store.Extension{ext}})
+			} else {
+				st, err = sqlite.Open(ctx, path, &sqlite.Options{Extensions: []store.Extension{ext}})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+		const open62 = 4611686018427387904
+		st := open(5)
+		op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+			for _, q := range []string{
+				`INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES
+					('wf_a', 1, 'wf_a-c1', 0, '{}', 1), ('wf_a', 3, 'wf_a-c3', 1, '{}', 2), ('wf_b', 1, 'wf_b-c1', 0, '{}', 3)`,
+				`INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES
+					('wf_a', 'a', 1, 4611686018427387904, 1, 'a1'),
+					('wf_a', 'b', 1, 3, 2, 'b1'), ('wf_a', 'b', 3, 4611686018427387904, 2, 'b3'),
+					('wf_a', 'c', 1, 4611686018427387904, 3, 'c1'),
+					('wf_b', 'x', 1, 4611686018427387904, 1, 'x1')`,
+				`INSERT INTO workflow_tasks (workflow_id, id, n, state) VALUES
+					('wf_a', 'a', 1, 'a4'), ('wf_a', 'b', 2, 'b4'), ('wf_a', 'd', 4, 'd4'), ('wf_b', 'x', 1, 'x1')`,
+			} {
+				if _, err := tx.Exec(ctx, q); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err := st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		st = open(6)
+		defer st.Close()
+		q := st.(store.Querier)
+		states := func(where string, args ...any) string {
+			var out []string
+			if err := q.Query(ctx, `SELECT workflow_id, id, state FROM workflow_task_history WHERE `+where+` ORDER BY workflow_id, n`, args,
+				func(scan func(...any) error) error {
+					var wf, id, state string
+					err := scan(&wf, &id, &state)
+					out = append(out, wf+"/"+id+"="+state)
+					return err
+				}); err != nil {
+				t.Fatal(err)
+			}
+			return strings.Join(out, " ")
+		}
+		if got, want := states(`until = ?`, int64(open62)), "wf_a/a=a4 wf_a/b=b4 wf_a/d=d4 wf_b/x=x1"; got != want {
+			t.Errorf("current states after migration 6: %s, want %s", got, want)
+		}
+		for _, c := range []struct {
+			wf   string
+			n    int64
+			want string
+		}{{"wf_a", 1, "wf_a/a=a1 wf_a/b=b1 wf_a/c=c1"}, {"wf_a", 3, "wf_a/a=a1 wf_a/b=b3 wf_a/c=c1"}, {"wf_b", 1, "wf_b/x=x1"}} {
+			if got := states(`workflow_id = ? AND since <= ? AND until > ?`, c.wf, c.n, c.n); got != c.want {
+				t.Errorf("checkpoint %s-c%d holds %s after migration 6, want %s", c.wf, c.n, got, c.want)
+			}
+		}
+		if err := q.Query(ctx, `SELECT COUNT(*) FROM workflow_tasks`, nil, func(scan func(...any) error) error { return nil }); err == nil {
+			t.Error("workflow_tasks is still there after migration 6")
+		}
+	})
 }

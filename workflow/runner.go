@@ -43,9 +43,9 @@ type runner struct {
 	// started is a layer Start began in the workflow's first write, for
 	// the runner to run
 	started []string
-	// stored is w's tasks as last written, atCheckpoint as the last
-	// checkpoint saved them; nil: not known (all are written again).
-	stored, atCheckpoint *taskStates
+	// stored is w's tasks as last written; nil: not known (all are
+	// written again).
+	stored *taskStates
 	// status is w's status as last written ("": not written yet)
 	status string
 	// checkpoints is how many checkpoints the workflow has stored, as far
@@ -76,7 +76,7 @@ func (e *Engine) newRunner(w *Workflow, lease int64, stored bool) *runner {
 		r.checkpoints = -1
 		r.queued.Store(true) // taken over: whatever was queued meanwhile is its
 	} else {
-		r.stored, r.atCheckpoint = &taskStates{}, &taskStates{}
+		r.stored = &taskStates{}
 		r.polled = time.Now() // new: nothing was queued before it
 	}
 	return r

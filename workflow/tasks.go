@@ -6,17 +6,18 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/store"
 )
 
-// A workflow's tasks are stored a row each (workflow_tasks), and their
-// states at checkpoints as rows valid over a range of checkpoints
-// (workflow_task_history): a write carries what changed since the last
-// one, a checkpoint what changed since the last checkpoint, so neither
-// costs the workflow's size.
+// A workflow's task states are rows valid over a range of checkpoints
+// (workflow_task_history): its current states are the rows nothing has
+// ended yet, a checkpoint's the rows whose range holds its number. A
+// write carries only what changed since the last one, so it does not cost
+// the workflow's size.
 
 // taskDiff is what changed in a workflow's tasks since an earlier state.
 type taskDiff struct {
@@ -119,71 +120,82 @@ func sameTask(a, b *TaskRun) bool {
 		slices.Equal(a.DependsOn, b.DependsOn) && bytes.Equal(a.Resolved, b.Resolved) && bytes.Equal(a.Output, b.Output)
 }
 
-// writeTasks writes a workflow's changed task rows.
-// buf is room to encode them in; it returns it, grown.
-func writeTasks(ctx context.Context, tx store.Tx, id string, tasks []TaskRun, d taskDiff, buf []byte) ([]byte, error) {
-	if d.all {
-		if _, err := tx.Exec(ctx, `DELETE FROM workflow_tasks WHERE workflow_id = ?`, id); err != nil {
+// writeStates records a write's task states in workflow_task_history,
+// after the checkpoint's own row: with a checkpoint, the states it holds
+// that differ from the current ones (rows from its n: the checkpoint holds
+// them), then the workflow's states that differ from those (rows from
+// one past its counter, above every checkpoint so far and at or below the
+// next one's n: no checkpoint holds them yet). A new row ends the row it
+// replaces (migration 4's trigger); a row no checkpoint holds yet is
+// replaced in place (the upsert); the rows of tasks no longer there are
+// ended. With prune (older checkpoints were pruned), it then drops the
+// states no kept checkpoint holds. buf is room to encode the states in;
+// it returns it, grown.
+func writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) ([]byte, error) {
+	id := s.w.ID
+	next := int64(s.w.Counter) + 1
+	vals := make([]any, 0, 6*(len(s.cpTasks.at)+len(s.tasks.at)))
+	var err error
+	if s.cp != nil {
+		n := int64(s.cp.n)
+		if err := endStates(ctx, tx, id, s.cpTasks, n); err != nil {
+			return buf, err
+		}
+		if vals, buf, err = appendStates(vals, buf, id, s.cp.w.Tasks, s.cpTasks, n); err != nil {
 			return buf, err
 		}
 	}
-	vals := make([]any, 0, 4*len(d.at))
-	for _, i := range d.at {
-		t := &tasks[i]
-		var err error
-		if buf, err = appendTaskRun(buf[:0], t); err != nil {
+	if s.tasks.all { // without a checkpoint only: with one, they differ from its states, which are known
+		if err := endStates(ctx, tx, id, s.tasks, next); err != nil {
 			return buf, err
 		}
-		vals = append(vals, id, t.ID, t.n, string(buf))
 	}
-	if err := insertRows(ctx, tx, `INSERT INTO workflow_tasks (workflow_id, id, n, state) VALUES `, 4,
-		` ON CONFLICT (workflow_id, id) DO UPDATE SET n = excluded.n, state = excluded.state`, vals); err != nil {
+	if vals, buf, err = appendStates(vals, buf, id, s.w.Tasks, s.tasks, next); err != nil {
 		return buf, err
 	}
-	for _, g := range d.gone {
-		if _, err := tx.Exec(ctx, `DELETE FROM workflow_tasks WHERE workflow_id = ? AND id = ?`, id, g); err != nil {
-			return buf, err
-		}
+	if err := insertRows(ctx, tx, `INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES `, 6,
+		` ON CONFLICT (workflow_id, id, since) DO UPDATE SET until = excluded.until, n = excluded.n, state = excluded.state`, vals); err != nil {
+		return buf, err
 	}
-	return buf, nil
+	if err := endStates(ctx, tx, id, taskDiff{gone: s.tasks.gone}, next); err != nil {
+		return buf, err
+	}
+	if s.cp == nil || !s.prune {
+		return buf, nil // the oldest kept checkpoint is the same: every state that ended ends after it
+	}
+	_, err = tx.Exec(ctx, `DELETE FROM workflow_task_history WHERE workflow_id = ?
+		AND until <= (SELECT MIN(n) FROM workflow_checkpoints WHERE workflow_id = ?)`, id, id)
+	return buf, err
 }
 
-// writeHistory records the task states of checkpoint cp that differ from
-// the checkpoint before, after the checkpoint's own row was written: each
-// new row ends the one it replaces at cp (migration 4's trigger), and the
-// rows of tasks no longer there are ended here; with prune (older
-// checkpoints were pruned), it then drops the states no kept checkpoint
-// holds. buf is room to encode the states in.
-func writeHistory(ctx context.Context, tx store.Tx, id string, cp int64, tasks []TaskRun, d taskDiff, prune bool, buf []byte) error {
-	if d.all { // the states before are not known: all end here
-		if _, err := tx.Exec(ctx, `UPDATE workflow_task_history SET until = ? WHERE workflow_id = ? AND until = ?`, cp, id, openUntil); err != nil {
+// endStates ends, at until, the current states of the tasks d says are
+// gone — of every task when d does not know the states before (d.all:
+// the caller then writes them all again).
+func endStates(ctx context.Context, tx store.Tx, id string, d taskDiff, until int64) error {
+	if d.all {
+		_, err := tx.Exec(ctx, `UPDATE workflow_task_history SET until = ? WHERE workflow_id = ? AND until = ?`, until, id, openUntil)
+		return err
+	}
+	for _, g := range d.gone {
+		if _, err := tx.Exec(ctx, `UPDATE workflow_task_history SET until = ? WHERE workflow_id = ? AND id = ? AND until = ?`, until, id, g, openUntil); err != nil {
 			return err
 		}
-	} else {
-		for _, e := range d.gone {
-			if _, err := tx.Exec(ctx, `UPDATE workflow_task_history SET until = ? WHERE workflow_id = ? AND id = ? AND until = ?`, cp, id, e, openUntil); err != nil {
-				return err
-			}
-		}
 	}
-	vals := make([]any, 0, 6*len(d.at))
+	return nil
+}
+
+// appendStates appends the rows of the states d says changed, from since
+// on, to vals.
+func appendStates(vals []any, buf []byte, id string, tasks []TaskRun, d taskDiff, since int64) ([]any, []byte, error) {
 	for _, i := range d.at {
 		t := &tasks[i]
 		var err error
 		if buf, err = appendTaskRun(buf[:0], t); err != nil {
-			return err
+			return vals, buf, err
 		}
-		vals = append(vals, id, t.ID, cp, openUntil, t.n, string(buf))
+		vals = append(vals, id, t.ID, since, openUntil, t.n, string(buf))
 	}
-	if err := insertRows(ctx, tx, `INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES `, 6, "", vals); err != nil {
-		return err
-	}
-	if !prune {
-		return nil // the oldest kept checkpoint is the same: every state that ended ends after it
-	}
-	_, err := tx.Exec(ctx, `DELETE FROM workflow_task_history WHERE workflow_id = ?
-		AND until <= (SELECT MIN(n) FROM workflow_checkpoints WHERE workflow_id = ?)`, id, id)
-	return err
+	return vals, buf, nil
 }
 
 // maxRows is how many rows one statement writes at most: a write of more
@@ -229,8 +241,8 @@ func scanTask(scan func(...any) error, dst *TaskRun) error {
 	return nil
 }
 
-// attachTasks reads the task rows of the workflows whose tasks are not in
-// their document, in one read per hundred workflows.
+// attachTasks reads the current task states of the workflows whose tasks
+// are not in their document, in one read per hundred workflows.
 func (j *sqlJournal) attachTasks(ctx context.Context, ws []*Workflow) error {
 	byID := map[string]*Workflow{}
 	var ids []any
@@ -243,8 +255,8 @@ func (j *sqlJournal) attachTasks(ctx context.Context, ws []*Workflow) error {
 	for len(ids) > 0 {
 		batch := ids[:min(len(ids), 100)]
 		ids = ids[len(batch):]
-		err := j.q.Query(ctx, `SELECT workflow_id, n, state FROM workflow_tasks WHERE workflow_id IN (`+store.Params(len(batch))+`)
-			ORDER BY workflow_id, n`, batch, func(scan func(...any) error) error {
+		err := j.q.Query(ctx, `SELECT workflow_id, n, state FROM workflow_task_history WHERE workflow_id IN (`+store.Params(len(batch))+`)
+			AND until = `+strconv.FormatInt(openUntil, 10)+` ORDER BY workflow_id, n`, batch, func(scan func(...any) error) error {
 			var wid string
 			var t TaskRun
 			err := scanTask(func(dst ...any) error { return scan(append([]any{&wid}, dst...)...) }, &t)
