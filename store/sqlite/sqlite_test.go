@@ -409,32 +409,8 @@ func TestRecordAloneReadsNothingBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	first := &agentplane.Session{ID: "a", Mode: "general", Version: 1}
-	if err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: first, Record: &audit.Record{Session: "a", Kind: audit.KindOpen, State: first}}); err != nil {
-		t.Fatal(err)
-	}
-	alone := func(state *agentplane.Session) (int64, *agentplane.Session) {
-		t.Helper()
-		before := s.Stats().Statements
-		c := &store.Commit{SessionID: "a", Record: &audit.Record{Session: "a", Kind: audit.KindExecution, State: state}}
-		if err := s.Commit(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-		return s.Stats().Statements - before, c.Record.State
-	}
-	if n, got := alone(first); n != 1 || got.Version != 1 {
-		t.Fatalf("at the version read: %d statements, state %+v", n, got)
-	}
-	next := &agentplane.Session{ID: "a", Mode: "ddr", Version: 2}
-	if err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: next}); err != nil {
-		t.Fatal(err)
-	}
-	if n, got := alone(first); n != 3 || got.Version != 2 || got.Mode != "ddr" {
-		t.Fatalf("after the session moved on: %d statements, state %+v", n, got)
-	}
-	recs, err := s.Records(ctx, "a", 0)
-	if err != nil || len(recs) != 3 || audit.Verify(recs) != nil {
-		t.Fatalf("%d records: %v", len(recs), err)
+	if at, moved := storetest.RecordAlone(t, s); at.Statements != 1 || moved.Statements != 3 {
+		t.Fatalf("a record alone: %d statements at the version read (want 1), %d after the session moved on (want 3)", at.Statements, moved.Statements)
 	}
 }
 

@@ -102,3 +102,49 @@ func mustCommit(t *testing.T, s store.Store, c *store.Commit) {
 		t.Fatal(err)
 	}
 }
+
+// RecordAlone commits a record alone (no new session state: a workflow
+// task's, a confirmation question's) twice — holding the session's state
+// at the version the caller read, then after another commit moved the
+// session on — and fails t unless the first record holds the caller's
+// state, the second the newer one, and the chain verifies. It returns
+// what each commit cost by the store's counters, for the store's own
+// test to hold to its figures.
+func RecordAlone(t *testing.T, s interface {
+	store.Store
+	store.Counted
+}) (atVersion, afterMove store.Stats) {
+	t.Helper()
+	ctx := context.Background()
+	first := &agentplane.Session{ID: "a", Mode: "general", Version: 1}
+	if err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: first, Record: &audit.Record{Session: "a", Kind: audit.KindOpen, State: first}}); err != nil {
+		t.Fatal(err)
+	}
+	alone := func(state *agentplane.Session) (store.Stats, *agentplane.Session) {
+		t.Helper()
+		before := s.Stats()
+		c := &store.Commit{SessionID: "a", Record: &audit.Record{Session: "a", Kind: audit.KindExecution, State: state}}
+		if err := s.Commit(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		after := s.Stats()
+		return store.Stats{Statements: after.Statements - before.Statements, Transactions: after.Transactions - before.Transactions,
+			RoundTrips: after.RoundTrips - before.RoundTrips}, c.Record.State
+	}
+	atVersion, got := alone(first)
+	if got.Version != 1 || got.Mode != "general" {
+		t.Fatalf("a record alone at the version read holds %+v", got)
+	}
+	if err := s.Commit(ctx, &store.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "ddr", Version: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	afterMove, got = alone(first)
+	if got.Version != 2 || got.Mode != "ddr" {
+		t.Fatalf("a record alone after the session moved on holds %+v, want the state at version 2", got)
+	}
+	recs, err := s.Records(ctx, "a", 0)
+	if err != nil || len(recs) != 3 || audit.Verify(recs) != nil {
+		t.Fatalf("%d records: %v", len(recs), err)
+	}
+	return atVersion, afterMove
+}
