@@ -389,7 +389,7 @@ func (j *sqlJournal) op(s *saved) store.Op {
 				}
 			}
 		}
-		if buf, err = writeStates(ctx, tx, s, buf); err != nil {
+		if err := writeStates(ctx, tx, s, buf); err != nil {
 			return err
 		}
 		if s.add != nil {

@@ -129,9 +129,8 @@ func sameTask(a, b *TaskRun) bool {
 // replaces (migration 4's trigger); a row no checkpoint holds yet is
 // replaced in place (the upsert); the rows of tasks no longer there are
 // ended. With prune (older checkpoints were pruned), it then drops the
-// states no kept checkpoint holds. buf is room to encode the states in;
-// it returns it, grown.
-func writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) ([]byte, error) {
+// states no kept checkpoint holds. buf is room to encode the states in.
+func writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) error {
 	id := s.w.ID
 	next := int64(s.w.Counter) + 1
 	vals := make([]any, 0, 6*(len(s.cpTasks.at)+len(s.tasks.at)))
@@ -139,33 +138,33 @@ func writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) ([]byte
 	if s.cp != nil {
 		n := int64(s.cp.n)
 		if err := endStates(ctx, tx, id, s.cpTasks, n); err != nil {
-			return buf, err
+			return err
 		}
 		if vals, buf, err = appendStates(vals, buf, id, s.cp.w.Tasks, s.cpTasks, n); err != nil {
-			return buf, err
+			return err
 		}
 	}
 	if s.tasks.all { // without a checkpoint only: with one, they differ from its states, which are known
 		if err := endStates(ctx, tx, id, s.tasks, next); err != nil {
-			return buf, err
+			return err
 		}
 	}
-	if vals, buf, err = appendStates(vals, buf, id, s.w.Tasks, s.tasks, next); err != nil {
-		return buf, err
+	if vals, _, err = appendStates(vals, buf, id, s.w.Tasks, s.tasks, next); err != nil {
+		return err
 	}
 	if err := insertRows(ctx, tx, `INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES `, 6,
 		` ON CONFLICT (workflow_id, id, since) DO UPDATE SET until = excluded.until, n = excluded.n, state = excluded.state`, vals); err != nil {
-		return buf, err
+		return err
 	}
 	if err := endStates(ctx, tx, id, taskDiff{gone: s.tasks.gone}, next); err != nil {
-		return buf, err
+		return err
 	}
 	if s.cp == nil || !s.prune {
-		return buf, nil // the oldest kept checkpoint is the same: every state that ended ends after it
+		return nil // the oldest kept checkpoint is the same: every state that ended ends after it
 	}
 	_, err = tx.Exec(ctx, `DELETE FROM workflow_task_history WHERE workflow_id = ?
 		AND until <= (SELECT MIN(n) FROM workflow_checkpoints WHERE workflow_id = ?)`, id, id)
-	return buf, err
+	return err
 }
 
 // endStates ends, at until, the current states of the tasks d says are
