@@ -143,6 +143,12 @@ func writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) error {
 		if vals, buf, err = appendStates(vals, buf, id, s.cp.w.Tasks, s.cpTasks, n); err != nil {
 			return err
 		}
+		if changedTwice(s) { // its checkpoint's row first: the one that ends it must come after its trigger ran
+			if err := insertStates(ctx, tx, vals); err != nil {
+				return err
+			}
+			vals = vals[:0]
+		}
 	}
 	if s.tasks.all { // without a checkpoint only: with one, they differ from its states, which are known
 		if err := endStates(ctx, tx, id, s.tasks, next); err != nil {
@@ -152,8 +158,7 @@ func writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) error {
 	if vals, _, err = appendStates(vals, buf, id, s.w.Tasks, s.tasks, next); err != nil {
 		return err
 	}
-	if err := insertRows(ctx, tx, `INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES `, 6,
-		` ON CONFLICT (workflow_id, id, since) DO UPDATE SET until = excluded.until, n = excluded.n, state = excluded.state`, vals); err != nil {
+	if err := insertStates(ctx, tx, vals); err != nil {
 		return err
 	}
 	if err := endStates(ctx, tx, id, taskDiff{gone: s.tasks.gone}, next); err != nil {
@@ -165,6 +170,35 @@ func writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) error {
 	_, err = tx.Exec(ctx, `DELETE FROM workflow_task_history WHERE workflow_id = ?
 		AND until <= (SELECT MIN(n) FROM workflow_checkpoints WHERE workflow_id = ?)`, id, id)
 	return err
+}
+
+// insertStates inserts state rows (appendStates'), a row no checkpoint
+// holds yet replaced in place.
+func insertStates(ctx context.Context, tx store.Tx, vals []any) error {
+	return insertRows(ctx, tx, `INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES `, 6,
+		` ON CONFLICT (workflow_id, id, since) DO UPDATE SET until = excluded.until, n = excluded.n, state = excluded.state`, vals)
+}
+
+// changedTwice reports whether a write records a task's state twice, at
+// its checkpoint and after it, over a state stored before. Within one
+// statement PostgreSQL runs the rows' triggers when the statement ends:
+// the later row's could end the stored state before the checkpoint's row
+// did, so the two go in two statements. (A new workflow's tasks have no
+// stored state to end.)
+func changedTwice(s *saved) bool {
+	if s.insert || len(s.cpTasks.at) == 0 || len(s.tasks.at) == 0 {
+		return false
+	}
+	at := make(map[string]bool, len(s.cpTasks.at))
+	for _, i := range s.cpTasks.at {
+		at[s.cp.w.Tasks[i].ID] = true
+	}
+	for _, i := range s.tasks.at {
+		if at[s.w.Tasks[i].ID] {
+			return true
+		}
+	}
+	return false
 }
 
 // endStates ends, at until, the current states of the tasks d says are
