@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"github.com/agentplane/agentplane/store"
 )
 
 // Acks that arrive together are committed together: one transaction and
@@ -33,6 +31,7 @@ type ackReq struct {
 
 func (r *ackReq) batchKey() string { return r.id }
 func (r *ackReq) turn() *turn      { return &r.line }
+func (r *ackReq) reset()           { r.ok = false }
 
 // ackBatched delivers the user's notification id in a batch with the acks
 // arriving meanwhile.
@@ -58,26 +57,9 @@ func (l *Ledger) ackBatched(ctx context.Context, id, user string) (Notification,
 }
 
 // commitAcks delivers a batch in one statement; the rows it changed are
-// the acks that succeeded. The batch is taken as emits' are (commitEmits).
+// the acks that succeeded. The batch is taken as emits' are (commitBatch).
 func (l *Ledger) commitAcks(ctx context.Context, take func() []*ackReq) error {
-	var op store.Op
-	if l.q.Dialect() == store.Postgres {
-		l.ackSlots <- struct{}{}
-		defer func() { <-l.ackSlots }()
-		batch := take()
-		query, args := l.ackStatement(batch)
-		op = store.Statement{Query: query, Args: args, Row: acked(batch)}
-	} else {
-		op = store.OpFunc(func(ctx context.Context, tx store.Tx) error {
-			batch := take()
-			for _, r := range batch {
-				r.ok = false // a group tried again applies it again
-			}
-			query, args := l.ackStatement(batch)
-			return tx.Query(ctx, query, args, acked(batch))
-		})
-	}
-	return l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}})
+	return commitBatch(ctx, l, l.ackSlots, take, l.ackStatement, acked)
 }
 
 // ackStatement is the one statement that delivers a batch: each row

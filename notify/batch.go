@@ -1,6 +1,11 @@
 package notify
 
-import "sync"
+import (
+	"context"
+	"sync"
+
+	"github.com/agentplane/agentplane/store"
+)
 
 // batcher commits requests that arrive together in one commit. A request
 // that finds no commit queued queues one (it leads it); the others wait in
@@ -25,6 +30,9 @@ type batched interface {
 	batchKey() string
 	// turn is the request's place in line.
 	turn() *turn
+	// reset forgets what an earlier try of its batch's statement set
+	// (a group commit tried again applies it again).
+	reset()
 }
 
 // turn is a request's place in a batcher's line.
@@ -93,4 +101,33 @@ func (b *batcher[R]) lead(max int, commit func(take func() []R)) {
 	for _, r := range take() {
 		close(r.turn().done)
 	}
+}
+
+// commitBatch commits the batch take returns as one statement, built by
+// statement, whose returned rows row reads: on PostgreSQL as that
+// statement alone (atomic by itself), the batch taken once one of its
+// kind's slots is free (a batch in flight finished); on SQLite inside the
+// store's group commit, the batch taken when the group applies it — what
+// arrived while it waited behind the groups before it rides in it — and
+// each request reset first.
+func commitBatch[R batched](ctx context.Context, l *Ledger, slots chan struct{}, take func() []R,
+	statement func([]R) (string, []any), row func([]R) func(scan func(...any) error) error) error {
+	var op store.Op
+	if l.q.Dialect() == store.Postgres {
+		slots <- struct{}{}
+		defer func() { <-slots }()
+		batch := take()
+		query, args := statement(batch)
+		op = store.Statement{Query: query, Args: args, Row: row(batch)}
+	} else {
+		op = store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+			batch := take()
+			for _, r := range batch {
+				r.reset()
+			}
+			query, args := statement(batch)
+			return tx.Query(ctx, query, args, row(batch))
+		})
+	}
+	return l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}})
 }

@@ -14,6 +14,7 @@ type testReq struct {
 
 func (r *testReq) batchKey() string { return r.key }
 func (r *testReq) turn() *turn      { return &r.line }
+func (r *testReq) reset()           {}
 
 // TestBatcherTakesOnce: requests from many goroutines, some with the same
 // key, each in exactly one batch — whether a commit calls take once or

@@ -41,6 +41,7 @@ type emitReq struct {
 
 func (r *emitReq) batchKey() string { return r.key }
 func (r *emitReq) turn() *turn      { return &r.line }
+func (r *emitReq) reset()           { r.ok = false }
 
 // emitBatched stores a new notification (no dedup key) in a batch with
 // the emits arriving meanwhile. ok false with no error: the batch could
@@ -75,31 +76,19 @@ func (l *Ledger) emitBatched(ctx context.Context, n *Notification, ch Channel, s
 // statement (what arrived while it waited is in it); on PostgreSQL once
 // one of the batches in flight has finished (slots).
 func (l *Ledger) commitEmits(ctx context.Context, take func() []*emitReq) error {
-	var op store.Op
-	if l.q.Dialect() == store.Postgres {
-		l.emitSlots <- struct{}{}
-		defer func() { <-l.emitSlots }()
-		batch := take()
-		var query string
-		var args []any
-		if len(batch) > 1 {
-			query, args = pgInsertMany(batch)
-		} else {
-			r := batch[0]
-			query, args = pgInsert(r.id, r.key, r.n, r.ch, r.state, r.now)
-		}
-		op = store.Statement{Query: query, Args: args, Row: emitted(batch)}
-	} else {
-		op = store.OpFunc(func(ctx context.Context, tx store.Tx) error {
-			batch := take()
-			for _, r := range batch {
-				r.ok = false // a group tried again applies it again
-			}
-			query, args := sqliteInsert(batch)
-			return tx.Query(ctx, query, args, emitted(batch))
-		})
+	return commitBatch(ctx, l, l.emitSlots, take, l.emitStatement, emitted)
+}
+
+// emitStatement is the one statement that inserts a batch.
+func (l *Ledger) emitStatement(batch []*emitReq) (string, []any) {
+	switch {
+	case l.q.Dialect() != store.Postgres:
+		return sqliteInsert(batch)
+	case len(batch) > 1:
+		return pgInsertMany(batch)
 	}
-	return l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}})
+	r := batch[0]
+	return pgInsert(r.id, r.key, r.n, r.ch, r.state, r.now)
 }
 
 // emitted is the row callback of a batch's insert: each row returned is
