@@ -299,6 +299,7 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	s.setHealth(errClosed) // down from now on, whatever it was
 	if s.session != nil {
 		err := s.session.Close()
 		s.session = nil

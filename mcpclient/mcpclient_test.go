@@ -368,8 +368,8 @@ func TestCloseDuringConnectKeepsNoSession(t *testing.T) {
 	if n := sessions(srv); n != held {
 		t.Fatalf("the server holds %d sessions, %d before the reconnect that Close ended", n, held)
 	}
-	if h := s.Health(); h.Up {
-		t.Fatalf("health after Close: %+v", h)
+	if h := s.Health(); h.Up || h.Error != "closed" {
+		t.Fatalf("health after Close: %+v, want down, closed", h)
 	}
 	before := posts.Load()
 	if _, err := echo.Call(context.Background(), json.RawMessage(`{"text":"b"}`)); !errors.Is(err, tool.ErrUnavailable) || !strings.Contains(err.Error(), "closed") {
