@@ -102,9 +102,27 @@ placeholder();
 $('composer-text').addEventListener('keydown', (ev) => {
   if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
     ev.preventDefault();
+    sendingEnter = true;
     $('composer').requestSubmit();
   }
 });
+// The Enter that sent a turn is the box's until let go: its keypress and
+// repeats must not press a button of a dialog its answer opened.
+let sendingEnter = false;
+const dropSendingEnter = (ev) => {
+  if (ev.key !== 'Enter' || ev.target === $('composer-text')) return;
+  if (sendingEnter && (ev.type === 'keypress' || ev.repeat)) {
+    ev.preventDefault();
+    ev.stopImmediatePropagation();
+  } else if (ev.type === 'keydown') {
+    sendingEnter = false;
+  }
+};
+window.addEventListener('keydown', dropSendingEnter, true);
+window.addEventListener('keypress', dropSendingEnter, true);
+window.addEventListener('keyup', (ev) => {
+  if (ev.key === 'Enter') sendingEnter = false;
+}, true);
 // a keypress that still comes for that Enter (synthetic input sends one)
 // must not leave a new line behind
 $('composer-text').addEventListener('keypress', (ev) => {
