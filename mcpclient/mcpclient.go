@@ -81,12 +81,12 @@ type Server struct {
 	client     *mcp.Client
 	connecting singleflight.Group // concurrent callers share one connect attempt
 
-	// closing ends a connect in flight when the server is closed
+	// closing is done once the server is closed: it ends a connect in
+	// flight, and nothing connects again
 	closing context.Context
 	stop    context.CancelFunc
 
 	mu      sync.Mutex
-	closed  bool // by Close: nothing connects again
 	session *mcp.ClientSession
 	tools   []*mcp.Tool
 	health  Health
@@ -201,7 +201,7 @@ func (s *Server) connect(ctx context.Context) error {
 		cs, tools, err := s.dial(ctx)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.closed {
+		if s.closing.Err() != nil { // Close came during the attempt (it cancels before it locks)
 			if cs != nil {
 				cs.Close()
 			}
@@ -247,12 +247,12 @@ func (s *Server) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, err
 // no backoff is running.
 func (s *Server) open(ctx context.Context) (*mcp.ClientSession, error) {
 	s.mu.Lock()
-	cs, wait, last, closed := s.session, time.Until(s.nextTry), s.health.Error, s.closed
+	cs, wait, last := s.session, time.Until(s.nextTry), s.health.Error
 	s.mu.Unlock()
 	if cs != nil {
 		return cs, nil
 	}
-	if closed {
+	if s.closing.Err() != nil {
 		return nil, fmt.Errorf("%w: MCP server %s: %v", tool.ErrUnavailable, s.spec.Name, errClosed)
 	}
 	if wait > 0 {
@@ -298,7 +298,6 @@ func (s *Server) Close() error {
 	s.stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closed = true
 	s.setHealth(errClosed) // down from now on, whatever it was
 	if s.session != nil {
 		err := s.session.Close()
