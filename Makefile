@@ -55,7 +55,7 @@ peers: ## peers side by side: CLINC150 vs scikit-learn and fastText (apt-get ins
 	bash bench/peers/workflows.sh
 
 deploy-test: ## three serve processes on PostgreSQL behind deploy/'s HAProxy and nginx, 120 SIGKILLs under load (apt-get install haproxy nginx; AGENTPLANE_TEST_POSTGRES; not in CI, which runs 12)
-	AGENTPLANE_DEPLOY_KILLS=120 AGENTPLANE_DEPLOY_BENCH=1 AGENTPLANE_REQUIRE_BALANCER=1 PATH="$$PATH:/usr/sbin" go test ./cmd/agentplane -run '^TestDeployment' -count 1 -v -timeout 30m
+	AGENTPLANE_DEPLOY_KILLS=120 AGENTPLANE_DEPLOY_BENCH=1 AGENTPLANE_REQUIRE_BALANCER=1 PATH="$$PATH:/usr/sbin" go test ./cmd/agentplane/deploytest -run '^TestDeployment' -count 1 -v -timeout 30m
 
 mcp-conformance: ## the official MCP conformance suite and Inspector against serve and the fixture server (MCP_SCRIPTS=DIR holding conformance.sh; not in CI)
 	bash scripts/mcp-conformance.sh

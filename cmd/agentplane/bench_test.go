@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 )
 
 // BenchmarkRouteCommand measures `agentplane route` end to end on the demo
@@ -57,9 +59,9 @@ func BenchmarkRouteCommand(b *testing.B) {
 // duplicated delivery fails).
 func BenchmarkSSEFanout(b *testing.B) {
 	const subscribers, turns = 1000, 50
-	bin := buildBinary(b)
-	url, cmd, _ := startServe(b, bin, "--db", filepath.Join(b.TempDir(), "fanout.db"), "--log-level", "warn")
-	id := newSession(b, url)
+	bin := servetest.Binary(b)
+	url, cmd, _ := servetest.Serve(b, bin, "--db", filepath.Join(b.TempDir(), "fanout.db"), "--log-level", "warn")
+	id := servetest.NewSession(b, url)
 	for i := 0; i < b.N; i++ {
 		heap0, rss0 := serverMemory(b, url, cmd.Process.Pid)
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: subscribers}}
@@ -110,7 +112,7 @@ func BenchmarkSSEFanout(b *testing.B) {
 		texts := []string{"switch to ddr mode", "switch to general mode"}
 		for k := range turns {
 			sent[k] = time.Now()
-			if resp, body, err := postJSON(url+"/v1/sessions/"+id+"/turns", map[string]string{"text": texts[k%2]}); err != nil || resp.StatusCode != 200 {
+			if resp, body, err := servetest.PostJSON(url+"/v1/sessions/"+id+"/turns", map[string]string{"text": texts[k%2]}); err != nil || resp.StatusCode != 200 {
 				b.Fatalf("%v %s", err, body)
 			}
 			time.Sleep(20 * time.Millisecond)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 )
 
 // repositoryConfigs are the configuration files the repository holds for
@@ -30,7 +32,7 @@ var exampleEnv = map[string]string{"DESK_TOKEN": "desk-secret-7f3c9a", "DESK_KEY
 // ships, as the embedded demo does.
 func TestRepositoryConfigurationsWorkWhenCopied(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := servetest.Binary(t)
 	for _, src := range repositoryConfigs(t) {
 		name := strings.TrimPrefix(src, "../../")
 		t.Run(name, func(t *testing.T) {
@@ -52,26 +54,26 @@ func TestRepositoryConfigurationsWorkWhenCopied(t *testing.T) {
 			for k, v := range exampleEnv {
 				env = append(env, k+"="+v)
 			}
-			srv := serveEnv(t, bin, cfg, env, "--db", filepath.Join(dir, "a.db"))
+			srv := servetest.ServeEnv(t, bin, cfg, env, "--db", filepath.Join(dir, "a.db"))
 			key := "" // the local user, where the configuration has no keys
 			if strings.Contains(string(raw), "key_env: DESK_KEY_DANA") {
 				key = exampleEnv["DESK_KEY_DANA"]
 			}
-			st, body := call(t, "POST", srv.url+"/v1/sessions", key, `{}`)
+			st, body := servetest.Call(t, "POST", srv.URL+"/v1/sessions", key, `{}`)
 			var created struct {
 				SessionID string `json:"session_id"`
 			}
 			if st != 201 || json.Unmarshal(body, &created) != nil {
 				t.Fatalf("create session: %d %s", st, body)
 			}
-			if st, body := call(t, "POST", srv.url+"/v1/sessions/"+created.SessionID+"/turns", key, `{"text":"hello there"}`); st != 200 {
+			if st, body := servetest.Call(t, "POST", srv.URL+"/v1/sessions/"+created.SessionID+"/turns", key, `{"text":"hello there"}`); st != 200 {
 				t.Fatalf("a turn: %d %s", st, body)
 			}
 			if name != "demo/agentplane.yaml" {
 				return
 			}
-			session, _ := askToSend(t, srv.url, "")
-			st, body = call(t, "POST", srv.url+"/v1/sessions/"+session+"/turns", "", `{"text":"yes"}`)
+			session, _ := askToSend(t, srv.URL, "")
+			st, body = servetest.Call(t, "POST", srv.URL+"/v1/sessions/"+session+"/turns", "", `{"text":"yes"}`)
 			var yes struct {
 				Result struct {
 					Status string          `json:"status"`

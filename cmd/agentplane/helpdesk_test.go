@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 	"github.com/agentplane/agentplane/internal/testkit/testenv"
 )
 
@@ -34,7 +35,7 @@ func startHelpdesk(t *testing.T) helpdesk {
 	h := helpdesk{token: exampleEnv["DESK_TOKEN"]}
 	cmd := exec.Command(py, "../../examples/helpdesk/service.py", "--port", "0")
 	cmd.Env = append(os.Environ(), "DESK_TOKEN="+h.token)
-	sc, _, _ := startProcess(t, cmd)
+	sc, _, _ := servetest.StartProcess(t, cmd)
 	const prefix = "helpdesk: listening on "
 	if !strings.HasPrefix(sc.Text(), prefix) {
 		t.Fatalf("the service printed %q", sc.Text())
@@ -46,7 +47,7 @@ func startHelpdesk(t *testing.T) helpdesk {
 // log is what the service's tools did.
 func (h helpdesk) log(t *testing.T) []map[string]any {
 	t.Helper()
-	st, raw := call(t, "GET", h.url+"/log", "", "", "X-Desk-Token", h.token)
+	st, raw := servetest.Call(t, "GET", h.url+"/log", "", "", "X-Desk-Token", h.token)
 	var entries []map[string]any
 	if st != 200 || json.Unmarshal(raw, &entries) != nil {
 		t.Fatalf("log: %d %s", st, raw)
@@ -64,7 +65,7 @@ func (h helpdesk) log(t *testing.T) []map[string]any {
 func TestHelpdeskExample(t *testing.T) {
 	t.Parallel()
 	desk := startHelpdesk(t)
-	bin := buildBinary(t)
+	bin := servetest.Binary(t)
 	raw, err := os.ReadFile("../../examples/helpdesk/agentplane.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestHelpdeskExample(t *testing.T) {
 	for k, v := range exampleEnv {
 		env = append(env, k+"="+v)
 	}
-	srv := serveEnv(t, bin, cfg, env, "--db", filepath.Join(dir, "a.db"))
+	srv := servetest.ServeEnv(t, bin, cfg, env, "--db", filepath.Join(dir, "a.db"))
 
 	type answer struct {
 		Decision struct {
@@ -95,7 +96,7 @@ func TestHelpdeskExample(t *testing.T) {
 		raw           string
 	}
 	session := func(who string) string {
-		st, raw := call(t, "POST", srv.url+"/v1/sessions", keys[who], `{}`)
+		st, raw := servetest.Call(t, "POST", srv.URL+"/v1/sessions", keys[who], `{}`)
 		var created struct {
 			SessionID string `json:"session_id"`
 		}
@@ -106,7 +107,7 @@ func TestHelpdeskExample(t *testing.T) {
 	}
 	turn := func(who, session, text string) answer {
 		t.Helper()
-		st, raw := call(t, "POST", srv.url+"/v1/sessions/"+session+"/turns", keys[who], fmt.Sprintf(`{"text":%q}`, text))
+		st, raw := servetest.Call(t, "POST", srv.URL+"/v1/sessions/"+session+"/turns", keys[who], fmt.Sprintf(`{"text":%q}`, text))
 		a := answer{raw: string(raw)}
 		if st != 200 || json.Unmarshal(raw, &a) != nil {
 			t.Fatalf("%s: %q: %d %s", who, text, st, raw)
@@ -122,7 +123,7 @@ func TestHelpdeskExample(t *testing.T) {
 	if a := turn("dana", dana, "open the invoice shows wrong vat ticket"); strings.Contains(a.raw, "T-1044") || a.Result != nil {
 		t.Fatalf("dana was offered fox's ticket: %s", a.raw)
 	}
-	st, raw := call(t, "GET", srv.url+"/v1/sessions/"+dana+"/catalogs/tickets/items", keys["dana"], "")
+	st, raw := servetest.Call(t, "GET", srv.URL+"/v1/sessions/"+dana+"/catalogs/tickets/items", keys["dana"], "")
 	if st != 200 || strings.Contains(string(raw), "T-1044") || !strings.Contains(string(raw), "T-1042") {
 		t.Fatalf("dana's picker lists: %d %s", st, raw)
 	}
@@ -136,7 +137,7 @@ func TestHelpdeskExample(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			<-start
-			if st, raw := call(t, "POST", srv.url+"/v1/sessions/"+dana+"/intents", keys["dana"], string(asked.ConfirmIntent),
+			if st, raw := servetest.Call(t, "POST", srv.URL+"/v1/sessions/"+dana+"/intents", keys["dana"], string(asked.ConfirmIntent),
 				"Idempotency-Key", fmt.Sprintf("click-%d", i)); st >= 500 {
 				t.Errorf("click %d: %d %s", i, st, raw)
 			}
@@ -176,10 +177,10 @@ func TestHelpdeskExample(t *testing.T) {
 	key, _ := log[0]["idempotency_key"].(string)
 	again := `{"args":{"agent_id":"walter"},"context":{"principal":{"user_id":"dana","roles":["agent"]},` +
 		`"active_work_context":{"entity_type":"ticket","entity_header":{"id":"T-1042","display_name":"Printer on fire"}}}}`
-	if st, raw := call(t, "POST", desk.url+"/tools/assign_ticket", "", again, "X-Desk-Token", desk.token, "Idempotency-Key", key); st != 200 || !strings.Contains(string(raw), `"assignee": "fox"`) {
+	if st, raw := servetest.Call(t, "POST", desk.url+"/tools/assign_ticket", "", again, "X-Desk-Token", desk.token, "Idempotency-Key", key); st != 200 || !strings.Contains(string(raw), `"assignee": "fox"`) {
 		t.Fatalf("a repeated key: %d %s", st, raw)
 	}
-	if st, _ := call(t, "POST", desk.url+"/tools/assign_ticket", "", again, "X-Desk-Token", "wrong"); st != 401 {
+	if st, _ := servetest.Call(t, "POST", desk.url+"/tools/assign_ticket", "", again, "X-Desk-Token", "wrong"); st != 401 {
 		t.Fatalf("a wrong key: %d", st)
 	}
 	if n := len(desk.log(t)); n != 2 {
@@ -187,17 +188,17 @@ func TestHelpdeskExample(t *testing.T) {
 	}
 	// the secret went to the service and nowhere else
 	for _, s := range []string{dana, walter} {
-		st, raw := call(t, "GET", srv.url+"/v1/sessions/"+s+"/audit", keys["walter"], "")
+		st, raw := servetest.Call(t, "GET", srv.URL+"/v1/sessions/"+s+"/audit", keys["walter"], "")
 		if st == 200 && strings.Contains(string(raw), desk.token) {
 			t.Errorf("session %s: the service's key is in the audit", s)
 		}
 	}
-	for _, r := range auditOf(t, srv.url, keys["dana"], dana) {
+	for _, r := range auditOf(t, srv.URL, keys["dana"], dana) {
 		if b, _ := json.Marshal(r); strings.Contains(string(b), desk.token) {
 			t.Errorf("record %d holds the service's key", r.Seq)
 		}
 	}
-	if strings.Contains(srv.stderr.String(), desk.token) {
+	if strings.Contains(srv.Stderr.String(), desk.token) {
 		t.Error("serve logged the service's key")
 	}
 }

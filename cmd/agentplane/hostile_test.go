@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/internal/testkit/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 )
 
 // The hostile-client suite: each case runs against real serve processes
@@ -38,23 +38,12 @@ const (
 	bobKey   = "bob-key-0123456789abcdef"
 )
 
-// sendOverHTTP returns the demo configuration y with its send tool as an
-// HTTP tool to url instead of the binary's outbox.
-func sendOverHTTP(t *testing.T, y, url string) string {
-	t.Helper()
-	program := "    program: " + demo.Program + "\n"
-	if !strings.Contains(y, program) {
-		t.Fatal("the demo configuration changed: its send tool is not on the outbox program")
-	}
-	return strings.Replace(y, program, fmt.Sprintf("    http: {url: %q}\n", url), 1)
-}
-
 // hostileConfig writes the demo configuration with the send tool as an
 // HTTP tool to the outbox rec, and, when keyed, API keys for alice and bob (from the
 // environment: ALICE_KEY, BOB_KEY).
-func hostileConfig(t *testing.T, rec *outbox, keyed bool) string {
+func hostileConfig(t *testing.T, rec *servetest.Outbox, keyed bool) string {
 	t.Helper()
-	y := sendOverHTTP(t, string(demo.YAML), rec.url)
+	y := servetest.SendOverHTTP(t, string(demo.YAML), rec.URL)
 	if keyed {
 		y += "\nauth:\n  keys:\n    - {user_id: alice, key_env: ALICE_KEY}\n    - {user_id: bob, key_env: BOB_KEY}\n"
 	}
@@ -65,94 +54,18 @@ func hostileConfig(t *testing.T, rec *outbox, keyed bool) string {
 	return p
 }
 
-// instance is a serve process of the suite.
-type instance struct {
-	url    string
-	stderr *syncBuffer
-}
-
 // serveHostile starts serve with the configuration and arguments and
 // waits until it answers.
-func serveHostile(t *testing.T, bin, cfg string, args ...string) instance {
+func serveHostile(t *testing.T, bin, cfg string, args ...string) servetest.Instance {
 	t.Helper()
-	return serveEnv(t, bin, cfg, []string{"ALICE_KEY=" + aliceKey, "BOB_KEY=" + bobKey}, args...)
-}
-
-// startProcess starts cmd, killed when the test ends, and waits for the
-// first line it prints: the scanner holds it; stdout is the rest, stderr
-// what it printed there.
-func startProcess(t *testing.T, cmd *exec.Cmd) (sc *bufio.Scanner, stdout io.Reader, stderr *syncBuffer) {
-	t.Helper()
-	out, _ := cmd.StdoutPipe()
-	stderr = &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc = bufio.NewScanner(out)
-	if !sc.Scan() {
-		cmd.Wait()
-		t.Fatalf("%s printed nothing\n%s", filepath.Base(cmd.Path), stderr.String())
-	}
-	return sc, out, stderr
-}
-
-// serveEnv starts serve with the configuration and arguments, with env
-// (NAME=VALUE) added to the environment; it is killed when the test ends.
-func serveEnv(t *testing.T, bin, cfg string, env []string, args ...string) instance {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--config", cfg}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	sc, stdout, stderr := startProcess(t, cmd)
-	i := strings.Index(sc.Text(), "serving http://")
-	if i < 0 {
-		t.Fatalf("serve printed %q", sc.Text())
-	}
-	url := strings.Fields(sc.Text()[i+len("serving "):])[0]
-	go io.Copy(io.Discard, stdout)
-	return instance{url: url, stderr: stderr}
-}
-
-// call sends a request with the headers (name, value pairs) and returns
-// the status and body.
-func call(t *testing.T, method, url, key string, body string, header ...string) (int, []byte) {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if method == "POST" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		if header[i] == "Host" {
-			req.Host = header[i+1]
-			continue
-		}
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw
+	return servetest.ServeEnv(t, bin, cfg, []string{"ALICE_KEY=" + aliceKey, "BOB_KEY=" + bobKey}, args...)
 }
 
 // askToSend opens a session, opens a template and asks to send it: the
 // answer holds the confirmation's intent (with its token).
 func askToSend(t *testing.T, url, key string) (session string, confirm json.RawMessage) {
 	t.Helper()
-	st, raw := call(t, "POST", url+"/v1/sessions", key, `{"mode":"sales"}`)
+	st, raw := servetest.Call(t, "POST", url+"/v1/sessions", key, `{"mode":"sales"}`)
 	var created struct {
 		SessionID string `json:"session_id"`
 	}
@@ -160,10 +73,10 @@ func askToSend(t *testing.T, url, key string) (session string, confirm json.RawM
 		t.Fatalf("create session: %d %s", st, raw)
 	}
 	turns := url + "/v1/sessions/" + created.SessionID + "/turns"
-	if st, raw := call(t, "POST", turns, key, `{"text":"open the Q1 CFO Outreach template"}`); st != 200 {
+	if st, raw := servetest.Call(t, "POST", turns, key, `{"text":"open the Q1 CFO Outreach template"}`); st != 200 {
 		t.Fatalf("open the template: %d %s", st, raw)
 	}
-	st, raw = call(t, "POST", turns, key, `{"text":"send this to the Q1 pilot list"}`)
+	st, raw = servetest.Call(t, "POST", turns, key, `{"text":"send this to the Q1 pilot list"}`)
 	var asked struct {
 		ConfirmIntent json.RawMessage `json:"confirm_intent"`
 	}
@@ -176,7 +89,7 @@ func askToSend(t *testing.T, url, key string) (session string, confirm json.RawM
 // auditOf reads a session's audit chain through the API and verifies it.
 func auditOf(t *testing.T, url, key, session string) []audit.Record {
 	t.Helper()
-	st, raw := call(t, "GET", url+"/v1/sessions/"+session+"/audit", key, "")
+	st, raw := servetest.Call(t, "GET", url+"/v1/sessions/"+session+"/audit", key, "")
 	if st != 200 {
 		t.Fatalf("audit: %d %s", st, raw)
 	}
@@ -202,19 +115,19 @@ func auditOf(t *testing.T, url, key, session string) []audit.Record {
 // the audit recorded one.)
 func TestOneConfirmationRunsOnceOverHTTP(t *testing.T) {
 	t.Parallel() // it waits on processes of its own most of the time
-	bin := buildRaceBinary(t)
-	rec := holdingOutbox(t, 50*time.Millisecond)
+	bin := servetest.RaceBinary(t)
+	rec := servetest.NewOutbox(t, 50*time.Millisecond)
 	cfg := hostileConfig(t, rec, false)
 	setups := map[string]func(t *testing.T) []string{
 		"sqlite": func(t *testing.T) []string {
-			return []string{serveHostile(t, bin, cfg, "--db", filepath.Join(t.TempDir(), "a.db")).url}
+			return []string{serveHostile(t, bin, cfg, "--db", filepath.Join(t.TempDir(), "a.db")).URL}
 		},
 		"postgres": func(t *testing.T) []string {
-			return []string{serveHostile(t, bin, cfg, "--db", pgtest.Schema(t)).url}
+			return []string{serveHostile(t, bin, cfg, "--db", pgtest.Schema(t)).URL}
 		},
 		"two-instances-postgres": func(t *testing.T) []string {
 			db := pgtest.Schema(t)
-			return []string{serveHostile(t, bin, cfg, "--db", db).url, serveHostile(t, bin, cfg, "--db", db).url}
+			return []string{serveHostile(t, bin, cfg, "--db", db).URL, serveHostile(t, bin, cfg, "--db", db).URL}
 		},
 	}
 	for _, name := range []string{"sqlite", "postgres", "two-instances-postgres"} {
@@ -223,7 +136,7 @@ func TestOneConfirmationRunsOnceOverHTTP(t *testing.T) {
 			for _, n := range []int{2, 8, 32} {
 				t.Run(fmt.Sprint(n), func(t *testing.T) {
 					session, confirm := askToSend(t, urls[0], "")
-					before := rec.count()
+					before := rec.Count()
 					start := make(chan struct{})
 					var wg sync.WaitGroup
 					for i := range n {
@@ -234,11 +147,11 @@ func TestOneConfirmationRunsOnceOverHTTP(t *testing.T) {
 							var raw []byte
 							switch i % 3 {
 							case 0:
-								st, raw = call(t, "POST", url+"/turns", "", `{"text":"yes"}`)
+								st, raw = servetest.Call(t, "POST", url+"/turns", "", `{"text":"yes"}`)
 							case 1:
-								st, raw = call(t, "POST", url+"/intents", "", string(confirm), "Idempotency-Key", fmt.Sprintf("click-%d", i))
+								st, raw = servetest.Call(t, "POST", url+"/intents", "", string(confirm), "Idempotency-Key", fmt.Sprintf("click-%d", i))
 							default:
-								st, raw = call(t, "POST", url+"/intents", "", string(confirm))
+								st, raw = servetest.Call(t, "POST", url+"/intents", "", string(confirm))
 							}
 							if st >= 500 {
 								t.Errorf("answer %d: %d %s", i, st, raw)
@@ -247,7 +160,7 @@ func TestOneConfirmationRunsOnceOverHTTP(t *testing.T) {
 					}
 					close(start)
 					wg.Wait()
-					if got := rec.count() - before; got != 1 {
+					if got := rec.Count() - before; got != 1 {
 						t.Fatalf("%d clients confirmed once: the service got %d sends", n, got)
 					}
 					ran, refused := 0, 0
@@ -276,13 +189,13 @@ func TestOneConfirmationRunsOnceOverHTTP(t *testing.T) {
 // answered by 8 clients at once, on two instances sharing one PostgreSQL:
 // the service gets one send; one answer is applied, the others refused.
 func TestOneApprovalRunsOnceOverHTTP(t *testing.T) {
-	bin := buildRaceBinary(t)
-	rec := holdingOutbox(t, 50*time.Millisecond)
+	bin := servetest.RaceBinary(t)
+	rec := servetest.NewOutbox(t, 50*time.Millisecond)
 	cfg := hostileConfig(t, rec, false)
 	db := pgtest.Schema(t)
-	urls := []string{serveHostile(t, bin, cfg, "--db", db).url, serveHostile(t, bin, cfg, "--db", db).url}
+	urls := []string{serveHostile(t, bin, cfg, "--db", db).URL, serveHostile(t, bin, cfg, "--db", db).URL}
 	session, _ := askToSend(t, urls[0], "")
-	st, raw := call(t, "POST", urls[0]+"/v1/workflows", "", `{"session_id":"`+session+`","wait":true,"tasks":[{"id":"send","tool":"send_template","args":{"list_id":"LIST-9"}}]}`)
+	st, raw := servetest.Call(t, "POST", urls[0]+"/v1/workflows", "", `{"session_id":"`+session+`","wait":true,"tasks":[{"id":"send","tool":"send_template","args":{"list_id":"LIST-9"}}]}`)
 	var started struct {
 		WorkflowID string `json:"workflow_id"`
 		Workflow   struct {
@@ -296,7 +209,7 @@ func TestOneApprovalRunsOnceOverHTTP(t *testing.T) {
 		t.Fatalf("start: %d %s", st, raw)
 	}
 	approve := `{"type":"approval_response","checkpoint_id":"` + started.Workflow.Approval.CheckpointID + `","approved":true}`
-	before := rec.count()
+	before := rec.Count()
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -304,7 +217,7 @@ func TestOneApprovalRunsOnceOverHTTP(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			<-start
-			st, raw := call(t, "POST", urls[i%2]+"/v1/workflows/"+started.WorkflowID+"/commands?wait=true", "", approve)
+			st, raw := servetest.Call(t, "POST", urls[i%2]+"/v1/workflows/"+started.WorkflowID+"/commands?wait=true", "", approve)
 			switch {
 			case st == 200:
 				mu.Lock()
@@ -320,7 +233,7 @@ func TestOneApprovalRunsOnceOverHTTP(t *testing.T) {
 	wg.Wait()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		st, raw := call(t, "GET", urls[0]+"/v1/workflows/"+started.WorkflowID, "", "")
+		st, raw := servetest.Call(t, "GET", urls[0]+"/v1/workflows/"+started.WorkflowID, "", "")
 		if st == 200 && bytes.Contains(raw, []byte(`"status":"completed"`)) {
 			break
 		}
@@ -329,7 +242,7 @@ func TestOneApprovalRunsOnceOverHTTP(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got := rec.count() - before; got != 1 || applied != 1 {
+	if got := rec.Count() - before; got != 1 || applied != 1 {
 		t.Fatalf("8 approvals at once: %d sends, %d applied", got, applied)
 	}
 }
@@ -337,15 +250,15 @@ func TestOneApprovalRunsOnceOverHTTP(t *testing.T) {
 // TestHostileClients runs the rest of the suite against one keyless and
 // one keyed serve.
 func TestHostileClients(t *testing.T) {
-	bin := buildRaceBinary(t)
-	rec := holdingOutbox(t, 50*time.Millisecond)
+	bin := servetest.RaceBinary(t)
+	rec := servetest.NewOutbox(t, 50*time.Millisecond)
 	local := serveHostile(t, bin, hostileConfig(t, rec, false), "--db", filepath.Join(t.TempDir(), "local.db"), "--body-timeout", "1s")
 	keyed := serveHostile(t, bin, hostileConfig(t, rec, true), "--db", filepath.Join(t.TempDir(), "keyed.db"), "--body-timeout", "1s",
 		"--cors-origin", "https://app.example.com")
 
 	t.Run("NothingStoredThatCannotBeReadBack", func(t *testing.T) {
-		session, _ := askToSend(t, local.url, "")
-		before := len(auditOf(t, local.url, "", session))
+		session, _ := askToSend(t, local.URL, "")
+		before := len(auditOf(t, local.URL, "", session))
 		for name, c := range map[string]struct{ path, body, want string }{
 			"CaseVariantPayload": {"/v1/notifications", `{"address":"SESSION","session_id":"` + session + `","target":"USER","handler":"SYSTEM","title":"t","payload":{"a":1,"A":2}}`, `(payload): member names "A" and "a" differ only in letter case`},
 			"HugeNumber":         {"/v1/notifications", `{"address":"SESSION","session_id":"` + session + `","target":"USER","handler":"SYSTEM","title":"t","payload":{"n":1e999}}`, "(payload.n): number 1e999 is out of range"},
@@ -356,12 +269,12 @@ func TestHostileClients(t *testing.T) {
 			"CaseVariantArgs":    {"/v1/sessions/" + session + "/intents", `{"type":"action_call","action":"send_template","args":{"list_id":"LIST-9","List_id":"LIST-10"}}`, "differ only in letter case"},
 			"WorkflowArgs":       {"/v1/workflows", `{"session_id":"` + session + `","tasks":[{"id":"a","tool":"catalog_search","args":{"query":"x","Query":"y"}}]}`, "differ only in letter case"},
 		} {
-			st, raw := call(t, "POST", local.url+c.path, "", c.body)
+			st, raw := servetest.Call(t, "POST", local.URL+c.path, "", c.body)
 			if code, msg := apiError(raw); st != 400 || code != "invalid_input" || !strings.Contains(msg, c.want) {
 				t.Errorf("%s: %d %s, want 400 saying %q", name, st, raw, c.want)
 			}
 		}
-		if after := len(auditOf(t, local.url, "", session)); after != before {
+		if after := len(auditOf(t, local.URL, "", session)); after != before {
 			t.Fatalf("refused requests added %d records", after-before)
 		}
 	})
@@ -371,7 +284,7 @@ func TestHostileClients(t *testing.T) {
 			{"GET", "/", ""}, {"GET", "/healthz", ""}, {"GET", "/v1/sessions", ""}, {"POST", "/v1/sessions", `{}`},
 			{"GET", "/v1/sessions/x/ws", ""}, {"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`},
 		} {
-			st, raw := call(t, c.method, local.url+c.path, "", c.body, "Host", "evil.example:8080", "Connection", "Upgrade", "Upgrade", "websocket",
+			st, raw := servetest.Call(t, c.method, local.URL+c.path, "", c.body, "Host", "evil.example:8080", "Connection", "Upgrade", "Upgrade", "websocket",
 				"Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==", "Accept", "application/json, text/event-stream")
 			if st != http.StatusMisdirectedRequest || !strings.Contains(string(raw), "not a loopback name") {
 				t.Errorf("%s %s with Host evil.example: %d %s", c.method, c.path, st, raw)
@@ -379,17 +292,17 @@ func TestHostileClients(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, resp, err := websocket.Dial(ctx, strings.Replace(local.url, "http://", "ws://", 1)+"/v1/sessions/x/ws",
+		if _, resp, err := websocket.Dial(ctx, strings.Replace(local.URL, "http://", "ws://", 1)+"/v1/sessions/x/ws",
 			&websocket.DialOptions{Host: "evil.example"}); err == nil || resp == nil || resp.StatusCode != http.StatusMisdirectedRequest {
 			t.Errorf("a WebSocket with Host evil.example: %v %v", err, resp)
 		}
 		for _, host := range []string{"localhost", "127.0.0.1", "[::1]:1"} {
-			if st, raw := call(t, "GET", local.url+"/v1/sessions", "", "", "Host", host); st != 200 {
+			if st, raw := servetest.Call(t, "GET", local.URL+"/v1/sessions", "", "", "Host", host); st != 200 {
 				t.Errorf("Host %s: %d %s", host, st, raw)
 			}
 		}
 		// with keys, the server may have any name: the key is the guard
-		if st, raw := call(t, "GET", keyed.url+"/v1/sessions", aliceKey, "", "Host", "agentplane.example.com"); st != 200 {
+		if st, raw := servetest.Call(t, "GET", keyed.URL+"/v1/sessions", aliceKey, "", "Host", "agentplane.example.com"); st != 200 {
 			t.Errorf("keyed, Host agentplane.example.com: %d %s", st, raw)
 		}
 	})
@@ -397,7 +310,7 @@ func TestHostileClients(t *testing.T) {
 	t.Run("OtherWebPages", func(t *testing.T) {
 		for _, srv := range []struct {
 			name, url, key string
-		}{{"local", local.url, ""}, {"keyed", keyed.url, aliceKey}} {
+		}{{"local", local.URL, ""}, {"keyed", keyed.URL, aliceKey}} {
 			for name, h := range map[string][]string{
 				"NoContentType":    {"Content-Type", ""},
 				"TextPlain":        {"Content-Type", "text/plain"},
@@ -406,22 +319,22 @@ func TestHostileClients(t *testing.T) {
 				"SecFetchCross":    {"Sec-Fetch-Site", "cross-site"},
 				"SecFetchSameSite": {"Sec-Fetch-Site", "same-site"},
 			} {
-				st, raw := call(t, "POST", srv.url+"/v1/sessions", srv.key, `{}`, h...)
+				st, raw := servetest.Call(t, "POST", srv.url+"/v1/sessions", srv.key, `{}`, h...)
 				if st != 415 && st != 403 {
 					t.Errorf("%s %s: %d %s", srv.name, name, st, raw)
 				}
 			}
-			if st, raw := call(t, "POST", srv.url+"/v1/sessions", srv.key, `{}`, "Origin", srv.url, "Sec-Fetch-Site", "same-origin"); st != 201 {
+			if st, raw := servetest.Call(t, "POST", srv.url+"/v1/sessions", srv.key, `{}`, "Origin", srv.url, "Sec-Fetch-Site", "same-origin"); st != 201 {
 				t.Errorf("%s: the server's own page: %d %s", srv.name, st, raw)
 			}
 		}
 		// an allowed origin gets CORS, and its state changes pass
-		st, _ := call(t, "OPTIONS", keyed.url+"/v1/sessions", "", "", "Origin", "https://app.example.com", "Access-Control-Request-Method", "POST",
+		st, _ := servetest.Call(t, "OPTIONS", keyed.URL+"/v1/sessions", "", "", "Origin", "https://app.example.com", "Access-Control-Request-Method", "POST",
 			"Access-Control-Request-Headers", "authorization, content-type")
 		if st != 204 {
 			t.Errorf("preflight from the allowed origin: %d", st)
 		}
-		req, _ := http.NewRequest("POST", keyed.url+"/v1/sessions", strings.NewReader(`{}`))
+		req, _ := http.NewRequest("POST", keyed.URL+"/v1/sessions", strings.NewReader(`{}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+aliceKey)
 		req.Header.Set("Origin", "https://app.example.com")
@@ -433,7 +346,7 @@ func TestHostileClients(t *testing.T) {
 		if resp != nil {
 			resp.Body.Close()
 		}
-		req, _ = http.NewRequest("OPTIONS", keyed.url+"/v1/sessions", nil)
+		req, _ = http.NewRequest("OPTIONS", keyed.URL+"/v1/sessions", nil)
 		req.Header.Set("Origin", "https://evil.example")
 		req.Header.Set("Access-Control-Request-Method", "POST")
 		resp, err = http.DefaultClient.Do(req)
@@ -448,7 +361,7 @@ func TestHostileClients(t *testing.T) {
 	t.Run("MCPSessionsBelongToTheirPrincipal", func(t *testing.T) {
 		ctx := context.Background()
 		client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "alice", Version: "1"}, nil)
-		cs, err := client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: keyed.url + "/mcp",
+		cs, err := client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: keyed.URL + "/mcp",
 			HTTPClient: &http.Client{Transport: bearerTransport{key: aliceKey}}}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -464,7 +377,7 @@ func TestHostileClients(t *testing.T) {
 			if method == "POST" {
 				body = call
 			}
-			st, raw := callMCP(t, method, keyed.url+"/mcp", bobKey, id, body)
+			st, raw := callMCP(t, method, keyed.URL+"/mcp", bobKey, id, body)
 			if st != 404 {
 				t.Errorf("bob's %s with alice's MCP session: %d %s", method, st, raw)
 			}
@@ -474,7 +387,7 @@ func TestHostileClients(t *testing.T) {
 		if err != nil || res.IsError || strings.Contains(res.Content[0].(*mcpsdk.TextContent).Text, `"mode":"ddr"`) {
 			t.Fatalf("alice's session after bob's attempts: %+v %v", res, err)
 		}
-		if strings.Contains(keyed.stderr.String(), id) {
+		if strings.Contains(keyed.Stderr.String(), id) {
 			t.Fatal("the MCP session id is in the server's log")
 		}
 	})
@@ -490,7 +403,7 @@ func TestHostileClients(t *testing.T) {
 				if i%2 == 1 {
 					key = aliceKey
 				}
-				results <- stall(t, keyed.url, key, false)
+				results <- stall(t, keyed.URL, key, false)
 			}()
 		}
 		for range 50 {
@@ -503,7 +416,7 @@ func TestHostileClients(t *testing.T) {
 			}
 		}
 		// a body sent a byte every 100ms is cut too, keyless or keyed
-		for _, url := range []string{local.url, keyed.url} {
+		for _, url := range []string{local.URL, keyed.URL} {
 			a := stall(t, url, aliceKey, true)
 			if a.cut <= 0 || a.cut > 10*time.Second {
 				t.Errorf("%s: a dripping body held the connection %s (%s)", url, a.cut, a.status)
@@ -512,10 +425,10 @@ func TestHostileClients(t *testing.T) {
 	})
 
 	t.Run("WebSocketMessagesAreDecodedAsBodies", func(t *testing.T) {
-		session, _ := askToSend(t, local.url, "")
+		session, _ := askToSend(t, local.URL, "")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		conn, _, err := websocket.Dial(ctx, strings.Replace(local.url, "http://", "ws://", 1)+"/v1/sessions/"+session+"/ws", nil)
+		conn, _, err := websocket.Dial(ctx, strings.Replace(local.URL, "http://", "ws://", 1)+"/v1/sessions/"+session+"/ws", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -544,19 +457,19 @@ func TestHostileClients(t *testing.T) {
 				break
 			}
 		}
-		snap := auditOf(t, local.url, "", session)
+		snap := auditOf(t, local.URL, "", session)
 		if last := snap[len(snap)-1]; last.State.Mode == "ddr" {
 			t.Fatal("a refused message switched the mode")
 		}
 	})
 
 	t.Run("ReadinessTellsLittleWithoutAKey", func(t *testing.T) {
-		st, raw := call(t, "GET", keyed.url+"/readyz", "", "")
+		st, raw := servetest.Call(t, "GET", keyed.URL+"/readyz", "", "")
 		var got map[string]any
 		if st != 200 || json.Unmarshal(raw, &got) != nil || len(got) != 1 || got["status"] != "ready" {
 			t.Errorf("readyz without a key: %d %s, want the status alone", st, raw)
 		}
-		st, raw = call(t, "GET", keyed.url+"/readyz", aliceKey, "")
+		st, raw = servetest.Call(t, "GET", keyed.URL+"/readyz", aliceKey, "")
 		if st != 200 || !bytes.Contains(raw, []byte("agentplane.yaml")) {
 			t.Errorf("readyz with a key: %d %s", st, raw)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 	"github.com/agentplane/agentplane/plane"
 )
 
@@ -499,7 +500,7 @@ func TestChatEndsOnInterrupt(t *testing.T) {
 	t.Parallel()
 	stdin, w := io.Pipe() // a terminal nobody types into
 	defer w.Close()
-	var out, errOut syncBuffer
+	var out, errOut servetest.SyncBuffer
 	db := filepath.Join(t.TempDir(), "a.db")
 	m := &Main{Stdin: stdin, Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return map[string]string{"AGENTPLANE_DB": db}[k] }}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -516,24 +517,6 @@ func TestChatEndsOnInterrupt(t *testing.T) {
 	if code := <-done; code != 130 || !strings.Contains(errOut.String(), "interrupted") {
 		t.Fatalf("exit %d, %s", code, errOut.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe to read while the program writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestKeygen: a new key each time, long enough for auth.keys, and the

@@ -2,15 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,58 +18,8 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/plane"
-	"github.com/agentplane/agentplane/store"
-	"github.com/agentplane/agentplane/store/postgres"
-	"github.com/agentplane/agentplane/store/sqlite"
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 )
-
-// startServe runs the built binary's serve on a free loopback port and
-// returns its base URL; the process is killed when the test ends.
-func startServe(t testing.TB, bin string, args ...string) (string, *exec.Cmd, *bufio.Scanner) {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() {
-		t.Fatal("serve printed nothing")
-	}
-	m := regexp.MustCompile(`serving (http://\S+) \(configuration (.+), store (.+), (.+)\)`).FindStringSubmatch(sc.Text())
-	if m == nil {
-		t.Fatalf("serve printed %q", sc.Text())
-	}
-	return m[1], cmd, sc
-}
-
-// newSession opens a session on a serve at url and returns its id.
-func newSession(t testing.TB, url string) string {
-	t.Helper()
-	resp, body, err := postJSON(url+"/v1/sessions", map[string]string{})
-	if err != nil || resp.StatusCode != 201 {
-		t.Fatalf("%v %s", err, body)
-	}
-	var created struct {
-		SessionID string `json:"session_id"`
-	}
-	json.Unmarshal(body, &created)
-	return created.SessionID
-}
-
-func postJSON(url string, body any) (*http.Response, []byte, error) {
-	raw, _ := json.Marshal(body)
-	resp, err := http.Post(url, "application/json", bytes.NewReader(raw))
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	return resp, out, err
-}
 
 // TestServeShutdownLosesNoAcknowledgedTurn stops serve with SIGTERM while
 // clients send turns: every turn answered 200 is in the store afterwards,
@@ -82,10 +29,10 @@ func TestServeShutdownLosesNoAcknowledgedTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := buildBinary(t)
+	bin := servetest.Binary(t)
 	db := filepath.Join(t.TempDir(), "serve.db")
-	url, cmd, out := startServe(t, bin, "--db", db)
-	resp, body, err := postJSON(url+"/v1/sessions", map[string]string{"mode": "sales"})
+	url, cmd, out := servetest.Serve(t, bin, "--db", db)
+	resp, body, err := servetest.PostJSON(url+"/v1/sessions", map[string]string{"mode": "sales"})
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("%v %s", err, body)
 	}
@@ -137,7 +84,7 @@ func TestServeShutdownLosesNoAcknowledgedTurn(t *testing.T) {
 				default:
 				}
 				text := texts[(c+i)%len(texts)]
-				resp, body, err := postJSON(url+"/v1/sessions/"+id+"/turns", map[string]string{"text": text})
+				resp, body, err := servetest.PostJSON(url+"/v1/sessions/"+id+"/turns", map[string]string{"text": text})
 				if err != nil {
 					return // the server is gone
 				}
@@ -191,7 +138,7 @@ func TestServeShutdownLosesNoAcknowledgedTurn(t *testing.T) {
 		}
 	}
 
-	recs := storedChain(t, db, id)
+	recs := servetest.StoredChain(t, db, id)
 	bySeq := map[int64]audit.Record{}
 	for _, r := range recs {
 		bySeq[r.Seq] = r
@@ -273,30 +220,4 @@ func TestMCPOverStdio(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("agentplane mcp did not end with its input")
 	}
-}
-
-// storedChain opens the database (SQLite file or PostgreSQL URL) after the
-// processes that wrote it are gone and returns the session's audit chain,
-// which must open cleanly and verify.
-func storedChain(t *testing.T, db, session string) []audit.Record {
-	t.Helper()
-	var st store.Store
-	var err error
-	if plane.IsPostgres(db) {
-		st, err = postgres.Open(context.Background(), db, nil)
-	} else {
-		st, err = sqlite.Open(context.Background(), db, nil)
-	}
-	if err != nil {
-		t.Fatalf("the database does not open cleanly: %v", err)
-	}
-	defer st.Close()
-	recs, err := st.Records(context.Background(), session, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := audit.Verify(recs); err != nil {
-		t.Fatal(err)
-	}
-	return recs
 }

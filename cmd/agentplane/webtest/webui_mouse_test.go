@@ -1,4 +1,4 @@
-package main
+package webtest
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/testkit/demotest"
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 	"github.com/agentplane/agentplane/store/sqlite"
 )
 
@@ -67,9 +68,9 @@ const allAnswered = `[...document.querySelectorAll('#log .choices button')].ever
 // typing reaches the message box.
 func TestWebPageMouse(t *testing.T) {
 	browser := newBrowser(t)
-	out := holdingOutbox(t, 700*time.Millisecond) // a send takes a while: what the page does before its answer shows
+	out := servetest.NewOutbox(t, 700*time.Millisecond) // a send takes a while: what the page does before its answer shows
 	db := filepath.Join(t.TempDir(), "ui.db")
-	srv := &server{t: t, bin: buildBinary(t), addr: freeAddr(t),
+	srv := &server{t: t, bin: servetest.Binary(t), addr: servetest.FreeAddr(t),
 		args: []string{"--config", uiConfig(t, out, ""), "--db", db, "--workflow-lease", "1s"}}
 	srv.start(t)
 	p := newPage(t, browser)
@@ -150,8 +151,8 @@ func TestWebPageMouse(t *testing.T) {
 		}
 		p.typed("hello")
 		p.wait(lastSys + `.includes('Q1 pilot list — done')`)
-		if out.count() != 1 {
-			t.Fatalf("%d sends", out.count())
+		if out.Count() != 1 {
+			t.Fatalf("%d sends", out.Count())
 		}
 		// cancelled by mouse
 		p.say("send this to the Q1 pilot list")
@@ -171,8 +172,8 @@ func TestWebPageMouse(t *testing.T) {
 		p.wait(`!document.getElementById('confirm').open`)
 		p.typed("hello")
 		p.wait(`(` + lastSys + `).includes('Q1 pilot list — done') && ` + allAnswered)
-		if out.count() != 2 {
-			t.Fatalf("%d sends", out.count())
+		if out.Count() != 2 {
+			t.Fatalf("%d sends", out.Count())
 		}
 	})
 
@@ -243,8 +244,8 @@ func TestWebPageMouse(t *testing.T) {
 		p.typed("hello")
 		var wf struct{ Status string }
 		srv.api(t, "GET", "/v1/workflows/"+id, "", nil, &wf)
-		if wf.Status != "completed" || out.count() != 3 {
-			t.Fatalf("approved by mouse: %s, %d sends", wf.Status, out.count())
+		if wf.Status != "completed" || out.Count() != 3 {
+			t.Fatalf("approved by mouse: %s, %d sends", wf.Status, out.Count())
 		}
 		// a decision between layers: continued, then aborted, by mouse
 		decided := srv.startWorkflow(t, session, map[string]any{"name": "Decide by mouse", "wait": true, "per_layer_validation": true, "tasks": []any{
@@ -401,12 +402,12 @@ func TestWebPageLongSession(t *testing.T) {
 	browser := newBrowser(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "long.db")
-	cfg := uiConfig(t, newOutbox(t), "")
+	cfg := uiConfig(t, servetest.NewOutbox(t, 0), "")
 	const n = 10000
 	start := time.Now()
 	id := longSession(t, cfg, db, n)
 	t.Logf("wrote a session of %d records in %v", n, time.Since(start).Round(time.Millisecond))
-	srv := &server{t: t, bin: buildBinary(t), addr: freeAddr(t), args: []string{"--config", cfg, "--db", db}}
+	srv := &server{t: t, bin: servetest.Binary(t), addr: servetest.FreeAddr(t), args: []string{"--config", cfg, "--db", db}}
 	srv.start(t)
 	p := newPage(t, browser)
 	defer p.noScriptErrors()

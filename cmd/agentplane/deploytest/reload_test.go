@@ -1,4 +1,4 @@
-package main
+package deploytest
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/internal/testkit/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 )
 
 // TestReloadTwoInstancesOnePostgres: two serve processes on one
@@ -21,7 +22,7 @@ import (
 func TestReloadTwoInstancesOnePostgres(t *testing.T) {
 	t.Parallel()
 	db := pgtest.Schema(t)
-	bin := buildBinary(t)
+	bin := servetest.Binary(t)
 	cfg := filepath.Join(t.TempDir(), "agentplane.yaml")
 	if err := os.WriteFile(cfg, demo.YAML, 0o644); err != nil {
 		t.Fatal(err)
@@ -33,7 +34,7 @@ func TestReloadTwoInstancesOnePostgres(t *testing.T) {
 	}
 	start := func() proc {
 		cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--config", cfg, "--db", db)
-		sc, _, _ := startProcess(t, cmd)
+		sc, _, _ := servetest.StartProcess(t, cmd)
 		i := strings.Index(sc.Text(), "serving http://")
 		if i < 0 {
 			t.Fatalf("serve printed %q", sc.Text())
@@ -47,7 +48,7 @@ func TestReloadTwoInstancesOnePostgres(t *testing.T) {
 	}
 	a, b := start(), start()
 	modes := func(p proc) string {
-		st, body := call(t, "GET", p.url+"/v1/modes", "", "")
+		st, body := servetest.Call(t, "GET", p.url+"/v1/modes", "", "")
 		if st != 200 {
 			t.Fatalf("modes: %d %s", st, body)
 		}
@@ -64,7 +65,7 @@ func TestReloadTwoInstancesOnePostgres(t *testing.T) {
 	if line := a.out(); !strings.Contains(line, "configuration reloaded") {
 		t.Fatalf("after SIGHUP: %q", line)
 	}
-	st, body := call(t, "POST", b.url+"/v1/admin/reload", "", "")
+	st, body := servetest.Call(t, "POST", b.url+"/v1/admin/reload", "", "")
 	var got struct{ Config string }
 	if json.Unmarshal(body, &got); st != 200 || len(got.Config) != 64 {
 		t.Fatalf("POST /v1/admin/reload: %d %s", st, body)
@@ -79,7 +80,7 @@ func TestReloadTwoInstancesOnePostgres(t *testing.T) {
 	if err := os.WriteFile(cfg, bad, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, body = call(t, "POST", b.url+"/v1/admin/reload", "", "")
+	st, body = servetest.Call(t, "POST", b.url+"/v1/admin/reload", "", "")
 	if st != 400 || !strings.Contains(string(body), "agentplane.yaml:") || !strings.Contains(string(body), "toolboxes_typo") {
 		t.Fatalf("a bad file: %d %s", st, body)
 	}

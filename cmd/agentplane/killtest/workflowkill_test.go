@@ -1,4 +1,4 @@
-package main
+package killtest
 
 import (
 	"context"
@@ -9,116 +9,17 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentplane/agentplane/audit"
-	"github.com/agentplane/agentplane/gate"
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/sqlite"
 	"github.com/agentplane/agentplane/workflow"
 )
-
-// world is the service the external tools act on: it acts once per
-// Idempotency-Key and records every request with the session it came from.
-type world struct {
-	mu        sync.Mutex
-	acted     map[string]int             // Idempotency-Key -> times it acted (at most 1)
-	attempts  map[string]int             // the gate's request id -> requests
-	bySession map[string]map[string]bool // session -> request ids of sessions' calls that reached the world
-	keys      map[string]int             // Idempotency-Key -> requests
-}
-
-func newWorld() *world {
-	return &world{acted: map[string]int{}, attempts: map[string]int{}, bySession: map[string]map[string]bool{}, keys: map[string]int{}}
-}
-
-func (s *world) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		RequestID string `json:"request_id"`
-		Context   struct {
-			SessionID string `json:"session_id"`
-			Origin    string `json:"origin"`
-		} `json:"context"`
-	}
-	json.NewDecoder(r.Body).Decode(&body)
-	key := r.Header.Get("Idempotency-Key")
-	time.Sleep(time.Duration(rand.IntN(15)) * time.Millisecond) // a window to be killed in
-	s.mu.Lock()
-	s.attempts[body.RequestID]++
-	s.keys[key]++
-	if strings.HasSuffix(r.URL.Path, "/publish") {
-		s.acted[key] = 1 // once per key, however often it is asked
-		if body.Context.Origin != "workflow" {
-			if s.bySession[body.Context.SessionID] == nil {
-				s.bySession[body.Context.SessionID] = map[string]bool{}
-			}
-			s.bySession[body.Context.SessionID][body.RequestID] = true // its key is derived from it, the session and the principal
-		}
-	}
-	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"ok": true, "key": %q}`, key)
-}
-
-// untilWorkflowsEnd lists the workflows until none is left running,
-// calling between before each look; it fails t after two minutes.
-func untilWorkflowsEnd(t *testing.T, list func() ([]workflow.Workflow, error), between func()) []workflow.Workflow {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		between()
-		ws, err := list()
-		if err != nil {
-			t.Fatal(err)
-		}
-		open := 0
-		for _, w := range ws {
-			if !workflow.Terminal(w.Status) {
-				open++
-			}
-		}
-		if open == 0 {
-			return ws
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d workflows have not ended", open, len(ws))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// checkWorkflows fails t when a completed external task of the workflows
-// did not act exactly once, or a workflow's attempt (request id) reached
-// the world twice — a finished call ran again. It returns the workflows'
-// statuses and how many external tasks completed.
-func (s *world) checkWorkflows(t *testing.T, ws []workflow.Workflow) (statuses map[string]int, completed int) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	statuses = map[string]int{}
-	for _, w := range ws {
-		statuses[w.Status]++
-		for _, task := range w.Tasks {
-			if task.Tool == "publish" && task.Status == workflow.TaskCompleted {
-				completed++
-				key := gate.DownstreamKey(w.Principal, w.SessionID, task.Key) // the task's key as its service sees it
-				if s.acted[key] != 1 {
-					t.Fatalf("workflow %s: %s completed, the world acted %d times for %s", w.ID, task.ID, s.acted[key], task.Key)
-				}
-			}
-		}
-	}
-	for id, n := range s.attempts {
-		if n > 1 && strings.HasPrefix(id, "wf_") {
-			t.Fatalf("attempt %s reached the world %d times: a finished call ran again", id, n)
-		}
-	}
-	return statuses, completed
-}
 
 // TestWorkflowsSurviveKills kills serve (SQLite) with SIGKILL 200 times
 // while a client starts workflows whose external tasks are HTTP tools,
@@ -131,7 +32,7 @@ func TestWorkflowsSurviveKills(t *testing.T) {
 		t.Skip("builds the binary and kills it 200 times")
 	}
 	t.Parallel() // it waits on processes of its own most of the time
-	svc := newWorld()
+	svc := servetest.NewWorld()
 	down := httptest.NewServer(svc)
 	defer down.Close()
 	dir := t.TempDir()
@@ -143,11 +44,11 @@ tools:
   - {name: fetch, description: "Fetch a report.", impact: read, http: {url: %q}}
   - {name: publish, description: "Publish a report.", impact: external, http: {url: %q}}
 `, down.URL+"/fetch", down.URL+"/publish")), 0o644)
-	bin := buildBinary(t)
+	bin := servetest.Binary(t)
 	db := filepath.Join(dir, "kill.db")
 	args := []string{"--config", cfg, "--db", db, "--workflow-lease", "300ms"}
-	url, cmd, _ := startServe(t, bin, args...)
-	session := newSession(t, url)
+	url, cmd, _ := servetest.Serve(t, bin, args...)
+	session := servetest.NewSession(t, url)
 	cmd.Process.Kill()
 	cmd.Wait()
 
@@ -172,7 +73,7 @@ tools:
 			}
 			if start && i%4 == 0 {
 				policy := []string{"manual", "automatic"}[rand.IntN(2)]
-				resp, body, err := postJSON(url+"/v1/workflows", map[string]any{"session_id": session, "tasks": tasks, "resume_policy": policy})
+				resp, body, err := servetest.PostJSON(url+"/v1/workflows", map[string]any{"session_id": session, "tasks": tasks, "resume_policy": policy})
 				if err != nil {
 					return
 				}
@@ -203,7 +104,7 @@ tools:
 				default:
 					continue
 				}
-				if _, _, err := postJSON(url+"/v1/workflows/"+w.ID+"/commands", cmd); err != nil {
+				if _, _, err := servetest.PostJSON(url+"/v1/workflows/"+w.ID+"/commands", cmd); err != nil {
 					return
 				}
 			}
@@ -213,7 +114,7 @@ tools:
 	r := rand.New(rand.NewPCG(3, 5))
 	const kills = 200
 	for range kills {
-		url, cmd, _ := startServe(t, bin, args...)
+		url, cmd, _ := servetest.Serve(t, bin, args...)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() { drive(url, stop, true) })
@@ -224,10 +125,10 @@ tools:
 		wg.Wait()
 	}
 	// a last instance, left alive, takes every workflow to its end
-	url, cmd, _ = startServe(t, bin, args...)
+	url, cmd, _ = servetest.Serve(t, bin, args...)
 	stop := make(chan struct{})
 	go drive(url, stop, false)
-	workflows := untilWorkflowsEnd(t, func() ([]workflow.Workflow, error) {
+	workflows := servetest.UntilWorkflowsEnd(t, func() ([]workflow.Workflow, error) {
 		resp, err := http.Get(url + "/v1/workflows?limit=500")
 		if err != nil {
 			return nil, err
@@ -243,18 +144,11 @@ tools:
 
 	mu.Lock()
 	defer mu.Unlock()
-	statuses, completedKeys := svc.checkWorkflows(t, workflows)
+	statuses, completedKeys := svc.CheckWorkflows(t, workflows)
 	if len(workflows) < len(started) {
 		t.Fatalf("%d workflows started, %d listed", len(started), len(workflows))
 	}
-	svc.mu.Lock()
-	defer svc.mu.Unlock()
-	again := 0
-	for _, n := range svc.keys {
-		if n > 1 {
-			again++ // a call in flight at a kill, asked again under its key
-		}
-	}
+	again, attempts := svc.AskedAgain() // a call in flight at a kill, asked again under its key
 	st, err := sqlite.Open(context.Background(), db, &sqlite.Options{Extensions: []store.Extension{workflow.Extension}})
 	if err != nil {
 		t.Fatalf("the database does not open cleanly after %d kills: %v", kills, err)
@@ -274,5 +168,5 @@ tools:
 		t.Fatalf("no workflow completed: %v", statuses)
 	}
 	t.Logf("%d kills: %d workflows, all ended %v; %d external calls acted once each (%d asked again under their key after a kill); %d attempts, none twice; at most %d checkpoints kept",
-		kills, len(workflows), statuses, completedKeys, again, len(svc.attempts), most)
+		kills, len(workflows), statuses, completedKeys, again, attempts, most)
 }

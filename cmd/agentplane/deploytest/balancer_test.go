@@ -1,4 +1,4 @@
-package main
+package deploytest
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 )
 
 // The balancers of the deployment tests run the configurations shipped in
@@ -19,14 +21,14 @@ import (
 // and error log in the test's directory.
 
 // deployDir is the repository's deploy/ directory.
-const deployDir = "../../deploy"
+const deployDir = "../../../deploy"
 
 // lb is a balancer in front of the instances.
 type lb struct {
 	name string
 	url  string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *servetest.SyncBuffer
 	// reload makes it read its configuration again the way an operator
 	// does: HAProxy's master gets SIGUSR2, nginx's SIGHUP.
 	reload func()
@@ -70,7 +72,7 @@ func instanceVars(addrs []string) map[string]string {
 func haproxyLB(t *testing.T, addrs []string) *lb {
 	t.Helper()
 	bin := balancerBin(t, "haproxy")
-	front := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+	front := fmt.Sprintf("127.0.0.1:%d", servetest.FreePorts(t, 1)[0])
 	cmd := exec.Command(bin, "-W", "-db", "-f", filepath.Join(deployDir, "haproxy.cfg"))
 	cmd.Env = os.Environ()
 	for k, v := range instanceVars(addrs) {
@@ -88,7 +90,7 @@ func haproxyLB(t *testing.T, addrs []string) *lb {
 func nginxLB(t *testing.T, addrs []string) *lb {
 	t.Helper()
 	bin := balancerBin(t, "nginx")
-	front := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+	front := fmt.Sprintf("127.0.0.1:%d", servetest.FreePorts(t, 1)[0])
 	vars := instanceVars(addrs)
 	vars["AGENTPLANE_LISTEN"] = front
 	dir := t.TempDir()
@@ -126,7 +128,7 @@ func envsubst(t *testing.T, path string, vars map[string]string) string {
 
 func (b *lb) start(t *testing.T, front string) {
 	t.Helper()
-	b.out = &syncBuffer{}
+	b.out = &servetest.SyncBuffer{}
 	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
 	// a process group of its own: its workers (an nginx worker outlives
 	// its master's SIGKILL; an old HAProxy worker drains after a reload)

@@ -1,10 +1,11 @@
-package main
+package webtest
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -18,7 +19,7 @@ import (
 // the session again says so, once.
 func TestWebPageLauncherOfAnotherMode(t *testing.T) {
 	browser := newBrowser(t)
-	media, err := os.ReadFile("../../examples/media/agentplane.yaml")
+	media, err := os.ReadFile("../../../examples/media/agentplane.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func TestWebPageLauncherOfAnotherMode(t *testing.T) {
 	if err := os.WriteFile(cfg, media, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := &server{t: t, bin: buildBinary(t), addr: freeAddr(t), args: []string{"--config", cfg, "--db", filepath.Join(t.TempDir(), "media.db")}}
+	srv := &server{t: t, bin: servetest.Binary(t), addr: servetest.FreeAddr(t), args: []string{"--config", cfg, "--db", filepath.Join(t.TempDir(), "media.db")}}
 	srv.start(t)
 	p := newPage(t, browser)
 	defer p.noScriptErrors()

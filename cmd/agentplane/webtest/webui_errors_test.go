@@ -1,4 +1,4 @@
-package main
+package webtest
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -52,7 +53,7 @@ commands:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := &server{t: t, bin: buildBinary(t), addr: freeAddr(t), args: []string{"--config", cfg, "--db", filepath.Join(t.TempDir(), "ui.db")}}
+	srv := &server{t: t, bin: servetest.Binary(t), addr: servetest.FreeAddr(t), args: []string{"--config", cfg, "--db", filepath.Join(t.TempDir(), "ui.db")}}
 	srv.start(t)
 	p := newPage(t, browser)
 	defer p.noScriptErrors()

@@ -1,4 +1,4 @@
-package main
+package killtest
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/sqlite"
@@ -29,11 +30,11 @@ func TestNotificationsSurviveKills(t *testing.T) {
 		t.Skip("builds the binary and kills it 200 times")
 	}
 	t.Parallel() // it waits on processes of its own most of the time
-	bin := buildBinary(t)
+	bin := servetest.Binary(t)
 	db := filepath.Join(t.TempDir(), "kill.db")
 	// a session for the floor's notifications
-	url, cmd, _ := startServe(t, bin, "--db", db)
-	session := newSession(t, url)
+	url, cmd, _ := servetest.Serve(t, bin, "--db", db)
+	session := servetest.NewSession(t, url)
 	cmd.Process.Kill()
 	cmd.Wait()
 
@@ -43,7 +44,7 @@ func TestNotificationsSurviveKills(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	const kills = 200
 	for range kills {
-		url, cmd, _ := startServe(t, bin, "--db", db)
+		url, cmd, _ := servetest.Serve(t, bin, "--db", db)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() { // emitter
@@ -58,7 +59,7 @@ func TestNotificationsSurviveKills(t *testing.T) {
 					return
 				default:
 				}
-				resp, body, err := postJSON(url+"/v1/notifications", bodies[i%3])
+				resp, body, err := servetest.PostJSON(url+"/v1/notifications", bodies[i%3])
 				if err != nil {
 					return
 				}

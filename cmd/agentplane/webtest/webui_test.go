@@ -1,4 +1,4 @@
-package main
+package webtest
 
 import (
 	"bufio"
@@ -8,15 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +26,7 @@ import (
 	"github.com/agentplane/agentplane/demo"
 	"github.com/agentplane/agentplane/internal/testkit/llmtest"
 	"github.com/agentplane/agentplane/internal/testkit/oidctest"
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 	"github.com/agentplane/agentplane/internal/testkit/testenv"
 	"github.com/agentplane/agentplane/webui"
 )
@@ -42,50 +40,10 @@ import (
 
 const evilName = `<img src=x onerror="window.__xss=1"> <script>window.__xss=2</script> Evil & Co`
 
-// outbox is the send tool's far end: an HTTP service that counts the
-// sends it gets.
-type outbox struct {
-	mu    sync.Mutex
-	sends []string
-	url   string
-}
-
-func newOutbox(t *testing.T) *outbox { return holdingOutbox(t, 0) }
-
-// holdingOutbox is an outbox that holds each send a while before it
-// answers, so that concurrent requests overlap it.
-func holdingOutbox(t *testing.T, hold time.Duration) *outbox {
-	o := &outbox{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/slow" { // a report that takes a while: a workflow is still running it when serve dies
-			time.Sleep(1500 * time.Millisecond)
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"report": "ready"}`)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		o.mu.Lock()
-		o.sends = append(o.sends, string(body))
-		o.mu.Unlock()
-		time.Sleep(hold)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"sent": true}`)
-	}))
-	t.Cleanup(srv.Close)
-	o.url = srv.URL
-	return o
-}
-
-func (o *outbox) count() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.sends)
-}
-
 // uiConfig writes the demo configuration with a catalog item whose name
 // is HTML, the send tool as an HTTP tool to the outbox, and optionally
 // API keys; it returns the file's path.
-func uiConfig(t *testing.T, out *outbox, keyDigest string) string {
+func uiConfig(t *testing.T, out *servetest.Outbox, keyDigest string) string {
 	t.Helper()
 	y := string(demo.YAML)
 	anchor := "    items:\n      - id: TPL-123\n"
@@ -99,9 +57,9 @@ func uiConfig(t *testing.T, out *outbox, keyDigest string) string {
 		t.Fatal("the demo configuration changed: no core toolbox to add the slow report to")
 	}
 	y = strings.Replace(y, core, "    tools: [agent_list_modes, agent_get_context, agent_set_mode, slow_report]\n", 1)
-	y = sendOverHTTP(t, y, out.url)
+	y = servetest.SendOverHTTP(t, y, out.URL)
 	y = strings.Replace(y, "    risk: medium\n    input_schema:", "    risk: high\n    requires_confirmation: true\n    input_schema:", 1)
-	y += fmt.Sprintf("  - {name: slow_report, description: A report that takes a while., impact: read, http: {url: %q}}\n", out.url+"/slow")
+	y += fmt.Sprintf("  - {name: slow_report, description: A report that takes a while., impact: read, http: {url: %q}}\n", out.URL+"/slow")
 	if keyDigest != "" {
 		y += "\nauth:\n  keys:\n    - {user_id: alice, key_sha256: " + keyDigest + "}\n"
 	}
@@ -123,15 +81,6 @@ type server struct {
 	cmd  *exec.Cmd
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // start runs serve; t is the (sub)test that asks, the process lives until
 // the whole test ends.
 func (s *server) start(t *testing.T) {
@@ -139,7 +88,7 @@ func (s *server) start(t *testing.T) {
 	cmd := exec.Command(s.bin, append([]string{"serve", "--addr", s.addr}, s.args...)...)
 	cmd.Env = append(os.Environ(), s.env...)
 	stdout, _ := cmd.StdoutPipe()
-	var stderr syncBuffer
+	var stderr servetest.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -403,8 +352,8 @@ func TestWebPage(t *testing.T) {
 	browser := newBrowser(t)
 	llmSrv := llmtest.New(t, llmtest.Reply{Text: "Subject: Close the quarter with confidence. Dear CFO, here is how Q1 ends well.", Chunk: 6, Pause: 40 * time.Millisecond})
 	dir := t.TempDir()
-	out := newOutbox(t)
-	srv := &server{t: t, bin: buildBinary(t), addr: freeAddr(t),
+	out := servetest.NewOutbox(t, 0)
+	srv := &server{t: t, bin: servetest.Binary(t), addr: servetest.FreeAddr(t),
 		args: []string{"--config", uiConfig(t, out, ""), "--db", filepath.Join(dir, "ui.db"), "--workflow-lease", "1s"},
 		env:  []string{"AGENTPLANE_LLM_BASE_URL=" + llmSrv.URL, "AGENTPLANE_LLM_MODEL=test-model"}}
 	srv.start(t)
@@ -572,8 +521,8 @@ func TestWebPage(t *testing.T) {
 		if len(audit) != 1 || !strings.Contains(fmt.Sprint(audit[0]["intent"]), "send_template_to_list") || !strings.Contains(fmt.Sprint(audit[0]["result"]), "success") {
 			t.Fatalf("executions: %v", audit)
 		}
-		if out.count() != 1 {
-			t.Fatalf("%d sends reached the outbox", out.count())
+		if out.Count() != 1 {
+			t.Fatalf("%d sends reached the outbox", out.Count())
 		}
 		// declined: nothing is done. The Enter that sends the turn is let go
 		// only once the answer has opened the dialog: its keypress and its
@@ -591,8 +540,8 @@ func TestWebPage(t *testing.T) {
 		}
 		press(p, chromedp.CSS("#confirm-no"))
 		p.wait(lastSys + ` === 'Cancelled; nothing was done.'`)
-		if out.count() != 1 {
-			t.Fatalf("declined, and %d sends reached the outbox", out.count())
+		if out.Count() != 1 {
+			t.Fatalf("declined, and %d sends reached the outbox", out.Count())
 		}
 		// the LLM proposes the send: the same dialog, its token for exactly that call
 		llmSrv.Add(llmtest.Reply{Text: "I'll send it once you confirm.", ToolCalls: []llmtest.Call{{Name: "send_template", Arguments: `{"list_id":"LIST-9"}`}}})
@@ -603,8 +552,8 @@ func TestWebPage(t *testing.T) {
 		}
 		p.run(chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Enter))
 		p.wait(`!document.getElementById('confirm').open && ` + lastSys + `.startsWith('✓')`)
-		if out.count() != 2 {
-			t.Fatalf("the confirmed proposal: %d sends reached the outbox", out.count())
+		if out.Count() != 2 {
+			t.Fatalf("the confirmed proposal: %d sends reached the outbox", out.Count())
 		}
 		p.shot("flow-d-done")
 	})
@@ -692,8 +641,8 @@ func TestWebPage(t *testing.T) {
 		if wf.Status != "completed" || wf.Tasks[1].Status != "completed" || wf.Tasks[1].Approval == "" {
 			t.Fatalf("workflow after approval: %+v", wf)
 		}
-		if out.count() != 3 {
-			t.Fatalf("after the approved workflow, %d sends reached the outbox", out.count())
+		if out.Count() != 3 {
+			t.Fatalf("after the approved workflow, %d sends reached the outbox", out.Count())
 		}
 		p.shot("workflow-done")
 		// another, rejected with feedback: aborted, nothing sent
@@ -709,8 +658,8 @@ func TestWebPage(t *testing.T) {
 		p.wait(`(e => e && e.dataset.status === 'aborted')(document.querySelector('#panel-body [data-status]'))`)
 		var rejected struct{ Status, Reason string }
 		srv.api(t, "GET", "/v1/workflows/"+second, "", nil, &rejected)
-		if rejected.Status != "aborted" || !strings.Contains(rejected.Reason, "not twice") || out.count() != 3 {
-			t.Fatalf("rejected: %+v, %d sends", rejected, out.count())
+		if rejected.Status != "aborted" || !strings.Contains(rejected.Reason, "not twice") || out.Count() != 3 {
+			t.Fatalf("rejected: %+v, %d sends", rejected, out.Count())
 		}
 		p.run(chromedp.KeyEvent(kb.Escape))
 		p.wait(closed("panel"))
@@ -898,8 +847,8 @@ func TestWebPageSignIn(t *testing.T) {
 	browser := newBrowser(t)
 	key := "ui-test-key-0123456789abcdef"
 	sum := sha256.Sum256([]byte(key))
-	srv := &server{t: t, bin: buildBinary(t), addr: freeAddr(t),
-		args: []string{"--config", uiConfig(t, newOutbox(t), hex.EncodeToString(sum[:])), "--db", filepath.Join(t.TempDir(), "ui.db")}}
+	srv := &server{t: t, bin: servetest.Binary(t), addr: servetest.FreeAddr(t),
+		args: []string{"--config", uiConfig(t, servetest.NewOutbox(t, 0), hex.EncodeToString(sum[:])), "--db", filepath.Join(t.TempDir(), "ui.db")}}
 	srv.start(t)
 	p := newPage(t, browser)
 	defer p.noScriptErrors()
@@ -928,11 +877,11 @@ func TestWebPageSignInWithProvider(t *testing.T) {
 	browser := newBrowser(t)
 	idp := oidctest.New(t)
 	idp.User = "carol"
-	cfg := uiConfig(t, newOutbox(t), "")
+	cfg := uiConfig(t, servetest.NewOutbox(t, 0), "")
 	y, _ := os.ReadFile(cfg)
 	y = append(y, fmt.Sprintf("\nauth:\n  oidc: {issuer: %q, audience: https://agentplane.test/mcp, client_id: agentplane-page, scopes: [openid, agentplane]}\n", idp.URL)...)
 	os.WriteFile(cfg, y, 0o644)
-	srv := &server{t: t, bin: buildBinary(t), addr: freeAddr(t), args: []string{"--config", cfg, "--db", filepath.Join(t.TempDir(), "ui.db")}}
+	srv := &server{t: t, bin: servetest.Binary(t), addr: servetest.FreeAddr(t), args: []string{"--config", cfg, "--db", filepath.Join(t.TempDir(), "ui.db")}}
 	srv.start(t)
 	p := newPage(t, browser)
 	defer p.noScriptErrors()

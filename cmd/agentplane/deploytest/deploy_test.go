@@ -1,4 +1,4 @@
-package main
+package deploytest
 
 import (
 	"bufio"
@@ -8,23 +8,21 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/internal/testkit/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
@@ -39,68 +37,6 @@ import (
 // actions, emitting and acknowledging notifications, running workflows
 // with approvals and following event streams — while the instances are
 // SIGKILLed and restarted, one at a time, and the balancers reload.
-
-// freePorts returns n loopback ports nothing listens on now.
-func freePorts(t *testing.T, n int) []int {
-	var out []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return out
-}
-
-// fleet is the serve processes behind the balancer.
-type fleet struct {
-	t     *testing.T
-	bin   string
-	args  []string
-	ports []int
-	mu    sync.Mutex
-	procs []*exec.Cmd
-}
-
-// start starts instance i on its port and waits until it serves.
-func (f *fleet) start(i int) {
-	f.t.Helper()
-	cmd := exec.Command(f.bin, append([]string{"serve", "--addr", fmt.Sprintf("127.0.0.1:%d", f.ports[i])}, f.args...)...)
-	stdout, _ := cmd.StdoutPipe()
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		f.t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || !strings.Contains(sc.Text(), "serving http") {
-		cmd.Process.Kill()
-		cmd.Wait()
-		f.t.Fatalf("instance %d did not start: %q\n%s", i, sc.Text(), stderr.String())
-	}
-	go io.Copy(io.Discard, stdout)
-	f.mu.Lock()
-	f.procs[i] = cmd
-	f.mu.Unlock()
-}
-
-// kill SIGKILLs instance i.
-func (f *fleet) kill(i int) {
-	f.mu.Lock()
-	cmd := f.procs[i]
-	f.procs[i] = nil
-	f.mu.Unlock()
-	if cmd != nil {
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-	}
-}
 
 // client talks to the balancer as a patient client does: a request that
 // found no instance (a transport error, 502, 503) is sent again, with the
@@ -219,7 +155,7 @@ func TestDeploymentBehindABalancer(t *testing.T) {
 		kills = v
 	}
 	db := pgtest.Schema(t)
-	svc := newWorld()
+	svc := servetest.NewWorld()
 	down := httptest.NewServer(svc)
 	defer down.Close()
 	cfg := filepath.Join(t.TempDir(), "deploy.yaml")
@@ -230,16 +166,16 @@ tools:
   - {name: fetch, description: "Fetch a report.", impact: read, http: {url: %q}}
   - {name: publish, description: "Publish a report.", impact: external, risk: high, http: {url: %q}}
 `, down.URL+"/fetch", down.URL+"/publish")), 0o644)
-	f := &fleet{t: t, bin: buildBinary(t), args: []string{"--config", cfg, "--db", db, "--workflow-lease", "500ms", "--tool-timeout", "2s"}, ports: freePorts(t, 3), procs: make([]*exec.Cmd, 3)}
+	f := servetest.NewFleet(t, servetest.Binary(t), 3, "--config", cfg, "--db", db, "--workflow-lease", "500ms", "--tool-timeout", "2s")
 	for i := range 3 {
-		f.start(i)
+		f.Start(i)
 	}
 	t.Cleanup(func() {
 		for i := range 3 {
-			f.kill(i)
+			f.Kill(i)
 		}
 	})
-	lbs := []*lb{haproxyLB(t, addrs(f.ports)), nginxLB(t, addrs(f.ports))}
+	lbs := []*lb{haproxyLB(t, addrs(f.Ports)), nginxLB(t, addrs(f.Ports))}
 	// clients alternate between the balancers; c goes through HAProxy, ng through nginx
 	via := func(i int) *client { return &client{url: lbs[i%2].url, http: &http.Client{Timeout: 20 * time.Second}} }
 	c, ng := via(0), via(1)
@@ -405,9 +341,9 @@ tools:
 	for k := range kills {
 		time.Sleep(time.Duration(150+r.IntN(400)) * time.Millisecond)
 		i := r.IntN(3)
-		f.kill(i)
+		f.Kill(i)
 		time.Sleep(time.Duration(20+r.IntN(150)) * time.Millisecond)
-		f.start(i)
+		f.Start(i)
 		if k%3 == 1 { // a balancer reloads, as for a new certificate: requests go on
 			lbs[k/3%2].reload()
 		}
@@ -437,7 +373,7 @@ tools:
 	}
 
 	// every workflow to its end, its pauses answered
-	workflows := untilWorkflowsEnd(t, func() ([]workflow.Workflow, error) {
+	workflows := servetest.UntilWorkflowsEnd(t, func() ([]workflow.Workflow, error) {
 		st, raw := c.do("GET", "/v1/workflows?limit=500", "", "")
 		var list struct{ Workflows []workflow.Workflow }
 		if st != 200 || json.Unmarshal(raw, &list) != nil {
@@ -445,12 +381,10 @@ tools:
 		}
 		return list.Workflows, nil
 	}, func() { answerPauses(ng) })
-	statuses, completed := svc.checkWorkflows(t, workflows)
+	statuses, completed := svc.CheckWorkflows(t, workflows)
 
 	mu.Lock()
 	defer mu.Unlock()
-	svc.mu.Lock()
-	defer svc.mu.Unlock()
 	ctx := context.Background()
 	st, err := postgres.Open(ctx, db, &postgres.Options{Extensions: []store.Extension{notify.Extension, workflow.Extension}})
 	if err != nil {
@@ -489,12 +423,13 @@ tools:
 		// Every run recorded acted once, under its own key; every key that
 		// reached the world has its run recorded, as a success or — its
 		// instance died while its call ran — as interrupted.
+		acted := svc.ActedFor(s)
 		for k, n := range recorded {
-			if n != 1 || !svc.bySession[s][k] {
-				t.Fatalf("session %s: request %s recorded as run %d times; the world saw it: %v", s, k, n, svc.bySession[s][k])
+			if n != 1 || !acted[k] {
+				t.Fatalf("session %s: request %s recorded as run %d times; the world saw it: %v", s, k, n, acted[k])
 			}
 		}
-		for k := range svc.bySession[s] {
+		for k := range acted {
 			if recorded[k] == 0 && !interrupted[k] {
 				t.Fatalf("session %s: %s acted in the world and is not recorded", s, k)
 			}
@@ -595,7 +530,7 @@ func TestDeploymentThroughput(t *testing.T) {
 	if os.Getenv("AGENTPLANE_DEPLOY_BENCH") == "" {
 		t.Skip("a measurement: set AGENTPLANE_DEPLOY_BENCH")
 	}
-	bin := buildBinary(t)
+	bin := servetest.Binary(t)
 	rate, perTurn := map[int]float64{}, map[int]float64{}
 	for _, n := range []int{1, 3} {
 		// the instances' PostgreSQL backends are found by their
@@ -603,13 +538,13 @@ func TestDeploymentThroughput(t *testing.T) {
 		// not counted
 		app := fmt.Sprintf("agentplane_throughput_%d_%d", os.Getpid(), n)
 		db := pgtest.Schema(t) + "&application_name=" + app
-		f := &fleet{t: t, bin: bin, args: []string{"--db", db, "--log-level", "warn"}, ports: freePorts(t, n), procs: make([]*exec.Cmd, n)}
+		f := servetest.NewFleet(t, bin, n, "--db", db, "--log-level", "warn")
 		for i := range n {
-			f.start(i)
+			f.Start(i)
 		}
 		tr := &http.Transport{MaxIdleConnsPerHost: 64}
 		t.Cleanup(tr.CloseIdleConnections)
-		c := &client{url: haproxyLB(t, addrs(f.ports)).url, http: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
+		c := &client{url: haproxyLB(t, addrs(f.Ports)).url, http: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
 		const clients = 64
 		sessions := make([]string, clients)
 		for i := range sessions {
@@ -627,7 +562,7 @@ func TestDeploymentThroughput(t *testing.T) {
 		total := 0
 		end := time.Now().Add(8 * time.Second)
 		cpu0 := cpuByProgram()
-		own0 := cpuOf(f.pids(), backends(t, app))
+		own0 := cpuOf(f.Pids(), backends(t, app))
 		start := time.Now()
 		for _, s := range sessions {
 			done.Go(func() {
@@ -647,7 +582,7 @@ func TestDeploymentThroughput(t *testing.T) {
 		done.Wait()
 		took := time.Since(start)
 		cpu := cpuByProgram()
-		own := cpuOf(f.pids(), backends(t, app))
+		own := cpuOf(f.Pids(), backends(t, app))
 		rate[n] = float64(total) / took.Seconds()
 		t.Logf("%d instance(s) behind HAProxy, 64 clients: %d turns in %v, %.0f turns/s", n, total, took.Round(time.Millisecond), rate[n])
 		var used []string
@@ -674,23 +609,10 @@ func TestDeploymentThroughput(t *testing.T) {
 		perTurn[n] = ownInst + ownPG
 		t.Logf("  CPU per turn, by process: instance(s) %.3f ms, their %d PostgreSQL backends %.3f ms, together %.3f ms", ownInst, len(own.backends), ownPG, ownInst+ownPG)
 		for i := range n {
-			f.kill(i)
+			f.Kill(i)
 		}
 	}
 	t.Logf("three instances vs one: %.2f× the turns/s, %.2f× the CPU per turn (instances + PostgreSQL)", rate[3]/rate[1], perTurn[3]/perTurn[1])
-}
-
-// pids are the fleet's running instances' process ids.
-func (f *fleet) pids() []int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []int
-	for _, p := range f.procs {
-		if p != nil && p.Process != nil {
-			out = append(out, p.Process.Pid)
-		}
-	}
-	return out
 }
 
 // backends are the process ids of PostgreSQL's backends serving the

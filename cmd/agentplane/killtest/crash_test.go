@@ -1,4 +1,4 @@
-package main
+package killtest
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/audit"
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 )
 
 // TestCrashLosesNoAcknowledgedTurn kills an agentplane process with SIGKILL
@@ -24,10 +25,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and kills it repeatedly")
 	}
-	bin := filepath.Join(t.TempDir(), "agentplane")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := servetest.Binary(t)
 	db := filepath.Join(t.TempDir(), "crash.db")
 	out, err := exec.Command(bin, "chat", "--db", db, "--mode", "sales").Output()
 	m := regexp.MustCompile(`session ([0-9a-f]+),`).FindSubmatch(out)
@@ -91,7 +89,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 		}
 		cmd.Wait()
 	}
-	recs := storedChain(t, db, id)
+	recs := servetest.StoredChain(t, db, id)
 	turnsRecorded := 0
 	for _, rec := range recs {
 		if rec.Kind == audit.KindTurn {

@@ -1,4 +1,4 @@
-package main
+package deploytest
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/internal/testkit/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/postgres"
@@ -25,7 +26,7 @@ import (
 // before it by exactly one version: no update was lost or applied twice.
 func TestTwoInstancesOnePostgres(t *testing.T) {
 	db := pgtest.Schema(t)
-	bin := buildBinary(t)
+	bin := servetest.Binary(t)
 	out, err := exec.Command(bin, "chat", "--db", db, "--mode", "sales").Output()
 	m := regexp.MustCompile(`session ([0-9a-f]+),`).FindSubmatch(out)
 	if err != nil || m == nil {
@@ -50,7 +51,7 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 	}
 	wg.Wait()
 
-	recs := storedChain(t, db, id)
+	recs := servetest.StoredChain(t, db, id)
 	last := int64(0)
 	changes := 0
 	for _, r := range recs {
@@ -86,10 +87,10 @@ func TestStreamsAcrossInstances(t *testing.T) {
 	for _, mode := range []string{"poll", "notify"} {
 		t.Run(mode, func(t *testing.T) {
 			db := pgtest.Schema(t)
-			bin := buildBinary(t)
-			a, _, _ := startServe(t, bin, "--db", db, "--pg-events", mode)
-			b, _, _ := startServe(t, bin, "--db", db, "--pg-events", mode)
-			session := newSession(t, a)
+			bin := servetest.Binary(t)
+			a, _, _ := servetest.Serve(t, bin, "--db", db, "--pg-events", mode)
+			b, _, _ := servetest.Serve(t, bin, "--db", db, "--pg-events", mode)
+			session := servetest.NewSession(t, a)
 			stream, err := http.Get(b + "/v1/sessions/" + session + "/events")
 			if err != nil || stream.StatusCode != 200 {
 				t.Fatalf("%v %v", stream, err)
@@ -110,7 +111,7 @@ func TestStreamsAcrossInstances(t *testing.T) {
 			}
 			time.Sleep(200 * time.Millisecond) // B is following the session
 			start := time.Now()
-			if resp, body, err := postJSON(a+"/v1/sessions/"+session+"/turns", map[string]string{"text": "switch to ddr mode"}); err != nil || resp.StatusCode != 200 {
+			if resp, body, err := servetest.PostJSON(a+"/v1/sessions/"+session+"/turns", map[string]string{"text": "switch to ddr mode"}); err != nil || resp.StatusCode != 200 {
 				t.Fatalf("%v %s", err, body)
 			}
 			select {
@@ -132,7 +133,7 @@ func TestStreamsAcrossInstances(t *testing.T) {
 // claim: owner_lease 1, one attempt) — fencing across processes.
 func TestWatchdogsOfThreeInstances(t *testing.T) {
 	db := pgtest.Schema(t)
-	bin := buildBinary(t)
+	bin := servetest.Binary(t)
 	const n = 40
 	for i := range n {
 		out, err := exec.Command(bin, "notify", "send", "--db", db, "--user", fmt.Sprintf("user-%d", i%4), "--title", "alert",
@@ -143,7 +144,7 @@ func TestWatchdogsOfThreeInstances(t *testing.T) {
 	}
 	time.Sleep(1100 * time.Millisecond) // every TTL runs out
 	for range 3 {
-		startServe(t, bin, "--db", db)
+		servetest.Serve(t, bin, "--db", db)
 	}
 	s, err := postgres.Open(context.Background(), db, &postgres.Options{Extensions: []store.Extension{notify.Extension}})
 	if err != nil {

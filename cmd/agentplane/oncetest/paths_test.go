@@ -1,4 +1,4 @@
-package main
+package oncetest
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/internal/testkit/llmtest"
 	"github.com/agentplane/agentplane/internal/testkit/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 	"github.com/agentplane/agentplane/mcpserver"
 	"github.com/agentplane/agentplane/workflow"
 )
@@ -154,7 +154,7 @@ func TestEveryActingPathRunsOnce(t *testing.T) {
 	}
 	t.Parallel() // it waits on processes of its own most of the time
 	coversEveryDoor(t)
-	bin := buildBinary(t)
+	bin := servetest.Binary(t)
 	stores := []struct {
 		name      string
 		instances int
@@ -243,7 +243,7 @@ func coversEveryDoor(t *testing.T) {
 type pathWorld struct {
 	t    *testing.T
 	svc  *recorder
-	f    *fleet
+	f    *servetest.Fleet
 	http *http.Client
 	mu   sync.Mutex
 	urls []string     // each instance's
@@ -273,18 +273,12 @@ tools:
   - {name: note, description: Notes a target., impact: internal, risk: low, input_schema: {type: object, properties: {target: {type: string}}}, http: {url: %q}}
 llm: {base_url: %q, model: test-model, timeout_ms: 10000}
 `, down.URL+"/act", down.URL+"/note", model.URL)), 0o644)
-	f := &fleet{t: t, bin: bin, args: []string{"--config", cfg, "--db", db, "--tool-timeout", "5s", "--clock-margin", "0", "--workflow-lease", "2s", "--log-level", "warn"},
-		ports: freePorts(t, instances), procs: make([]*exec.Cmd, instances)}
+	f := servetest.NewFleet(t, bin, instances, "--config", cfg, "--db", db, "--tool-timeout", "5s", "--clock-margin", "0", "--workflow-lease", "2s", "--log-level", "warn")
 	w := &pathWorld{t: t, svc: svc, f: f, origins: map[string]bool{}, dead: map[int]bool{}, http: &http.Client{Timeout: 30 * time.Second}}
 	for i := range instances {
-		f.start(i)
-		w.urls = append(w.urls, fmt.Sprintf("http://127.0.0.1:%d", f.ports[i]))
+		f.Start(i)
+		w.urls = append(w.urls, f.URL(i))
 	}
-	t.Cleanup(func() {
-		for i := range instances {
-			f.kill(i)
-		}
-	})
 	return w
 }
 
@@ -850,7 +844,7 @@ func (w *pathWorld) crash(t *testing.T) {
 	w.mu.Lock()
 	w.dead[0] = true
 	w.mu.Unlock()
-	w.f.kill(0) // while every path's tool runs
+	w.f.Kill(0) // while every path's tool runs
 	killed := time.Now()
 	w.svc.mu.Lock()
 	for s, ch := range w.svc.hold {
@@ -859,7 +853,7 @@ func (w *pathWorld) crash(t *testing.T) {
 	}
 	w.svc.mu.Unlock()
 	if len(w.urls) == 1 {
-		w.f.start(0) // restarted on the same database; with two, the other instance answers
+		w.f.Start(0) // restarted on the same database; with two, the other instance answers
 		w.mu.Lock()
 		w.dead[0] = false
 		w.mu.Unlock()

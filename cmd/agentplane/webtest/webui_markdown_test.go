@@ -1,4 +1,4 @@
-package main
+package webtest
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package main
+package deploytest
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentplane/agentplane/internal/testkit/pgtest"
+	"github.com/agentplane/agentplane/internal/testkit/servetest"
 )
 
 // The deployment kit (deploy/) as an operator uses it: the balancers
@@ -50,8 +51,8 @@ toolboxes: [{id: t, catalogs: [modes], tools: [report]}]
 tools:
   - {name: report, description: "A report that takes a while.", impact: read, http: {url: %q}}
 `, slow.URL)), 0o644)
-	inst := serveEnv(t, buildBinary(t), cfg, nil, "--db", filepath.Join(t.TempDir(), "drain.db"))
-	addr := strings.TrimPrefix(inst.url, "http://")
+	inst := servetest.ServeEnv(t, servetest.Binary(t), cfg, nil, "--db", filepath.Join(t.TempDir(), "drain.db"))
+	addr := strings.TrimPrefix(inst.URL, "http://")
 	for _, b := range []*lb{haproxyLB(t, []string{addr}), nginxLB(t, []string{addr})} {
 		t.Run(b.name, func(t *testing.T) {
 			c := &client{url: b.url, http: &http.Client{Timeout: 20 * time.Second}}
@@ -163,7 +164,7 @@ func TestSystemdUnit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := buildBinary(t)
+	bin := servetest.Binary(t)
 	unit := unitService(t)
 	exec0 := strings.Fields(unit["ExecStart"])
 	if len(exec0) < 2 || exec0[0] != "/usr/local/bin/agentplane" || strings.ContainsAny(unit["ExecStart"], `"'\`) {
@@ -190,7 +191,7 @@ func TestSystemdUnit(t *testing.T) {
 	envFile := "AGENTPLANE_DB=" + db + "\nAGENTPLANE_KEY_ALICE=" + aliceDeployKey + "\n"
 	env := strings.Split(strings.TrimSpace(envFile), "\n")
 	cfg := keyedConfig(t)
-	port := strconv.Itoa(freePorts(t, 1)[0])
+	port := strconv.Itoa(servetest.FreePorts(t, 1)[0])
 	var args []string
 	for _, a := range exec0[1:] {
 		a = strings.ReplaceAll(a, "%i", port)
@@ -200,29 +201,26 @@ func TestSystemdUnit(t *testing.T) {
 		args = append(args, a)
 	}
 	// the check the README runs before a start
-	envMap := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
-	if out, _, code := runEnv(t, envMap, "", "validate", "--config", cfg, "--env"); code != 0 {
-		t.Fatalf("validate --env: exit %d\n%s", code, out)
+	check := exec.Command(bin, "validate", "--config", cfg, "--env")
+	check.Env = append(os.Environ(), env...)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("validate --env: %v\n%s", err, out)
 	}
 
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = t.TempDir() // WorkingDirectory, the StateDirectory
 	cmd.Env = append(os.Environ(), env...)
-	sc, stdout, stderr := startProcess(t, cmd)
+	sc, stdout, stderr := servetest.StartProcess(t, cmd)
 	if !strings.Contains(sc.Text(), "serving http://127.0.0.1:"+port) || !strings.Contains(sc.Text(), "1 API key(s)") {
 		t.Fatalf("ExecStart printed %q\n%s", sc.Text(), stderr.String())
 	}
 	rest := make(chan string, 1)
 	go func() { b, _ := io.ReadAll(stdout); rest <- string(b) }()
 	url := "http://127.0.0.1:" + port
-	if st, body := call(t, "GET", url+"/readyz", "", ""); st != 200 || string(body) != `{"status":"ready"}`+"\n" {
+	if st, body := servetest.Call(t, "GET", url+"/readyz", "", ""); st != 200 || string(body) != `{"status":"ready"}`+"\n" {
 		t.Errorf("readyz without a key: %d %s", st, body)
 	}
-	if st, body := call(t, "POST", url+"/v1/sessions", aliceDeployKey, `{}`); st != 201 {
+	if st, body := servetest.Call(t, "POST", url+"/v1/sessions", aliceDeployKey, `{}`); st != 201 {
 		t.Errorf("a session with the key: %d %s", st, body)
 	}
 	if unit["KillSignal"] != "SIGTERM" {
@@ -286,7 +284,7 @@ func TestComposeFile(t *testing.T) {
 		}
 	}
 
-	bin := buildBinary(t)
+	bin := servetest.Binary(t)
 	db := pgtest.Schema(t)
 	cfg := keyedConfig(t)
 	hosts := map[string]string{} // service:8080 -> where it runs here
@@ -298,7 +296,7 @@ func TestComposeFile(t *testing.T) {
 		if !slices.Contains(svc.Volumes, "./agentplane.yaml:/data/agentplane.yaml:ro") {
 			t.Errorf("%s does not mount the configuration it names: %v", name, svc.Volumes)
 		}
-		addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+		addr := fmt.Sprintf("127.0.0.1:%d", servetest.FreePorts(t, 1)[0])
 		args := slices.Clone(svc.Command)
 		for i := 1; i < len(args); i++ {
 			switch args[i-1] {
@@ -322,7 +320,7 @@ func TestComposeFile(t *testing.T) {
 		for k, v := range svc.Environment {
 			cmd.Env = append(cmd.Env, k+"="+strings.ReplaceAll(v, "${AGENTPLANE_KEY_ALICE}", aliceDeployKey))
 		}
-		sc, stdout, stderr := startProcess(t, cmd)
+		sc, stdout, stderr := servetest.StartProcess(t, cmd)
 		if !strings.Contains(sc.Text(), "serving http://"+addr) {
 			t.Fatalf("%s printed %q\n%s", name, sc.Text(), stderr.String())
 		}
