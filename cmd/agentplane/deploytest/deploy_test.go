@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -46,42 +45,9 @@ type client struct {
 	http *http.Client
 }
 
+// do sends a request patiently (servetest.Patiently).
 func (c *client) do(method, path, key, body string, header ...string) (int, []byte) {
-	deadline := time.Now().Add(time.Minute)
-	var last string
-	for {
-		var rd io.Reader
-		if body != "" {
-			rd = strings.NewReader(body)
-		}
-		req, _ := http.NewRequest(method, c.url+path, rd)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		resp, err := c.http.Do(req)
-		if err == nil {
-			raw, rerr := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			retry := resp.StatusCode == 502 || resp.StatusCode == 503 || resp.StatusCode == 504 ||
-				(resp.StatusCode == 409 && bytes.Contains(raw, []byte("request_in_progress")))
-			if rerr == nil && !retry {
-				return resp.StatusCode, raw
-			}
-			last = fmt.Sprintf("%d %s", resp.StatusCode, raw)
-		} else {
-			last = err.Error()
-		}
-		if time.Now().After(deadline) {
-			return 0, []byte(method + " " + path + " gave up after a minute: " + last)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return servetest.Patiently(c.http, func() string { return c.url }, method, path, key, body, header...)
 }
 
 // stream follows an SSE stream through the balancer, resuming with

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -296,39 +295,10 @@ func (w *pathWorld) url(i int) string {
 	return w.urls[n]
 }
 
-// do sends a request as a patient client does: one that found no
-// instance (a transport error, 502, 503) or whose request is still
-// running elsewhere (409 request_in_progress) is sent again, with the same
-// Idempotency-Key, to whichever instance serves client i then, until it
-// gets an answer or a minute has passed.
+// do sends a request patiently (servetest.Patiently) to whichever
+// instance serves client i at each attempt.
 func (w *pathWorld) do(i int, method, path, key, body string) (int, []byte) {
-	deadline := time.Now().Add(time.Minute)
-	var last string
-	for {
-		req, _ := http.NewRequest(method, w.url(i)+path, strings.NewReader(body))
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		resp, err := w.http.Do(req)
-		if err == nil {
-			raw, rerr := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			retry := resp.StatusCode == 502 || resp.StatusCode == 503 || resp.StatusCode == 409 && strings.Contains(string(raw), agentplane.CodeRequestInProgress)
-			if rerr == nil && !retry {
-				return resp.StatusCode, raw
-			}
-			last = fmt.Sprintf("%d %s", resp.StatusCode, raw)
-		} else {
-			last = err.Error()
-		}
-		if time.Now().After(deadline) {
-			return 0, []byte(method + " " + path + " got no answer in a minute: " + last)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return servetest.Patiently(w.http, func() string { return w.url(i) }, method, path, key, body)
 }
 
 // answerPauses approves every workflow waiting for approval and continues

@@ -43,16 +43,7 @@ const mangleHistory = `(() => {
 // place; everything else is drawn, and the page goes on working.
 func TestWebPageDrawErrors(t *testing.T) {
 	browser := newBrowser(t)
-	cfg := filepath.Join(t.TempDir(), "small.yaml")
-	if err := os.WriteFile(cfg, []byte(`version: 1
-modes:
-  - {key: general, display_name: General, default: true, toolboxes: [core]}
-toolboxes: [{id: core, catalogs: [modes], commands: [set_mode]}]
-commands:
-  - {id: set_mode, tool: agent_set_mode, parameter: mode, resolver: {catalog: modes}, sets_session_mode: true, triggers: ["switch to {item} mode"]}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := smallConfig(t)
 	srv := &server{t: t, bin: servetest.Binary(t), addr: servetest.FreeAddr(t), args: []string{"--config", cfg, "--db", filepath.Join(t.TempDir(), "ui.db")}}
 	srv.start(t)
 	p := newPage(t, browser)
@@ -114,4 +105,21 @@ commands:
 	if drawn != 3 { // #1 on the first load, #1 and #2 on the second
 		t.Errorf("the page logged %d draw errors, want 3: %q", drawn, logged)
 	}
+}
+
+// smallConfig writes a configuration of one mode, general, whose only
+// command switches modes, and returns its path.
+func smallConfig(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "small.yaml")
+	if err := os.WriteFile(p, []byte(`version: 1
+modes:
+  - {key: general, display_name: General, default: true, toolboxes: [core]}
+toolboxes: [{id: core, catalogs: [modes], commands: [set_mode]}]
+commands:
+  - {id: set_mode, tool: agent_set_mode, parameter: mode, resolver: {catalog: modes}, sets_session_mode: true, triggers: ["switch to {item} mode"]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

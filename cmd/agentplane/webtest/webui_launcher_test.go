@@ -58,16 +58,7 @@ func TestWebPageLauncherOfAnotherMode(t *testing.T) {
 
 	// the configuration changes under the session: its mode is gone, and
 	// the page, opening it again, says so
-	small := filepath.Join(t.TempDir(), "small.yaml")
-	if err := os.WriteFile(small, []byte(`version: 1
-modes:
-  - {key: general, display_name: General, default: true, toolboxes: [core]}
-toolboxes: [{id: core, catalogs: [modes], commands: [set_mode]}]
-commands:
-  - {id: set_mode, tool: agent_set_mode, parameter: mode, resolver: {catalog: modes}, sets_session_mode: true, triggers: ["switch to {item} mode"]}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	small := smallConfig(t)
 	srv.kill()
 	srv.args[1] = small
 	srv.start(t)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,7 +16,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/audit"
 	"github.com/agentplane/agentplane/plane"
 	"github.com/agentplane/agentplane/store"
@@ -227,4 +230,48 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Patiently sends a request as a patient client does: one that found no
+// instance (a transport error, 502, 503, 504) or whose request is still
+// running elsewhere (409 request_in_progress) is sent again, with the same
+// Idempotency-Key, to whichever base URL url gives then, until it gets an
+// answer or a minute has passed (then the status is 0 and the body says
+// what the last attempt got). The headers are name, value pairs.
+func Patiently(c *http.Client, url func() string, method, path, key, body string, header ...string) (int, []byte) {
+	deadline := time.Now().Add(time.Minute)
+	var last string
+	for {
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, _ := http.NewRequest(method, url()+path, rd)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := c.Do(req)
+		if err == nil {
+			raw, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			retry := resp.StatusCode == 502 || resp.StatusCode == 503 || resp.StatusCode == 504 ||
+				resp.StatusCode == 409 && bytes.Contains(raw, []byte(agentplane.CodeRequestInProgress))
+			if rerr == nil && !retry {
+				return resp.StatusCode, raw
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, raw)
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return 0, []byte(method + " " + path + " got no answer in a minute: " + last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
