@@ -37,12 +37,21 @@ func BenchmarkNotify(b *testing.B) {
 				l, _ := notify.NewLedger(st, nil)
 				hub := events.NewHub(st.Records, nil)
 				bus := notify.NewBus(l, c, hub, nil)
+				var readers sync.WaitGroup // the streams' readers, until the hub closes
+				defer readers.Wait()
+				defer hub.Close("done")
+				defer bus.Close(0)
 				for p := range producers {
 					sub := hub.Subscribe(notify.UserTopic(fmt.Sprintf("user-%d", p)), 0)
-					go func() {
-						for range sub.Events() {
+					readers.Go(func() {
+						for {
+							select {
+							case <-sub.Events():
+							case <-sub.Done():
+								return
+							}
 						}
-					}()
+					})
 				}
 				var mu sync.Mutex
 				var lat []time.Duration
