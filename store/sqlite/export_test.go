@@ -7,3 +7,7 @@ func OpenRaw(path string) (*sql.DB, error) { return sql.Open("sqlite", "file:"+p
 
 // Transactions returns how many transactions have committed groups.
 func (s *Store) Transactions() int64 { return s.txs.Load() }
+
+// BreakWriter closes the writer's connection under the store, as
+// database/sql does with one that went bad.
+func (s *Store) BreakWriter() { s.writer.Close() }

@@ -775,6 +775,23 @@ func (s *Store) lead(self *request) {
 	}
 }
 
+// reconnect replaces the writer's connection, which database/sql closed
+// (it went bad), and forgets the statements prepared on it. Only the
+// leader calls it.
+func (s *Store) reconnect(ctx context.Context) error {
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	clear(s.stmts)
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	s.writer.Close()
+	s.writer = c
+	return nil
+}
+
 // stmt returns the leader's prepared statement for query, on the
 // writer's connection, which tx is on. Preparing each statement once, not
 // per commit, saves about a third of a commit's CPU.
@@ -865,6 +882,11 @@ func (s *Store) tryGroup(group []*request, savepoints bool) bool {
 		}
 	}
 	tx, err := s.writer.BeginTx(ctx, nil)
+	if errors.Is(err, sql.ErrConnDone) { // the connection went bad: a new one
+		if err = s.reconnect(ctx); err == nil {
+			tx, err = s.writer.BeginTx(ctx, nil)
+		}
+	}
 	if err != nil {
 		fail(s.wrap("begin", err))
 		return true

@@ -171,6 +171,37 @@ func TestConcurrentCommitsShareTransactions(t *testing.T) {
 	}
 }
 
+// TestWriterConnectionReplaced: when the leader's connection goes bad
+// (database/sql closes it), the next commit gets a new one, its
+// statements prepared again, and goes through.
+func TestWriterConnectionReplaced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	commit := func(v int64) error {
+		return s.Commit(ctx, &store.Commit{SessionID: "a", Session: &agentplane.Session{ID: "a", Mode: "general", Version: v},
+			Record: &audit.Record{Session: "a", Time: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC), Kind: audit.KindExecution}})
+	}
+	if err := commit(1); err != nil {
+		t.Fatal(err)
+	}
+	s.BreakWriter()
+	if err := commit(2); err != nil {
+		t.Fatalf("the commit after the connection went bad: %v", err)
+	}
+	got, err := s.Session(ctx, "a")
+	if err != nil || got.Version != 2 {
+		t.Fatalf("session %+v, %v; want version 2", got, err)
+	}
+	if recs, err := s.Records(ctx, "a", 0); err != nil || len(recs) != 2 || audit.Verify(recs) != nil {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+}
+
 // TestPaths: --db is a file path, never a SQLite URI, and a database is
 // kept for its owner only.
 func TestPaths(t *testing.T) {
