@@ -65,9 +65,9 @@ type Store struct {
 	// writer is the leader's connection, its statements (stmts)
 	// prepared on it: a transaction on it runs them as they are, where a
 	// transaction from the pool bound each statement to itself anew
-	writer   *sql.Conn
-	stmts    map[string]*sql.Stmt
-	reads    map[string]*sql.Stmt // prepared reads, safe for concurrent use
+	writer *sql.Conn
+	stmts  map[string]*sql.Stmt
+	reads  map[string]*sql.Stmt // prepared reads, safe for concurrent use
 	// queries are subsystems' reads (Query), prepared at their first use
 	// and kept, at most maxStmts of them: preparing a read again on every
 	// call cost more than running it.
