@@ -99,6 +99,9 @@ const narrow = matchMedia('(max-width: 560px)');
 const placeholder = () => ($('composer-text').placeholder = narrow.matches ? 'Message' : 'Message — Enter sends, Shift+Enter for a new line');
 narrow.addEventListener('change', placeholder);
 placeholder();
+// The Enter that sent a turn is the box's until let go: its keypress and
+// repeats must not press a button of a dialog its answer opened.
+let sendingEnter = false;
 $('composer-text').addEventListener('keydown', (ev) => {
   if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
     ev.preventDefault();
@@ -106,9 +109,6 @@ $('composer-text').addEventListener('keydown', (ev) => {
     $('composer').requestSubmit();
   }
 });
-// The Enter that sent a turn is the box's until let go: its keypress and
-// repeats must not press a button of a dialog its answer opened.
-let sendingEnter = false;
 const dropSendingEnter = (ev) => {
   if (ev.key !== 'Enter' || ev.target === $('composer-text')) return;
   if (sendingEnter && (ev.type === 'keypress' || ev.repeat)) {

@@ -37,15 +37,13 @@ import (
 // with approvals and following event streams — while the instances are
 // SIGKILLed and restarted, one at a time, and the balancers reload.
 
-// client talks to the balancer as a patient client does: a request that
-// found no instance (a transport error, 502, 503) is sent again, with the
-// same Idempotency-Key, until it gets an answer.
+// client talks to a balancer as a patient client does
+// (servetest.Patiently).
 type client struct {
 	url  string
 	http *http.Client
 }
 
-// do sends a request patiently (servetest.Patiently).
 func (c *client) do(method, path, key, body string, header ...string) (int, []byte) {
 	return servetest.Patiently(c.http, func() string { return c.url }, method, path, key, body, header...)
 }
@@ -136,11 +134,6 @@ tools:
 	for i := range 3 {
 		f.Start(i)
 	}
-	t.Cleanup(func() {
-		for i := range 3 {
-			f.Kill(i)
-		}
-	})
 	lbs := []*lb{haproxyLB(t, addrs(f.Ports)), nginxLB(t, addrs(f.Ports))}
 	// clients alternate between the balancers; c goes through HAProxy, ng through nginx
 	via := func(i int) *client { return &client{url: lbs[i%2].url, http: &http.Client{Timeout: 20 * time.Second}} }

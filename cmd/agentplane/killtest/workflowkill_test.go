@@ -148,7 +148,7 @@ tools:
 	if len(workflows) < len(started) {
 		t.Fatalf("%d workflows started, %d listed", len(started), len(workflows))
 	}
-	again, attempts := svc.AskedAgain() // a call in flight at a kill, asked again under its key
+	again, attempts := svc.Asked() // a call in flight at a kill, asked again under its key
 	st, err := sqlite.Open(context.Background(), db, &sqlite.Options{Extensions: []store.Extension{workflow.Extension}})
 	if err != nil {
 		t.Fatalf("the database does not open cleanly after %d kills: %v", kills, err)

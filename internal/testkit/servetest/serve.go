@@ -26,7 +26,8 @@ import (
 	"github.com/agentplane/agentplane/store/sqlite"
 )
 
-var serving = regexp.MustCompile(`serving (http://\S+) \(configuration (.+), store (.+), (.+)\)`)
+// serving is serve's first line: the URL it serves, then what it runs.
+var serving = regexp.MustCompile(`serving (http://\S+) \(configuration .+, store .+, .+\)`)
 
 // Serve runs the binary's serve on a free loopback port and returns its
 // base URL, the process and its standard output past the first line; the
@@ -34,21 +35,8 @@ var serving = regexp.MustCompile(`serving (http://\S+) \(configuration (.+), sto
 func Serve(t testing.TB, bin string, args ...string) (string, *exec.Cmd, *bufio.Scanner) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() {
-		t.Fatal("serve printed nothing")
-	}
-	m := serving.FindStringSubmatch(sc.Text())
-	if m == nil {
-		t.Fatalf("serve printed %q", sc.Text())
-	}
-	return m[1], cmd, sc
+	sc, _, _ := StartProcess(t, cmd)
+	return servingURL(t, sc.Text()), cmd, sc
 }
 
 // Instance is a serve process started by ServeEnv.
@@ -65,13 +53,19 @@ func ServeEnv(t testing.TB, bin, cfg string, env []string, args ...string) Insta
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--config", cfg}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	sc, stdout, stderr := StartProcess(t, cmd)
-	i := strings.Index(sc.Text(), "serving http://")
-	if i < 0 {
-		t.Fatalf("serve printed %q", sc.Text())
-	}
-	url := strings.Fields(sc.Text()[i+len("serving "):])[0]
+	url := servingURL(t, sc.Text())
 	go io.Copy(io.Discard, stdout) // ends when the process does
 	return Instance{URL: url, Stderr: stderr}
+}
+
+// servingURL is the URL serve's first line names, or fails t.
+func servingURL(t testing.TB, line string) string {
+	t.Helper()
+	m := serving.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("serve printed %q", line)
+	}
+	return m[1]
 }
 
 // StartProcess starts cmd, killed when the test ends, and waits for the

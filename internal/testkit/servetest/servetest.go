@@ -68,8 +68,13 @@ func Main(m *testing.M) int {
 func Binary(t testing.TB) string { return builds.plain.get(t, false) }
 
 // RaceBinary is Binary with the race detector when the tests have it
-// (go test -race).
-func RaceBinary(t testing.TB) string { return builds.race.get(t, raceEnabled) }
+// (go test -race), Binary itself when they do not.
+func RaceBinary(t testing.TB) string {
+	if !raceEnabled {
+		return Binary(t)
+	}
+	return builds.race.get(t, true)
+}
 
 func (b *build) get(t testing.TB, race bool) string {
 	t.Helper()

@@ -68,18 +68,18 @@ func (s *World) ActedFor(session string) map[string]bool {
 	return maps.Clone(s.bySession[session])
 }
 
-// AskedAgain returns how many keys were asked more than once (a call in
+// Asked returns how many keys were asked more than once (a call in
 // flight at a kill, asked again under its key), and how many attempts
 // (request ids) reached the world.
-func (s *World) AskedAgain() (keys, attempts int) {
+func (s *World) Asked() (again, attempts int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range s.keys {
 		if n > 1 {
-			keys++
+			again++
 		}
 	}
-	return keys, len(s.attempts)
+	return again, len(s.attempts)
 }
 
 // CheckWorkflows fails t when a completed external task of the workflows
