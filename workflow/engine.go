@@ -554,16 +554,40 @@ func (e *Engine) await(ctx context.Context, ch <-chan struct{}) error {
 	return nil
 }
 
-// Get returns a workflow of the principal's.
+// Get returns a workflow of the principal's: while this engine's runner
+// holds it, as the runner last committed it (what the database holds,
+// not read back), otherwise as stored. What the workflow refers to (its
+// tasks' arguments, its approval) may be shared with the engine, as
+// Wait's is: read it, or change a copy.
 func (e *Engine) Get(ctx context.Context, id, principal string) (*Workflow, error) {
-	row, err := e.j.load(ctx, id)
-	if err != nil {
-		return nil, err
+	w := e.held(id)
+	if w == nil {
+		row, err := e.j.load(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		w = row.w
 	}
-	if row.w.Principal != principal {
+	if w.Principal != principal {
 		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
 	}
-	return row.w, nil
+	return w, nil
+}
+
+// held returns a copy of the workflow as this engine's runner last
+// committed it, while the runner holds it and has written it; nil
+// otherwise (read the database).
+func (e *Engine) held(id string) *Workflow {
+	e.mu.Lock()
+	r := e.runners[id]
+	e.mu.Unlock()
+	if r == nil || r.lost.Load() {
+		return nil
+	}
+	if last := r.last.Load(); last != nil {
+		return last.copy()
+	}
+	return nil
 }
 
 // List returns the principal's workflows, newest first, at most limit

@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -618,6 +619,63 @@ func TestQueuedWhileTheLastLayerRuns(t *testing.T) {
 		}
 		if got := e.wait(t, w.ID, 0); got.Status != workflow.StatusCompleted {
 			t.Fatalf("%+v", got)
+		}
+	})
+}
+
+// TestGetWhileHeld: while this engine's runner holds a workflow, Get
+// answers from what the runner last committed, reading nothing — and
+// that is the workflow as stored, as another instance (no runner) reads
+// it; the workflow Get returns is the caller's to change.
+func TestGetWhileHeld(t *testing.T) {
+	eachSharedStore(t, func(t *testing.T, kind string) {
+		e := newEnvOn(t, kind, nil)
+		ctx := context.Background()
+		w := e.start(t, threeLayers, "")
+		if w.Status != workflow.StatusAwaitingApproval {
+			t.Fatalf("want a pause at the approval: %+v", w)
+		}
+		other := e.engine(t, nil) // another instance: it holds nothing
+		ran := func() int64 { return e.store.(store.Counted).Stats().Statements }
+
+		before := ran()
+		held, err := e.eng.Get(ctx, w.ID, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := ran() - before; n != 0 {
+			t.Fatalf("Get of a workflow this engine's runner holds ran %d statements; want none", n)
+		}
+		before = ran()
+		stored, err := other.Get(ctx, w.ID, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ran() == before {
+			t.Fatal("another instance's Get read nothing: it holds no runner for the workflow")
+		}
+		got, _ := json.Marshal(held)
+		want, _ := json.Marshal(stored)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("held copy differs from the stored workflow:\n got %s\nwant %s", got, want)
+		}
+		// another principal is told it does not exist, as from the database
+		if _, err := e.eng.Get(ctx, w.ID, "mallory"); agentplane.ErrorCode(err) != agentplane.CodeNotFound {
+			t.Fatalf("another principal's Get: %v", err)
+		}
+		// the caller's copy: changing it changes nothing the next Get sees
+		held.Status, held.Tasks[0].Status, held.Tasks = "mangled", "mangled", held.Tasks[:1]
+		again, err := e.eng.Get(ctx, w.ID, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := json.Marshal(again); !bytes.Equal(got, want) {
+			t.Fatalf("a changed copy leaked into the next Get:\n got %s\nwant %s", got, want)
+		}
+		// after a command, Get reads its own write
+		w = e.command(t, w, workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: yes()})
+		if got, err := e.eng.Get(ctx, w.ID, "alice"); err != nil || got.Status != workflow.StatusCompleted || got.Seq != w.Seq {
+			t.Fatalf("Get after the approval: %+v %v", got, err)
 		}
 	})
 }
