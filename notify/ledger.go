@@ -92,7 +92,7 @@ CREATE TABLE notification_seqs (
 // Options configure a Ledger. nil means defaults.
 type Options struct {
 	Now   func() time.Time // nil means time.Now
-	NewID func() string    // nil means 16 random bytes in hex
+	NewID func() string    // nil means agentplane.OrderedID at Now
 }
 
 // Ledger keeps notifications in a SQL store opened with Extension.
@@ -120,8 +120,11 @@ func NewLedger(st store.Store, opts *Options) (*Ledger, error) {
 	if !ok {
 		return nil, errors.New("notify: the ledger needs a SQL store (SQLite or PostgreSQL), not an in-memory one")
 	}
-	l := &Ledger{st: st, q: q, now: time.Now, newID: agentplane.RandomID,
+	l := &Ledger{st: st, q: q, now: time.Now,
 		ackSlots: make(chan struct{}, pgInFlight), emitSlots: make(chan struct{}, pgInFlight)}
+	// time-ordered ids: an emit adds to the last pages of the id's index,
+	// where random ids wrote a page of it anywhere per notification
+	l.newID = func() string { return agentplane.OrderedID(l.now()) }
 	if opts != nil {
 		if opts.Now != nil {
 			l.now = opts.Now

@@ -681,3 +681,34 @@ func TestBatchesInFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestIDsInEmissionOrder: the ledger's own ids sort in the order the
+// ledger's clock made them — an emit adds to the last pages of the id's
+// index, not to a random page of it — and tell nothing else: 32 hex
+// digits, 80 of their bits random.
+func TestIDsInEmissionOrder(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	l, err := notify.NewLedger(drivers(t)["sqlite"](t), &notify.Options{Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 20 {
+		e, err := l.Emit(ctx, inbox("alice", fmt.Sprint("n", i)), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(e.ID) != 32 || strings.Trim(e.ID, "0123456789abcdef") != "" {
+			t.Fatalf("id %q: want 32 hex digits", e.ID)
+		}
+		ids = append(ids, e.ID)
+		clk.add(time.Millisecond)
+	}
+	if !slices.IsSorted(ids) {
+		t.Fatalf("ids out of emission order: %v", ids)
+	}
+	if ids[0][12:] == ids[1][12:] {
+		t.Fatalf("two ids share their random part: %s %s", ids[0], ids[1])
+	}
+}
