@@ -281,8 +281,9 @@ type saved struct {
 	prune bool
 	cmd   *outcome
 	// add, with cmd, appends a command to the queue as processed already
-	// (cmd is its outcome; the write sets cmd.Seq); digest is what it
-	// asked, for its key (add.RequestID).
+	// (cmd is its outcome; the write sets cmd.Seq, from the workflow's
+	// update: never with insert); digest is what it asked, for its key
+	// (add.RequestID).
 	add    *Command
 	digest string
 	insert bool // the workflow is new
@@ -340,14 +341,20 @@ func (j *sqlJournal) op(s *saved) store.Op {
 				return err
 			}
 		} else {
+			// the status only when it changed (its index entry stays as it
+			// is otherwise); a command carried out at once takes its number
+			// from the workflow's row in the same statement
+			set, args := `pause = ?, state = ?, seq = ?, updated = ?`, []any{s.w.pause(), state, s.w.Seq, now, s.w.ID, s.lease}
+			if !s.sameStatus {
+				set, args = `status = ?, `+set, append([]any{s.w.Status}, args...)
+			}
 			var n int64
 			var err error
-			if s.sameStatus { // its index entry stays as it is
-				n, err = tx.Exec(ctx, `UPDATE workflows SET pause = ?, state = ?, seq = ?, updated = ? WHERE id = ? AND lease = ?`,
-					s.w.pause(), state, s.w.Seq, now, s.w.ID, s.lease)
+			if s.add != nil {
+				err = tx.Query(ctx, `UPDATE workflows SET `+set+`, commands = commands + 1 WHERE id = ? AND lease = ? RETURNING commands`, args,
+					func(scan func(...any) error) error { n++; return scan(&s.cmd.Seq) })
 			} else {
-				n, err = tx.Exec(ctx, `UPDATE workflows SET status = ?, pause = ?, state = ?, seq = ?, updated = ? WHERE id = ? AND lease = ?`,
-					s.w.Status, s.w.pause(), state, s.w.Seq, now, s.w.ID, s.lease)
+				n, err = tx.Exec(ctx, `UPDATE workflows SET `+set+` WHERE id = ? AND lease = ?`, args...)
 			}
 			if err != nil {
 				return err
@@ -397,11 +404,8 @@ func (j *sqlJournal) op(s *saved) store.Op {
 			if err != nil {
 				return err
 			}
-			if err := tx.Query(ctx, `UPDATE workflows SET commands = commands + 1 WHERE id = ? RETURNING commands`, []any{s.w.ID},
-				func(scan func(...any) error) error { return scan(&s.cmd.Seq) }); err != nil {
-				return err
-			}
-			// after the row lock: a command queued meanwhile goes first
+			// after the row lock (the workflow's update above): a command
+			// queued meanwhile goes first
 			queued := 0
 			if err := tx.Query(ctx, `SELECT COUNT(*) FROM workflow_commands WHERE workflow_id = ? AND status = 'queued'`, []any{s.w.ID},
 				func(scan func(...any) error) error { return scan(&queued) }); err != nil {

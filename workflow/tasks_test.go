@@ -83,15 +83,20 @@ func TestDocumentWithTasksInside(t *testing.T) {
 	})
 }
 
-// countingStore counts the commits made through it.
+// countingStore counts the commits made through it, and the statements
+// of the last one (when commits come one at a time).
 type countingStore struct {
 	*sqlite.Store
 	commits atomic.Int64
+	last    atomic.Int64
 }
 
 func (s *countingStore) Commit(ctx context.Context, c *store.Commit) error {
 	s.commits.Add(1)
-	return s.Store.Commit(ctx, c)
+	before := s.Store.Stats().Statements
+	err := s.Store.Commit(ctx, c)
+	s.last.Store(s.Store.Stats().Statements - before)
+	return err
 }
 
 // TestCommitsPerRun counts the commits a chain of three read tasks makes
@@ -150,5 +155,59 @@ func TestCommitsPerRun(t *testing.T) {
 	var status string
 	if err := sq.Query(ctx, `SELECT status FROM workflows WHERE id = ?`, []any{w.ID}, func(scan func(...any) error) error { return scan(&status) }); err != nil || status != workflow.StatusCompleted {
 		t.Fatalf("stored status %q, %v; want completed", status, err)
+	}
+}
+
+// TestCommandAtOnceStatements counts the statements of the write of a
+// command the runner carries out at once (a rejected approval, which
+// ends the workflow): the workflow's update, which also numbers the
+// command (it took a statement of its own before), its events, the look
+// for a command queued before it, and the command's row.
+func TestCommandAtOnceStatements(t *testing.T) {
+	ctx := context.Background()
+	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"), &sqlite.Options{Extensions: []store.Extension{workflow.Extension}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &countingStore{Store: sq}
+	send := &tool.Func{S: tool.Spec{Name: "send", Usage: "Sends a letter.", Impact: tool.ImpactExternal, Risk: tool.RiskLow, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
+	c, err := core.New(ctx, core.Source{YAML: []byte("version: 1\nmodes: [{key: m, default: true, toolboxes: [t]}]\ntoolboxes: [{id: t, catalogs: [modes], tools: [send]}]\n"), Name: "c.yaml"},
+		&core.Options{Store: st, Tools: []tool.Tool{send}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.Start(ctx, core.Start{Principal: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := workflow.New(c, st, &workflow.Options{Poll: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(time.Minute)
+	w, err := eng.Start(ctx, workflow.Start{SessionID: s.ID, Principal: "alice", Definition: &workflow.Definition{Tasks: []workflow.Task{{ID: "a", Tool: "send"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err = eng.Wait(ctx, w.ID, "alice", 0); err != nil || w.Approval == nil {
+		t.Fatalf("want a pause at the approval: %+v %v", w, err)
+	}
+	commits := st.commits.Load()
+	no := false
+	if _, err := eng.Command(ctx, w.ID, "alice", workflow.Command{Type: workflow.CommandApprovalResponse, CheckpointID: w.Approval.CheckpointID, Approved: &no}); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.commits.Load() - commits; n != 1 {
+		t.Fatalf("the rejection made %d commits; want 1, carried out at once", n)
+	}
+	n := st.last.Load()
+	t.Logf("a rejection carried out at once: %d statements", n)
+	if n > 4 {
+		t.Fatalf("a rejection carried out at once wrote %d statements; want at most 4", n)
+	}
+	if w, err = eng.Wait(ctx, w.ID, "alice", w.Seq); err != nil || w.Status != workflow.StatusAborted {
+		t.Fatalf("after the rejection: %+v %v", w, err)
 	}
 }
