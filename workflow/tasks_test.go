@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/core"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/store/sqlite"
@@ -99,34 +100,45 @@ func (s *countingStore) Commit(ctx context.Context, c *store.Commit) error {
 	return err
 }
 
+// countedEngine is an engine on a counting SQLite store, with one tool
+// of the impact given that does nothing, and a session of alice's.
+func countedEngine(t *testing.T, name string, impact tool.Impact, poll time.Duration) (*countingStore, *workflow.Engine, *agentplane.Session) {
+	t.Helper()
+	ctx := context.Background()
+	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"), &sqlite.Options{Extensions: []store.Extension{workflow.Extension}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	st := &countingStore{Store: sq}
+	fn := &tool.Func{S: tool.Spec{Name: name, Usage: "Does nothing.", Impact: impact, Risk: tool.RiskLow, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
+	c, err := core.New(ctx, core.Source{YAML: []byte("version: 1\nmodes: [{key: m, default: true, toolboxes: [t]}]\ntoolboxes: [{id: t, catalogs: [modes], tools: [" + name + "]}]\n"), Name: "c.yaml"},
+		&core.Options{Store: st, Tools: []tool.Tool{fn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s, err := c.Start(ctx, core.Start{Principal: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := workflow.New(c, st, &workflow.Options{Poll: poll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(time.Minute) })
+	return st, eng, s
+}
+
 // TestCommitsPerRun counts the commits a chain of three read tasks makes
 // from its start to its end: the start (with the first layer's), then
 // each task's result in the gate's commit together with its layer's end
 // and the next layer's start (the last one's with the completion).
 func TestCommitsPerRun(t *testing.T) {
 	ctx := context.Background()
-	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"), &sqlite.Options{Extensions: []store.Extension{workflow.Extension}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &countingStore{Store: sq}
-	noop := &tool.Func{S: tool.Spec{Name: "noop", Usage: "Does nothing.", Impact: tool.ImpactRead, Risk: tool.RiskLow, InputSchema: json.RawMessage(`{"type":"object"}`)},
-		Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
-	c, err := core.New(ctx, core.Source{YAML: []byte("version: 1\nmodes: [{key: m, default: true, toolboxes: [t]}]\ntoolboxes: [{id: t, catalogs: [modes], tools: [noop]}]\n"), Name: "c.yaml"},
-		&core.Options{Store: st, Tools: []tool.Tool{noop}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := c.Start(ctx, core.Start{Principal: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := workflow.New(c, st, &workflow.Options{Poll: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close(time.Minute)
+	st, eng, s := countedEngine(t, "noop", tool.ImpactRead, time.Second)
+	sq := st.Store
 	before, ran := st.commits.Load(), sq.Stats().Statements
 	w, err := eng.Start(ctx, workflow.Start{SessionID: s.ID, Principal: "alice", Definition: &workflow.Definition{Tasks: []workflow.Task{
 		{ID: "a", Tool: "noop"}, {ID: "b", Tool: "noop", DependsOn: []string{"a"}}, {ID: "c", Tool: "noop", DependsOn: []string{"b"}}}}})
@@ -165,28 +177,7 @@ func TestCommitsPerRun(t *testing.T) {
 // for a command queued before it, and the command's row.
 func TestCommandAtOnceStatements(t *testing.T) {
 	ctx := context.Background()
-	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"), &sqlite.Options{Extensions: []store.Extension{workflow.Extension}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &countingStore{Store: sq}
-	send := &tool.Func{S: tool.Spec{Name: "send", Usage: "Sends a letter.", Impact: tool.ImpactExternal, Risk: tool.RiskLow, InputSchema: json.RawMessage(`{"type":"object"}`)},
-		Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
-	c, err := core.New(ctx, core.Source{YAML: []byte("version: 1\nmodes: [{key: m, default: true, toolboxes: [t]}]\ntoolboxes: [{id: t, catalogs: [modes], tools: [send]}]\n"), Name: "c.yaml"},
-		&core.Options{Store: st, Tools: []tool.Tool{send}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := c.Start(ctx, core.Start{Principal: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := workflow.New(c, st, &workflow.Options{Poll: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close(time.Minute)
+	st, eng, s := countedEngine(t, "send", tool.ImpactExternal, time.Minute) // no poll of the queue in between
 	w, err := eng.Start(ctx, workflow.Start{SessionID: s.ID, Principal: "alice", Definition: &workflow.Definition{Tasks: []workflow.Task{{ID: "a", Tool: "send"}}}})
 	if err != nil {
 		t.Fatal(err)
