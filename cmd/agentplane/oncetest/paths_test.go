@@ -2,6 +2,8 @@ package oncetest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -238,6 +240,14 @@ func coversEveryDoor(t *testing.T) {
 	}
 }
 
+// principal is who a client acts for: the user id its API key stands for
+// in the configuration, and the key.
+type principal struct{ id, key string }
+
+// authorization is the header pair (servetest.Patiently) that sends the
+// principal's key.
+func (p principal) authorization() []string { return []string{"Authorization", "Bearer " + p.key} }
+
 // pathWorld is the instances, the recording service and the model.
 type pathWorld struct {
 	t    *testing.T
@@ -251,6 +261,9 @@ type pathWorld struct {
 	// origins the acting calls were recorded with, over all cells
 	origins map[string]bool
 	cells   []*cell
+	// alice is whom every row's clients act for; bob is the other person
+	// of the column other_principal, who sends her requests as his own
+	alice, bob principal
 }
 
 func newPathWorld(t *testing.T, bin, db string, instances int) *pathWorld {
@@ -259,8 +272,15 @@ func newPathWorld(t *testing.T, bin, db string, instances int) *pathWorld {
 	t.Cleanup(down.Close)
 	model := llmtest.New(t)
 	model.Respond = respond
+	alice := principal{"alice", "alice-key-" + strings.Repeat("a", 22)}
+	bob := principal{"bob", "bob-key-" + strings.Repeat("b", 24)}
+	digest := func(p principal) string { d := sha256.Sum256([]byte(p.key)); return hex.EncodeToString(d[:]) }
 	cfg := filepath.Join(t.TempDir(), "paths.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`version: 1
+auth:
+  keys:
+    - {user_id: %s, roles: [user], key_sha256: %s}
+    - {user_id: %s, roles: [user], key_sha256: %s}
 modes: [{key: m, default: true, toolboxes: [t]}]
 toolboxes: [{id: t, catalogs: [targets], commands: [act_now, act_confirmed], tools: [act, note]}]
 catalogs: [{id: targets, entity_type: target, items: [{id: T-1, display_name: Target one}]}]
@@ -271,9 +291,10 @@ tools:
   - {name: act, description: Acts on a target., impact: external, risk: low, input_schema: {type: object, properties: {target: {type: string}}, required: [target]}, http: {url: %q}}
   - {name: note, description: Notes a target., impact: internal, risk: low, input_schema: {type: object, properties: {target: {type: string}}}, http: {url: %q}}
 llm: {base_url: %q, model: test-model, timeout_ms: 10000}
-`, down.URL+"/act", down.URL+"/note", model.URL)), 0o644)
+`, alice.id, digest(alice), bob.id, digest(bob), down.URL+"/act", down.URL+"/note", model.URL)), 0o644)
 	f := servetest.NewFleet(t, bin, instances, "--config", cfg, "--db", db, "--tool-timeout", "5s", "--clock-margin", "0", "--workflow-lease", "2s", "--log-level", "warn")
-	w := &pathWorld{t: t, svc: svc, f: f, origins: map[string]bool{}, dead: map[int]bool{}, http: &http.Client{Timeout: 30 * time.Second}}
+	w := &pathWorld{t: t, svc: svc, f: f, origins: map[string]bool{}, dead: map[int]bool{}, http: &http.Client{Timeout: 30 * time.Second},
+		alice: alice, bob: bob}
 	for i := range instances {
 		f.Start(i)
 		w.urls = append(w.urls, f.URL(i))
@@ -295,23 +316,24 @@ func (w *pathWorld) url(i int) string {
 	return w.urls[n]
 }
 
-// do sends a request patiently (servetest.Patiently) to whichever
-// instance serves client i at each attempt.
-func (w *pathWorld) do(i int, method, path, key, body string) (int, []byte) {
-	return servetest.Patiently(w.http, func() string { return w.url(i) }, method, path, key, body)
+// do sends a request of who's patiently (servetest.Patiently) to
+// whichever instance serves client i at each attempt; header is more
+// name, value pairs.
+func (w *pathWorld) do(who principal, i int, method, path, key, body string, header ...string) (int, []byte) {
+	return servetest.Patiently(w.http, func() string { return w.url(i) }, method, path, key, body, append(who.authorization(), header...)...)
 }
 
 // answerPauses approves every workflow waiting for approval and continues
 // every interrupted one.
 func (w *pathWorld) answerPauses() {
-	st, raw := w.do(0, "GET", "/v1/workflows?limit=500", "", "")
+	st, raw := w.do(w.alice, 0, "GET", "/v1/workflows?limit=500", "", "")
 	var list struct{ Workflows []workflow.Workflow }
 	if st != 200 || json.Unmarshal(raw, &list) != nil {
 		return
 	}
 	for _, wf := range list.Workflows {
 		if wf.Interruption != nil {
-			w.do(0, "POST", "/v1/workflows/"+wf.ID+"/commands", "", `{"type":"checkpoint_response","checkpoint_id":"`+wf.Interruption.CheckpointID+`","decision":"continue"}`)
+			w.do(w.alice, 0, "POST", "/v1/workflows/"+wf.ID+"/commands", "", `{"type":"checkpoint_response","checkpoint_id":"`+wf.Interruption.CheckpointID+`","decision":"continue"}`)
 		}
 	}
 }
@@ -358,7 +380,8 @@ type recorder struct {
 
 type recorded struct {
 	tool, session, requestID, key, origin string
-	acted                                 bool // the first call with its key
+	principal                             string // whom the call says it acts for
+	acted                                 bool   // the first call with its key
 }
 
 func (s *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -374,7 +397,7 @@ func (s *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	first := !s.acted[key]
 	s.acted[key] = true
 	s.calls = append(s.calls, recorded{tool: strings.TrimPrefix(r.URL.Path, "/"), session: body.Context.SessionID,
-		requestID: body.Context.RequestID, key: key, origin: body.Context.Origin, acted: first})
+		requestID: body.Context.RequestID, key: key, origin: body.Context.Origin, principal: body.Context.Principal.UserID, acted: first})
 	wait := s.hold[body.Context.SessionID]
 	s.mu.Unlock()
 	if wait != nil {
@@ -385,7 +408,9 @@ func (s *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"ok":true,"session":%q}`, body.Context.SessionID)
+	// what it answers names the call's key: an answer that shows it to
+	// anyone but the call's principal leaked her result
+	fmt.Fprintf(w, `{"ok":true,"session":%q,"key":%q}`, body.Context.SessionID, key)
 }
 
 // acted returns how many calls of a session acted (first with their key).
@@ -409,6 +434,7 @@ type cell struct {
 	w        *pathWorld
 	p        actingPath
 	n        int
+	as       principal // whom its clients act for
 	id       string
 	session  string
 	token    string // a confirmation's token
@@ -418,15 +444,27 @@ type cell struct {
 	before   int    // acts before the clients sent their request
 	mcp      *mcpsdk.ClientSession
 	answers  []string
+	statuses []int // of the answers, in order
 }
 
+// cell opens a session for the row's n clients acting for alice.
 func (w *pathWorld) cell(t *testing.T, p actingPath, n int) *cell {
 	w.mu.Lock()
 	w.n++
-	c := &cell{t: t, w: w, p: p, n: n, id: fmt.Sprintf("%s-%d-%d", p.name, n, w.n)}
+	id := fmt.Sprintf("%s-%d-%d", p.name, n, w.n)
+	w.mu.Unlock()
+	return w.cellAs(t, p, n, w.alice, id)
+}
+
+// cellAs opens a session for the row's n clients acting for who, their
+// keys made from id: another principal's cell of the same id sends the
+// same keys.
+func (w *pathWorld) cellAs(t *testing.T, p actingPath, n int, who principal, id string) *cell {
+	c := &cell{t: t, w: w, p: p, n: n, as: who, id: id}
+	w.mu.Lock()
 	w.cells = append(w.cells, c)
 	w.mu.Unlock()
-	st, raw := w.do(0, "POST", "/v1/sessions", c.key("open"), `{}`)
+	st, raw := w.do(who, 0, "POST", "/v1/sessions", c.key("open"), `{}`)
 	var created struct {
 		SessionID string `json:"session_id"`
 	}
@@ -462,15 +500,23 @@ func (c *cell) actsSince() int {
 
 func (c *cell) key(what string) string { return c.id + "-" + what }
 
-func (c *cell) post(i int, path, key, body string) []byte {
-	st, raw := c.w.do(i, "POST", path, key, body)
-	c.w.mu.Lock()
-	c.answers = append(c.answers, fmt.Sprintf("POST %s %s → %d %s", path, body, st, raw))
-	c.w.mu.Unlock()
+// post sends client i's request as the cell's principal and notes its
+// answer; header is more name, value pairs.
+func (c *cell) post(i int, path, key, body string, header ...string) []byte {
+	st, raw := c.w.do(c.as, i, "POST", path, key, body, header...)
+	c.answered(st, fmt.Sprintf("POST %s %s → %d %s", path, body, st, raw))
 	if st >= 500 || st == 0 {
-		c.t.Errorf("%s: POST %s: %d %s", c.id, path, st, raw)
+		c.t.Errorf("%s (%s): POST %s: %d %s", c.id, c.as.id, path, st, raw)
 	}
 	return raw
+}
+
+// answered notes an answer with its status.
+func (c *cell) answered(status int, answer string) {
+	c.w.mu.Lock()
+	c.answers = append(c.answers, answer)
+	c.statuses = append(c.statuses, status)
+	c.w.mu.Unlock()
 }
 
 // ask has the router ask for the confirmation of act_confirmed.
@@ -510,8 +556,14 @@ func (c *cell) confirm(i int, key string) {
 func (c *cell) wsTurn(i int, key, text string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	path := "/v1/sessions/" + c.session + "/ws"
+	opts := &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {c.as.authorization()[1]}}}
 	for {
-		conn, _, err := websocket.Dial(ctx, strings.Replace(c.w.url(i), "http", "ws", 1)+"/v1/sessions/"+c.session+"/ws", nil)
+		conn, resp, err := websocket.Dial(ctx, strings.Replace(c.w.url(i), "http", "ws", 1)+path, opts)
+		if err != nil && resp != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 { // refused: the answer
+			c.answered(resp.StatusCode, fmt.Sprintf("GET %s (WebSocket) → %d", path, resp.StatusCode))
+			return
+		}
 		if err == nil {
 			msg, _ := json.Marshal(map[string]string{"type": "turn", "request_id": key, "text": text})
 			err = conn.Write(ctx, websocket.MessageText, msg)
@@ -526,6 +578,7 @@ func (c *cell) wsTurn(i int, key, text string) {
 				}
 				json.Unmarshal(data, &m)
 				if m.Type == "turn" || m.Type == "error" && m.Error != nil && m.Error.Code != agentplane.CodeRequestInProgress {
+					c.answered(http.StatusOK, fmt.Sprintf("GET %s (WebSocket) %s → %s", path, msg, data))
 					conn.Close(websocket.StatusNormalClosure, "")
 					return
 				}
@@ -561,7 +614,7 @@ func (c *cell) mcpConnect() {
 // mcpSession connects to the instance client 0 talks to now, bound to the
 // agentplane session (mcpserver.SessionHeader) when one is named.
 func (c *cell) mcpSession(session string) *mcpsdk.ClientSession {
-	hc := &http.Client{Transport: sessionHeader{session}}
+	hc := &http.Client{Transport: mcpHeaders{session, c.as}}
 	var cs *mcpsdk.ClientSession
 	var err error
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
@@ -578,12 +631,17 @@ func (c *cell) mcpSession(session string) *mcpsdk.ClientSession {
 	return cs
 }
 
-// sessionHeader names the agentplane session an MCP session binds to.
-type sessionHeader struct{ session string }
+// mcpHeaders sends the principal's key on every MCP request, and names
+// the agentplane session an MCP session binds to.
+type mcpHeaders struct {
+	session string
+	as      principal
+}
 
-func (h sessionHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+func (h mcpHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", h.as.authorization()[1])
 	if h.session != "" {
-		r = r.Clone(r.Context())
 		r.Header.Set(mcpserver.SessionHeader, h.session)
 	}
 	return http.DefaultTransport.RoundTrip(r)
@@ -645,7 +703,7 @@ func (c *cell) waitWorkflow(ok func(workflow.Workflow) bool) workflow.Workflow {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var w workflow.Workflow
-		st, raw := c.w.do(0, "GET", "/v1/workflows/"+c.workflow, "", "")
+		st, raw := c.w.do(c.as, 0, "GET", "/v1/workflows/"+c.workflow, "", "")
 		if st == 200 && json.Unmarshal(raw, &w) == nil && ok(w) {
 			return w
 		}
@@ -671,7 +729,7 @@ func (c *cell) workflowsOfSessionSettle() {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var list struct{ Workflows []workflow.Workflow }
-		_, raw := c.w.do(0, "GET", "/v1/workflows?limit=500", "", "")
+		_, raw := c.w.do(c.as, 0, "GET", "/v1/workflows?limit=500", "", "")
 		json.Unmarshal(raw, &list)
 		open := 0
 		for _, w := range list.Workflows {
@@ -702,7 +760,7 @@ func (c *cell) recorded() {
 	var recs []audit.Record
 	deadline := time.Now().Add(2*5*time.Second + 3*time.Second + 10*time.Second) // twice the tool timeout, the sweep, slack
 	for {
-		st, raw := c.w.do(0, "GET", "/v1/sessions/"+c.session+"/audit", "", "")
+		st, raw := c.w.do(c.as, 0, "GET", "/v1/sessions/"+c.session+"/audit", "", "")
 		recs = recs[:0]
 		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 			if r, err := audit.Decode([]byte(line)); err == nil {
