@@ -48,6 +48,14 @@ type actingPath struct {
 	setup  func(c *cell)
 	act    func(c *cell, i int)
 	settle func(c *cell)
+	// steal is another principal sending the row's request at alice's
+	// ids (the thief: her cell, acting for bob) where her act cannot;
+	// nil: her act as he sends it
+	steal func(thief *cell)
+	// cross is bob trying alice's own ids in his own session or
+	// workflow (stray: his cell), where the row has any that a second
+	// person could present: her confirmation token, her decision
+	cross func(stray, alice *cell)
 }
 
 // nonActing are the published API's writes that run no tool: each says
@@ -83,7 +91,8 @@ var actingPaths = []actingPath{
 		act:   func(c *cell, i int) { c.wsTurn(i, c.key(fmt.Sprint("ws-", i)), "yes") }},
 	{name: "intent_token", origin: gate.OriginAPI, doors: []string{"POST /v1/sessions/{id}/intents"},
 		setup: func(c *cell) { c.ask() },
-		act:   func(c *cell, i int) { c.confirm(i, c.key(fmt.Sprint("token-", i))) }},
+		act:   func(c *cell, i int) { c.confirm(i, c.key(fmt.Sprint("token-", i))) },
+		cross: herToken},
 	{name: "intent_direct", origin: gate.OriginAPI, doors: []string{"POST /v1/sessions/{id}/intents"},
 		act: func(c *cell, i int) {
 			c.post(i, "/v1/sessions/"+c.session+"/intents", c.key("direct"), `{"type":"action_call","action":"act","args":{"target":"T-1"}}`)
@@ -100,10 +109,12 @@ var actingPaths = []actingPath{
 		}},
 	{name: "llm_proposal_token", origin: gate.OriginAPI, doors: []string{"POST /v1/sessions/{id}/intents"},
 		setup: func(c *cell) { c.propose() },
-		act:   func(c *cell, i int) { c.confirm(i, c.key(fmt.Sprint("token-", i))) }},
+		act:   func(c *cell, i int) { c.confirm(i, c.key(fmt.Sprint("token-", i))) },
+		cross: herToken},
 	{name: "mcp_call", origin: gate.OriginMCP, doors: []string{"POST /mcp"},
 		setup: func(c *cell) { c.mcpConnect() },
-		act:   func(c *cell, i int) { c.mcpCall(c.key("mcp")) }},
+		act:   func(c *cell, i int) { c.mcpCall(c.key("mcp")) },
+		steal: func(thief *cell) { thief.mcpSteal(thief.key("mcp")) }},
 	{name: "approval", origin: gate.OriginWorkflow, doors: []string{"POST /v1/workflows", "POST /v1/workflows/{id}/commands"},
 		setup: func(c *cell) {
 			c.startWorkflow(`{"tasks":[{"id":"a","tool":"act","args":{"target":"T-1"}}]}`, workflow.StatusAwaitingApproval)
@@ -111,6 +122,10 @@ var actingPaths = []actingPath{
 		act: func(c *cell, i int) {
 			c.post(i, "/v1/workflows/"+c.workflow+"/commands", c.key(fmt.Sprint("approve-", i)),
 				`{"type":"approval_response","checkpoint_id":"`+c.pause+`","approved":true}`)
+		},
+		cross: func(stray, alice *cell) { // her checkpoint approved in his workflow
+			stray.post(0, "/v1/workflows/"+stray.workflow+"/commands", stray.key("her-approval"),
+				`{"type":"approval_response","checkpoint_id":"`+alice.pause+`","approved":true}`)
 		},
 		settle: func(c *cell) { c.workflowSettles() }},
 	{name: "decision", origin: gate.OriginWorkflow, doors: []string{"POST /v1/workflows/{id}/commands"},
@@ -125,6 +140,9 @@ var actingPaths = []actingPath{
 			// on a loaded machine may be the next layer's
 			c.post(i, "/v1/workflows/"+c.workflow+"/commands", c.key(fmt.Sprint("continue-", i)), `{"type":"continue","decision_id":"`+c.pause+`"}`)
 		},
+		cross: func(stray, alice *cell) { // her decision answered in his workflow
+			stray.post(0, "/v1/workflows/"+stray.workflow+"/commands", stray.key("her-decision"), `{"type":"continue","decision_id":"`+alice.pause+`"}`)
+		},
 		settle: func(c *cell) { c.workflowSettles() }},
 	{name: "workflow_start", origin: gate.OriginWorkflow, doors: []string{"POST /v1/workflows"},
 		act: func(c *cell, i int) {
@@ -134,9 +152,20 @@ var actingPaths = []actingPath{
 	{name: "internal_turn", origin: gate.OriginAgentInternal, doors: []string{"POST /v1/notifications"},
 		act: func(c *cell, i int) {
 			c.post(i, "/v1/notifications", c.key(fmt.Sprint("n-", i)), `{"address":"SESSION","session_id":"`+c.session+
-				`","target":"AGENT","handler":"AGENT","title":"handle-note","deduplication_key":"`+c.session+`"}`)
+				`","target":"AGENT","handler":"AGENT","title":"handle-note","deduplication_key":"`+c.key("dedup")+`"}`)
+		},
+		cross: func(stray, alice *cell) { // a notification for her, at her session
+			stray.post(0, "/v1/notifications", stray.key("for-her"), `{"address":"SESSION","user_id":"`+alice.as.id+`","session_id":"`+alice.session+
+				`","target":"AGENT","handler":"AGENT","title":"handle-note","deduplication_key":"`+alice.key("dedup")+`"}`)
 		},
 		settle: func(c *cell) { c.acts(1) }},
+}
+
+// herToken is bob presenting alice's confirmation (her confirm intent, her
+// token) in his own session. Under a key of its own: his own confirm
+// comes next under the row's key, and one key is one request.
+func herToken(stray, alice *cell) {
+	stray.post(0, "/v1/sessions/"+stray.session+"/intents", stray.key("her-token"), alice.intent)
 }
 
 // TestEveryActingPathRunsOnce walks the table of acting paths × {1, 2, 8
@@ -146,9 +175,10 @@ var actingPaths = []actingPath{
 // what reached the world: one act per request, on every row; after a
 // crash every request is answered (its result, or interrupted) within
 // twice the tool timeout and the clock margin, and every act that reached
-// the service is in the session's audit, as run or as interrupted. A
-// published route that can act, or a gate origin, without a row fails
-// the test.
+// the service is in the session's audit, as run or as interrupted. The
+// column other_principal has bob, another person, send each row's request
+// under alice's keys (otherPrincipal). A published route that can act,
+// or a gate origin, without a row fails the test.
 func TestEveryActingPathRunsOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts instances and kills them")
@@ -186,6 +216,11 @@ func TestEveryActingPathRunsOnce(t *testing.T) {
 							})
 						})
 					}
+				}
+				for _, p := range actingPaths {
+					wg.Go(func() {
+						t.Run(p.name+"_other_principal", func(t *testing.T) { w.otherPrincipal(t, p) })
+					})
 				}
 				wg.Wait()
 				if ran.Load() == int64(3*len(actingPaths)) { // every row ran: none left out by -run
@@ -657,10 +692,11 @@ func (c *cell) mcpCall(key string) {
 		params := &mcpsdk.CallToolParams{Name: "note", Arguments: map[string]any{"target": "T-1"}}
 		params.Meta = mcpsdk.Meta{mcpserver.RequestIDKey: key}
 		res, err := cs.CallTool(context.Background(), params)
+		b, _ := json.Marshal(res)
 		if err == nil && !res.IsError {
+			c.answered(http.StatusOK, fmt.Sprintf("MCP tools/call note %s → %s", key, b))
 			return
 		}
-		b, _ := json.Marshal(res)
 		if err == nil && strings.Contains(string(b), agentplane.CodeInterrupted) {
 			return // answered: its instance stopped while it ran
 		}
@@ -910,4 +946,134 @@ func (w *pathWorld) crash(t *testing.T) {
 		}
 		c.recorded()
 	}
+}
+
+// otherPrincipal is a row's cell of the column other_principal: the row
+// set up for alice and for bob, his cell sending the same keys as hers
+// (and the same deduplication key); then at once alice sends her request,
+// bob sends it at her ids (the thief: her session, workflow, MCP session,
+// confirmation) and, after trying her token or decision in his own
+// session (cross), sends it as his own. Alice's request acts once, for
+// her; bob's at her ids is refused with a 4xx and nothing acts for him
+// there; his own acts once, for him, under a downstream key that is not
+// hers; no answer bob got holds her result (the key it acted under,
+// which the service answers).
+func (w *pathWorld) otherPrincipal(t *testing.T, p actingPath) {
+	alice := w.cell(t, p, 1)
+	bob := w.cellAs(t, p, 1, w.bob, alice.id)
+	for _, c := range []*cell{alice, bob} {
+		if p.setup != nil {
+			p.setup(c)
+		}
+		c.before, _ = w.svc.actedFor(c.session)
+	}
+	switch {
+	case bob.session == alice.session:
+		t.Fatalf("%s: bob's request under alice's key opened or bound her session %s", alice.id, alice.session)
+	case alice.workflow != "" && bob.workflow == alice.workflow:
+		t.Fatalf("%s: bob's start under alice's key gave him her workflow %s", alice.id, alice.workflow)
+	}
+	thief, stray := *alice, *bob
+	thief.as, thief.answers, thief.statuses = w.bob, nil, nil
+	stray.answers, stray.statuses = nil, nil
+	var wg sync.WaitGroup
+	wg.Go(func() { p.act(alice, 0) })
+	wg.Go(func() {
+		if p.steal != nil {
+			p.steal(&thief)
+		} else {
+			p.act(&thief, 0)
+		}
+	})
+	wg.Go(func() {
+		if p.cross != nil {
+			p.cross(&stray, alice)
+		}
+		p.act(bob, 0)
+	})
+	wg.Wait()
+	if p.settle != nil {
+		p.settle(alice)
+		p.settle(bob)
+	}
+	all := func(cs ...*cell) string {
+		var out []string
+		for _, c := range cs {
+			for _, a := range c.answers {
+				out = append(out, c.as.id+": "+a)
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	for _, c := range []*cell{alice, bob} {
+		if got := c.actsSince(); got != 1 {
+			t.Errorf("%s: the world acted %d times for %s's request; the answers:\n%s", p.name, got, c.as.id, all(alice, &thief, &stray, bob))
+		}
+	}
+	if len(thief.statuses) == 0 {
+		t.Errorf("%s: bob's request at alice's ids got no answer", p.name)
+	}
+	for _, c := range []*cell{&thief, &stray} {
+		for k, st := range c.statuses {
+			if !refused(st, c.answers[k]) {
+				t.Errorf("%s: bob with alice's ids was not refused: %s", p.name, c.answers[k])
+			}
+		}
+	}
+	// at the service: each session's calls are its principal's, under
+	// keys of their own
+	keys := map[string]string{} // downstream key -> whose call came with it
+	for _, c := range []*cell{alice, bob} {
+		_, calls := w.svc.actedFor(c.session)
+		for _, call := range calls {
+			if call.principal != c.as.id {
+				t.Errorf("%s: a call in %s's session reached the service for %q: %+v", p.name, c.as.id, call.principal, call)
+			}
+			if who, ok := keys[call.key]; ok && who != c.as.id {
+				t.Errorf("%s: alice's and bob's calls reached the service under one key %s", p.name, call.key)
+			}
+			keys[call.key] = c.as.id
+		}
+	}
+	// in the answers: none of bob's holds a key of hers, nor hers of his
+	for key, who := range keys {
+		for _, c := range []*cell{alice, &thief, &stray, bob} {
+			if c.as.id == who {
+				continue
+			}
+			for _, a := range c.answers {
+				if strings.Contains(a, key) {
+					t.Errorf("%s: %s got the result of %s's call (key %s): %s", p.name, c.as.id, who, key, a)
+				}
+			}
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	alice.recorded()
+	bob.recorded()
+}
+
+// refused reports whether an answer to bob at alice's ids refused him:
+// a 4xx, or an intent's result that is not confirmed.
+func refused(status int, answer string) bool {
+	return status >= 400 && status < 500 ||
+		status == http.StatusOK && strings.Contains(answer, `"code":"`+agentplane.CodeConfirmationInvalid+`"`)
+}
+
+// mcpSteal is bob (the thief: alice's cell acting for him) calling over
+// MCP in her sessions: an MCP session of his bound to her agentplane
+// session, and a call, under her request id, in her MCP session.
+func (c *cell) mcpSteal(key string) {
+	accept := []string{"Accept", "application/json, text/event-stream"}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"thief","version":"1"}}}`
+	// the same initialize is alice's to send: his 404 is the refusal,
+	// not a request the server never serves
+	if st, raw := c.w.do(c.w.alice, 0, "POST", "/mcp", "", initialize, append([]string{mcpserver.SessionHeader, c.session}, accept...)...); st != http.StatusOK {
+		c.t.Errorf("%s: alice's own MCP initialize bound to her session: %d %s", c.id, st, raw)
+	}
+	c.post(0, "/mcp", "", initialize, append([]string{mcpserver.SessionHeader, c.session}, accept...)...)
+	c.post(0, "/mcp", "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"note","arguments":{"target":"T-1"},"_meta":{"`+mcpserver.RequestIDKey+`":"`+key+`"}}}`,
+		append([]string{"Mcp-Session-Id", c.mcp.ID()}, accept...)...)
 }
