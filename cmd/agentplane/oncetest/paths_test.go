@@ -1029,12 +1029,15 @@ func (w *pathWorld) otherPrincipal(t *testing.T, p actingPath) {
 			if call.principal != c.as.id {
 				t.Errorf("%s: a call in %s's session reached the service for %q: %+v", p.name, c.as.id, call.principal, call)
 			}
-			if who, ok := keys[call.key]; ok && who != c.as.id {
+			if who, ok := keys[call.key]; !ok {
+				keys[call.key] = c.as.id
+			} else if who != c.as.id {
 				t.Errorf("%s: alice's and bob's calls reached the service under one key %s", p.name, call.key)
 			}
-			keys[call.key] = c.as.id
 		}
 	}
+	alice.keysDerived(w.bob)
+	bob.keysDerived(w.alice)
 	// in the answers: none of bob's holds a key of hers, nor hers of his
 	for key, who := range keys {
 		for _, c := range []*cell{alice, &thief, &stray, bob} {
@@ -1053,6 +1056,43 @@ func (w *pathWorld) otherPrincipal(t *testing.T, p actingPath) {
 	}
 	alice.recorded()
 	bob.recorded()
+}
+
+// keysDerived fails the test unless every call of the cell's session
+// reached the service under the key derived from the cell's principal,
+// the session and the call's request (gate.DownstreamKey; a workflow
+// task's own key for a workflow's call), and not under the key the other
+// principal's same request in the same session would get. Two people
+// never share a session, so a key that left the principal out would
+// collide with nobody's above; it would the day two did.
+func (c *cell) keysDerived(other principal) {
+	_, calls := c.w.svc.actedFor(c.session)
+	var tasks []string // the task keys of the session's workflows
+	if slices.ContainsFunc(calls, func(r recorded) bool { return r.origin == string(gate.OriginWorkflow) }) {
+		var list struct{ Workflows []workflow.Workflow }
+		_, raw := c.w.do(c.as, 0, "GET", "/v1/workflows?limit=500", "", "")
+		json.Unmarshal(raw, &list)
+		for _, w := range list.Workflows {
+			for _, task := range w.Tasks {
+				if w.SessionID == c.session {
+					tasks = append(tasks, task.Key)
+				}
+			}
+		}
+	}
+	for _, call := range calls {
+		keys := []string{call.requestID}
+		if call.origin == string(gate.OriginWorkflow) {
+			keys = tasks
+		}
+		derived := func(k string) bool {
+			return call.key == gate.DownstreamKey(c.as.id, c.session, k) && call.key != gate.DownstreamKey(other.id, c.session, k)
+		}
+		if !slices.ContainsFunc(keys, derived) {
+			c.t.Errorf("%s: %s's call reached the service under %s, not a key derived from %s (not %s), the session and its request (%s, task keys %v)",
+				c.id, c.as.id, call.key, c.as.id, other.id, call.requestID, tasks)
+		}
+	}
 }
 
 // refused reports whether an answer to bob at alice's ids refused him:
