@@ -1013,11 +1013,17 @@ func (w *pathWorld) otherPrincipal(t *testing.T, p actingPath) {
 	if len(thief.statuses) == 0 {
 		t.Errorf("%s: bob's request at alice's ids got no answer", p.name)
 	}
-	for _, c := range []*cell{&thief, &stray} {
-		for k, st := range c.statuses {
-			if !refused(st, c.answers[k]) {
-				t.Errorf("%s: bob with alice's ids was not refused: %s", p.name, c.answers[k])
-			}
+	// at her session, workflow or MCP session: as if it did not exist (a
+	// 404; a 403, or a 400 naming the session, where he says whom he
+	// emits for) — not a 409, which would say her key was used
+	for k, st := range thief.statuses {
+		if st != http.StatusNotFound && st != http.StatusForbidden && st != http.StatusBadRequest {
+			t.Errorf("%s: bob at alice's ids was not refused with a 400, 403 or 404: %s", p.name, thief.answers[k])
+		}
+	}
+	for k, st := range stray.statuses {
+		if !refused(st, stray.answers[k]) {
+			t.Errorf("%s: alice's ids in bob's own session or workflow were not refused: %s", p.name, stray.answers[k])
 		}
 	}
 	// at the service: each session's calls are its principal's, under
@@ -1095,8 +1101,9 @@ func (c *cell) keysDerived(other principal) {
 	}
 }
 
-// refused reports whether an answer to bob at alice's ids refused him:
-// a 4xx, or an intent's result that is not confirmed.
+// refused reports whether an answer to bob presenting alice's ids in his
+// own session or workflow refused him: a 4xx (409: his workflow has no
+// such pause), or an intent's result that is not confirmed.
 func refused(status int, answer string) bool {
 	return status >= 400 && status < 500 ||
 		status == http.StatusOK && strings.Contains(answer, `"code":"`+agentplane.CodeConfirmationInvalid+`"`)
