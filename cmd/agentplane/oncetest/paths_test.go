@@ -465,11 +465,14 @@ func (s *recorder) actedFor(session string) (n int, calls []recorded) {
 
 // cell is one row × n clients on one store.
 type cell struct {
-	t        *testing.T
-	w        *pathWorld
-	p        actingPath
-	n        int
-	as       principal // whom its clients act for
+	t  *testing.T
+	w  *pathWorld
+	p  actingPath
+	n  int
+	as principal // whom its clients act for
+	// via is added to a client's number to pick its instance: bob's
+	// requests go to another instance than alice's, where there are two
+	via      int
 	id       string
 	session  string
 	token    string // a confirmation's token
@@ -538,7 +541,7 @@ func (c *cell) key(what string) string { return c.id + "-" + what }
 // post sends client i's request as the cell's principal and notes its
 // answer; header is more name, value pairs.
 func (c *cell) post(i int, path, key, body string, header ...string) []byte {
-	st, raw := c.w.do(c.as, i, "POST", path, key, body, header...)
+	st, raw := c.w.do(c.as, i+c.via, "POST", path, key, body, header...)
 	c.answered(st, fmt.Sprintf("POST %s %s → %d %s", path, body, st, raw))
 	if st >= 500 || st == 0 {
 		c.t.Errorf("%s (%s): POST %s: %d %s", c.id, c.as.id, path, st, raw)
@@ -594,7 +597,7 @@ func (c *cell) wsTurn(i int, key, text string) {
 	path := "/v1/sessions/" + c.session + "/ws"
 	opts := &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {c.as.authorization()[1]}}}
 	for {
-		conn, resp, err := websocket.Dial(ctx, strings.Replace(c.w.url(i), "http", "ws", 1)+path, opts)
+		conn, resp, err := websocket.Dial(ctx, strings.Replace(c.w.url(i+c.via), "http", "ws", 1)+path, opts)
 		if err != nil && resp != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 { // refused: the answer
 			c.answered(resp.StatusCode, fmt.Sprintf("GET %s (WebSocket) → %d", path, resp.StatusCode))
 			return
@@ -646,15 +649,16 @@ func (c *cell) mcpConnect() {
 	c.session = out.Session
 }
 
-// mcpSession connects to the instance client 0 talks to now, bound to the
-// agentplane session (mcpserver.SessionHeader) when one is named.
+// mcpSession connects to the instance the cell's client 0 talks to now,
+// bound to the agentplane session (mcpserver.SessionHeader) when one is
+// named.
 func (c *cell) mcpSession(session string) *mcpsdk.ClientSession {
 	hc := &http.Client{Transport: mcpHeaders{session, c.as}}
 	var cs *mcpsdk.ClientSession
 	var err error
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		cs, err = mcpsdk.NewClient(&mcpsdk.Implementation{Name: "paths", Version: "1"}, nil).Connect(context.Background(),
-			&mcpsdk.StreamableClientTransport{Endpoint: c.w.url(0) + "/mcp", HTTPClient: hc}, nil)
+			&mcpsdk.StreamableClientTransport{Endpoint: c.w.url(c.via) + "/mcp", HTTPClient: hc}, nil)
 		if err == nil {
 			break
 		}
@@ -961,6 +965,7 @@ func (w *pathWorld) crash(t *testing.T) {
 func (w *pathWorld) otherPrincipal(t *testing.T, p actingPath) {
 	alice := w.cell(t, p, 1)
 	bob := w.cellAs(t, p, 1, w.bob, alice.id)
+	bob.via = 1 // with two instances, his own requests go to the other one; the thief goes to hers
 	for _, c := range []*cell{alice, bob} {
 		if p.setup != nil {
 			p.setup(c)
