@@ -2,6 +2,8 @@ package oncetest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -46,6 +48,14 @@ type actingPath struct {
 	setup  func(c *cell)
 	act    func(c *cell, i int)
 	settle func(c *cell)
+	// steal is another principal sending the row's request at alice's
+	// ids (the thief: her cell, acting for bob) where her act cannot;
+	// nil: her act as he sends it
+	steal func(thief *cell)
+	// cross is bob trying alice's own ids in his own session or
+	// workflow (stray: his cell), where the row has any that a second
+	// person could present: her confirmation token, her decision
+	cross func(stray, alice *cell)
 }
 
 // nonActing are the published API's writes that run no tool: each says
@@ -81,7 +91,8 @@ var actingPaths = []actingPath{
 		act:   func(c *cell, i int) { c.wsTurn(i, c.key(fmt.Sprint("ws-", i)), "yes") }},
 	{name: "intent_token", origin: gate.OriginAPI, doors: []string{"POST /v1/sessions/{id}/intents"},
 		setup: func(c *cell) { c.ask() },
-		act:   func(c *cell, i int) { c.confirm(i, c.key(fmt.Sprint("token-", i))) }},
+		act:   func(c *cell, i int) { c.confirm(i, c.key(fmt.Sprint("token-", i))) },
+		cross: herToken},
 	{name: "intent_direct", origin: gate.OriginAPI, doors: []string{"POST /v1/sessions/{id}/intents"},
 		act: func(c *cell, i int) {
 			c.post(i, "/v1/sessions/"+c.session+"/intents", c.key("direct"), `{"type":"action_call","action":"act","args":{"target":"T-1"}}`)
@@ -98,10 +109,12 @@ var actingPaths = []actingPath{
 		}},
 	{name: "llm_proposal_token", origin: gate.OriginAPI, doors: []string{"POST /v1/sessions/{id}/intents"},
 		setup: func(c *cell) { c.propose() },
-		act:   func(c *cell, i int) { c.confirm(i, c.key(fmt.Sprint("token-", i))) }},
+		act:   func(c *cell, i int) { c.confirm(i, c.key(fmt.Sprint("token-", i))) },
+		cross: herToken},
 	{name: "mcp_call", origin: gate.OriginMCP, doors: []string{"POST /mcp"},
 		setup: func(c *cell) { c.mcpConnect() },
-		act:   func(c *cell, i int) { c.mcpCall(c.key("mcp")) }},
+		act:   func(c *cell, i int) { c.mcpCall(c.key("mcp")) },
+		steal: func(thief *cell) { thief.mcpSteal(thief.key("mcp")) }},
 	{name: "approval", origin: gate.OriginWorkflow, doors: []string{"POST /v1/workflows", "POST /v1/workflows/{id}/commands"},
 		setup: func(c *cell) {
 			c.startWorkflow(`{"tasks":[{"id":"a","tool":"act","args":{"target":"T-1"}}]}`, workflow.StatusAwaitingApproval)
@@ -109,6 +122,10 @@ var actingPaths = []actingPath{
 		act: func(c *cell, i int) {
 			c.post(i, "/v1/workflows/"+c.workflow+"/commands", c.key(fmt.Sprint("approve-", i)),
 				`{"type":"approval_response","checkpoint_id":"`+c.pause+`","approved":true}`)
+		},
+		cross: func(stray, alice *cell) { // her checkpoint approved in his workflow
+			stray.post(0, "/v1/workflows/"+stray.workflow+"/commands", stray.key("her-approval"),
+				`{"type":"approval_response","checkpoint_id":"`+alice.pause+`","approved":true}`)
 		},
 		settle: func(c *cell) { c.workflowSettles() }},
 	{name: "decision", origin: gate.OriginWorkflow, doors: []string{"POST /v1/workflows/{id}/commands"},
@@ -123,6 +140,9 @@ var actingPaths = []actingPath{
 			// on a loaded machine may be the next layer's
 			c.post(i, "/v1/workflows/"+c.workflow+"/commands", c.key(fmt.Sprint("continue-", i)), `{"type":"continue","decision_id":"`+c.pause+`"}`)
 		},
+		cross: func(stray, alice *cell) { // her decision answered in his workflow
+			stray.post(0, "/v1/workflows/"+stray.workflow+"/commands", stray.key("her-decision"), `{"type":"continue","decision_id":"`+alice.pause+`"}`)
+		},
 		settle: func(c *cell) { c.workflowSettles() }},
 	{name: "workflow_start", origin: gate.OriginWorkflow, doors: []string{"POST /v1/workflows"},
 		act: func(c *cell, i int) {
@@ -132,9 +152,20 @@ var actingPaths = []actingPath{
 	{name: "internal_turn", origin: gate.OriginAgentInternal, doors: []string{"POST /v1/notifications"},
 		act: func(c *cell, i int) {
 			c.post(i, "/v1/notifications", c.key(fmt.Sprint("n-", i)), `{"address":"SESSION","session_id":"`+c.session+
-				`","target":"AGENT","handler":"AGENT","title":"handle-note","deduplication_key":"`+c.session+`"}`)
+				`","target":"AGENT","handler":"AGENT","title":"handle-note","deduplication_key":"`+c.key("dedup")+`"}`)
+		},
+		cross: func(stray, alice *cell) { // a notification for her, at her session
+			stray.post(0, "/v1/notifications", stray.key("for-her"), `{"address":"SESSION","user_id":"`+alice.as.id+`","session_id":"`+alice.session+
+				`","target":"AGENT","handler":"AGENT","title":"handle-note","deduplication_key":"`+alice.key("dedup")+`"}`)
 		},
 		settle: func(c *cell) { c.acts(1) }},
+}
+
+// herToken is bob presenting alice's confirmation (her confirm intent, her
+// token) in his own session. Under a key of its own: his own confirm
+// comes next under the row's key, and one key is one request.
+func herToken(stray, alice *cell) {
+	stray.post(0, "/v1/sessions/"+stray.session+"/intents", stray.key("her-token"), alice.intent)
 }
 
 // TestEveryActingPathRunsOnce walks the table of acting paths × {1, 2, 8
@@ -144,9 +175,10 @@ var actingPaths = []actingPath{
 // what reached the world: one act per request, on every row; after a
 // crash every request is answered (its result, or interrupted) within
 // twice the tool timeout and the clock margin, and every act that reached
-// the service is in the session's audit, as run or as interrupted. A
-// published route that can act, or a gate origin, without a row fails
-// the test.
+// the service is in the session's audit, as run or as interrupted. The
+// column other_principal has bob, another person, send each row's request
+// under alice's keys (otherPrincipal). A published route that can act,
+// or a gate origin, without a row fails the test.
 func TestEveryActingPathRunsOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts instances and kills them")
@@ -184,6 +216,11 @@ func TestEveryActingPathRunsOnce(t *testing.T) {
 							})
 						})
 					}
+				}
+				for _, p := range actingPaths {
+					wg.Go(func() {
+						t.Run(p.name+"_other_principal", func(t *testing.T) { w.otherPrincipal(t, p) })
+					})
 				}
 				wg.Wait()
 				if ran.Load() == int64(3*len(actingPaths)) { // every row ran: none left out by -run
@@ -238,6 +275,14 @@ func coversEveryDoor(t *testing.T) {
 	}
 }
 
+// principal is who a client acts for: the user id its API key stands for
+// in the configuration, and the key.
+type principal struct{ id, key string }
+
+// authorization is the header pair (servetest.Patiently) that sends the
+// principal's key.
+func (p principal) authorization() []string { return []string{"Authorization", "Bearer " + p.key} }
+
 // pathWorld is the instances, the recording service and the model.
 type pathWorld struct {
 	t    *testing.T
@@ -251,6 +296,9 @@ type pathWorld struct {
 	// origins the acting calls were recorded with, over all cells
 	origins map[string]bool
 	cells   []*cell
+	// alice is whom every row's clients act for; bob is the other person
+	// of the column other_principal, who sends her requests as his own
+	alice, bob principal
 }
 
 func newPathWorld(t *testing.T, bin, db string, instances int) *pathWorld {
@@ -259,8 +307,15 @@ func newPathWorld(t *testing.T, bin, db string, instances int) *pathWorld {
 	t.Cleanup(down.Close)
 	model := llmtest.New(t)
 	model.Respond = respond
+	alice := principal{"alice", "alice-key-" + strings.Repeat("a", 22)}
+	bob := principal{"bob", "bob-key-" + strings.Repeat("b", 24)}
+	digest := func(p principal) string { d := sha256.Sum256([]byte(p.key)); return hex.EncodeToString(d[:]) }
 	cfg := filepath.Join(t.TempDir(), "paths.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`version: 1
+auth:
+  keys:
+    - {user_id: %s, roles: [user], key_sha256: %s}
+    - {user_id: %s, roles: [user], key_sha256: %s}
 modes: [{key: m, default: true, toolboxes: [t]}]
 toolboxes: [{id: t, catalogs: [targets], commands: [act_now, act_confirmed], tools: [act, note]}]
 catalogs: [{id: targets, entity_type: target, items: [{id: T-1, display_name: Target one}]}]
@@ -271,9 +326,10 @@ tools:
   - {name: act, description: Acts on a target., impact: external, risk: low, input_schema: {type: object, properties: {target: {type: string}}, required: [target]}, http: {url: %q}}
   - {name: note, description: Notes a target., impact: internal, risk: low, input_schema: {type: object, properties: {target: {type: string}}}, http: {url: %q}}
 llm: {base_url: %q, model: test-model, timeout_ms: 10000}
-`, down.URL+"/act", down.URL+"/note", model.URL)), 0o644)
+`, alice.id, digest(alice), bob.id, digest(bob), down.URL+"/act", down.URL+"/note", model.URL)), 0o644)
 	f := servetest.NewFleet(t, bin, instances, "--config", cfg, "--db", db, "--tool-timeout", "5s", "--clock-margin", "0", "--workflow-lease", "2s", "--log-level", "warn")
-	w := &pathWorld{t: t, svc: svc, f: f, origins: map[string]bool{}, dead: map[int]bool{}, http: &http.Client{Timeout: 30 * time.Second}}
+	w := &pathWorld{t: t, svc: svc, f: f, origins: map[string]bool{}, dead: map[int]bool{}, http: &http.Client{Timeout: 30 * time.Second},
+		alice: alice, bob: bob}
 	for i := range instances {
 		f.Start(i)
 		w.urls = append(w.urls, f.URL(i))
@@ -295,23 +351,24 @@ func (w *pathWorld) url(i int) string {
 	return w.urls[n]
 }
 
-// do sends a request patiently (servetest.Patiently) to whichever
-// instance serves client i at each attempt.
-func (w *pathWorld) do(i int, method, path, key, body string) (int, []byte) {
-	return servetest.Patiently(w.http, func() string { return w.url(i) }, method, path, key, body)
+// do sends a request of who's patiently (servetest.Patiently) to
+// whichever instance serves client i at each attempt; header is more
+// name, value pairs.
+func (w *pathWorld) do(who principal, i int, method, path, key, body string, header ...string) (int, []byte) {
+	return servetest.Patiently(w.http, func() string { return w.url(i) }, method, path, key, body, append(who.authorization(), header...)...)
 }
 
 // answerPauses approves every workflow waiting for approval and continues
 // every interrupted one.
 func (w *pathWorld) answerPauses() {
-	st, raw := w.do(0, "GET", "/v1/workflows?limit=500", "", "")
+	st, raw := w.do(w.alice, 0, "GET", "/v1/workflows?limit=500", "", "")
 	var list struct{ Workflows []workflow.Workflow }
 	if st != 200 || json.Unmarshal(raw, &list) != nil {
 		return
 	}
 	for _, wf := range list.Workflows {
 		if wf.Interruption != nil {
-			w.do(0, "POST", "/v1/workflows/"+wf.ID+"/commands", "", `{"type":"checkpoint_response","checkpoint_id":"`+wf.Interruption.CheckpointID+`","decision":"continue"}`)
+			w.do(w.alice, 0, "POST", "/v1/workflows/"+wf.ID+"/commands", "", `{"type":"checkpoint_response","checkpoint_id":"`+wf.Interruption.CheckpointID+`","decision":"continue"}`)
 		}
 	}
 }
@@ -358,7 +415,8 @@ type recorder struct {
 
 type recorded struct {
 	tool, session, requestID, key, origin string
-	acted                                 bool // the first call with its key
+	principal                             string // whom the call says it acts for
+	acted                                 bool   // the first call with its key
 }
 
 func (s *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -374,7 +432,7 @@ func (s *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	first := !s.acted[key]
 	s.acted[key] = true
 	s.calls = append(s.calls, recorded{tool: strings.TrimPrefix(r.URL.Path, "/"), session: body.Context.SessionID,
-		requestID: body.Context.RequestID, key: key, origin: body.Context.Origin, acted: first})
+		requestID: body.Context.RequestID, key: key, origin: body.Context.Origin, principal: body.Context.Principal.UserID, acted: first})
 	wait := s.hold[body.Context.SessionID]
 	s.mu.Unlock()
 	if wait != nil {
@@ -385,7 +443,9 @@ func (s *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"ok":true,"session":%q}`, body.Context.SessionID)
+	// what it answers names the call's key: an answer that shows it to
+	// anyone but the call's principal leaked her result
+	fmt.Fprintf(w, `{"ok":true,"session":%q,"key":%q}`, body.Context.SessionID, key)
 }
 
 // acted returns how many calls of a session acted (first with their key).
@@ -405,10 +465,14 @@ func (s *recorder) actedFor(session string) (n int, calls []recorded) {
 
 // cell is one row × n clients on one store.
 type cell struct {
-	t        *testing.T
-	w        *pathWorld
-	p        actingPath
-	n        int
+	t  *testing.T
+	w  *pathWorld
+	p  actingPath
+	n  int
+	as principal // whom its clients act for
+	// via is added to a client's number to pick its instance: bob's
+	// requests go to another instance than alice's, where there are two
+	via      int
 	id       string
 	session  string
 	token    string // a confirmation's token
@@ -418,15 +482,27 @@ type cell struct {
 	before   int    // acts before the clients sent their request
 	mcp      *mcpsdk.ClientSession
 	answers  []string
+	statuses []int // of the answers, in order
 }
 
+// cell opens a session for the row's n clients acting for alice.
 func (w *pathWorld) cell(t *testing.T, p actingPath, n int) *cell {
 	w.mu.Lock()
 	w.n++
-	c := &cell{t: t, w: w, p: p, n: n, id: fmt.Sprintf("%s-%d-%d", p.name, n, w.n)}
+	id := fmt.Sprintf("%s-%d-%d", p.name, n, w.n)
+	w.mu.Unlock()
+	return w.cellAs(t, p, n, w.alice, id)
+}
+
+// cellAs opens a session for the row's n clients acting for who, their
+// keys made from id: another principal's cell of the same id sends the
+// same keys.
+func (w *pathWorld) cellAs(t *testing.T, p actingPath, n int, who principal, id string) *cell {
+	c := &cell{t: t, w: w, p: p, n: n, as: who, id: id}
+	w.mu.Lock()
 	w.cells = append(w.cells, c)
 	w.mu.Unlock()
-	st, raw := w.do(0, "POST", "/v1/sessions", c.key("open"), `{}`)
+	st, raw := w.do(who, 0, "POST", "/v1/sessions", c.key("open"), `{}`)
 	var created struct {
 		SessionID string `json:"session_id"`
 	}
@@ -462,15 +538,23 @@ func (c *cell) actsSince() int {
 
 func (c *cell) key(what string) string { return c.id + "-" + what }
 
-func (c *cell) post(i int, path, key, body string) []byte {
-	st, raw := c.w.do(i, "POST", path, key, body)
-	c.w.mu.Lock()
-	c.answers = append(c.answers, fmt.Sprintf("POST %s %s → %d %s", path, body, st, raw))
-	c.w.mu.Unlock()
+// post sends client i's request as the cell's principal and notes its
+// answer; header is more name, value pairs.
+func (c *cell) post(i int, path, key, body string, header ...string) []byte {
+	st, raw := c.w.do(c.as, i+c.via, "POST", path, key, body, header...)
+	c.answered(st, fmt.Sprintf("POST %s %s → %d %s", path, body, st, raw))
 	if st >= 500 || st == 0 {
-		c.t.Errorf("%s: POST %s: %d %s", c.id, path, st, raw)
+		c.t.Errorf("%s (%s): POST %s: %d %s", c.id, c.as.id, path, st, raw)
 	}
 	return raw
+}
+
+// answered notes an answer with its status.
+func (c *cell) answered(status int, answer string) {
+	c.w.mu.Lock()
+	c.answers = append(c.answers, answer)
+	c.statuses = append(c.statuses, status)
+	c.w.mu.Unlock()
 }
 
 // ask has the router ask for the confirmation of act_confirmed.
@@ -510,8 +594,14 @@ func (c *cell) confirm(i int, key string) {
 func (c *cell) wsTurn(i int, key, text string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	path := "/v1/sessions/" + c.session + "/ws"
+	opts := &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {c.as.authorization()[1]}}}
 	for {
-		conn, _, err := websocket.Dial(ctx, strings.Replace(c.w.url(i), "http", "ws", 1)+"/v1/sessions/"+c.session+"/ws", nil)
+		conn, resp, err := websocket.Dial(ctx, strings.Replace(c.w.url(i+c.via), "http", "ws", 1)+path, opts)
+		if err != nil && resp != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 { // refused: the answer
+			c.answered(resp.StatusCode, fmt.Sprintf("GET %s (WebSocket) → %d", path, resp.StatusCode))
+			return
+		}
 		if err == nil {
 			msg, _ := json.Marshal(map[string]string{"type": "turn", "request_id": key, "text": text})
 			err = conn.Write(ctx, websocket.MessageText, msg)
@@ -526,6 +616,7 @@ func (c *cell) wsTurn(i int, key, text string) {
 				}
 				json.Unmarshal(data, &m)
 				if m.Type == "turn" || m.Type == "error" && m.Error != nil && m.Error.Code != agentplane.CodeRequestInProgress {
+					c.answered(http.StatusOK, fmt.Sprintf("GET %s (WebSocket) %s → %s", path, msg, data))
 					conn.Close(websocket.StatusNormalClosure, "")
 					return
 				}
@@ -558,15 +649,16 @@ func (c *cell) mcpConnect() {
 	c.session = out.Session
 }
 
-// mcpSession connects to the instance client 0 talks to now, bound to the
-// agentplane session (mcpserver.SessionHeader) when one is named.
+// mcpSession connects to the instance the cell's client 0 talks to now,
+// bound to the agentplane session (mcpserver.SessionHeader) when one is
+// named.
 func (c *cell) mcpSession(session string) *mcpsdk.ClientSession {
-	hc := &http.Client{Transport: sessionHeader{session}}
+	hc := &http.Client{Transport: mcpHeaders{session, c.as}}
 	var cs *mcpsdk.ClientSession
 	var err error
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		cs, err = mcpsdk.NewClient(&mcpsdk.Implementation{Name: "paths", Version: "1"}, nil).Connect(context.Background(),
-			&mcpsdk.StreamableClientTransport{Endpoint: c.w.url(0) + "/mcp", HTTPClient: hc}, nil)
+			&mcpsdk.StreamableClientTransport{Endpoint: c.w.url(c.via) + "/mcp", HTTPClient: hc}, nil)
 		if err == nil {
 			break
 		}
@@ -578,12 +670,17 @@ func (c *cell) mcpSession(session string) *mcpsdk.ClientSession {
 	return cs
 }
 
-// sessionHeader names the agentplane session an MCP session binds to.
-type sessionHeader struct{ session string }
+// mcpHeaders sends the principal's key on every MCP request, and names
+// the agentplane session an MCP session binds to.
+type mcpHeaders struct {
+	session string
+	as      principal
+}
 
-func (h sessionHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+func (h mcpHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", h.as.authorization()[1])
 	if h.session != "" {
-		r = r.Clone(r.Context())
 		r.Header.Set(mcpserver.SessionHeader, h.session)
 	}
 	return http.DefaultTransport.RoundTrip(r)
@@ -599,10 +696,11 @@ func (c *cell) mcpCall(key string) {
 		params := &mcpsdk.CallToolParams{Name: "note", Arguments: map[string]any{"target": "T-1"}}
 		params.Meta = mcpsdk.Meta{mcpserver.RequestIDKey: key}
 		res, err := cs.CallTool(context.Background(), params)
+		b, _ := json.Marshal(res)
 		if err == nil && !res.IsError {
+			c.answered(http.StatusOK, fmt.Sprintf("MCP tools/call note %s → %s", key, b))
 			return
 		}
-		b, _ := json.Marshal(res)
 		if err == nil && strings.Contains(string(b), agentplane.CodeInterrupted) {
 			return // answered: its instance stopped while it ran
 		}
@@ -645,7 +743,7 @@ func (c *cell) waitWorkflow(ok func(workflow.Workflow) bool) workflow.Workflow {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var w workflow.Workflow
-		st, raw := c.w.do(0, "GET", "/v1/workflows/"+c.workflow, "", "")
+		st, raw := c.w.do(c.as, 0, "GET", "/v1/workflows/"+c.workflow, "", "")
 		if st == 200 && json.Unmarshal(raw, &w) == nil && ok(w) {
 			return w
 		}
@@ -671,7 +769,7 @@ func (c *cell) workflowsOfSessionSettle() {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var list struct{ Workflows []workflow.Workflow }
-		_, raw := c.w.do(0, "GET", "/v1/workflows?limit=500", "", "")
+		_, raw := c.w.do(c.as, 0, "GET", "/v1/workflows?limit=500", "", "")
 		json.Unmarshal(raw, &list)
 		open := 0
 		for _, w := range list.Workflows {
@@ -702,7 +800,7 @@ func (c *cell) recorded() {
 	var recs []audit.Record
 	deadline := time.Now().Add(2*5*time.Second + 3*time.Second + 10*time.Second) // twice the tool timeout, the sweep, slack
 	for {
-		st, raw := c.w.do(0, "GET", "/v1/sessions/"+c.session+"/audit", "", "")
+		st, raw := c.w.do(c.as, 0, "GET", "/v1/sessions/"+c.session+"/audit", "", "")
 		recs = recs[:0]
 		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 			if r, err := audit.Decode([]byte(line)); err == nil {
@@ -852,4 +950,182 @@ func (w *pathWorld) crash(t *testing.T) {
 		}
 		c.recorded()
 	}
+}
+
+// otherPrincipal is a row's cell of the column other_principal: the row
+// set up for alice and for bob, his cell sending the same keys as hers
+// (and the same deduplication key); then at once alice sends her request,
+// bob sends it at her ids (the thief: her session, workflow, MCP session,
+// confirmation) and, after trying her token or decision in his own
+// session (cross), sends it as his own. Alice's request acts once, for
+// her; bob's at her ids is refused with a 4xx and nothing acts for him
+// there; his own acts once, for him, under a downstream key that is not
+// hers; no answer bob got holds her result (the key it acted under,
+// which the service answers).
+func (w *pathWorld) otherPrincipal(t *testing.T, p actingPath) {
+	alice := w.cell(t, p, 1)
+	bob := w.cellAs(t, p, 1, w.bob, alice.id)
+	bob.via = 1 // with two instances, his own requests go to the other one; the thief goes to hers
+	for _, c := range []*cell{alice, bob} {
+		if p.setup != nil {
+			p.setup(c)
+		}
+		c.before, _ = w.svc.actedFor(c.session)
+	}
+	switch {
+	case bob.session == alice.session:
+		t.Fatalf("%s: bob's request under alice's key opened or bound her session %s", alice.id, alice.session)
+	case alice.workflow != "" && bob.workflow == alice.workflow:
+		t.Fatalf("%s: bob's start under alice's key gave him her workflow %s", alice.id, alice.workflow)
+	}
+	thief, stray := *alice, *bob
+	thief.as, thief.answers, thief.statuses = w.bob, nil, nil
+	stray.answers, stray.statuses = nil, nil
+	var wg sync.WaitGroup
+	wg.Go(func() { p.act(alice, 0) })
+	wg.Go(func() {
+		if p.steal != nil {
+			p.steal(&thief)
+		} else {
+			p.act(&thief, 0)
+		}
+	})
+	wg.Go(func() {
+		if p.cross != nil {
+			p.cross(&stray, alice)
+		}
+		p.act(bob, 0)
+	})
+	wg.Wait()
+	if p.settle != nil {
+		p.settle(alice)
+		p.settle(bob)
+	}
+	all := func(cs ...*cell) string {
+		var out []string
+		for _, c := range cs {
+			for _, a := range c.answers {
+				out = append(out, c.as.id+": "+a)
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	for _, c := range []*cell{alice, bob} {
+		if got := c.actsSince(); got != 1 {
+			t.Errorf("%s: the world acted %d times for %s's request; the answers:\n%s", p.name, got, c.as.id, all(alice, &thief, &stray, bob))
+		}
+	}
+	if len(thief.statuses) == 0 {
+		t.Errorf("%s: bob's request at alice's ids got no answer", p.name)
+	}
+	// at her session, workflow or MCP session: as if it did not exist (a
+	// 404; a 403, or a 400 naming the session, where he says whom he
+	// emits for) — not a 409, which would say her key was used
+	for k, st := range thief.statuses {
+		if st != http.StatusNotFound && st != http.StatusForbidden && st != http.StatusBadRequest {
+			t.Errorf("%s: bob at alice's ids was not refused with a 400, 403 or 404: %s", p.name, thief.answers[k])
+		}
+	}
+	for k, st := range stray.statuses {
+		if !refused(st, stray.answers[k]) {
+			t.Errorf("%s: alice's ids in bob's own session or workflow were not refused: %s", p.name, stray.answers[k])
+		}
+	}
+	// at the service: each session's calls are its principal's, under
+	// keys of their own
+	keys := map[string]string{} // downstream key -> whose call came with it
+	for _, c := range []*cell{alice, bob} {
+		_, calls := w.svc.actedFor(c.session)
+		for _, call := range calls {
+			if call.principal != c.as.id {
+				t.Errorf("%s: a call in %s's session reached the service for %q: %+v", p.name, c.as.id, call.principal, call)
+			}
+			if who, ok := keys[call.key]; !ok {
+				keys[call.key] = c.as.id
+			} else if who != c.as.id {
+				t.Errorf("%s: alice's and bob's calls reached the service under one key %s", p.name, call.key)
+			}
+		}
+	}
+	alice.keysDerived(w.bob)
+	bob.keysDerived(w.alice)
+	// in the answers: none of bob's holds a key of hers, nor hers of his
+	for key, who := range keys {
+		for _, c := range []*cell{alice, &thief, &stray, bob} {
+			if c.as.id == who {
+				continue
+			}
+			for _, a := range c.answers {
+				if strings.Contains(a, key) {
+					t.Errorf("%s: %s got the result of %s's call (key %s): %s", p.name, c.as.id, who, key, a)
+				}
+			}
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	alice.recorded()
+	bob.recorded()
+}
+
+// keysDerived fails the test unless every call of the cell's session
+// reached the service under the key derived from the cell's principal,
+// the session and the call's request (gate.DownstreamKey; a workflow
+// task's own key for a workflow's call), and not under the key the other
+// principal's same request in the same session would get. Two people
+// never share a session, so a key that left the principal out would
+// collide with nobody's above; it would the day two did.
+func (c *cell) keysDerived(other principal) {
+	_, calls := c.w.svc.actedFor(c.session)
+	var tasks []string // the task keys of the session's workflows
+	if slices.ContainsFunc(calls, func(r recorded) bool { return r.origin == string(gate.OriginWorkflow) }) {
+		var list struct{ Workflows []workflow.Workflow }
+		_, raw := c.w.do(c.as, 0, "GET", "/v1/workflows?limit=500", "", "")
+		json.Unmarshal(raw, &list)
+		for _, w := range list.Workflows {
+			for _, task := range w.Tasks {
+				if w.SessionID == c.session {
+					tasks = append(tasks, task.Key)
+				}
+			}
+		}
+	}
+	for _, call := range calls {
+		keys := []string{call.requestID}
+		if call.origin == string(gate.OriginWorkflow) {
+			keys = tasks
+		}
+		derived := func(k string) bool {
+			return call.key == gate.DownstreamKey(c.as.id, c.session, k) && call.key != gate.DownstreamKey(other.id, c.session, k)
+		}
+		if !slices.ContainsFunc(keys, derived) {
+			c.t.Errorf("%s: %s's call reached the service under %s, not a key derived from %s (not %s), the session and its request (%s, task keys %v)",
+				c.id, c.as.id, call.key, c.as.id, other.id, call.requestID, tasks)
+		}
+	}
+}
+
+// refused reports whether an answer to bob presenting alice's ids in his
+// own session or workflow refused him: a 4xx (409: his workflow has no
+// such pause), or an intent's result that is not confirmed.
+func refused(status int, answer string) bool {
+	return status >= 400 && status < 500 ||
+		status == http.StatusOK && strings.Contains(answer, `"code":"`+agentplane.CodeConfirmationInvalid+`"`)
+}
+
+// mcpSteal is bob (the thief: alice's cell acting for him) calling over
+// MCP in her sessions: an MCP session of his bound to her agentplane
+// session, and a call, under her request id, in her MCP session.
+func (c *cell) mcpSteal(key string) {
+	accept := []string{"Accept", "application/json, text/event-stream"}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"thief","version":"1"}}}`
+	// the same initialize is alice's to send: his 404 is the refusal,
+	// not a request the server never serves
+	if st, raw := c.w.do(c.w.alice, 0, "POST", "/mcp", "", initialize, append([]string{mcpserver.SessionHeader, c.session}, accept...)...); st != http.StatusOK {
+		c.t.Errorf("%s: alice's own MCP initialize bound to her session: %d %s", c.id, st, raw)
+	}
+	c.post(0, "/mcp", "", initialize, append([]string{mcpserver.SessionHeader, c.session}, accept...)...)
+	c.post(0, "/mcp", "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"note","arguments":{"target":"T-1"},"_meta":{"`+mcpserver.RequestIDKey+`":"`+key+`"}}}`,
+		append([]string{"Mcp-Session-Id", c.mcp.ID()}, accept...)...)
 }
