@@ -506,6 +506,9 @@ func TestBadInput(t *testing.T) {
 		"UnknownSess":   {"POST", "/v1/sessions/nope/turns", map[string]string{"text": "hi"}, nil, 404, agentplane.CodeNotFound, `no session "nope"`},
 		"LongID":        {"GET", "/v1/sessions/" + strings.Repeat("x", 5000), nil, nil, 404, agentplane.CodeNotFound, ""},
 		"NoEndpoint":    {"GET", "/v1/nope", nil, nil, 404, agentplane.CodeNotFound, "no endpoint GET /v1/nope"},
+		// a route's own refusal in plain text keeps its words (the MCP server's: the endpoint exists)
+		"MCPSession": {"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, []string{"Mcp-Session-Id", "nope", "Accept", "application/json, text/event-stream"},
+			404, agentplane.CodeNotFound, "session not found"},
 		"Method":        {"DELETE", "/v1/sessions", nil, nil, 405, agentplane.CodeInvalidInput, "not allowed"},
 		"ContentType":   {"POST", turns, `{"text":"hi"}`, []string{"Content-Type", "text/plain"}, 415, agentplane.CodeInvalidInput, "must send application/json"},
 		"NoContentType": {"POST", "/v1/sessions", "", []string{"Content-Type", ""}, 415, agentplane.CodeInvalidInput, "must send application/json"},

@@ -10,6 +10,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -261,27 +263,47 @@ func (s *Server) authenticated(h handler) http.Handler {
 // envelope.
 func muxErrors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(&muxError{ResponseWriter: w, r: r}, r)
+		e := &muxError{ResponseWriter: w, r: r}
+		next.ServeHTTP(e, r)
+		if e.own != 0 { // a route's handler answered in plain text: its words, in the envelope
+			writeJSON(w, e.own, ErrorBody{Error: ErrorDetail{Code: e.code, Message: strings.TrimSpace(e.text.String())}})
+		}
 	})
 }
 
-// muxError rewrites a plain-text 404 or 405 (the mux's; handlers answer
-// JSON) as the envelope.
+// muxError rewrites a plain-text 404 or 405 as the envelope: the mux's
+// own (no route matched: r.Pattern is empty) says there is no such
+// endpoint; a route's handler's (the MCP server's refusals, the page's
+// file server) keeps what it said. Handlers of the API answer JSON.
 type muxError struct {
 	http.ResponseWriter
 	r       *http.Request
 	swallow bool
+	// own is the status a route's handler answered in plain text, its
+	// text kept (at most maxText bytes) for the envelope; 0: none
+	own  int
+	code string
+	text bytes.Buffer
 }
+
+// maxText bounds a handler's plain-text answer kept for the envelope.
+const maxText = 1024
 
 func (e *muxError) WriteHeader(code int) {
 	if (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) && e.Header().Get("Content-Type") == "text/plain; charset=utf-8" {
 		e.swallow = true
 		e.Header().Del("X-Content-Type-Options")
-		msg := fmt.Sprintf("no endpoint %s %s", e.r.Method, truncate(e.r.URL.Path, 200))
 		errCode := agentplane.CodeNotFound
 		if code == http.StatusMethodNotAllowed {
-			msg = fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", e.r.Method, truncate(e.r.URL.Path, 200), e.Header().Get("Allow"))
 			errCode = agentplane.CodeInvalidInput
+		}
+		if e.r.Pattern != "" {
+			e.own, e.code = code, errCode
+			return
+		}
+		msg := fmt.Sprintf("no endpoint %s %s", e.r.Method, truncate(e.r.URL.Path, 200))
+		if code == http.StatusMethodNotAllowed {
+			msg = fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", e.r.Method, truncate(e.r.URL.Path, 200), e.Header().Get("Allow"))
 		}
 		writeJSON(e.ResponseWriter, code, ErrorBody{Error: ErrorDetail{Code: errCode, Message: msg}})
 		return
@@ -291,6 +313,9 @@ func (e *muxError) WriteHeader(code int) {
 
 func (e *muxError) Write(b []byte) (int, error) {
 	if e.swallow {
+		if e.own != 0 {
+			e.text.Write(b[:min(len(b), max(0, maxText-e.text.Len()))])
+		}
 		return len(b), nil
 	}
 	return e.ResponseWriter.Write(b)
