@@ -712,3 +712,95 @@ func TestIDsInEmissionOrder(t *testing.T) {
 		t.Fatalf("two ids share their random part: %s %s", ids[0], ids[1])
 	}
 }
+
+// TestAckTriedAgainSeesTheRetry: on SQLite, a group commit that a failing
+// commit makes be tried again applies the ack batch twice; when a commit
+// before it in the group acts differently the second time (here it moves
+// the notification to FAILED), the ack is what the second try found — not
+// delivered — and never the first try's answer, which was rolled back.
+// The group is arranged by holding the store's leader while the three
+// commits queue; a round whose queue came out in another order (the ops
+// see it) is run again.
+func TestAckTriedAgainSeesTheRetry(t *testing.T) {
+	ctx := context.Background()
+	st := drivers(t)["sqlite"](t)
+	l, err := notify.NewLedger(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func(tx store.Tx, id string) string {
+		var s string
+		if err := tx.Query(ctx, `SELECT state FROM notifications WHERE id = ?`, []any{id}, func(scan func(...any) error) error { return scan(&s) }); err != nil {
+			t.Error(err)
+		}
+		return s
+	}
+	boom := errors.New("boom")
+	for round := range 20 {
+		e, err := l.Emit(ctx, inbox("u", fmt.Sprint("n", round)), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var aRuns, fRuns int
+		var aFirst, fFirst string // the state each saw at its first application
+		hold, holding := make(chan struct{}), make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { // the leader, held while the others queue
+			st.Commit(ctx, &store.Commit{Ops: []store.Op{store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+				close(holding)
+				<-hold
+				return nil
+			})}})
+		})
+		<-holding
+		wg.Go(func() { // a: writes nothing the first time, FAILED the second
+			st.Commit(ctx, &store.Commit{Ops: []store.Op{store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+				aRuns++
+				if aRuns == 1 {
+					aFirst = state(tx, e.ID)
+					_, err := tx.Exec(ctx, `UPDATE notifications SET updated = updated WHERE id = ?`, e.ID)
+					return err
+				}
+				_, err := tx.Exec(ctx, `UPDATE notifications SET state = 'FAILED' WHERE id = ?`, e.ID)
+				return err
+			})}})
+		})
+		time.Sleep(20 * time.Millisecond)
+		var acked notify.Notification
+		var ackErr error
+		wg.Go(func() { acked, ackErr = l.Ack(ctx, e.ID, "u") })
+		time.Sleep(20 * time.Millisecond)
+		wg.Go(func() { // f: fails after the ack, so the group is tried again
+			err := st.Commit(ctx, &store.Commit{Ops: []store.Op{store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+				fRuns++
+				if fRuns == 1 {
+					fFirst = state(tx, e.ID)
+				}
+				return boom
+			})}})
+			if !errors.Is(err, boom) {
+				t.Errorf("the failing commit: %v", err)
+			}
+		})
+		time.Sleep(20 * time.Millisecond)
+		close(hold)
+		wg.Wait()
+		stored, err := l.Get(ctx, e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ackErr == nil && stored.State != notify.StateDelivered {
+			t.Fatalf("round %d: the ack answered %s, delivered, but the notification is stored %s", round, acked.State, stored.State)
+		}
+		// a, the ack and f in that order in one group, tried twice: a saw
+		// the notification before the ack delivered it, f after
+		if aRuns == 2 && aFirst == string(notify.StatePending) && fFirst == string(notify.StateDelivered) {
+			if ackErr == nil || stored.State != notify.StateFailed {
+				t.Fatalf("round %d: ack %v, stored %s; want refused, FAILED", round, ackErr, stored.State)
+			}
+			return
+		}
+		t.Logf("round %d: a ran %d times and saw %q, f saw %q: not the order wanted; again", round, aRuns, aFirst, fFirst)
+	}
+	t.Fatal("in 20 rounds the three commits never queued as one group in order")
+}
