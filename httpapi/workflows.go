@@ -142,20 +142,18 @@ func (s *Server) postCommand(w http.ResponseWriter, r *http.Request, p auth.Prin
 	if cmd.RequestID, err = idempotencyKey(r); err != nil {
 		return err
 	}
-	seq, err := s.workflows.Command(r.Context(), wf.ID, p.ID, cmd)
+	seq, after, err := s.workflows.CommandResult(r.Context(), wf.ID, p.ID, cmd)
 	if err != nil {
 		return err
 	}
 	if wait {
 		ctx, cancel := context.WithTimeout(r.Context(), maxWait)
 		defer cancel()
-		wf, err = s.workflows.Wait(ctx, wf.ID, p.ID, wf.Seq)
-	} else {
-		wf, err = s.workflows.Get(r.Context(), wf.ID, p.ID)
+		if after, err = s.workflows.Wait(ctx, wf.ID, p.ID, wf.Seq); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return err
-	}
+	wf = after
 	writeJSON(w, http.StatusOK, CommandAnswer{Seq: seq, Status: workflow.CommandApplied, Workflow: wf})
 	return nil
 }

@@ -434,14 +434,38 @@ func (e *Engine) Close(timeout time.Duration) {
 // a RequestID it is applied once: sent again, it gets the first one's
 // answer.
 func (e *Engine) Command(ctx context.Context, id, principal string, cmd Command) (seq int64, err error) {
+	seq, _, err = e.command(ctx, id, principal, cmd)
+	return seq, err
+}
+
+// CommandResult is Command, and the workflow as the command left it: as
+// this engine's runner committed it with the command when the runner
+// carried it out at once, otherwise as Get reads it once the command
+// was processed. What it refers to may be shared with the engine, as
+// Get's.
+func (e *Engine) CommandResult(ctx context.Context, id, principal string, cmd Command) (int64, *Workflow, error) {
+	seq, w, err := e.command(ctx, id, principal, cmd)
+	if err != nil {
+		return seq, nil, err
+	}
+	if w != nil {
+		return seq, w.copy(), nil
+	}
+	w, err = e.Get(ctx, id, principal)
+	return seq, w, err
+}
+
+// command is Command, with the workflow as the runner committed it when
+// it carried the command out at once (nil otherwise).
+func (e *Engine) command(ctx context.Context, id, principal string, cmd Command) (seq int64, w *Workflow, err error) {
 	if err := cmd.Check(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	var digest string
 	if cmd.RequestID != "" {
 		digest = cmd.digest()
 		if seq, ok, err := e.repeated(ctx, id, principal, cmd.RequestID, digest); ok || err != nil {
-			return seq, err
+			return seq, nil, err
 		}
 	}
 	e.mu.Lock()
@@ -451,17 +475,17 @@ func (e *Engine) Command(ctx context.Context, id, principal string, cmd Command)
 		a, ok, err := r.ask(ctx, principal, cmd, digest)
 		switch {
 		case err != nil:
-			return 0, err
+			return 0, nil, err
 		case ok && a.handled:
 			if a.err != nil && cmd.RequestID != "" { // the same key at once: the first one's answer
 				if seq, ok, rerr := e.repeated(ctx, id, principal, cmd.RequestID, digest); ok {
-					return seq, rerr
+					return seq, nil, rerr
 				}
 			}
 			if a.err != nil {
-				return a.seq, a.err
+				return a.seq, nil, a.err
 			}
-			return a.seq, a.o.err()
+			return a.seq, a.w, a.o.err()
 		case ok:
 			if cmd.DecisionID == "" {
 				cmd.DecisionID = a.pause
@@ -473,10 +497,10 @@ func (e *Engine) Command(ctx context.Context, id, principal string, cmd Command)
 	if r == nil && cmd.DecisionID == "" { // the pause it answers is the one pending now
 		h, err := e.j.status(ctx, id)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if h.principal != principal {
-			return 0, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
+			return 0, nil, agentplane.Errorf(agentplane.CodeNotFound, "no workflow %q", id)
 		}
 		cmd.DecisionID = h.pause
 	}
@@ -484,15 +508,15 @@ func (e *Engine) Command(ctx context.Context, id, principal string, cmd Command)
 	if err != nil {
 		if cmd.RequestID != "" {
 			if seq, ok, rerr := e.repeated(ctx, id, principal, cmd.RequestID, digest); ok {
-				return seq, rerr
+				return seq, nil, rerr
 			}
 		}
-		return 0, err
+		return 0, nil, err
 	}
 	if r != nil {
 		r.poke()
 	}
-	return seq, e.settled(ctx, id, seq)
+	return seq, nil, e.settled(ctx, id, seq)
 }
 
 // repeated answers a command sent again under its idempotency key with
@@ -575,13 +599,16 @@ func (e *Engine) Get(ctx context.Context, id, principal string) (*Workflow, erro
 }
 
 // held returns a copy of the workflow as this engine's runner last
-// committed it, while the runner holds it and has written it; nil
-// otherwise (read the database).
+// committed it, while the runner holds it, has written it and is not
+// writing it now; nil otherwise (read the database). A caller that saw
+// a write in the database (its events) before it asked gets that write
+// or a later one: the runner takes a write as its last before it stops
+// writing.
 func (e *Engine) held(id string) *Workflow {
 	e.mu.Lock()
 	r := e.runners[id]
 	e.mu.Unlock()
-	if r == nil || r.lost.Load() {
+	if r == nil || r.lost.Load() || r.writing.Load() > 0 {
 		return nil
 	}
 	if last := r.last.Load(); last != nil {
@@ -734,6 +761,8 @@ func (r *runner) save(ctx context.Context, evs []Event, cp *Checkpoint, cmd *out
 }
 
 func (r *runner) write(ctx context.Context, s *saved) error {
+	r.writing.Add(1)
+	defer r.writing.Add(-1)
 	r.prepare(r.w, s)
 	if err := r.e.j.save(ctx, s); err != nil {
 		return err

@@ -626,7 +626,9 @@ func TestQueuedWhileTheLastLayerRuns(t *testing.T) {
 // TestGetWhileHeld: while this engine's runner holds a workflow, Get
 // answers from what the runner last committed, reading nothing — and
 // that is the workflow as stored, as another instance (no runner) reads
-// it; the workflow Get returns is the caller's to change.
+// it; the workflow Get returns is the caller's to change; CommandResult
+// answers with the workflow as the command left it. (CheckWrites holds
+// Get to a write already in the database before the runner took it.)
 func TestGetWhileHeld(t *testing.T) {
 	eachSharedStore(t, func(t *testing.T, kind string) {
 		e := newEnvOn(t, kind, nil)
@@ -672,8 +674,14 @@ func TestGetWhileHeld(t *testing.T) {
 		if got, _ := json.Marshal(again); !bytes.Equal(got, want) {
 			t.Fatalf("a changed copy leaked into the next Get:\n got %s\nwant %s", got, want)
 		}
-		// after a command, Get reads its own write
-		w = e.command(t, w, workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: yes()})
+		// CommandResult: the workflow as the command left it — the
+		// approval answered, the layer it released not finished yet
+		seq, after, err := e.eng.CommandResult(ctx, w.ID, "alice", workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: yes()})
+		if err != nil || seq < 1 || after == nil || after.Seq < w.Seq || after.Approval != nil || after.Status == workflow.StatusAwaitingApproval || after.Status == workflow.StatusCompleted {
+			t.Fatalf("CommandResult of the approval: %d %+v %v", seq, after, err)
+		}
+		// and Get reads the runner's writes since
+		w = e.wait(t, w.ID, after.Seq)
 		if got, err := e.eng.Get(ctx, w.ID, "alice"); err != nil || got.Status != workflow.StatusCompleted || got.Seq != w.Seq {
 			t.Fatalf("Get after the approval: %+v %v", got, err)
 		}

@@ -13,6 +13,9 @@ import (
 // at every checkpoint each checkpoint kept, and fail t where what was
 // stored differs from what the runner held: the rows written are exactly
 // what changed, and the task history restores every kept checkpoint.
+// Get, asked once a write is in the database and before the runner took
+// it as written (its events can be read already), must answer that
+// write too, not the runner's last.
 func CheckWrites(t testing.TB, e *Engine) {
 	var mu sync.Mutex
 	saved := map[string][]byte{} // checkpoint id -> the workflow when it was saved
@@ -25,6 +28,11 @@ func CheckWrites(t testing.TB, e *Engine) {
 		}
 		if got, _ := json.Marshal(r.w); !bytes.Equal(got, want) {
 			t.Errorf("workflow %s read back differs:\n got %s\nwant %s", w.ID, got, want)
+		}
+		if g, err := e.Get(ctx, w.ID, w.Principal); err != nil {
+			t.Errorf("get %s: %v", w.ID, err)
+		} else if got, _ := json.Marshal(g); !bytes.Equal(got, want) {
+			t.Errorf("workflow %s: Get, after the write reached the database, answered another:\n got %s\nwant %s", w.ID, got, want)
 		}
 		if cp == nil {
 			return

@@ -36,6 +36,12 @@ type runner struct {
 	// taken yet; without it the runner looks at the queue only once a Poll
 	// after it last did (a command another instance queued)
 	queued atomic.Bool
+	// writing is set from before a write of the runner's reaches the
+	// database until the runner took it as written (last), or knows it
+	// failed — for the gate's commit of a layer's end, from ending until
+	// the task's result is back: meanwhile the database may hold more
+	// than last, and Get reads the database
+	writing atomic.Int32
 
 	// the runner's own, from here on
 	w    *Workflow
@@ -46,6 +52,9 @@ type runner struct {
 	// stored is w's tasks as last written; nil: not known (all are
 	// written again).
 	stored *taskStates
+	// gating: a layer's end was handed to the gate's commit (ending) and
+	// the task's result is not back yet (writing counts it once)
+	gating bool
 	// status is w's status as last written ("": not written yet)
 	status string
 	// checkpoints is how many checkpoints the workflow has stored, as far
@@ -110,6 +119,7 @@ type answer struct {
 	o       outcome
 	err     error
 	pause   string
+	w       *Workflow // applied or rejected: the workflow as the runner then held it (a copy nobody changes)
 }
 
 // ask hands a command to the runner and waits for its answer. ok false:
@@ -180,7 +190,7 @@ func (r *runner) direct(ctx context.Context, q *request) answer {
 		}
 		return answer{handled: true, err: err}
 	}
-	return answer{handled: true, seq: o.Seq, o: *o}
+	return answer{handled: true, seq: o.Seq, o: *o, w: r.last.Load()}
 }
 
 // nextCommand returns the workflow's oldest queued command, looking at

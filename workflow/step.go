@@ -255,6 +255,10 @@ func (r *runner) ending(ctx context.Context, id string, layer []string, res agen
 	if op == nil {
 		return taskReply{}
 	}
+	if !r.gating {
+		r.gating = true // until the task's result is back (result)
+		r.writing.Add(1)
+	}
 	return taskReply{ops: []store.Op{op}, end: &layerEnded{s: s, next: next}}
 }
 
@@ -365,6 +369,9 @@ func (r *runner) runTask(ctx context.Context, id string, inv gate.Invocation, la
 // the task's end — written, or held for endLayer when it is the layer's
 // last in flight (the gate has its result already, for a resume).
 func (r *runner) result(ctx context.Context, m taskMsg) (taskReply, taskDone) {
+	if r.gating { // the gate's commit is decided: written (taken below) or not
+		defer func() { r.gating = false; r.writing.Add(-1) }()
+	}
 	switch {
 	case m.written != nil:
 		r.wrote(ctx, m.written.s)
