@@ -36,11 +36,11 @@ type runner struct {
 	// taken yet; without it the runner looks at the queue only once a Poll
 	// after it last did (a command another instance queued)
 	queued atomic.Bool
-	// writing is set from before a write of the runner's reaches the
-	// database until the runner took it as written (last), or knows it
-	// failed — for the gate's commit of a layer's end, from ending until
-	// the task's result is back: meanwhile the database may hold more
-	// than last, and Get reads the database
+	// writing counts the runner's writes under way: each from before it
+	// reaches the database until the runner took it as written (last) or
+	// knows it failed — the gate's commit of a layer's end from ending
+	// until the task's result is back. While it is not zero the database
+	// may hold more than last, and Get reads the database.
 	writing atomic.Int32
 
 	// the runner's own, from here on
