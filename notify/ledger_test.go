@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agentplane/agentplane"
@@ -719,88 +720,84 @@ func TestIDsInEmissionOrder(t *testing.T) {
 // the notification to FAILED), the ack is what the second try found — not
 // delivered — and never the first try's answer, which was rolled back.
 // The group is arranged by holding the store's leader while the three
-// commits queue; a round whose queue came out in another order (the ops
-// see it) is run again.
+// commits queue, one after the other: in a synctest bubble, Wait returns
+// once each is queued (blocked until its group is decided).
 func TestAckTriedAgainSeesTheRetry(t *testing.T) {
-	ctx := context.Background()
-	st := drivers(t)["sqlite"](t)
-	l, err := notify.NewLedger(st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	state := func(tx store.Tx, id string) string {
-		var s string
-		if err := tx.Query(ctx, `SELECT state FROM notifications WHERE id = ?`, []any{id}, func(scan func(...any) error) error { return scan(&s) }); err != nil {
-			t.Error(err)
-		}
-		return s
-	}
-	boom := errors.New("boom")
-	for round := range 20 {
-		e, err := l.Emit(ctx, inbox("u", fmt.Sprint("n", round)), 0)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "n.db"), &sqlite.Options{Extensions: []store.Extension{notify.Extension}})
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer st.Close()
+		l, err := notify.NewLedger(st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := l.Emit(ctx, inbox("u", "n"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := func(tx store.Tx) string {
+			var s string
+			if err := tx.Query(ctx, `SELECT state FROM notifications WHERE id = ?`, []any{e.ID}, func(scan func(...any) error) error { return scan(&s) }); err != nil {
+				t.Error(err)
+			}
+			return s
+		}
+		commit := func(op func(ctx context.Context, tx store.Tx) error) error {
+			return st.Commit(ctx, &store.Commit{Ops: []store.Op{store.OpFunc(op)}})
+		}
 		var aRuns, fRuns int
 		var aFirst, fFirst string // the state each saw at its first application
-		hold, holding := make(chan struct{}), make(chan struct{})
+		hold := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() { // the leader, held while the others queue
-			st.Commit(ctx, &store.Commit{Ops: []store.Op{store.OpFunc(func(ctx context.Context, tx store.Tx) error {
-				close(holding)
-				<-hold
-				return nil
-			})}})
+			commit(func(context.Context, store.Tx) error { <-hold; return nil })
 		})
-		<-holding
+		synctest.Wait()
 		wg.Go(func() { // a: writes nothing the first time, FAILED the second
-			st.Commit(ctx, &store.Commit{Ops: []store.Op{store.OpFunc(func(ctx context.Context, tx store.Tx) error {
-				aRuns++
-				if aRuns == 1 {
-					aFirst = state(tx, e.ID)
+			commit(func(ctx context.Context, tx store.Tx) error {
+				if aRuns++; aRuns == 1 {
+					aFirst = state(tx)
 					_, err := tx.Exec(ctx, `UPDATE notifications SET updated = updated WHERE id = ?`, e.ID)
 					return err
 				}
 				_, err := tx.Exec(ctx, `UPDATE notifications SET state = 'FAILED' WHERE id = ?`, e.ID)
 				return err
-			})}})
+			})
 		})
-		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
 		var acked notify.Notification
 		var ackErr error
 		wg.Go(func() { acked, ackErr = l.Ack(ctx, e.ID, "u") })
-		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		boom := errors.New("boom")
 		wg.Go(func() { // f: fails after the ack, so the group is tried again
-			err := st.Commit(ctx, &store.Commit{Ops: []store.Op{store.OpFunc(func(ctx context.Context, tx store.Tx) error {
-				fRuns++
-				if fRuns == 1 {
-					fFirst = state(tx, e.ID)
+			err := commit(func(ctx context.Context, tx store.Tx) error {
+				if fRuns++; fRuns == 1 {
+					fFirst = state(tx)
 				}
 				return boom
-			})}})
+			})
 			if !errors.Is(err, boom) {
 				t.Errorf("the failing commit: %v", err)
 			}
 		})
-		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
 		close(hold)
 		wg.Wait()
+		// a, the ack and f in that order in one group, tried twice: a saw
+		// the notification before the ack delivered it, f after
+		if aRuns != 2 || aFirst != string(notify.StatePending) || fFirst != string(notify.StateDelivered) {
+			t.Fatalf("a ran %d times and saw %q, f saw %q: not one group of a, the ack and f, tried twice", aRuns, aFirst, fFirst)
+		}
 		stored, err := l.Get(ctx, e.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ackErr == nil && stored.State != notify.StateDelivered {
-			t.Fatalf("round %d: the ack answered %s, delivered, but the notification is stored %s", round, acked.State, stored.State)
+		if ackErr == nil || stored.State != notify.StateFailed {
+			t.Fatalf("the ack answered %s, %v; the notification is stored %s; want the ack refused, FAILED", acked.State, ackErr, stored.State)
 		}
-		// a, the ack and f in that order in one group, tried twice: a saw
-		// the notification before the ack delivered it, f after
-		if aRuns == 2 && aFirst == string(notify.StatePending) && fFirst == string(notify.StateDelivered) {
-			if ackErr == nil || stored.State != notify.StateFailed {
-				t.Fatalf("round %d: ack %v, stored %s; want refused, FAILED", round, ackErr, stored.State)
-			}
-			return
-		}
-		t.Logf("round %d: a ran %d times and saw %q, f saw %q: not the order wanted; again", round, aRuns, aFirst, fFirst)
-	}
-	t.Fatal("in 20 rounds the three commits never queued as one group in order")
+	})
 }
