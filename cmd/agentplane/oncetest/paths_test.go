@@ -279,9 +279,9 @@ func coversEveryDoor(t *testing.T) {
 // in the configuration, and the key.
 type principal struct{ id, key string }
 
-// authorization is the header pair (servetest.Patiently) that sends the
-// principal's key.
-func (p principal) authorization() []string { return []string{"Authorization", "Bearer " + p.key} }
+// bearer is the Authorization header's value that sends the principal's
+// key.
+func (p principal) bearer() string { return "Bearer " + p.key }
 
 // pathWorld is the instances, the recording service and the model.
 type pathWorld struct {
@@ -355,7 +355,7 @@ func (w *pathWorld) url(i int) string {
 // whichever instance serves client i at each attempt; header is more
 // name, value pairs.
 func (w *pathWorld) do(who principal, i int, method, path, key, body string, header ...string) (int, []byte) {
-	return servetest.Patiently(w.http, func() string { return w.url(i) }, method, path, key, body, append(who.authorization(), header...)...)
+	return servetest.Patiently(w.http, func() string { return w.url(i) }, method, path, key, body, append([]string{"Authorization", who.bearer()}, header...)...)
 }
 
 // answerPauses approves every workflow waiting for approval and continues
@@ -595,7 +595,7 @@ func (c *cell) wsTurn(i int, key, text string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	path := "/v1/sessions/" + c.session + "/ws"
-	opts := &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {c.as.authorization()[1]}}}
+	opts := &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {c.as.bearer()}}}
 	for {
 		conn, resp, err := websocket.Dial(ctx, strings.Replace(c.w.url(i+c.via), "http", "ws", 1)+path, opts)
 		if err != nil && resp != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 { // refused: the answer
@@ -679,7 +679,7 @@ type mcpHeaders struct {
 
 func (h mcpHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", h.as.authorization()[1])
+	r.Header.Set("Authorization", h.as.bearer())
 	if h.session != "" {
 		r.Header.Set(mcpserver.SessionHeader, h.session)
 	}
