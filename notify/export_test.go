@@ -14,3 +14,19 @@ func SetSentMax(b *Bus, n int) {
 	defer b.mu.Unlock()
 	b.sent.max = n
 }
+
+// UserStatements are the statements that find a user's notifications,
+// with example arguments for the user: a page of the inbox, the unread
+// count, what a stream catches up on, and List with and without a
+// channel.
+func UserStatements(user string) map[string][2]any {
+	list, listArgs := listSQL(Query{UserID: user})
+	listA, listAArgs := listSQL(Query{UserID: user, Channel: ChannelInbox, States: []State{StatePending}})
+	return map[string][2]any{
+		"inbox":      {inboxSQL, []any{userKey(user), 10}},
+		"unread":     {unreadSQL, []any{userKey(user)}},
+		"inboxSince": {inboxSinceSQL(2), []any{userKey(user), userKey(user + "-2"), int64(0)}},
+		"list":       {list, listArgs},
+		"list A":     {listA, listAArgs},
+	}
+}

@@ -34,14 +34,38 @@ var (
 // number plus one in its insert (one writer at a time; notifications are
 // never deleted), one statement and one table less per emit. PostgreSQL
 // keeps the counters: concurrent transactions there would read the same
-// highest number, where the counter's row serializes them.
+// highest number, where the counter's row serializes them. The last
+// migration (SQLite 5, PostgreSQL 4) narrows the per-user index to the
+// rows addressed to a session: a user's inbox (channel A) is only ever
+// addressed to the user (Route), so its rows are found by their address,
+// USER:<user>, in the (address_key, seq) index every row is in anyway —
+// an emit to a user writes one page of a per-user index, not two.
 var Extension = store.Extension{
 	Name: "notify",
 	Migrations: map[string][]string{
 		store.SQLite: {schema("INTEGER"), `ALTER TABLE notifications ADD COLUMN shows INTEGER NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
-			`DROP TABLE notification_seqs`},
-		store.Postgres: {schema("BIGINT"), `ALTER TABLE notifications ADD COLUMN shows BIGINT NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`},
+			`DROP TABLE notification_seqs`, sessionUsers},
+		store.Postgres: {schema("BIGINT"), `ALTER TABLE notifications ADD COLUMN shows BIGINT NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
+			sessionUsers},
 	},
+}
+
+// sessionUsers replaces the index of every row by user with one of the
+// rows addressed to a session by their user: the rows addressed to a
+// user are in the address's index under USER:<user> (userKey).
+const sessionUsers = `DROP INDEX notifications_by_user;
+CREATE INDEX notifications_session_user ON notifications (user_id, channel, seq) WHERE address = 'SESSION'`
+
+// userKey is the address key of what is addressed to the user: every
+// inbox notification's (Route sends nothing addressed to a session to
+// the inbox, and Fallback nothing escalated).
+func userKey(user string) string { return "USER:" + user }
+
+// byUser is the condition, and its arguments, for a user's rows across
+// both addresses: the user's own address, and the sessions' rows of the
+// user (notifications_session_user).
+func byUser(user string) (string, []any) {
+	return `(address_key = ? OR address = 'SESSION' AND user_id = ?)`, []any{userKey(user), user}
 }
 
 func schema(integer string) string {
@@ -526,12 +550,11 @@ func (l *Ledger) Inbox(ctx context.Context, userID string, limit int) ([]Notific
 	now := l.now().UnixNano()
 	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
 		list, unread = list[:0], 0
-		err := tx.Query(ctx, `SELECT `+columns+` FROM notifications WHERE user_id = ? AND channel = 'A' ORDER BY created DESC, seq DESC LIMIT ?`,
-			[]any{userID, limit}, func(scan func(...any) error) error {
-				n, err := scanRow(scan)
-				list = append(list, n)
-				return err
-			})
+		err := tx.Query(ctx, inboxSQL, []any{userKey(userID), limit}, func(scan func(...any) error) error {
+			n, err := scanRow(scan)
+			list = append(list, n)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -550,7 +573,7 @@ func (l *Ledger) Inbox(ctx context.Context, userID string, limit int) ([]Notific
 				return err
 			}
 		}
-		return tx.Query(ctx, unreadSQL, []any{userID}, func(scan func(...any) error) error { return scan(&unread) })
+		return tx.Query(ctx, unreadSQL, []any{userKey(userID)}, func(scan func(...any) error) error { return scan(&unread) })
 	})
 	if err := l.st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
 		return nil, 0, err
@@ -568,11 +591,10 @@ func (l *Ledger) inboxSince(ctx context.Context, users []string, since time.Time
 		users = users[len(batch):]
 		args := make([]any, 0, len(batch)+1)
 		for _, u := range batch {
-			args = append(args, u)
+			args = append(args, userKey(u))
 		}
 		args = append(args, since.UnixNano())
-		err := l.q.Query(ctx, `SELECT `+columns+` FROM notifications WHERE channel = 'A' AND state IN ('PENDING', 'DISPATCHED') AND user_id IN (`+
-			store.Params(len(batch))+`) AND updated >= ? ORDER BY created, seq LIMIT 500`, args,
+		err := l.q.Query(ctx, inboxSinceSQL(len(batch)), args,
 			func(scan func(...any) error) error {
 				n, err := scanRow(scan)
 				out = append(out, n)
@@ -585,14 +607,26 @@ func (l *Ledger) inboxSince(ctx context.Context, users []string, since time.Time
 	return out, nil
 }
 
-// unreadSQL counts a user's inbox notifications not delivered yet.
-const unreadSQL = `SELECT COUNT(*) FROM notifications WHERE user_id = ? AND channel = 'A' AND state <> 'DELIVERED' AND state <> 'FAILED'`
+// inboxSQL is a page of a user's inbox, newest first; its arguments are
+// the user's address key (userKey) and the page's size.
+const inboxSQL = `SELECT ` + columns + ` FROM notifications WHERE address_key = ? AND channel = 'A' ORDER BY created DESC, seq DESC LIMIT ?`
+
+// inboxSinceSQL is inboxSince's statement for n users: their address
+// keys (userKey), then the time.
+func inboxSinceSQL(n int) string {
+	return `SELECT ` + columns + ` FROM notifications WHERE channel = 'A' AND state IN ('PENDING', 'DISPATCHED') AND address_key IN (` +
+		store.Params(n) + `) AND updated >= ? ORDER BY created, seq LIMIT 500`
+}
+
+// unreadSQL counts a user's inbox notifications not delivered yet; its
+// argument is the user's address key (userKey).
+const unreadSQL = `SELECT COUNT(*) FROM notifications WHERE address_key = ? AND channel = 'A' AND state <> 'DELIVERED' AND state <> 'FAILED'`
 
 // Unread returns how many of a user's inbox notifications are not
 // delivered yet (one count, not a listing).
 func (l *Ledger) Unread(ctx context.Context, userID string) (int, error) {
 	n := 0
-	err := l.q.Query(ctx, unreadSQL, []any{userID}, func(scan func(...any) error) error { return scan(&n) })
+	err := l.q.Query(ctx, unreadSQL, []any{userKey(userID)}, func(scan func(...any) error) error { return scan(&n) })
 	return n, err
 }
 
@@ -606,13 +640,25 @@ type Query struct {
 
 // List returns a user's notifications, newest first.
 func (l *Ledger) List(ctx context.Context, q Query) ([]Notification, error) {
+	sql, args := listSQL(q)
+	var out []Notification
+	err := l.q.Query(ctx, sql, args, func(scan func(...any) error) error {
+		n, err := scanRow(scan)
+		out = append(out, n)
+		return err
+	})
+	return out, err
+}
+
+// listSQL is List's statement and its arguments.
+func listSQL(q Query) (string, []any) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 50
 	}
 	limit = min(limit, 500)
-	sql := `SELECT ` + columns + ` FROM notifications WHERE user_id = ?`
-	args := []any{q.UserID}
+	cond, args := byUser(q.UserID)
+	sql := `SELECT ` + columns + ` FROM notifications WHERE ` + cond
 	if q.Channel != "" {
 		sql += ` AND channel = ?`
 		args = append(args, q.Channel)
@@ -624,14 +670,7 @@ func (l *Ledger) List(ctx context.Context, q Query) ([]Notification, error) {
 		}
 	}
 	sql += ` ORDER BY created DESC, seq DESC LIMIT ?`
-	args = append(args, limit)
-	var out []Notification
-	err := l.q.Query(ctx, sql, args, func(scan func(...any) error) error {
-		n, err := scanRow(scan)
-		out = append(out, n)
-		return err
-	})
-	return out, err
+	return sql, append(args, limit)
 }
 
 // The agent's hold on what reaches its prompt lives in the ledger, not in

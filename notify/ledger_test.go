@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -800,4 +801,137 @@ func TestAckTriedAgainSeesTheRetry(t *testing.T) {
 			t.Fatalf("the ack answered %s, %v; the notification is stored %s; want the ack refused, FAILED", acked.State, ackErr, stored.State)
 		}
 	})
+}
+
+// TestWhatAUserSees walks every combination of a notification's axes,
+// for two users, as emitted and (what reaches the agent) once escalated,
+// plus one addressed to the one user's session under the other's id (the
+// ledger does not check a session's owner; the bus does): each user's
+// List holds exactly the user's notifications on both addresses, its
+// inbox and unread count exactly the user's inbox ones, never the other
+// user's. The inbox is found by the user's address alone, which holds
+// only because Route and Fallback send nothing addressed to a session to
+// the inbox — checked first, over every combination. On SQLite every
+// statement that finds a user's notifications searches an index; none
+// scans the table.
+func TestWhatAUserSees(t *testing.T) {
+	addresses := []notify.Address{notify.AddressUser, notify.AddressSession}
+	targets := []notify.Target{notify.TargetUser, notify.TargetAgent}
+	handlers := []notify.Handler{notify.HandlerSystem, notify.HandlerAgent}
+	for _, a := range addresses {
+		for _, tg := range targets {
+			for _, h := range handlers {
+				if ch, err := notify.Route(a, tg, h); err != nil || ch == notify.ChannelInbox && a != notify.AddressUser {
+					t.Fatalf("Route(%s, %s, %s) = %s, %v: only what is addressed to a user may reach the inbox", a, tg, h, ch, err)
+				}
+			}
+		}
+		if notify.Fallback(a) == notify.ChannelInbox && a != notify.AddressUser {
+			t.Fatalf("Fallback(%s) is the inbox", a)
+		}
+	}
+	for name, open := range drivers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st := open(t)
+			l, err := notify.NewLedger(st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := map[string]map[string]bool{"alice": {}, "bob": {}}
+			inboxes := map[string]map[string]bool{"alice": {}, "bob": {}}
+			emit := func(n notify.Notification, escalate bool) {
+				e, err := l.Emit(ctx, n, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ch := e.Channel
+				if escalate && ch == notify.ChannelAgent {
+					d, err := l.Dispatch(ctx, e.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					c, err := l.Claim(ctx, e.ID, d.OwnerLease, time.Minute)
+					if err != nil {
+						t.Fatal(err)
+					}
+					x, err := l.Escalate(ctx, e.ID, c.OwnerLease)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ch = x.Channel
+				}
+				all[n.UserID][e.ID] = true
+				if ch == notify.ChannelInbox {
+					inboxes[n.UserID][e.ID] = true
+				}
+			}
+			for user := range all {
+				for _, a := range addresses {
+					for _, tg := range targets {
+						for _, h := range handlers {
+							for _, escalate := range []bool{false, true} {
+								n := notify.Notification{Address: a, UserID: user, Target: tg, Handler: h, Title: fmt.Sprint(a, tg, h, escalate)}
+								if a == notify.AddressSession {
+									n.SessionID = user + "-s"
+								}
+								emit(n, escalate)
+							}
+						}
+					}
+				}
+			}
+			emit(notify.Notification{Address: notify.AddressSession, UserID: "bob", SessionID: "alice-s", Target: notify.TargetUser,
+				Handler: notify.HandlerSystem, Title: "bob's, in alice's session"}, false)
+			ids := func(list []notify.Notification) map[string]bool {
+				out := map[string]bool{}
+				for _, n := range list {
+					out[n.ID] = true
+				}
+				return out
+			}
+			for user := range all {
+				list, err := l.List(ctx, notify.Query{UserID: user, Limit: 500})
+				if err != nil || !maps.Equal(ids(list), all[user]) {
+					t.Errorf("%s's List: %d notifications, want %d (%v)", user, len(list), len(all[user]), err)
+				}
+				list, err = l.List(ctx, notify.Query{UserID: user, Channel: notify.ChannelInbox, Limit: 500})
+				if err != nil || !maps.Equal(ids(list), inboxes[user]) {
+					t.Errorf("%s's List of the inbox: %d notifications, want %d (%v)", user, len(list), len(inboxes[user]), err)
+				}
+				page, unread, err := l.Inbox(ctx, user, 500)
+				if err != nil || !maps.Equal(ids(page), inboxes[user]) || unread != len(inboxes[user]) {
+					t.Errorf("%s's inbox: %d listed, %d unread, want %d (%v)", user, len(page), unread, len(inboxes[user]), err)
+				}
+				if n, err := l.Unread(ctx, user); err != nil || n != len(inboxes[user]) {
+					t.Errorf("%s's unread: %d, want %d (%v)", user, n, len(inboxes[user]), err)
+				}
+			}
+			if len(inboxes["alice"]) == 0 || len(all["alice"]) == len(inboxes["alice"]) {
+				t.Fatalf("the walk reached no inbox or only the inbox: %d of %d", len(inboxes["alice"]), len(all["alice"]))
+			}
+			if name != "sqlite" {
+				return
+			}
+			q := st.(store.Querier)
+			for what, s := range notify.UserStatements("alice") {
+				var plan []string
+				err := q.Query(ctx, `EXPLAIN QUERY PLAN `+s[0].(string), s[1].([]any), func(scan func(...any) error) error {
+					var id, parent, unused int
+					var detail string
+					err := scan(&id, &parent, &unused, &detail)
+					plan = append(plan, detail)
+					return err
+				})
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				for _, step := range plan {
+					if strings.HasPrefix(step, "SCAN notifications") {
+						t.Errorf("%s scans the table: %q", what, plan)
+					}
+				}
+			}
+		})
+	}
 }

@@ -230,5 +230,5 @@ func (n *Notification) addressKey() string {
 	if n.Address == AddressSession {
 		return "SESSION:" + n.SessionID
 	}
-	return "USER:" + n.UserID
+	return userKey(n.UserID)
 }
