@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/agentplane/agentplane/store"
 )
 
 // Acks that arrive together are committed together: one transaction and
@@ -80,12 +82,28 @@ func (l *Ledger) ackStatement(batch []*ackReq) (string, []any) {
 	// DISPATCHED → LOCKED (a claim: owner_lease and attempts + 1) → DELIVERED;
 	// PENDING → DISPATCHED first; ESCALATED → DELIVERED directly. One
 	// statement, the whole commit (on PostgreSQL one round trip); its WHERE
-	// names only the batch's ids, so every row it returns is one.
+	// names only the batch's ids, so every row it returns is one. On
+	// SQLite the states are +state: a term no index may serve, so the rows
+	// are found by their ids. SQLite, knowing no state's share of the
+	// table, otherwise planned the update over the state index — every
+	// live notification of every user read for each batch of acks.
+	st := stateTerm(l.q.Dialect())
 	return `UPDATE ` + orFail(l.q.Dialect()) + `notifications SET state = ?, updated = ?,
 		owner_lease = owner_lease + (CASE WHEN state = ? THEN 0 ELSE 1 END),
 		attempts = attempts + (CASE WHEN state = ? THEN 0 ELSE 1 END)
-		WHERE (state IN (?, ?) AND channel <> ? OR state = ?)
+		WHERE (` + st + ` IN (?, ?) AND channel <> ? OR ` + st + ` = ?)
 		AND (` + where.String() + `) RETURNING ` + columns, args
+}
+
+// stateTerm is the state column as a WHERE term of a statement that finds
+// its rows by id: on SQLite +state, which keeps the planner off the state
+// index (unary plus on text is no operator on PostgreSQL, whose planner
+// weighs its statistics).
+func stateTerm(dialect string) string {
+	if dialect == store.SQLite {
+		return "+state"
+	}
+	return "state"
 }
 
 // acked is the row callback of a batch's update: each row returned is an

@@ -30,3 +30,13 @@ func UserStatements(user string) map[string][2]any {
 		"list A":     {listA, listAArgs},
 	}
 }
+
+// AckStatement is the statement that delivers a batch of acks, the user's
+// notification ids[i] for users[i], with its arguments.
+func AckStatement(l *Ledger, ids, users []string) (string, []any) {
+	batch := make([]*ackReq, len(ids))
+	for i := range ids {
+		batch[i] = &ackReq{id: ids[i], user: users[i]}
+	}
+	return l.ackStatement(batch)
+}

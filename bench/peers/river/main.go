@@ -83,6 +83,7 @@ func main() {
 	counts := flag.String("counts", "", "the producer counts to run, comma-separated; empty: 1 and -producers")
 	withRiver := flag.Bool("river", true, "run River too")
 	acks := flag.String("acks", "producer,client", "who acknowledges in agentplane's runs: the producer, the client, or both (comma-separated)")
+	backlog := flag.Int("backlog", 0, "notifications left undelivered, to 1,000 users with no stream open, before each agentplane run")
 	flag.Parse()
 	on := map[string]bool{}
 	for _, d := range strings.Split(*dbs, ",") {
@@ -116,7 +117,7 @@ func main() {
 	}
 	for _, p := range ps {
 		if on["sqlite"] {
-			runSQLite(ctx, dir, *n, p, *producers, *cpuprofile, *withRiver, modes)
+			runSQLite(ctx, dir, *n, p, *producers, *cpuprofile, *withRiver, modes, *backlog)
 		}
 		if *pg == "" || !on["postgres"] {
 			continue
@@ -141,12 +142,15 @@ func main() {
 			pst, err := postgres.Open(ctx, withSearchPath(*pg, "agentplane_peer"), &postgres.Options{Extensions: []store.Extension{notify.Extension}})
 			must(err)
 			before := pst.Stats()
-			rate, cpu, err := runBus(ctx, pst, *n, p, client)
+			rate, cpu, err := runBus(ctx, pst, *n, p, client, *backlog)
 			must(err)
 			after := pst.Stats()
 			who := "the producer acks"
 			if client {
 				who = "the client acks from its stream"
+			}
+			if *backlog > 0 {
+				who += fmt.Sprintf(", %d undelivered before", *backlog)
 			}
 			fmt.Printf("postgres   producers=%-3d agentplane    %8.0f notifications/s, %4.0f µs CPU each (emitted, dispatched and delivered; %s; %.2f round trips, %.2f statements each)\n",
 				p, rate, us(cpu), who, float64(after.RoundTrips-before.RoundTrips)/float64(*n), float64(after.Statements-before.Statements)/float64(*n))
@@ -158,7 +162,7 @@ func main() {
 // runSQLite runs River and agentplane (the producer acks, the client
 // acks) on SQLite FULL with p producers; the CPU profile covers
 // agentplane's first run with -producers.
-func runSQLite(ctx context.Context, dir string, n, p, producers int, cpuprofile string, withRiver bool, modes []bool) {
+func runSQLite(ctx context.Context, dir string, n, p, producers int, cpuprofile string, withRiver bool, modes []bool, backlog int) {
 	if withRiver {
 		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, fmt.Sprintf("river-%d.db", p))+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
 		must(err)
@@ -178,7 +182,7 @@ func runSQLite(ctx context.Context, dir string, n, p, producers int, cpuprofile 
 			must(err)
 			must(pprof.StartCPUProfile(prof))
 		}
-		rate, cpu, err := runBus(ctx, st, n, p, client)
+		rate, cpu, err := runBus(ctx, st, n, p, client, backlog)
 		if prof != nil {
 			pprof.StopCPUProfile()
 			must(prof.Close())
@@ -187,6 +191,9 @@ func runSQLite(ctx context.Context, dir string, n, p, producers int, cpuprofile 
 		who := "the producer acks"
 		if client {
 			who = "the client acks from its stream"
+		}
+		if backlog > 0 {
+			who += fmt.Sprintf(", %d undelivered before", backlog)
 		}
 		fmt.Printf("sqlite     producers=%-3d agentplane    %8.0f notifications/s, %4.0f µs CPU each (emitted, dispatched and delivered; %s)\n", p, rate, us(cpu), who)
 		st.Close()
@@ -258,8 +265,10 @@ func runRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], n, p
 // inbox streams open and acknowledges each — the producer right after its
 // emit, or (client) the user's client as its stream shows them, one ack
 // at a time — and returns notifications per second from the first emit
-// to the last delivery.
-func runBus(ctx context.Context, st store.Store, n, p int, client bool) (float64, time.Duration, error) {
+// to the last delivery. Before it starts, backlog notifications are left
+// undelivered to users who hold no stream (what a run must not slow
+// down on).
+func runBus(ctx context.Context, st store.Store, n, p int, client bool, backlog int) (float64, time.Duration, error) {
 	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Programs: demo.Programs(nil)})
 	if err != nil {
 		return 0, 0, err
@@ -308,6 +317,22 @@ func runBus(ctx context.Context, st store.Store, n, p int, client bool) (float64
 				}
 			}
 		})
+	}
+	var away sync.WaitGroup
+	for w := range 32 {
+		away.Go(func() {
+			for i := w; i < backlog; i += 32 {
+				if _, err := bus.Emit(ctx, notify.Notification{Address: notify.AddressUser, UserID: fmt.Sprintf("away-%d", i%1000),
+					Target: notify.TargetUser, Handler: notify.HandlerSystem, Title: "waiting"}, 0); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	away.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return 0, 0, err
 	}
 	start, cpu0 := time.Now(), cpuTime()
 	var wg sync.WaitGroup
