@@ -18,8 +18,10 @@ func (s *Store) PutCatalogVersion(ctx context.Context, version string, body []by
 	if s.readOnly {
 		return s.wrap("keep catalog version", errors.New("the database is open read-only"))
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO catalog_versions (version, body, created) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING`,
-		version, body, time.Now().UnixNano())
+	const query = `INSERT INTO catalog_versions (version, body, created) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING`
+	args := []any{version, body, time.Now().UnixNano()}
+	s.traced(query, args)
+	_, err := s.db.ExecContext(ctx, query, args...)
 	if err != nil {
 		return s.wrap("keep catalog version", err)
 	}
@@ -30,7 +32,9 @@ func (s *Store) PutCatalogVersion(ctx context.Context, version string, body []by
 // store.CatalogVersions.
 func (s *Store) CatalogVersion(ctx context.Context, version string) ([]byte, bool, error) {
 	var body []byte
-	err := s.db.QueryRowContext(ctx, `SELECT body FROM catalog_versions WHERE version = ?`, version).Scan(&body)
+	const query = `SELECT body FROM catalog_versions WHERE version = ?`
+	s.traced(query, []any{version})
+	err := s.db.QueryRowContext(ctx, query, version).Scan(&body)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, false, nil

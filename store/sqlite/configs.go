@@ -17,8 +17,10 @@ func (s *Store) PutConfig(ctx context.Context, digest string, body []byte) error
 	if s.readOnly {
 		return s.wrap("keep configuration", errors.New("the database is open read-only"))
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO configs (digest, body, created) VALUES (?, ?, ?) ON CONFLICT (digest) DO NOTHING`,
-		digest, body, time.Now().UnixNano())
+	const query = `INSERT INTO configs (digest, body, created) VALUES (?, ?, ?) ON CONFLICT (digest) DO NOTHING`
+	args := []any{digest, body, time.Now().UnixNano()}
+	s.traced(query, args)
+	_, err := s.db.ExecContext(ctx, query, args...)
 	if err != nil {
 		return s.wrap("keep configuration", err)
 	}
@@ -28,7 +30,9 @@ func (s *Store) PutConfig(ctx context.Context, digest string, body []byte) error
 // Config returns a configuration kept by its digest; see store.Configs.
 func (s *Store) Config(ctx context.Context, digest string) ([]byte, bool, error) {
 	var body []byte
-	err := s.db.QueryRowContext(ctx, `SELECT body FROM configs WHERE digest = ?`, digest).Scan(&body)
+	const query = `SELECT body FROM configs WHERE digest = ?`
+	s.traced(query, []any{digest})
+	err := s.db.QueryRowContext(ctx, query, digest).Scan(&body)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, false, nil

@@ -11,3 +11,7 @@ func (s *Store) Transactions() int64 { return s.txs.Load() }
 // BreakWriter closes the writer's connection under the store, as
 // database/sql does with one that went bad.
 func (s *Store) BreakWriter() { s.writer.Close() }
+
+// Trace hands every statement the store runs, with its arguments, to f
+// before it runs; nil stops. Set it before the store is used concurrently.
+func (s *Store) Trace(f func(query string, args []any)) { s.trace = f }

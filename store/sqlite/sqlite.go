@@ -90,6 +90,17 @@ type Store struct {
 	// goroutines read it to seal their records before they queue.
 	headsMu sync.Mutex
 	heads   map[string]chainHead
+
+	// trace, set only by tests (export_test.go), sees every statement the
+	// store runs with its arguments, before it runs.
+	trace func(query string, args []any)
+}
+
+// traced hands a statement to the test's trace, when there is one.
+func (s *Store) traced(query string, args []any) {
+	if s.trace != nil {
+		s.trace(query, args)
+	}
 }
 
 // chainHead is the last record of a session's audit chain.
@@ -467,6 +478,7 @@ func (s *Store) migrateTx(ctx context.Context, v int, current string, currentArg
 func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, error) {
 	var state string
 	s.ran.Add(1)
+	s.traced(readSession, []any{id})
 	err := s.reads[readSession].QueryRowContext(ctx, id).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", id)
@@ -486,7 +498,9 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 func (s *Store) Head(ctx context.Context, session string) (store.Head, error) {
 	var h store.Head
 	s.ran.Add(1)
-	err := s.db.QueryRowContext(ctx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, session).Scan(&h.Seq, &h.Hash)
+	const query = `SELECT head_seq, head_hash FROM sessions WHERE id = ?`
+	s.traced(query, []any{session})
+	err := s.db.QueryRowContext(ctx, query, session).Scan(&h.Seq, &h.Hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return h, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", session)
 	}
@@ -499,8 +513,11 @@ func (s *Store) Head(ctx context.Context, session string) (store.Head, error) {
 // Stale returns running requests claimed before before; see store.Store.
 func (s *Store) Stale(ctx context.Context, before time.Time, limit int) ([]store.Request, error) {
 	s.ran.Add(1)
-	rows, err := s.db.QueryContext(ctx, `SELECT session, principal, request_id, digest, state, result, seq, claimed_at, running FROM requests
-		WHERE state = 'running' AND claimed_at < ? ORDER BY claimed_at, request_id LIMIT ?`, before.UnixNano(), max(limit, 0))
+	const query = `SELECT session, principal, request_id, digest, state, result, seq, claimed_at, running FROM requests
+		WHERE state = 'running' AND claimed_at < ? ORDER BY claimed_at, request_id LIMIT ?`
+	args := []any{before.UnixNano(), max(limit, 0)}
+	s.traced(query, args)
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, s.wrap("list stale requests", err)
 	}
@@ -542,6 +559,7 @@ func nullText(b []byte) any {
 // Request returns what an idempotency key holds.
 func (s *Store) Request(ctx context.Context, key store.RequestKey) (store.Request, bool, error) {
 	s.ran.Add(1)
+	s.traced(readRequest, []any{key.SessionID, key.Principal, key.RequestID})
 	return s.readRequest(ctx, s.reads[readRequest].QueryRowContext(ctx, key.SessionID, key.Principal, key.RequestID), key)
 }
 
@@ -574,6 +592,7 @@ func (s *Store) Confirmation(ctx context.Context, digest string) (store.Confirma
 	var raw string
 	var used bool
 	s.ran.Add(1)
+	s.traced(readConfirmation, []any{digest})
 	err := s.reads[readConfirmation].QueryRowContext(ctx, digest).Scan(&raw, &used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Confirmation{}, false, nil
@@ -613,6 +632,7 @@ func (s *Store) RecordsAfter(ctx context.Context, session string, after int64, l
 // auditRows runs one of the prepared reads of a session's audit records.
 func (s *Store) auditRows(ctx context.Context, session, read string, args ...any) ([]audit.Record, error) {
 	s.ran.Add(1)
+	s.traced(read, args)
 	rows, err := s.reads[read].QueryContext(ctx, args...)
 	if err != nil {
 		return nil, s.wrap("read audit of "+session, err)
@@ -639,6 +659,7 @@ func (s *Store) Sessions(ctx context.Context, q store.SessionQuery) (store.Sessi
 		args = []any{q.Owner, created, created, id, n + 1}
 	}
 	s.ran.Add(1)
+	s.traced(query, args)
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return store.SessionPage{}, s.wrap("list sessions", err)
@@ -665,6 +686,7 @@ func (s *Store) Dialect() string { return store.SQLite }
 // Query runs a read-only query of a subsystem's tables.
 func (s *Store) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
 	s.ran.Add(1)
+	s.traced(query, args)
 	st, err := s.prepared(ctx, query)
 	if err != nil {
 		return s.wrap("query", err)
@@ -833,6 +855,7 @@ func (s *Store) Stats() store.Stats {
 const maxStmts = 1024
 
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	s.traced(query, args)
 	st, err := s.stmt(ctx, tx, query)
 	if err != nil {
 		return nil, err
@@ -848,6 +871,7 @@ type errRow struct{ err error }
 func (e errRow) Scan(...any) error { return e.err }
 
 func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) scanner {
+	s.traced(query, args)
 	st, err := s.stmt(ctx, tx, query)
 	if err != nil {
 		return errRow{err}
@@ -1201,6 +1225,7 @@ func (t *txn) Dialect() string { return store.SQLite }
 // Exec and Query run an extension's statements prepared once, as the
 // store's own (Store.stmt): the leader runs every commit.
 func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	t.s.traced(query, args)
 	st, err := t.s.stmt(ctx, t.tx, query)
 	if err != nil {
 		return 0, err
@@ -1213,6 +1238,7 @@ func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error
 }
 
 func (t *txn) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
+	t.s.traced(query, args)
 	st, err := t.s.stmt(ctx, t.tx, query)
 	if err != nil {
 		return err
