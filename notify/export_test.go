@@ -1,5 +1,7 @@
 package notify
 
+import "github.com/agentplane/agentplane/store"
+
 // SentSize is how many notifications the bus remembers as sent to this
 // instance's streams.
 func SentSize(b *Bus) int {
@@ -20,14 +22,16 @@ func SetSentMax(b *Bus, n int) {
 // count, what a stream catches up on, and List with and without a
 // channel.
 func UserStatements(user string) map[string][2]any {
-	list, listArgs := listSQL(Query{UserID: user})
-	listA, listAArgs := listSQL(Query{UserID: user, Channel: ChannelInbox, States: []State{StatePending}})
+	list, listArgs := listSQL(Query{UserID: user}, store.SQLite)
+	listA, listAArgs := listSQL(Query{UserID: user, Channel: ChannelInbox, States: []State{StatePending}}, store.SQLite)
+	listStates, listStatesArgs := listSQL(Query{UserID: user, States: []State{StatePending, StateDispatched}}, store.SQLite)
 	return map[string][2]any{
-		"inbox":      {inboxSQL, []any{userKey(user), 10}},
-		"unread":     {unreadSQL, []any{userKey(user)}},
-		"inboxSince": {inboxSinceSQL(2), []any{userKey(user), userKey(user + "-2"), int64(0)}},
-		"list":       {list, listArgs},
-		"list A":     {listA, listAArgs},
+		"inbox":          {inboxSQL, []any{userKey(user), 10}},
+		"unread":         {unreadSQL, []any{userKey(user)}},
+		"inboxSince":     {inboxSinceSQL(2, store.SQLite), []any{userKey(user), userKey(user + "-2"), int64(0)}},
+		"list":           {list, listArgs},
+		"list A":         {listA, listAArgs},
+		"list by states": {listStates, listStatesArgs},
 	}
 }
 

@@ -594,7 +594,7 @@ func (l *Ledger) inboxSince(ctx context.Context, users []string, since time.Time
 			args = append(args, userKey(u))
 		}
 		args = append(args, since.UnixNano())
-		err := l.q.Query(ctx, inboxSinceSQL(len(batch)), args,
+		err := l.q.Query(ctx, inboxSinceSQL(len(batch), l.q.Dialect()), args,
 			func(scan func(...any) error) error {
 				n, err := scanRow(scan)
 				out = append(out, n)
@@ -611,10 +611,12 @@ func (l *Ledger) inboxSince(ctx context.Context, users []string, since time.Time
 // the user's address key (userKey) and the page's size.
 const inboxSQL = `SELECT ` + columns + ` FROM notifications WHERE address_key = ? AND channel = 'A' ORDER BY created DESC, seq DESC LIMIT ?`
 
-// inboxSinceSQL is inboxSince's statement for n users: their address
-// keys (userKey), then the time.
-func inboxSinceSQL(n int) string {
-	return `SELECT ` + columns + ` FROM notifications WHERE channel = 'A' AND state IN ('PENDING', 'DISPATCHED') AND address_key IN (` +
+// inboxSinceSQL is inboxSince's statement for n users in the dialect:
+// their address keys (userKey), then the time. (Only PostgreSQL runs it,
+// for the instances sharing it; on SQLite the states are a filter too,
+// stateTerm, as the planner would take the state index otherwise.)
+func inboxSinceSQL(n int, dialect string) string {
+	return `SELECT ` + columns + ` FROM notifications WHERE channel = 'A' AND ` + stateTerm(dialect) + ` IN ('PENDING', 'DISPATCHED') AND address_key IN (` +
 		store.Params(n) + `) AND updated >= ? ORDER BY created, seq LIMIT 500`
 }
 
@@ -640,7 +642,7 @@ type Query struct {
 
 // List returns a user's notifications, newest first.
 func (l *Ledger) List(ctx context.Context, q Query) ([]Notification, error) {
-	sql, args := listSQL(q)
+	sql, args := listSQL(q, l.q.Dialect())
 	var out []Notification
 	err := l.q.Query(ctx, sql, args, func(scan func(...any) error) error {
 		n, err := scanRow(scan)
@@ -650,8 +652,11 @@ func (l *Ledger) List(ctx context.Context, q Query) ([]Notification, error) {
 	return out, err
 }
 
-// listSQL is List's statement and its arguments.
-func listSQL(q Query) (string, []any) {
+// listSQL is List's statement and its arguments in the dialect. Its
+// states are a filter of the user's rows (stateTerm): SQLite otherwise
+// chose the state index for one or two states and read every user's rows
+// in them.
+func listSQL(q Query, dialect string) (string, []any) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 50
@@ -664,7 +669,7 @@ func listSQL(q Query) (string, []any) {
 		args = append(args, q.Channel)
 	}
 	if len(q.States) > 0 {
-		sql += ` AND state IN (` + store.Params(len(q.States)) + `)`
+		sql += ` AND ` + stateTerm(dialect) + ` IN (` + store.Params(len(q.States)) + `)`
 		for _, s := range q.States {
 			args = append(args, s)
 		}

@@ -930,6 +930,9 @@ func TestWhatAUserSees(t *testing.T) {
 					if strings.HasPrefix(step, "SCAN notifications") {
 						t.Errorf("%s scans the table: %q", what, plan)
 					}
+					if strings.Contains(step, "notifications_by_state") { // every user's rows in a state
+						t.Errorf("%s finds the user's rows by their state: %q", what, plan)
+					}
 				}
 			}
 		})
