@@ -527,11 +527,14 @@ func (j *sqlJournal) cas(ctx context.Context, query string, args ...any) (bool, 
 }
 
 // claimable lists workflows that are not finished and whose lease ran out
-// or was released.
+// or was released. It names the statuses that are not terminal, not those
+// that are: status IN (…) finds them in workflows_claimable, where NOT IN
+// read every workflow ever run (SQLite scanned the table on every poll).
 func (j *sqlJournal) claimable(ctx context.Context, now time.Time, limit int) ([]row, error) {
 	var out []row
 	err := j.q.Query(ctx, `SELECT `+rowColumns+` FROM workflows
-		WHERE status NOT IN ('completed', 'aborted', 'failed') AND lease_until < ? ORDER BY lease_until LIMIT ?`,
+		WHERE status IN ('`+StatusRunning+`', '`+StatusAwaitingApproval+`', '`+StatusAwaitingDecision+`', '`+StatusInterrupted+`') AND lease_until < ?
+		ORDER BY lease_until LIMIT ?`,
 		[]any{now.UnixNano(), limit}, func(scan func(...any) error) error {
 			r, err := scanRow(scan)
 			if err == nil {
