@@ -286,7 +286,10 @@ func (l *Ledger) emitOnce(ctx context.Context, n Notification, ch Channel, lease
 	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
 		if n.DedupKey != "" {
 			var live *Notification
-			err := tx.Query(ctx, `SELECT `+columns+` FROM notifications WHERE address_key = ? AND dedup_key = ? AND state <> 'DELIVERED' AND state <> 'FAILED'`,
+			// the partial index's own condition, word for word: a
+			// planner cannot tell that dedup_key = ? is not '', and
+			// without it SQLite read every notification of the address
+			err := tx.Query(ctx, `SELECT `+columns+` FROM notifications WHERE address_key = ? AND dedup_key = ? AND dedup_key <> '' AND state <> 'DELIVERED' AND state <> 'FAILED'`,
 				[]any{key, n.DedupKey}, func(scan func(...any) error) error {
 					m, err := scanRow(scan)
 					live = &m
