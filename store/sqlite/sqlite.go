@@ -655,8 +655,11 @@ func (s *Store) Sessions(ctx context.Context, q store.SessionQuery) (store.Sessi
 		if err != nil {
 			return store.SessionPage{}, err
 		}
-		query = `SELECT state, created FROM sessions WHERE owner = ? AND (created < ? OR created = ? AND id < ?) ORDER BY created DESC, id DESC LIMIT ?`
-		args = []any{q.Owner, created, created, id, n + 1}
+		// a row value, as on PostgreSQL: the index's range starts at the
+		// cursor, where created < ? OR created = ? AND id < ? walked the
+		// owner's sessions from the newest and skipped every earlier page
+		query = `SELECT state, created FROM sessions WHERE owner = ? AND (created, id) < (?, ?) ORDER BY created DESC, id DESC LIMIT ?`
+		args = []any{q.Owner, created, id, n + 1}
 	}
 	s.ran.Add(1)
 	s.traced(query, args)
