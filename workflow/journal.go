@@ -627,8 +627,10 @@ func (j *sqlJournal) outcome(ctx context.Context, id string, seq int64) (outcome
 }
 
 func (j *sqlJournal) byRequest(ctx context.Context, id, principal, key string) (seq int64, digest string, found bool, err error) {
+	// request_id <> '' (key never is): the partial index's condition, which
+	// a planner cannot infer from request_id = ?
 	err = j.q.Query(ctx, `SELECT c.seq, c.request_digest FROM workflow_commands c JOIN workflows w ON w.id = c.workflow_id
-		WHERE c.workflow_id = ? AND c.request_id = ? AND w.principal = ?`, []any{id, key, principal},
+		WHERE c.workflow_id = ? AND c.request_id = ? AND c.request_id <> '' AND w.principal = ?`, []any{id, key, principal},
 		func(scan func(...any) error) error {
 			found = true
 			return scan(&seq, &digest)
@@ -638,7 +640,9 @@ func (j *sqlJournal) byRequest(ctx context.Context, id, principal, key string) (
 
 func (j *sqlJournal) answeredBy(ctx context.Context, id, pause string) (seq int64, typ string, found bool, err error) {
 	var body string
-	err = j.q.Query(ctx, `SELECT seq, body FROM workflow_commands WHERE workflow_id = ? AND pause = ? AND status = 'applied'`, []any{id, pause},
+	// pause <> '' (a decision id never is): workflow_commands_answer's
+	// condition, which a planner cannot infer from pause = ?
+	err = j.q.Query(ctx, `SELECT seq, body FROM workflow_commands WHERE workflow_id = ? AND pause = ? AND pause <> '' AND status = 'applied'`, []any{id, pause},
 		func(scan func(...any) error) error {
 			found = true
 			return scan(&seq, &body)
