@@ -39,16 +39,30 @@ var (
 // rows addressed to a session: a user's inbox (channel A) is only ever
 // addressed to the user (Route), so its rows are found by their address,
 // USER:<user>, in the (address_key, seq) index every row is in anyway —
-// an emit to a user writes one page of a per-user index, not two.
+// an emit to a user writes one page of a per-user index, not two. The
+// last (SQLite 6, PostgreSQL 5) adds the watchdog's indexes
+// (watchdogIndexes).
 var Extension = store.Extension{
 	Name: "notify",
 	Migrations: map[string][]string{
 		store.SQLite: {schema("INTEGER"), `ALTER TABLE notifications ADD COLUMN shows INTEGER NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
-			`DROP TABLE notification_seqs`, sessionUsers},
+			`DROP TABLE notification_seqs`, sessionUsers, watchdogIndexes},
 		store.Postgres: {schema("BIGINT"), `ALTER TABLE notifications ADD COLUMN shows BIGINT NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
-			sessionUsers},
+			sessionUsers, watchdogIndexes},
 	},
 }
+
+// watchdogIndexes hold only what the watchdog looks for (Due) and Dead
+// lists: the agent's notifications not delivered yet, the escalated ones
+// and the dead letters, each by the time it is due by or listed in. The
+// state index found them by their states alone, and so read the inbox's
+// whole backlog (every user's PENDING and DISPATCHED notifications, of
+// every channel) on every sweep, and every dead letter ever to list the
+// newest. Partial: an inbox notification's writes (emit, ack) write none
+// of them.
+const watchdogIndexes = `CREATE INDEX notifications_agent_live ON notifications (channel, state, created) WHERE channel = 'C' AND state IN ('PENDING', 'DISPATCHED');
+CREATE INDEX notifications_escalated ON notifications (state, updated) WHERE state = 'ESCALATED';
+CREATE INDEX notifications_dead ON notifications (state, updated) WHERE state = 'FAILED'`
 
 // sessionUsers replaces the index of every row by user with one of the
 // rows addressed to a session by their user: the rows addressed to a

@@ -584,14 +584,9 @@ var fixedTables = map[string]bool{"schema_version": true, "schema_extensions": t
 var weakColumns = map[string]bool{"state": true, "status": true, "channel": true, "used": true, "address": true}
 
 // allowed are plan steps that read more than the statement's own rows on
-// purpose, or that are known and open; each with why. Keyed by a
-// fragment of the statement and the step's detail.
-var allowed = []struct{ query, step, why string }{
-	{"WHERE (channel = 'C' AND state IN ('PENDING', 'DISPATCHED') AND created +", "notifications_by_state (state=?)",
-		"FINDING, open: the watchdog's Due reads every PENDING and DISPATCHED notification of every channel (the inbox's backlog too) and every ESCALATED one, per sweep"},
-	{"WHERE state = 'FAILED' ORDER BY updated DESC", "notifications_by_state (state=?)",
-		"FINDING, open: Dead reads every dead letter ever, to show the newest"},
-}
+// purpose; each with why. Keyed by a fragment of the statement and the
+// step's detail. (None now.)
+var allowed = []struct{ query, step, why string }{}
 
 // expected are constraints a statement's plan must show, which the rules
 // of badStep cannot tell from the statement: keyed by a fragment of the
@@ -628,10 +623,12 @@ type schema struct {
 	indexes map[string][]index         // table → its indexes, the primary key's too
 }
 
-// index is an index's name (as EXPLAIN QUERY PLAN names it) and columns.
+// index is an index's name (as EXPLAIN QUERY PLAN names it) and columns,
+// and whether it is partial (holds only the rows its WHERE names).
 type index struct {
-	name string
-	cols []string
+	name    string
+	cols    []string
+	partial bool
 }
 
 func readSchema(t *testing.T, db *sql.DB) schema {
@@ -660,6 +657,7 @@ func readSchema(t *testing.T, db *sql.DB) schema {
 		}
 		for _, name := range names(`SELECT name FROM pragma_index_list(?)`, table) {
 			ix := index{name: name, cols: names(`SELECT name FROM pragma_index_info(?) ORDER BY seqno`, name)}
+			ix.partial = slices.Contains(names(`SELECT partial FROM pragma_index_list(?) WHERE name = ?`, table, name), "1")
 			if slices.Contains(names(`SELECT origin FROM pragma_index_list(?) WHERE name = ?`, table, name), "pk") {
 				ix.name = "PRIMARY KEY" // a WITHOUT ROWID table's
 			}
@@ -727,7 +725,9 @@ func allowance(query, detail string) (string, bool) {
 //   - a SCAN of a table that grows (one not in fixedTables), unless of a
 //     covering index;
 //   - a SEARCH whose every constraint is on a column of weakColumns (the
-//     acks' plan before stateTerm);
+//     acks' plan before stateTerm), unless its index is partial: then it
+//     holds only the rows of those values the statement looks for (the
+//     watchdog's, the dead letters);
 //   - a SEARCH by fewer of the statement's equality columns than another
 //     index of the table has as its leading columns (a partial index the
 //     statement does not say it may use, or a key it does not use);
@@ -766,7 +766,7 @@ func badStep(sc schema, query, detail string) string {
 			used++
 		}
 	}
-	if weak {
+	if weak && !slices.ContainsFunc(sc.indexes[tb], func(ix index) bool { return ix.partial && "INDEX "+ix.name == m[2] }) {
 		return "finds its rows of " + tb + " by " + m[3] + " alone: every user's rows with those values"
 	}
 	keys := map[string]bool{}
