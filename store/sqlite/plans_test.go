@@ -141,6 +141,9 @@ func driveProduct(t *testing.T, ctx context.Context, st *sqlite.Store, clk *plan
 		Config: core.Source{YAML: demo.YAML, Name: demo.Name},
 		Store:  st,
 		Core:   core.Options{Programs: demo.Programs(clk.now), Now: clk.now},
+		// a command queued for another instance is answered once seen done,
+		// looked for every Poll
+		Workflows: workflow.Options{Poll: 20 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -332,21 +335,36 @@ func driveWorkflows(t *testing.T, ctx context.Context, rt *plane.Runtime, s, bar
 		t.Fatalf("after abort: %+v", w)
 	}
 
-	// another instance's workflow, paused when it stopped: this one takes
-	// it over
-	other, err := workflow.New(rt.Core, rt.Store, nil)
+	// another instance's workflows: one answered through this instance
+	// (the command is queued for the instance holding it), one paused
+	// when that instance stopped, which this one takes over
+	other, err := workflow.New(rt.Core, rt.Store, &workflow.Options{Poll: 20 * time.Millisecond}) // it looks for queued commands every Poll
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := other.Start(ctx, workflow.Start{SessionID: s.ID, Principal: "ann", Definition: def("name: later\ntasks:\n  - {id: send, tool: send_template, args: {list_id: LIST-9}}\n")})
-	if err != nil {
-		t.Fatal(err)
+	pausedAt := func(name string) *workflow.Workflow {
+		t.Helper()
+		o, err := other.Start(ctx, workflow.Start{SessionID: s.ID, Principal: "ann", Definition: def("name: " + name + "\ntasks:\n  - {id: send, tool: send_template, args: {list_id: LIST-9}}\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		o, err = other.Wait(wctx, o.ID, "ann", 0)
+		if err != nil || o.Status != workflow.StatusAwaitingApproval {
+			t.Fatalf("the other instance's workflow: %+v %v", o, err)
+		}
+		return o
+	}
+	queued, o := pausedAt("queued"), pausedAt("later")
+	if _, err := e.Command(ctx, queued.ID, "ann", workflow.Command{Type: "approval_response", CheckpointID: queued.Approval.CheckpointID, Approved: &yes}); err != nil {
+		t.Fatalf("approve the other instance's workflow: %v", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	o, err = other.Wait(wctx, o.ID, "ann", 0)
+	done, err := other.Wait(wctx, queued.ID, "ann", queued.Seq)
 	cancel()
-	if err != nil || o.Status != workflow.StatusAwaitingApproval {
-		t.Fatalf("the other instance's workflow: %+v %v", o, err)
+	if err != nil || done.Status != workflow.StatusCompleted {
+		t.Fatalf("the other instance's workflow after the approval: %+v %v", done, err)
 	}
 	other.Close(time.Minute)
 	if err := e.ClaimDue(ctx); err != nil {
@@ -370,10 +388,28 @@ func driveWorkflows(t *testing.T, ctx context.Context, rt *plane.Runtime, s, bar
 		t.Fatalf("want it failed: %+v", f)
 	}
 
+	// seven layers: more checkpoints than a workflow keeps
+	chain := "name: chain\ntasks:\n  - {id: t1, tool: send_template, args: {list_id: LIST-9}}\n"
+	for i := 2; i <= 7; i++ {
+		chain += fmt.Sprintf("  - {id: t%d, tool: send_template, args: {list_id: LIST-9}, depends_on: [t%d]}\n", i, i-1)
+	}
+	c, err := e.Start(ctx, workflow.Start{SessionID: s.ID, Principal: "ann", Definition: def(chain)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c = wait(c.ID, 0); c.Status == workflow.StatusAwaitingApproval; c = wait(c.ID, c.Seq) {
+		if _, err := e.Command(ctx, c.ID, "ann", workflow.Command{Type: "approval_response", CheckpointID: c.Approval.CheckpointID, Approved: &yes}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Status != workflow.StatusCompleted {
+		t.Fatalf("the chain: %+v", c)
+	}
+
 	if _, err := e.Get(ctx, w.ID, "ann"); err != nil {
 		t.Fatal(err)
 	}
-	if ws, err := e.List(ctx, "ann", 10); err != nil || len(ws) != 3 {
+	if ws, err := e.List(ctx, "ann", 10); err != nil || len(ws) != 5 {
 		t.Fatalf("list: %d workflows, %v", len(ws), err)
 	}
 	if _, err := e.Checkpoints(ctx, w.ID); err != nil {
@@ -612,6 +648,7 @@ var reached = []string{
 	"UPDATE workflows SET lease_until = 0", // released
 	"AND c.request_id = ?",                 // a command under its idempotency key
 	"AND pause = ? AND pause <> ''",        // an answered decision
+	"DELETE FROM workflow_checkpoints",     // more checkpoints than kept
 	"INSERT INTO configs",
 	"FROM catalog_versions WHERE version = ?",
 }
