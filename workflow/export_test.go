@@ -91,3 +91,7 @@ func Steal(e *Engine, id string) {
 	m := j.workflows[id]
 	m.owner, m.lease = "thief", m.lease+1
 }
+
+// LiveStatuses is liveStatuses: every status but the terminal ones,
+// quoted for SQL.
+const LiveStatuses = liveStatuses

@@ -533,7 +533,7 @@ func (j *sqlJournal) cas(ctx context.Context, query string, args ...any) (bool, 
 func (j *sqlJournal) claimable(ctx context.Context, now time.Time, limit int) ([]row, error) {
 	var out []row
 	err := j.q.Query(ctx, `SELECT `+rowColumns+` FROM workflows
-		WHERE status IN ('`+StatusRunning+`', '`+StatusAwaitingApproval+`', '`+StatusAwaitingDecision+`', '`+StatusInterrupted+`') AND lease_until < ?
+		WHERE status IN (`+liveStatuses+`) AND lease_until < ?
 		ORDER BY lease_until LIMIT ?`,
 		[]any{now.UnixNano(), limit}, func(scan func(...any) error) error {
 			r, err := scanRow(scan)

@@ -23,6 +23,11 @@ const (
 	StatusFailed           = "failed"
 )
 
+// liveStatuses lists, quoted for SQL, every status but the terminal ones:
+// what the claimable workflows' query names, as a range of its index
+// (TestLiveStatuses holds it to the constants above).
+const liveStatuses = `'` + StatusRunning + `', '` + StatusAwaitingApproval + `', '` + StatusAwaitingDecision + `', '` + StatusInterrupted + `'`
+
 // Terminal reports whether a status never changes again.
 func Terminal(status string) bool {
 	return status == StatusCompleted || status == StatusAborted || status == StatusFailed
