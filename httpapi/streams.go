@@ -309,7 +309,7 @@ func (s *Server) wsRead(ctx context.Context, cancel context.CancelFunc, conn *we
 			}
 		case "ack":
 			if m.NotificationID != "" && s.bus != nil { // an inbox notification
-				if _, err := s.bus.Ledger().Ack(ctx, m.NotificationID, p.ID); err != nil {
+				if err := s.bus.Ledger().Acknowledge(ctx, m.NotificationID, p.ID); err != nil {
 					err = notify.Describe(err)
 					write(wsServer{Type: "error", Error: &ErrorDetail{Code: agentplane.ErrorCode(err), Message: agentplane.ErrorMessage(err)}})
 					continue
@@ -364,7 +364,7 @@ func (s *Server) ackEvent(ctx context.Context, session string, p auth.Principal,
 		return agentplane.Errorf(agentplane.CodeNotFound, "no event %d in this session", seq)
 	}
 	if n := recs[0].Notice; n != nil {
-		if _, err := s.bus.Ledger().Ack(ctx, n.ID, p.ID); err != nil {
+		if err := s.bus.Ledger().Acknowledge(ctx, n.ID, p.ID); err != nil {
 			return notify.Describe(err)
 		}
 	}

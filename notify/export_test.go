@@ -1,6 +1,10 @@
 package notify
 
-import "github.com/agentplane/agentplane/store"
+import (
+	"context"
+
+	"github.com/agentplane/agentplane/store"
+)
 
 // SentSize is how many notifications the bus remembers as sent to this
 // instance's streams.
@@ -36,11 +40,28 @@ func UserStatements(user string) map[string][2]any {
 }
 
 // AckStatement is the statement that delivers a batch of acks, the user's
-// notification ids[i] for users[i], with its arguments.
-func AckStatement(l *Ledger, ids, users []string) (string, []any) {
+// notification ids[i] for users[i], with its arguments; whole: acks that
+// want the notification back (Ack), not Acknowledge's.
+func AckStatement(l *Ledger, ids, users []string, whole bool) (string, []any) {
 	batch := make([]*ackReq, len(ids))
 	for i := range ids {
-		batch[i] = &ackReq{id: ids[i], user: users[i]}
+		batch[i] = &ackReq{id: ids[i], user: users[i], whole: whole}
 	}
 	return l.ackStatement(batch)
+}
+
+// AckTogether commits acks as one batch, ids[i] for users[i], whole[i]
+// whether that one wants its notification back, and returns what each
+// got and whether the batch delivered it.
+func AckTogether(ctx context.Context, l *Ledger, ids, users []string, whole []bool) ([]Notification, []bool, error) {
+	batch := make([]*ackReq, len(ids))
+	for i := range ids {
+		batch[i] = &ackReq{id: ids[i], user: users[i], whole: whole[i]}
+	}
+	err := l.commitAcks(ctx, func() []*ackReq { return batch })
+	out, ok := make([]Notification, len(batch)), make([]bool, len(batch))
+	for i, r := range batch {
+		out[i], ok[i] = r.out, r.ok
+	}
+	return out, ok, err
 }

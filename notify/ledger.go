@@ -525,7 +525,17 @@ func (l *Ledger) Fail(ctx context.Context, id string, lease int64) (Notification
 // racing, one wins and the other is told why. Another user's
 // notification is ErrNotFound.
 func (l *Ledger) Ack(ctx context.Context, id, userID string) (Notification, error) {
-	return l.ackBatched(ctx, id, userID) // with the acks arriving meanwhile; alone when it does not apply
+	return l.ackBatched(ctx, id, userID, true) // with the acks arriving meanwhile; alone when it does not apply
+}
+
+// Acknowledge is Ack for a client that does not read the answer, such as
+// an ack sent on a stream: the same moves, in the same batches, refused
+// for the same reasons, without the notification sent back — a batch of
+// them returns the ids it delivered alone, where Ack's returns every
+// column of every row.
+func (l *Ledger) Acknowledge(ctx context.Context, id, userID string) error {
+	_, err := l.ackBatched(ctx, id, userID, false)
+	return err
 }
 
 // ackAlone is Ack in a transaction of its own, on the state read now.

@@ -975,7 +975,7 @@ func TestAcksFindTheirRows(t *testing.T) {
 				explain = `EXPLAIN `
 			}
 			for _, k := range []int{1, 2, 6, 16, 32, 64, 128} { // every batch size up to maxAckBatch's
-				sql, args := notify.AckStatement(l, ids[:k], users[:k])
+				sql, args := notify.AckStatement(l, ids[:k], users[:k], k%2 == 0) // returning the ids alone, and every column
 				var plan []string
 				err = q.Query(ctx, explain+sql, args, func(scan func(...any) error) error {
 					var line string
@@ -1009,6 +1009,91 @@ func TestAcksFindTheirRows(t *testing.T) {
 				if n, err := l.Ack(ctx, id, users[i]); err != nil || n.State != notify.StateDelivered {
 					t.Fatalf("ack %s: %+v %v", id, n, err)
 				}
+			}
+		})
+	}
+}
+
+// TestAcknowledge: Acknowledge delivers as Ack does, in the same batches,
+// without the notification back. A batch of Acknowledges returns the ids
+// alone; a batch that mixes them with Acks returns every column, and each
+// Ack gets its notification as delivered. Refusals are Ack's: another
+// user's notification is not found, a delivered one cannot be
+// acknowledged again, and of eight clients acknowledging one at once
+// exactly one delivers it.
+func TestAcknowledge(t *testing.T) {
+	for name, open := range drivers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			l := ledgerOn(t, open)
+			var ids, users []string
+			for i := range 7 {
+				user := "alice"
+				if i == 6 {
+					user = "bob"
+				}
+				e, err := l.Emit(ctx, inbox(user, fmt.Sprint("n", i)), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids, users = append(ids, e.ID), append(users, "alice") // alice acks bob's too
+			}
+			if q, _ := notify.AckStatement(l, ids, users, false); !strings.HasSuffix(q, "RETURNING id") {
+				t.Fatalf("a batch of Acknowledges returns more than the ids: …%s", q[max(0, len(q)-60):])
+			}
+			// a batch of Acknowledges alone, then one mixed with Acks
+			_, ok, err := notify.AckTogether(ctx, l, ids[:2], users[:2], []bool{false, false})
+			if err != nil || !ok[0] || !ok[1] {
+				t.Fatalf("Acknowledges alone: %v %v", ok, err)
+			}
+			whole := []bool{true, false, true, false, false}
+			got, ok, err := notify.AckTogether(ctx, l, ids[2:], users[2:], whole)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, id := range ids[2:] {
+				stored, err := l.Get(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if id == ids[6] { // bob's
+					if ok[i] || stored.State != notify.StatePending {
+						t.Fatalf("alice's ack of bob's notification: delivered %v, stored %s", ok[i], stored.State)
+					}
+					continue
+				}
+				if !ok[i] || stored.State != notify.StateDelivered {
+					t.Fatalf("ack %d: delivered %v, stored %s", i, ok[i], stored.State)
+				}
+				if whole[i] && (got[i].ID != id || got[i].Title != stored.Title || got[i].State != notify.StateDelivered || got[i].OwnerLease != stored.OwnerLease) {
+					t.Fatalf("Ack %d got %+v, stored %+v", i, got[i], stored)
+				}
+			}
+			// the public method and its refusals
+			if err := l.Acknowledge(ctx, ids[6], "alice"); !errors.Is(err, notify.ErrNotFound) {
+				t.Fatalf("alice acknowledged bob's: %v", err)
+			}
+			if err := l.Acknowledge(ctx, ids[0], "alice"); !errors.Is(err, notify.ErrIllegal) {
+				t.Fatalf("acknowledged again: %v", err)
+			}
+			e, err := l.Emit(ctx, inbox("alice", "once"), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			var delivered atomic.Int32
+			for range 8 {
+				wg.Go(func() {
+					if err := l.Acknowledge(ctx, e.ID, "alice"); err == nil {
+						delivered.Add(1)
+					} else if !errors.Is(err, notify.ErrIllegal) && !errors.Is(err, notify.ErrStale) {
+						t.Errorf("acknowledge: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			if n, _ := l.Get(ctx, e.ID); delivered.Load() != 1 || n.State != notify.StateDelivered || n.OwnerLease != 1 {
+				t.Fatalf("%d delivered; stored %s, lease %d", delivered.Load(), n.State, n.OwnerLease)
 			}
 		})
 	}

@@ -14,7 +14,10 @@
 // it, one ack at a time, while the producer goes on emitting — as River's
 // workers complete jobs while its producers insert. River's rate counts a
 // job once its worker returned (its completion is committed later, in a
-// batch); agentplane's, a notification once its ack is committed.
+// batch); agentplane's, a notification once its ack is committed. Both
+// ack as a stream's client does (Ledger.Acknowledge: nothing sent back,
+// as River's completions return nothing to the worker); -acks-whole acks
+// as the HTTP API's POST does (Ledger.Ack, the notification sent back).
 //
 // -dbs, -counts, -river and -acks choose what runs (the databases, the
 // producer counts, River or not, who acknowledges).
@@ -83,6 +86,7 @@ func main() {
 	counts := flag.String("counts", "", "the producer counts to run, comma-separated; empty: 1 and -producers")
 	withRiver := flag.Bool("river", true, "run River too")
 	acks := flag.String("acks", "producer,client", "who acknowledges in agentplane's runs: the producer, the client, or both (comma-separated)")
+	whole := flag.Bool("acks-whole", false, "agentplane's acks return the notification (Ledger.Ack, as the HTTP API's POST), not nothing (Ledger.Acknowledge, as a stream's client)")
 	backlog := flag.Int("backlog", 0, "notifications left undelivered, to 1,000 users with no stream open, before each agentplane run")
 	flag.Parse()
 	on := map[string]bool{}
@@ -115,9 +119,10 @@ func main() {
 			log.Fatalf("-acks: %q is neither producer nor client", a)
 		}
 	}
+	bus := busOptions{backlog: *backlog, whole: *whole}
 	for _, p := range ps {
 		if on["sqlite"] {
-			runSQLite(ctx, dir, *n, p, *producers, *cpuprofile, *withRiver, modes, *backlog)
+			runSQLite(ctx, dir, *n, p, *producers, *cpuprofile, *withRiver, modes, bus)
 		}
 		if *pg == "" || !on["postgres"] {
 			continue
@@ -142,16 +147,14 @@ func main() {
 			pst, err := postgres.Open(ctx, withSearchPath(*pg, "agentplane_peer"), &postgres.Options{Extensions: []store.Extension{notify.Extension}})
 			must(err)
 			before := pst.Stats()
-			rate, cpu, err := runBus(ctx, pst, *n, p, client, *backlog)
+			rate, cpu, err := runBus(ctx, pst, *n, p, client, bus)
 			must(err)
 			after := pst.Stats()
 			who := "the producer acks"
 			if client {
 				who = "the client acks from its stream"
 			}
-			if *backlog > 0 {
-				who += fmt.Sprintf(", %d undelivered before", *backlog)
-			}
+			who += bus.String()
 			fmt.Printf("postgres   producers=%-3d agentplane    %8.0f notifications/s, %4.0f µs CPU each (emitted, dispatched and delivered; %s; %.2f round trips, %.2f statements each)\n",
 				p, rate, us(cpu), who, float64(after.RoundTrips-before.RoundTrips)/float64(*n), float64(after.Statements-before.Statements)/float64(*n))
 			pst.Close()
@@ -162,7 +165,7 @@ func main() {
 // runSQLite runs River and agentplane (the producer acks, the client
 // acks) on SQLite FULL with p producers; the CPU profile covers
 // agentplane's first run with -producers.
-func runSQLite(ctx context.Context, dir string, n, p, producers int, cpuprofile string, withRiver bool, modes []bool, backlog int) {
+func runSQLite(ctx context.Context, dir string, n, p, producers int, cpuprofile string, withRiver bool, modes []bool, bus busOptions) {
 	if withRiver {
 		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, fmt.Sprintf("river-%d.db", p))+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
 		must(err)
@@ -182,7 +185,7 @@ func runSQLite(ctx context.Context, dir string, n, p, producers int, cpuprofile 
 			must(err)
 			must(pprof.StartCPUProfile(prof))
 		}
-		rate, cpu, err := runBus(ctx, st, n, p, client, backlog)
+		rate, cpu, err := runBus(ctx, st, n, p, client, bus)
 		if prof != nil {
 			pprof.StopCPUProfile()
 			must(prof.Close())
@@ -192,9 +195,7 @@ func runSQLite(ctx context.Context, dir string, n, p, producers int, cpuprofile 
 		if client {
 			who = "the client acks from its stream"
 		}
-		if backlog > 0 {
-			who += fmt.Sprintf(", %d undelivered before", backlog)
-		}
+		who += bus.String()
 		fmt.Printf("sqlite     producers=%-3d agentplane    %8.0f notifications/s, %4.0f µs CPU each (emitted, dispatched and delivered; %s)\n", p, rate, us(cpu), who)
 		st.Close()
 	}
@@ -261,6 +262,25 @@ func runRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], n, p
 	return float64(n) / time.Since(start).Seconds(), (cpuTime() - cpu0) / time.Duration(n), nil
 }
 
+// busOptions are how agentplane's runs go: the notifications left
+// undelivered before, and whether the acks want the notification back.
+type busOptions struct {
+	backlog int
+	whole   bool
+}
+
+// String says how the run differs from the default, for its line.
+func (o busOptions) String() string {
+	s := ""
+	if o.whole {
+		s += ", the ack returns the notification"
+	}
+	if o.backlog > 0 {
+		s += fmt.Sprintf(", %d undelivered before", o.backlog)
+	}
+	return s
+}
+
 // runBus emits n inbox notifications from p producers to users with
 // inbox streams open and acknowledges each — the producer right after its
 // emit, or (client) the user's client as its stream shows them, one ack
@@ -268,7 +288,17 @@ func runRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], n, p
 // to the last delivery. Before it starts, backlog notifications are left
 // undelivered to users who hold no stream (what a run must not slow
 // down on).
-func runBus(ctx context.Context, st store.Store, n, p int, client bool, backlog int) (float64, time.Duration, error) {
+func runBus(ctx context.Context, st store.Store, n, p int, client bool, opts busOptions) (float64, time.Duration, error) {
+	backlog := opts.backlog
+	ack := func(ctx context.Context, l *notify.Ledger, id, user string) error {
+		return l.Acknowledge(ctx, id, user)
+	}
+	if opts.whole {
+		ack = func(ctx context.Context, l *notify.Ledger, id, user string) error {
+			_, err := l.Ack(ctx, id, user)
+			return err
+		}
+	}
 	c, err := core.New(ctx, core.Source{YAML: demo.YAML, Name: demo.Name}, &core.Options{Store: st, Programs: demo.Programs(nil)})
 	if err != nil {
 		return 0, 0, err
@@ -307,7 +337,7 @@ func runBus(ctx context.Context, st store.Store, n, p int, client bool, backlog 
 						failed.Store(err)
 						return
 					}
-					if _, err := l.Ack(ctx, shown.ID, shown.UserID); err != nil {
+					if err := ack(ctx, l, shown.ID, shown.UserID); err != nil {
 						failed.Store(err)
 						return
 					}
@@ -343,7 +373,7 @@ func runBus(ctx context.Context, st store.Store, n, p int, client bool, backlog 
 				e, err := bus.Emit(ctx, notify.Notification{Address: notify.AddressUser, UserID: user, Target: notify.TargetUser,
 					Handler: notify.HandlerSystem, Title: "job"}, 0)
 				if err == nil && !client {
-					_, err = l.Ack(ctx, e.ID, user)
+					err = ack(ctx, l, e.ID, user)
 				}
 				if err != nil {
 					failed.Store(err)
