@@ -836,6 +836,11 @@ const maxHeads = 100_000
 // unless it is transaction control. It is the pool's tracer.
 type counter struct {
 	statements, roundTrips, txs atomic.Int64
+
+	// trace, set only by tests (export_test.go), sees every statement the
+	// store's connections run with its arguments: before a query runs, as
+	// a batch's statement is read back.
+	trace func(query string, args []any)
 }
 
 // TraceQueryStart counts a query: a round trip, and a statement unless it
@@ -844,6 +849,9 @@ func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.Tra
 	c.roundTrips.Add(1)
 	if !control(data.SQL) {
 		c.statements.Add(1)
+		if c.trace != nil {
+			c.trace(data.SQL, data.Args)
+		}
 	}
 	return ctx
 }
@@ -858,8 +866,11 @@ func (c *counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceB
 }
 
 // TraceBatchQuery counts a statement of a batch.
-func (c *counter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+func (c *counter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
 	c.statements.Add(1)
+	if c.trace != nil {
+		c.trace(data.SQL, data.Args)
+	}
 }
 
 // TraceBatchEnd does nothing.
