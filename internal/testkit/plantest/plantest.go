@@ -116,6 +116,10 @@ const (
 	bgNotifications = 20000
 	bgWorkflows     = 2000
 	bgUsers         = 500
+	// configurations and catalog versions: one per deployment's
+	// configuration and per provider's answer
+	bgConfigs         = 200
+	bgCatalogVersions = 5000
 )
 
 // far is a time (Unix nanoseconds) no deadline of the workload reaches:
@@ -138,7 +142,7 @@ func Fill(dialect string) []string {
 		used = `i % 2 = 1`
 	}
 	users, sessions, audits := fmt.Sprint(bgUsers), fmt.Sprint(bgSessions), fmt.Sprint(bgAuditPer)
-	return []string{
+	out := []string{
 		insert(bgSessions, `sessions (id, version, state, owner, created, head_seq, head_hash)`,
 			`SELECT 'bg-s-' || i, 1, '{}', 'bg-u-' || (i % `+users+`), i, `+audits+`, 'h'`),
 		insert(bgSessions*bgAuditPer, `audit (session, seq, hash, record)`,
@@ -157,6 +161,8 @@ func Fill(dialect string) []string {
 				CASE i % 3 WHEN 0 THEN 'A' WHEN 1 THEN 'B' ELSE 'C' END,
 				CASE i % 6 WHEN 0 THEN 'PENDING' WHEN 1 THEN 'DISPATCHED' WHEN 2 THEN 'LOCKED' WHEN 3 THEN 'ESCALATED' WHEN 4 THEN 'DELIVERED' ELSE 'FAILED' END,
 				1, `+fmt.Sprint(far)+`, 0, `+fmt.Sprint(far)+`, `+fmt.Sprint(far)+`, 0`),
+		insert(bgConfigs, `configs (digest, body, created)`, `SELECT 'bg-cfg-' || i, 'x', i`),
+		insert(bgCatalogVersions, `catalog_versions (version, body, created)`, `SELECT 'sha256:bg-' || i, 'x', i`),
 		insert(bgWorkflows, `workflows (id, session_id, principal, status, pause, state, seq, commands, owner, lease, lease_until, created, updated)`,
 			`SELECT 'bg-w-' || i, 'bg-s-' || i, 'bg-u-' || (i % `+users+`),
 				CASE i % 4 WHEN 0 THEN 'awaiting_approval' WHEN 1 THEN 'awaiting_decision' ELSE 'completed' END,
@@ -170,6 +176,10 @@ func Fill(dialect string) []string {
 		insert(bgWorkflows*4, `workflow_task_history (workflow_id, id, since, until, n, state)`,
 			`SELECT 'bg-w-' || (i / 4), 't' || (i % 4), 1, 4611686018427387904, 3, '{}'`),
 	}
+	if dialect == store.Postgres { // an address's last seq, kept apart there
+		out = append(out, insert(bgUsers, `notification_seqs (address_key, seq)`, `SELECT 'USER:bg-u-' || i, `+fmt.Sprint(bgNotifications)))
+	}
+	return out
 }
 
 // Target is the store a workload drives, and another process's on the
