@@ -396,3 +396,48 @@ func TestEveryStatementFindsItsRows(t *testing.T) {
 	}
 	t.Logf("%d distinct statements, %d bad plans' scans:%s", len(got.Order()), failed, table.String())
 }
+
+// TestBadScan checks the audit's rules on scans PostgreSQL plans: each
+// case is a plan step the audit must refuse or pass.
+func TestBadScan(t *testing.T) {
+	sc := schema{
+		columns: map[string]map[string]bool{"notifications": {"id": true, "address_key": true, "seq": true, "dedup_key": true, "state": true, "user_id": true, "channel": true, "updated": true}},
+		indexes: map[string][]index{"notifications": {
+			{name: "notifications_pkey", cols: []string{"id"}},
+			{name: "notifications_address_key_seq_key", cols: []string{"address_key", "seq"}},
+			{name: "notifications_dedup", cols: []string{"address_key", "dedup_key"}, partial: true},
+			{name: "notifications_by_state", cols: []string{"state", "updated"}},
+			{name: "notifications_dead", cols: []string{"state", "updated"}, partial: true},
+		}},
+	}
+	dedup := `SELECT id FROM notifications WHERE address_key = $1 AND dedup_key = $2`
+	byState := `SELECT id FROM notifications WHERE state = $1`
+	for _, c := range []struct {
+		name, query string
+		node        planNode
+		bad         bool
+	}{
+		{"SeqScan", byState, planNode{Type: "Seq Scan", Relation: "notifications"}, true},
+		{"ByKey", `SELECT id FROM notifications WHERE id = $1`, planNode{Type: "Index Scan", Index: "notifications_pkey", Cond: "(id = $1)"}, false},
+		{"FewerKeysThanAnIndex", dedup, planNode{Type: "Bitmap Index Scan", Index: "notifications_address_key_seq_key", Cond: "(address_key = $1)"}, true},
+		{"AllKeys", dedup, planNode{Type: "Index Scan", Index: "notifications_dedup", Cond: "((address_key = $1) AND (dedup_key = $2))"}, false},
+		{"WeakColumnAlone", byState, planNode{Type: "Bitmap Index Scan", Index: "notifications_by_state", Cond: "(state = 'ESCALATED'::text)"}, true},
+		{"WeakColumnsAlone", byState, planNode{Type: "Index Scan", Index: "notifications_by_state", Cond: "(state = ANY (ARRAY[$1, $2]))"}, true},
+		{"WeakColumnOfAPartialIndex", byState, planNode{Type: "Index Scan", Index: "notifications_dead", Cond: "(state = $1)"}, false},
+		{"WeakColumnAndARange", `SELECT id FROM notifications WHERE state = 'LOCKED' AND updated <= $1`, planNode{Type: "Bitmap Index Scan", Index: "notifications_by_state", Cond: "((state = 'LOCKED'::text) AND (updated <= $1))"}, false},
+		{"WalkOfAnIndex", `SELECT id FROM notifications ORDER BY id LIMIT 1`, planNode{Type: "Index Scan", Index: "notifications_pkey"}, true},
+		{"WalkOfAPartialIndex", `SELECT id FROM notifications WHERE state = 'FAILED' ORDER BY updated DESC LIMIT $1`, planNode{Type: "Index Scan", Index: "notifications_dead", Direction: "Backward"}, false},
+		{"FixedTable", `SELECT version FROM schema_version`, planNode{Type: "Seq Scan", Relation: "schema_version"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			table := c.node.Relation
+			if table == "" {
+				table = "notifications"
+			}
+			why := badScan(sc, c.query, scan{table: table, node: c.node})
+			if (why != "") != c.bad {
+				t.Errorf("badScan(%s %s (%s)) = %q, want bad %v", c.node.Type, c.node.Index, c.node.Cond, why, c.bad)
+			}
+		})
+	}
+}
