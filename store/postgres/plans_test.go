@@ -25,6 +25,7 @@ var reached = []string{
 	"DO UPDATE SET state = 'done'", // a request finished under its key
 	"UPDATE confirmations SET used = TRUE WHERE pending = ?",
 	"UPDATE confirmations SET used = TRUE WHERE digest = ?",
+	"FROM unnest(?::text[]) AS id", // the chain heads of sessions other instances write to
 }
 
 // planNode is a node of EXPLAIN (FORMAT JSON)'s plan.

@@ -301,6 +301,14 @@ func Drive(t *testing.T, ctx context.Context, tg Target, clk *Clock, got *Statem
 	must("owned", err)
 	_, err = st.Stale(ctx, clk.Now(), 100) // the gate's takeover (core.Recover)
 	must("stale", err)
+	// a store other instances write to: the chain heads the runtime
+	// follows their commits by
+	if shared, ok := st.(interface {
+		Heads(ctx context.Context, sessions []string) (map[string]int64, error)
+	}); ok {
+		_, err = shared.Heads(ctx, []string{s.ID, once.ID})
+		must("heads", err)
+	}
 
 	// sessions by owner, two pages
 	page, err := c.Sessions(ctx, store.SessionQuery{Owner: "ann", Limit: 1})
