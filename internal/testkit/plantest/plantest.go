@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -528,6 +529,7 @@ func driveNotifications(t *testing.T, ctx context.Context, rt *plane.Runtime, s 
 	must("emit to a session", err)
 
 	ackBatch(t, ctx, rt, got)
+	emitBatch(t, ctx, rt, got)
 	_, err = l.Dispatch(ctx, a.ID)
 	must("dispatch", err)
 	_, err = l.Ack(ctx, a.ID, "ann")
@@ -599,15 +601,10 @@ func driveNotifications(t *testing.T, ctx context.Context, rt *plane.Runtime, s 
 
 // ackBatch acknowledges many notifications at once, so that acks are
 // delivered in batches as under load: SQLite planned the batched ack
-// over the state index from 16 acks a batch. While a commit holds the
-// store (on SQLite its leader; on PostgreSQL the rows, locked, which the
-// batches in flight wait for), the acks wait in line, and the commit after
-// it takes them as one batch; rounds are tried until one batch held at
-// least 16 (a goroutine may not reach the line before the hold is let
-// go).
+// over the state index from 16 acks a batch. On PostgreSQL the hold locks
+// the notifications, which the batches in flight wait for.
 func ackBatch(t *testing.T, ctx context.Context, rt *plane.Runtime, got *Statements) {
 	t.Helper()
-	const n = 32
 	largest := func() int {
 		most := 0
 		for _, q := range got.Order() {
@@ -617,10 +614,7 @@ func ackBatch(t *testing.T, ctx context.Context, rt *plane.Runtime, got *Stateme
 		}
 		return most
 	}
-	for round := 0; largest() < 16; round++ {
-		if round == 10 {
-			t.Fatalf("no batch of 16 acks in 10 rounds of %d: at most %d", n, largest())
-		}
+	together(t, ctx, rt, "acks", func() bool { return largest() >= 16 }, func(n int) (hold string, args []any, do func(i int) error) {
 		ids := make([]string, n)
 		for i := range ids {
 			e, err := rt.Ledger.Emit(ctx, notify.Notification{Address: notify.AddressUser, UserID: fmt.Sprint("acker-", i%4), Target: notify.TargetUser,
@@ -630,30 +624,86 @@ func ackBatch(t *testing.T, ctx context.Context, rt *plane.Runtime, got *Stateme
 			}
 			ids[i] = e.ID
 		}
+		return `SELECT 1 FROM notifications WHERE id = ANY (?) FOR UPDATE`, []any{ids}, func(i int) error {
+			_, err := rt.Ledger.Ack(ctx, ids[i], fmt.Sprint("acker-", i%4))
+			return err
+		}
+	})
+}
+
+// emitBatch emits to many users at once, so that emits are stored in
+// batches as under load (on PostgreSQL one INSERT of unnest's rows). On
+// PostgreSQL the hold inserts the users' sequence numbers, which the
+// batches in flight wait for, and takes them back.
+func emitBatch(t *testing.T, ctx context.Context, rt *plane.Runtime, got *Statements) {
+	t.Helper()
+	batched := func() bool {
+		return slices.ContainsFunc(got.Order(), func(q string) bool {
+			return strings.Contains(q, "INSERT INTO notifications") && strings.Contains(q, "FROM v JOIN s") || // PostgreSQL
+				strings.Contains(q, "INSERT OR FAIL INTO notifications") && strings.Count(q, "), (") >= 15 // SQLite
+		})
+	}
+	round := 0
+	together(t, ctx, rt, "emits", batched, func(n int) (hold string, args []any, do func(i int) error) {
+		round++
+		users := make([]string, n)
+		keys := make([]string, n)
+		for i := range users {
+			users[i] = fmt.Sprintf("emitter-%d-%d", round, i)
+			keys[i] = "USER:" + users[i]
+		}
+		return `INSERT INTO notification_seqs (address_key, seq) SELECT unnest(?::text[]), 0`, []any{keys}, func(i int) error {
+			_, err := rt.Ledger.Emit(ctx, notify.Notification{Address: notify.AddressUser, UserID: users[i], Target: notify.TargetUser,
+				Handler: notify.HandlerSystem, Title: "batched"}, 0)
+			return err
+		}
+	})
+}
+
+// errHeld ends a hold's transaction: what it locked or wrote is taken
+// back.
+var errHeld = errors.New("plantest: the hold is over")
+
+// together runs n calls of do at once, while a commit holds the store: on
+// SQLite its leader, on PostgreSQL the rows its transaction writes or
+// locks with hold (of the workload's own, Mark: no audited statement),
+// then rolls back. Meanwhile the calls wait in line, and the commit after
+// the hold takes them as one batch. Rounds, each prepared anew (the hold
+// statement with its arguments, and do), are tried until done (a
+// goroutine may not reach the line before the hold is let go).
+func together(t *testing.T, ctx context.Context, rt *plane.Runtime, what string, done func() bool, prepare func(n int) (hold string, args []any, do func(i int) error)) {
+	t.Helper()
+	const n = 32
+	for round := 0; !done(); round++ {
+		if round == 10 {
+			t.Fatalf("no batch of %s large enough in 10 rounds of %d", what, n)
+		}
+		hold, args, do := prepare(n)
 		entered, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 		go func() {
 			held <- rt.Store.Commit(ctx, &store.Commit{Ops: []store.Op{store.OpFunc(func(ctx context.Context, tx store.Tx) error {
-				if tx.Dialect() == store.Postgres {
-					err := tx.Query(ctx, Mark+`SELECT id FROM notifications WHERE id = ANY (?) FOR UPDATE`, []any{ids},
-						func(scan func(...any) error) error { var id string; return scan(&id) })
-					if err != nil {
-						close(entered)
-						return err
-					}
+				if tx.Dialect() != store.Postgres {
+					close(entered)
+					<-release
+					return nil
 				}
+				_, err := tx.Exec(ctx, Mark+hold, args...)
 				close(entered)
+				if err != nil {
+					return err
+				}
 				<-release
-				return nil
+				return errHeld
 			})}})
 		}()
 		<-entered
 		var started atomic.Int32
 		var wg sync.WaitGroup
 		errs := make([]error, n)
-		for i, id := range ids {
+		for i := range n {
 			wg.Go(func() {
 				started.Add(1)
-				_, errs[i] = rt.Ledger.Ack(ctx, id, fmt.Sprint("acker-", i%4))
+				errs[i] = do(i)
 			})
 		}
 		for started.Load() < n {
@@ -661,12 +711,12 @@ func ackBatch(t *testing.T, ctx context.Context, rt *plane.Runtime, got *Stateme
 		}
 		close(release)
 		wg.Wait()
-		if err := <-held; err != nil {
+		if err := <-held; err != nil && !errors.Is(err, errHeld) {
 			t.Fatal(err)
 		}
 		for i, err := range errs {
 			if err != nil {
-				t.Fatalf("ack %d: %v", i, err)
+				t.Fatalf("%s %d: %v", what, i, err)
 			}
 		}
 	}
