@@ -40,9 +40,16 @@ import (
 // arguments of its first run: Add is a store's trace. Safe for concurrent
 // use.
 type Statements struct {
-	mu    sync.Mutex
-	order []string
-	args  map[string][]any
+	mu      sync.Mutex
+	order   []string
+	args    map[string][]any
+	waiting []seen // Seen's, until a statement holds their fragment
+}
+
+// seen is a fragment a caller of Seen waits for.
+type seen struct {
+	fragment string
+	c        chan struct{}
 }
 
 // NewStatements returns an empty set.
@@ -67,7 +74,28 @@ func (s *Statements) Add(query string, args []any) {
 	if _, ok := s.args[query]; !ok {
 		s.order = append(s.order, query)
 		s.args[query] = slices.Clone(args)
+		s.waiting = slices.DeleteFunc(s.waiting, func(w seen) bool {
+			if strings.Contains(Normal(query), w.fragment) {
+				close(w.c)
+				return true
+			}
+			return false
+		})
 	}
+}
+
+// Seen returns a channel closed once a statement holding fragment (as
+// Normal writes it) was added.
+func (s *Statements) Seen(fragment string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := make(chan struct{})
+	if slices.ContainsFunc(s.order, func(q string) bool { return strings.Contains(Normal(q), fragment) }) {
+		close(c)
+		return c
+	}
+	s.waiting = append(s.waiting, seen{fragment, c})
+	return c
 }
 
 // Order returns the statements in the order they first ran.
@@ -334,6 +362,39 @@ func Drive(t *testing.T, ctx context.Context, tg Target, clk *Clock, got *Statem
 
 	driveWorkflows(t, ctx, rt, s, once)
 	driveNotifications(t, ctx, rt, s, clk, got)
+	driveFollowers(t, ctx, rt, got)
+}
+
+// driveFollowers runs the loops with which a runtime over a store other
+// instances write to (PostgreSQL) follows their commits: the inbox
+// streams' look for notifications stored since (Bus.Follow, while ann's
+// inbox is followed) and the workflow streams' read of the last events of
+// the workflows waited on (Engine.Watch, while a Wait is on one), each
+// until it ran its statement.
+func driveFollowers(t *testing.T, ctx context.Context, rt *plane.Runtime, got *Statements) {
+	t.Helper()
+	ws, err := rt.Workflows.List(ctx, "ann", 1)
+	if err != nil || len(ws) == 0 {
+		t.Fatalf("a workflow to wait on: %v %v", ws, err)
+	}
+	sub := rt.Hub.Subscribe(notify.UserTopic("ann"), 0)
+	defer sub.Close()
+	fctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	wg.Go(func() { rt.Workflows.Wait(fctx, ws[0].ID, "ann", ws[0].Seq) }) // ended: nothing comes
+	wg.Go(func() { rt.Bus.Follow(fctx, time.Millisecond) })
+	wg.Go(func() { rt.Workflows.Watch(fctx, time.Millisecond) })
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for _, f := range []string{"channel = 'A' AND", "MAX(seq) FROM workflow_events"} {
+		select {
+		case <-got.Seen(f):
+		case <-timeout.C:
+			t.Fatalf("the followers ran no statement with %q in 30 s", f)
+		}
+	}
 }
 
 // driveWorkflows starts a workflow (twice, under one request id) that
@@ -435,6 +496,11 @@ func driveWorkflows(t *testing.T, ctx context.Context, rt *plane.Runtime, s, bar
 		return o
 	}
 	queued, o := pausedAt("queued"), pausedAt("later")
+	// a command queued for the instance holding the workflow, which it
+	// rejects: an approval of another checkpoint
+	if _, err := e.Command(ctx, queued.ID, "ann", workflow.Command{Type: "approval_response", CheckpointID: "wf_other-a1", Approved: &yes}); agentplane.ErrorCode(err) != agentplane.CodeInvalidState {
+		t.Fatalf("an approval of another checkpoint, queued for the other instance: %v", err)
+	}
 	if _, err := e.Command(ctx, queued.ID, "ann", workflow.Command{Type: "approval_response", CheckpointID: queued.Approval.CheckpointID, Approved: &yes}); err != nil {
 		t.Fatalf("approve the other instance's workflow: %v", err)
 	}

@@ -18,11 +18,14 @@ var Reached = []string{
 	"AND (created, id) < (?, ?)",                             // a second page of sessions
 	"FROM audit WHERE session = ? ORDER BY seq DESC LIMIT 1", // a stale chain head
 	"FROM workflows WHERE status IN (",
-	"UPDATE workflows SET owner = ?",       // a workflow taken over
-	"UPDATE workflows SET lease_until = 0", // released
-	"AND c.request_id = ?",                 // a command under its idempotency key
-	"AND pause = ? AND pause <> ''",        // an answered decision
-	"DELETE FROM workflow_checkpoints",     // more checkpoints than kept
+	"UPDATE workflows SET owner = ?",                                  // a workflow taken over
+	"UPDATE workflows SET lease_until = 0",                            // released
+	"AND c.request_id = ?",                                            // a command under its idempotency key
+	"AND pause = ? AND pause <> ''",                                   // an answered decision
+	"DELETE FROM workflow_checkpoints",                                // more checkpoints than kept
+	"AND EXISTS (SELECT 1 FROM workflows WHERE id = ? AND lease = ?)", // a queued command rejected by its holder
+	"MAX(seq) FROM workflow_events",                                   // the workflow streams' follower
+	"FROM notifications WHERE channel = 'A' AND",                      // the inbox streams' follower
 	"INSERT INTO configs",
 	"FROM catalog_versions WHERE version = ?",
 }
