@@ -388,7 +388,7 @@ func driveFollowers(t *testing.T, ctx context.Context, rt *plane.Runtime, got *S
 	wg.Go(func() { rt.Workflows.Watch(fctx, time.Millisecond) })
 	timeout := time.NewTimer(30 * time.Second)
 	defer timeout.Stop()
-	for _, f := range []string{"channel = 'A' AND", "MAX(seq) FROM workflow_events"} {
+	for _, f := range []string{followInbox, followWorkflows} {
 		select {
 		case <-got.Seen(f):
 		case <-timeout.C:

@@ -24,11 +24,17 @@ var Reached = []string{
 	"AND pause = ? AND pause <> ''",                                   // an answered decision
 	"DELETE FROM workflow_checkpoints",                                // more checkpoints than kept
 	"AND EXISTS (SELECT 1 FROM workflows WHERE id = ? AND lease = ?)", // a queued command rejected by its holder
-	"MAX(seq) FROM workflow_events",                                   // the workflow streams' follower
-	"FROM notifications WHERE channel = 'A' AND",                      // the inbox streams' follower
+	followWorkflows,
+	followInbox,
 	"INSERT INTO configs",
 	"FROM catalog_versions WHERE version = ?",
 }
+
+// The followers' statements (driveFollowers).
+const (
+	followWorkflows = "MAX(seq) FROM workflow_events"              // the workflow streams' read of the last events
+	followInbox     = "FROM notifications WHERE channel = 'A' AND" // the inbox streams' look for notifications stored since
+)
 
 // CheckReached fails t for each fragment of Reached and of more (a
 // store's own) that no statement of got holds.
