@@ -234,8 +234,8 @@ type journal interface {
 	// answeredBy finds the applied command that answered a pause.
 	answeredBy(ctx context.Context, id, pause string) (seq int64, typ string, found bool, err error)
 	events(ctx context.Context, id string, after int64, limit int) ([]json.RawMessage, []int64, error)
-	// heads returns the sequence number of the last event of each of the
-	// workflows that has any, in one read.
+	// heads returns the sequence number of each of the workflows that
+	// exists (Workflow.Seq, its last event's), in one read.
 	heads(ctx context.Context, ids []string) (map[string]int64, error)
 	checkpoints(ctx context.Context, id string) ([]Checkpoint, error)
 	// restore reads the workflow as a kept checkpoint saved it.
@@ -679,8 +679,10 @@ func (j *sqlJournal) heads(ctx context.Context, ids []string) (map[string]int64,
 		for i, id := range batch {
 			args[i] = id
 		}
-		err := j.q.Query(ctx, `SELECT workflow_id, MAX(seq) FROM workflow_events WHERE workflow_id IN (`+
-			store.Params(len(batch))+`) GROUP BY workflow_id`, args,
+		// the row's seq, its last event's (written with the events): a
+		// probe of the key per workflow, where MAX(seq) of its events read
+		// every event it ever wrote, per poll
+		err := j.q.Query(ctx, `SELECT id, seq FROM workflows WHERE id IN (`+store.Params(len(batch))+`)`, args,
 			func(scan func(...any) error) error {
 				var id string
 				var seq int64

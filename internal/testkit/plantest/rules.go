@@ -32,8 +32,8 @@ var Reached = []string{
 
 // The followers' statements (driveFollowers).
 const (
-	followWorkflows = "MAX(seq) FROM workflow_events"              // the workflow streams' read of the last events
-	followInbox     = "FROM notifications WHERE channel = 'A' AND" // the inbox streams' look for notifications stored since
+	followWorkflows = "SELECT id, seq FROM workflows WHERE id IN (" // the workflow streams' read of the last events
+	followInbox     = "FROM notifications WHERE channel = 'A' AND"  // the inbox streams' look for notifications stored since
 )
 
 // CheckReached fails t for each fragment of Reached and of more (a
