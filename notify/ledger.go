@@ -39,16 +39,17 @@ var (
 // rows addressed to a session: a user's inbox (channel A) is only ever
 // addressed to the user (Route), so its rows are found by their address,
 // USER:<user>, in the (address_key, seq) index every row is in anyway —
-// an emit to a user writes one page of a per-user index, not two. The
-// last (SQLite 6, PostgreSQL 5) adds the watchdog's indexes
-// (watchdogIndexes).
+// an emit to a user writes one page of a per-user index, not two. SQLite
+// 6, PostgreSQL 5 add the watchdog's indexes (watchdogIndexes); SQLite 7,
+// PostgreSQL 6 replace the state index with one of the locked rows
+// (lockedIndex).
 var Extension = store.Extension{
 	Name: "notify",
 	Migrations: map[string][]string{
 		store.SQLite: {schema("INTEGER"), `ALTER TABLE notifications ADD COLUMN shows INTEGER NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
-			`DROP TABLE notification_seqs`, sessionUsers, watchdogIndexes},
+			`DROP TABLE notification_seqs`, sessionUsers, watchdogIndexes, lockedIndex},
 		store.Postgres: {schema("BIGINT"), `ALTER TABLE notifications ADD COLUMN shows BIGINT NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
-			sessionUsers, watchdogIndexes},
+			sessionUsers, watchdogIndexes, lockedIndex},
 	},
 }
 
@@ -63,6 +64,18 @@ var Extension = store.Extension{
 const watchdogIndexes = `CREATE INDEX notifications_agent_live ON notifications (channel, state, created) WHERE channel = 'C' AND state IN ('PENDING', 'DISPATCHED');
 CREATE INDEX notifications_escalated ON notifications (state, updated) WHERE state = 'ESCALATED';
 CREATE INDEX notifications_dead ON notifications (state, updated) WHERE state = 'FAILED'`
+
+// lockedIndex replaces the state index, of every row by its state, with
+// one of the locked rows by when their lease runs out: the one reader
+// left that found its rows by state in it (Due's locks whose lease ran
+// out; every other state Due and Dead look for has its own partial
+// index). A user's rows read in some states (List, inboxSince) are found
+// by the user: PostgreSQL's planner, over a user with a history, ANDed
+// the state index in and read every user's PENDING and DISPATCHED
+// notifications for it. Every write of a notification's state wrote the
+// state index too; now only a lock's does.
+const lockedIndex = `CREATE INDEX notifications_locked ON notifications (lease_until) WHERE state = 'LOCKED';
+DROP INDEX notifications_by_state`
 
 // sessionUsers replaces the index of every row by user with one of the
 // rows addressed to a session by their user: the rows addressed to a
