@@ -32,7 +32,7 @@ func UserStatements(user string) map[string][2]any {
 	return map[string][2]any{
 		"inbox":          {inboxSQL, []any{userKey(user), 10}},
 		"unread":         {unreadSQL, []any{userKey(user)}},
-		"inboxSince":     {inboxSinceSQL(2, store.SQLite), []any{userKey(user), userKey(user + "-2"), int64(0)}},
+		"inboxSince":     {inboxSinceSQL(2), []any{userKey(user), userKey(user + "-2"), int64(0)}},
 		"list":           {list, listArgs},
 		"list A":         {listA, listAArgs},
 		"list by states": {listStates, listStatesArgs},

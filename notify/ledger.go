@@ -42,14 +42,15 @@ var (
 // an emit to a user writes one page of a per-user index, not two. SQLite
 // 6, PostgreSQL 5 add the watchdog's indexes (watchdogIndexes); SQLite 7,
 // PostgreSQL 6 replace the state index with one of the locked rows
-// (lockedIndex).
+// (lockedIndex); SQLite 8, PostgreSQL 7 add the index of the inbox's live
+// rows (inboxLiveIndex).
 var Extension = store.Extension{
 	Name: "notify",
 	Migrations: map[string][]string{
 		store.SQLite: {schema("INTEGER"), `ALTER TABLE notifications ADD COLUMN shows INTEGER NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
-			`DROP TABLE notification_seqs`, sessionUsers, watchdogIndexes, lockedIndex},
+			`DROP TABLE notification_seqs`, sessionUsers, watchdogIndexes, lockedIndex, inboxLiveIndex},
 		store.Postgres: {schema("BIGINT"), `ALTER TABLE notifications ADD COLUMN shows BIGINT NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
-			sessionUsers, watchdogIndexes, lockedIndex},
+			sessionUsers, watchdogIndexes, lockedIndex, inboxLiveIndex},
 	},
 }
 
@@ -76,6 +77,12 @@ CREATE INDEX notifications_dead ON notifications (state, updated) WHERE state = 
 // state index too; now only a lock's does.
 const lockedIndex = `CREATE INDEX notifications_locked ON notifications (lease_until) WHERE state = 'LOCKED';
 DROP INDEX notifications_by_state`
+
+// inboxLiveIndex holds the inbox's notifications not delivered yet, by
+// user and when they last changed: what the inbox streams look for every
+// poll (inboxSince), which otherwise read every notification the user was
+// ever sent. Partial: a notification leaves it when it is delivered.
+const inboxLiveIndex = `CREATE INDEX notifications_inbox_live ON notifications (address_key, updated) WHERE channel = 'A' AND state IN ('PENDING', 'DISPATCHED')`
 
 // sessionUsers replaces the index of every row by user with one of the
 // rows addressed to a session by their user: the rows addressed to a
@@ -634,7 +641,7 @@ func (l *Ledger) inboxSince(ctx context.Context, users []string, since time.Time
 			args = append(args, userKey(u))
 		}
 		args = append(args, since.UnixNano())
-		err := l.q.Query(ctx, inboxSinceSQL(len(batch), l.q.Dialect()), args,
+		err := l.q.Query(ctx, inboxSinceSQL(len(batch)), args,
 			func(scan func(...any) error) error {
 				n, err := scanRow(scan)
 				out = append(out, n)
@@ -651,12 +658,12 @@ func (l *Ledger) inboxSince(ctx context.Context, users []string, since time.Time
 // the user's address key (userKey) and the page's size.
 const inboxSQL = `SELECT ` + columns + ` FROM notifications WHERE address_key = ? AND channel = 'A' ORDER BY created DESC, seq DESC LIMIT ?`
 
-// inboxSinceSQL is inboxSince's statement for n users in the dialect:
-// their address keys (userKey), then the time. (Only PostgreSQL runs it,
-// for the instances sharing it; on SQLite the states are a filter too,
-// stateTerm, as the planner would take the state index otherwise.)
-func inboxSinceSQL(n int, dialect string) string {
-	return `SELECT ` + columns + ` FROM notifications WHERE channel = 'A' AND ` + stateTerm(dialect) + ` IN ('PENDING', 'DISPATCHED') AND address_key IN (` +
+// inboxSinceSQL is inboxSince's statement for n users: their address keys
+// (userKey), then the time. (Only PostgreSQL runs it, for the instances
+// sharing it.) Its channel and states are notifications_inbox_live's
+// condition, word for word, so that both planners may use it.
+func inboxSinceSQL(n int) string {
+	return `SELECT ` + columns + ` FROM notifications WHERE channel = 'A' AND state IN ('PENDING', 'DISPATCHED') AND address_key IN (` +
 		store.Params(n) + `) AND updated >= ? ORDER BY created, seq LIMIT 500`
 }
 
