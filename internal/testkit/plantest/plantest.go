@@ -143,13 +143,21 @@ const (
 	bgRequests      = 20000
 	bgConfirmations = 10000
 	bgNotifications = 20000
-	bgWorkflows     = 2000
-	bgUsers         = 500
+	// the inbox's history: notifications delivered long ago, to the
+	// background's users and a twentieth of them to ann, the workload's
+	// user (5,000): what a statement reading all of a user's rows reads
+	bgHistory   = 100000
+	bgWorkflows = 2000
+	bgUsers     = 500
 	// configurations and catalog versions: one per deployment's
 	// configuration and per provider's answer
 	bgConfigs         = 200
 	bgCatalogVersions = 5000
 )
+
+// historySeq is past the sequence numbers of the other background rows:
+// the history's are historySeq + i.
+const historySeq = 1_000_000
 
 // far is a time (Unix nanoseconds) no deadline of the workload reaches:
 // the background's rows are never due, claimable or stale.
@@ -171,6 +179,7 @@ func Fill(dialect string) []string {
 		used = `i % 2 = 1`
 	}
 	users, sessions, audits := fmt.Sprint(bgUsers), fmt.Sprint(bgSessions), fmt.Sprint(bgAuditPer)
+	historyUser := `(CASE WHEN i % 20 = 0 THEN 'ann' ELSE 'bg-u-' || (i % ` + users + `) END)`
 	out := []string{
 		insert(bgSessions, `sessions (id, version, state, owner, created, head_seq, head_hash)`,
 			`SELECT 'bg-s-' || i, 1, '{}', 'bg-u-' || (i % `+users+`), i, `+audits+`, 'h'`),
@@ -190,6 +199,10 @@ func Fill(dialect string) []string {
 				CASE i % 3 WHEN 0 THEN 'A' WHEN 1 THEN 'B' ELSE 'C' END,
 				CASE i % 6 WHEN 0 THEN 'PENDING' WHEN 1 THEN 'DISPATCHED' WHEN 2 THEN 'LOCKED' WHEN 3 THEN 'ESCALATED' WHEN 4 THEN 'DELIVERED' ELSE 'FAILED' END,
 				1, `+fmt.Sprint(far)+`, 0, `+fmt.Sprint(far)+`, `+fmt.Sprint(far)+`, 0`),
+		insert(bgHistory, `notifications (id, address_key, seq, address, user_id, session_id, target, handler, title, body,
+				payload, dedup_key, directive, ttl_seconds, urgency, channel, state, owner_lease, lease_until, attempts, created, updated, shows)`,
+			`SELECT 'bg-h-' || i, 'USER:' || `+historyUser+`, `+fmt.Sprint(historySeq)+` + i, 'USER', `+historyUser+`, '', 'USER', 'SYSTEM', 't', '', '', '', '', 0, 'NORMAL',
+				'A', 'DELIVERED', 1, 0, 1, i, i, 0`),
 		insert(bgConfigs, `configs (digest, body, created)`, `SELECT 'bg-cfg-' || i, 'x', i`),
 		insert(bgCatalogVersions, `catalog_versions (version, body, created)`, `SELECT 'sha256:bg-' || i, 'x', i`),
 		insert(bgWorkflows, `workflows (id, session_id, principal, status, pause, state, seq, commands, owner, lease, lease_until, created, updated)`,
@@ -206,7 +219,8 @@ func Fill(dialect string) []string {
 			`SELECT 'bg-w-' || (i / 4), 't' || (i % 4), 1, 4611686018427387904, 3, '{}'`),
 	}
 	if dialect == store.Postgres { // an address's last seq, kept apart there
-		out = append(out, insert(bgUsers, `notification_seqs (address_key, seq)`, `SELECT 'USER:bg-u-' || i, `+fmt.Sprint(bgNotifications)))
+		out = append(out, insert(bgUsers, `notification_seqs (address_key, seq)`, `SELECT 'USER:bg-u-' || i, `+fmt.Sprint(2*historySeq)),
+			`INSERT INTO notification_seqs (address_key, seq) VALUES ('USER:ann', `+fmt.Sprint(2*historySeq)+`)`)
 	}
 	return out
 }
