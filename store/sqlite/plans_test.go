@@ -193,9 +193,10 @@ var (
 )
 
 // TestEveryStatementFindsItsRows runs every acting and reading path of
-// the product once (turns, confirmations, idempotent requests, audit
-// pages, sessions, workflows, notifications, the watchdog) on a database
-// full of other sessions', users' and principals' rows, and asks SQLite
+// the product once (plantest.Drive: turns, confirmations, idempotent
+// requests, audit pages, sessions, workflows, notifications, the
+// watchdog, the followers) on a database full of other sessions', users'
+// and principals' rows (plantest.Fill), and asks SQLite
 // (EXPLAIN QUERY PLAN, with the arguments each statement first ran with)
 // how it plans every distinct statement the store ran: none may read a
 // table that grows with use from end to end, find its rows by an index

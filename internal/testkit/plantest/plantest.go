@@ -242,10 +242,11 @@ type Target struct {
 // Drive runs every acting and reading path of the product once on a
 // runtime over tg.Store (turns, confirmed turns and the confirm button,
 // idempotent requests and their replay, a stale chain head, audit pages,
-// sessions by owner, configurations and catalog versions, workflows,
-// notifications and the watchdog), with clk as its clock: the statements
-// it runs are what the store traced into got, which the batched acks are
-// read back from.
+// sessions by owner, the chain heads, configurations and catalog
+// versions, workflows, notifications in batches and alone, the watchdog,
+// and the followers of other instances' writes), with clk as its clock:
+// the statements it runs are what the store traced into got, which the
+// batches and the followers are read back from.
 func Drive(t *testing.T, ctx context.Context, tg Target, clk *Clock, got *Statements) {
 	t.Helper()
 	st := tg.Store
