@@ -42,13 +42,13 @@ var (
 // an emit to a user writes one page of a per-user index, not two. SQLite
 // 6, PostgreSQL 5 add the watchdog's indexes (watchdogIndexes); SQLite 7,
 // PostgreSQL 6 replace the state index with one of the locked rows
-// (lockedIndex); SQLite 8, PostgreSQL 7 add the index of the inbox's live
-// rows (inboxLiveIndex).
+// (lockedIndex); PostgreSQL 7 adds the index of the inbox's live rows
+// (inboxLiveIndex), which SQLite does without.
 var Extension = store.Extension{
 	Name: "notify",
 	Migrations: map[string][]string{
 		store.SQLite: {schema("INTEGER"), `ALTER TABLE notifications ADD COLUMN shows INTEGER NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
-			`DROP TABLE notification_seqs`, sessionUsers, watchdogIndexes, lockedIndex, inboxLiveIndex},
+			`DROP TABLE notification_seqs`, sessionUsers, watchdogIndexes, lockedIndex},
 		store.Postgres: {schema("BIGINT"), `ALTER TABLE notifications ADD COLUMN shows BIGINT NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
 			sessionUsers, watchdogIndexes, lockedIndex, inboxLiveIndex},
 	},
@@ -78,10 +78,13 @@ CREATE INDEX notifications_dead ON notifications (state, updated) WHERE state = 
 const lockedIndex = `CREATE INDEX notifications_locked ON notifications (lease_until) WHERE state = 'LOCKED';
 DROP INDEX notifications_by_state`
 
-// inboxLiveIndex holds the inbox's notifications not delivered yet, by
-// user and when they last changed: what the inbox streams look for every
-// poll (inboxSince), which otherwise read every notification the user was
-// ever sent. Partial: a notification leaves it when it is delivered.
+// inboxLiveIndex (PostgreSQL) holds the inbox's notifications not
+// delivered yet, by user and when they last changed: what the inbox
+// streams of instances sharing a database look for every poll (Follow,
+// inboxSince), which otherwise read every notification the user was ever
+// sent. A single SQLite instance never polls, and every inbox emit, move
+// and ack would write it for nothing: SQLite has no such index.
+// Partial: a notification leaves it when it is delivered.
 const inboxLiveIndex = `CREATE INDEX notifications_inbox_live ON notifications (address_key, updated) WHERE channel = 'A' AND state IN ('PENDING', 'DISPATCHED')`
 
 // sessionUsers replaces the index of every row by user with one of the
