@@ -444,11 +444,19 @@ func TestAcksTogether(t *testing.T) {
 // ledgerOn is a ledger with the default options on a store of the driver.
 func ledgerOn(t *testing.T, open func(testing.TB) store.Store) *notify.Ledger {
 	t.Helper()
-	l, err := notify.NewLedger(open(t), nil)
+	_, l := storeAndLedger(t, open)
+	return l
+}
+
+// storeAndLedger opens a store and a ledger over it.
+func storeAndLedger(t *testing.T, open func(testing.TB) store.Store) (store.Store, *notify.Ledger) {
+	t.Helper()
+	st := open(t)
+	l, err := notify.NewLedger(st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l
+	return st, l
 }
 
 // TestEmitsTogether: emits that arrive together, many to the same
@@ -566,11 +574,7 @@ func TestBatchesInFlight(t *testing.T) {
 	for name, open := range drivers(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			st := open(t)
-			l, err := notify.NewLedger(st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, l := storeAndLedger(t, open)
 			stop := make(chan struct{})
 			var failing sync.WaitGroup
 			if name == "sqlite" {
@@ -833,11 +837,7 @@ func TestWhatAUserSees(t *testing.T) {
 	for name, open := range drivers(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			st := open(t)
-			l, err := notify.NewLedger(st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, l := storeAndLedger(t, open)
 			all := map[string]map[string]bool{"alice": {}, "bob": {}}
 			inboxes := map[string]map[string]bool{"alice": {}, "bob": {}}
 			emit := func(n notify.Notification, escalate bool) {
@@ -950,11 +950,7 @@ func TestAcksFindTheirRows(t *testing.T) {
 	for name, open := range drivers(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			st := open(t)
-			l, err := notify.NewLedger(st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, l := storeAndLedger(t, open)
 			var ids, users []string
 			for i := range 600 {
 				user := fmt.Sprint("user-", i%30)
@@ -977,7 +973,7 @@ func TestAcksFindTheirRows(t *testing.T) {
 			for _, k := range []int{1, 2, 6, 16, 32, 64, 128} { // every batch size up to maxAckBatch's
 				sql, args := notify.AckStatement(l, ids[:k], users[:k], k%2 == 0) // returning the ids alone, and every column
 				var plan []string
-				err = q.Query(ctx, explain+sql, args, func(scan func(...any) error) error {
+				err := q.Query(ctx, explain+sql, args, func(scan func(...any) error) error {
 					var line string
 					if name == "sqlite" {
 						var id, parent, unused int

@@ -147,24 +147,9 @@ func params(query string) int {
 
 var paramRE = regexp.MustCompile(`\$(\d+)`)
 
-// schema is what the plan rules know of the database: its tables, each
-// with its columns and indexes.
-type schema struct {
-	columns map[string]map[string]bool // table → its columns
-	indexes map[string][]index         // table → its indexes, the primary key's too
-}
-
-// index is an index's name and columns (an expression's as ""), and
-// whether it is partial (holds only the rows its WHERE names).
-type index struct {
-	name    string
-	cols    []string
-	partial bool
-}
-
-func readSchema(t *testing.T, ctx context.Context, conn *pgx.Conn) schema {
+func readSchema(t *testing.T, ctx context.Context, conn *pgx.Conn) plantest.Schema {
 	t.Helper()
-	sc := schema{columns: map[string]map[string]bool{}, indexes: map[string][]index{}}
+	sc := plantest.Schema{Columns: map[string]map[string]bool{}, Indexes: map[string][]plantest.Index{}}
 	rows, err := conn.Query(ctx, `SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()`)
 	if err != nil {
 		t.Fatal(err)
@@ -174,10 +159,10 @@ func readSchema(t *testing.T, ctx context.Context, conn *pgx.Conn) schema {
 		if err := rows.Scan(&table, &column); err != nil {
 			t.Fatal(err)
 		}
-		if sc.columns[table] == nil {
-			sc.columns[table] = map[string]bool{}
+		if sc.Columns[table] == nil {
+			sc.Columns[table] = map[string]bool{}
 		}
-		sc.columns[table][column] = true
+		sc.Columns[table][column] = true
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -192,11 +177,11 @@ func readSchema(t *testing.T, ctx context.Context, conn *pgx.Conn) schema {
 	}
 	for rows.Next() {
 		var table string
-		var ix index
-		if err := rows.Scan(&table, &ix.name, &ix.partial, &ix.cols); err != nil {
+		var ix plantest.Index
+		if err := rows.Scan(&table, &ix.Name, &ix.Partial, &ix.Cols); err != nil {
 			t.Fatal(err)
 		}
-		sc.indexes[table] = append(sc.indexes[table], ix)
+		sc.Indexes[table] = append(sc.Indexes[table], ix)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -257,9 +242,9 @@ var termRE = regexp.MustCompile(`^\(*(?:\w+\.)?(\w+)\)?\s*(=|<>|<=|>=|<|>|~~)`)
 //     another index of the table has as its leading columns (a partial
 //     index the statement does not say it may use, or a key it does not
 //     use).
-func badScan(sc schema, query string, s scan) string {
+func badScan(sc plantest.Schema, query string, s scan) string {
 	tb := s.table
-	if _, ok := sc.columns[tb]; !ok || plantest.FixedTables[tb] {
+	if _, ok := sc.Columns[tb]; !ok || plantest.FixedTables[tb] {
 		return ""
 	}
 	n := s.node
@@ -268,7 +253,7 @@ func badScan(sc schema, query string, s scan) string {
 	}
 	ix, _ := findIndex(sc, tb, n.Index)
 	if n.Cond == "" {
-		if ix.partial {
+		if ix.Partial {
 			return ""
 		}
 		return "walks all of " + n.Index + ", an index of every row of " + tb
@@ -283,30 +268,19 @@ func badScan(sc schema, query string, s scan) string {
 			used++
 		}
 	}
-	if weak && !ix.partial {
+	if weak && !ix.Partial {
 		return "finds its rows of " + tb + " by " + n.Cond + " alone: every user's rows with those values"
 	}
-	keys := map[string]bool{}
-	for c := range plantest.KeyColumns(query) {
-		if sc.columns[tb][c] {
-			keys[c] = true
-		}
-	}
-	for _, other := range sc.indexes[tb] {
-		if k := plantest.Prefix(other.cols, keys); k > used {
-			return fmt.Sprintf("finds its rows of %s in %s by %d of the statement's key columns, where %s has %d: %v", tb, n.Index, used, other.name, k, other.cols[:k])
-		}
-	}
-	return ""
+	return sc.FewerKeys(query, tb, n.Index, used)
 }
 
-func findIndex(sc schema, table, name string) (index, bool) {
-	for _, ix := range sc.indexes[table] {
-		if ix.name == name {
+func findIndex(sc plantest.Schema, table, name string) (plantest.Index, bool) {
+	for _, ix := range sc.Indexes[table] {
+		if ix.Name == name {
 			return ix, true
 		}
 	}
-	return index{}, false
+	return plantest.Index{}, false
 }
 
 // TestEveryStatementFindsItsRows runs every acting and reading path of
@@ -401,14 +375,14 @@ func TestEveryStatementFindsItsRows(t *testing.T) {
 // TestBadScan checks the audit's rules on scans PostgreSQL plans: each
 // case is a plan step the audit must refuse or pass.
 func TestBadScan(t *testing.T) {
-	sc := schema{
-		columns: map[string]map[string]bool{"notifications": {"id": true, "address_key": true, "seq": true, "dedup_key": true, "state": true, "user_id": true, "channel": true, "updated": true}},
-		indexes: map[string][]index{"notifications": {
-			{name: "notifications_pkey", cols: []string{"id"}},
-			{name: "notifications_address_key_seq_key", cols: []string{"address_key", "seq"}},
-			{name: "notifications_dedup", cols: []string{"address_key", "dedup_key"}, partial: true},
-			{name: "notifications_by_state", cols: []string{"state", "updated"}},
-			{name: "notifications_dead", cols: []string{"state", "updated"}, partial: true},
+	sc := plantest.Schema{
+		Columns: map[string]map[string]bool{"notifications": {"id": true, "address_key": true, "seq": true, "dedup_key": true, "state": true, "user_id": true, "channel": true, "updated": true}},
+		Indexes: map[string][]plantest.Index{"notifications": {
+			{Name: "notifications_pkey", Cols: []string{"id"}},
+			{Name: "notifications_address_key_seq_key", Cols: []string{"address_key", "seq"}},
+			{Name: "notifications_dedup", Cols: []string{"address_key", "dedup_key"}, Partial: true},
+			{Name: "notifications_by_state", Cols: []string{"state", "updated"}},
+			{Name: "notifications_dead", Cols: []string{"state", "updated"}, Partial: true},
 		}},
 	}
 	dedup := `SELECT id FROM notifications WHERE address_key = $1 AND dedup_key = $2`

@@ -61,24 +61,9 @@ var expected = []struct{ query, step, why string }{
 	{"AND (created, id) < (?, ?)", "(owner=? AND (created,id)<(?,?))", "a page of sessions starts at its cursor, not at the owner's newest"},
 }
 
-// schema is what the plan rules know of the database: its tables, each
-// with its columns and indexes.
-type schema struct {
-	columns map[string]map[string]bool // table → its columns
-	indexes map[string][]index         // table → its indexes, the primary key's too
-}
-
-// index is an index's name (as EXPLAIN QUERY PLAN names it) and columns,
-// and whether it is partial (holds only the rows its WHERE names).
-type index struct {
-	name    string
-	cols    []string
-	partial bool
-}
-
-func readSchema(t *testing.T, db *sql.DB) schema {
+func readSchema(t *testing.T, db *sql.DB) plantest.Schema {
 	t.Helper()
-	sc := schema{columns: map[string]map[string]bool{}, indexes: map[string][]index{}}
+	sc := plantest.Schema{Columns: map[string]map[string]bool{}, Indexes: map[string][]plantest.Index{}}
 	names := func(query string, args ...any) []string {
 		rows, err := db.Query(query, args...)
 		if err != nil {
@@ -96,17 +81,17 @@ func readSchema(t *testing.T, db *sql.DB) schema {
 		return out
 	}
 	for _, table := range names(`SELECT name FROM sqlite_master WHERE type = 'table'`) {
-		sc.columns[table] = map[string]bool{}
+		sc.Columns[table] = map[string]bool{}
 		for _, c := range names(`SELECT name FROM pragma_table_info(?)`, table) {
-			sc.columns[table][c] = true
+			sc.Columns[table][c] = true
 		}
 		for _, name := range names(`SELECT name FROM pragma_index_list(?)`, table) {
-			ix := index{name: name, cols: names(`SELECT name FROM pragma_index_info(?) ORDER BY seqno`, name)}
-			ix.partial = slices.Contains(names(`SELECT partial FROM pragma_index_list(?) WHERE name = ?`, table, name), "1")
+			ix := plantest.Index{Name: name, Cols: names(`SELECT name FROM pragma_index_info(?) ORDER BY seqno`, name)}
+			ix.Partial = slices.Contains(names(`SELECT partial FROM pragma_index_list(?) WHERE name = ?`, table, name), "1")
 			if slices.Contains(names(`SELECT origin FROM pragma_index_list(?) WHERE name = ?`, table, name), "pk") {
-				ix.name = "PRIMARY KEY" // a WITHOUT ROWID table's
+				ix.Name = "PRIMARY KEY" // a WITHOUT ROWID table's
 			}
-			sc.indexes[table] = append(sc.indexes[table], ix)
+			sc.Indexes[table] = append(sc.Indexes[table], ix)
 		}
 	}
 	return sc
@@ -135,9 +120,9 @@ func allowance(query, detail string) (string, bool) {
 //     index of the table has as its leading columns (a partial index the
 //     statement does not say it may use, or a key it does not use);
 //   - a statement of expected whose plan lacks the constraint it names.
-func badStep(sc schema, query, detail string) string {
+func badStep(sc plantest.Schema, query, detail string) string {
 	table := func(name string) string {
-		if _, ok := sc.columns[name]; ok {
+		if _, ok := sc.Columns[name]; ok {
 			return name
 		}
 		return plantest.Aliases(query)[name]
@@ -169,21 +154,10 @@ func badStep(sc schema, query, detail string) string {
 			used++
 		}
 	}
-	if weak && !slices.ContainsFunc(sc.indexes[tb], func(ix index) bool { return ix.partial && "INDEX "+ix.name == m[2] }) {
+	if weak && !slices.ContainsFunc(sc.Indexes[tb], func(ix plantest.Index) bool { return ix.Partial && "INDEX "+ix.Name == m[2] }) {
 		return "finds its rows of " + tb + " by " + m[3] + " alone: every user's rows with those values"
 	}
-	keys := map[string]bool{}
-	for c := range plantest.KeyColumns(query) {
-		if sc.columns[tb][c] {
-			keys[c] = true
-		}
-	}
-	for _, ix := range sc.indexes[tb] {
-		if n := plantest.Prefix(ix.cols, keys); n > used {
-			return fmt.Sprintf("finds its rows of %s in %s by %d of the statement's key columns, where %s has %d: %v", tb, m[2], used, ix.name, n, ix.cols[:n])
-		}
-	}
-	return ""
+	return sc.FewerKeys(query, tb, m[2], used)
 }
 
 var (

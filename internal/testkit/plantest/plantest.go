@@ -450,6 +450,18 @@ func driveWorkflows(t *testing.T, ctx context.Context, rt *plane.Runtime, s, bar
 		t.Fatalf("want an approval: %+v", w)
 	}
 	yes := true
+	// approveAll approves each layer of workflow id until it waits for
+	// nothing more, and returns it as it ended
+	approveAll := func(id string) *workflow.Workflow {
+		t.Helper()
+		w := wait(id, 0)
+		for ; w.Status == workflow.StatusAwaitingApproval; w = wait(id, w.Seq) {
+			if _, err := e.Command(ctx, id, "ann", workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: &yes}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return w
+	}
 	approve := workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: &yes, RequestID: "approve-1"}
 	if _, _, err := e.CommandResult(ctx, w.ID, "ann", approve); err != nil {
 		t.Fatalf("approve: %v", err)
@@ -538,12 +550,7 @@ func driveWorkflows(t *testing.T, ctx context.Context, rt *plane.Runtime, s, bar
 	if err != nil {
 		t.Fatal(err)
 	}
-	for f = wait(f.ID, 0); f.Status == workflow.StatusAwaitingApproval; f = wait(f.ID, f.Seq) {
-		if _, err := e.Command(ctx, f.ID, "ann", workflow.Command{Type: "approval_response", CheckpointID: f.Approval.CheckpointID, Approved: &yes}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if f.Status != workflow.StatusFailed {
+	if f = approveAll(f.ID); f.Status != workflow.StatusFailed {
 		t.Fatalf("want it failed: %+v", f)
 	}
 
@@ -556,12 +563,7 @@ func driveWorkflows(t *testing.T, ctx context.Context, rt *plane.Runtime, s, bar
 	if err != nil {
 		t.Fatal(err)
 	}
-	for c = wait(c.ID, 0); c.Status == workflow.StatusAwaitingApproval; c = wait(c.ID, c.Seq) {
-		if _, err := e.Command(ctx, c.ID, "ann", workflow.Command{Type: "approval_response", CheckpointID: c.Approval.CheckpointID, Approved: &yes}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if c.Status != workflow.StatusCompleted {
+	if c = approveAll(c.ID); c.Status != workflow.StatusCompleted {
 		t.Fatalf("the chain: %+v", c)
 	}
 

@@ -1,6 +1,7 @@
 package plantest
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -108,4 +109,38 @@ func Prefix(cols []string, keys map[string]bool) int {
 		}
 	}
 	return n
+}
+
+// Schema is what the plan rules know of a database: its tables, each with
+// its columns and indexes.
+type Schema struct {
+	Columns map[string]map[string]bool // table → its columns
+	Indexes map[string][]Index         // table → its indexes, the primary key's too
+}
+
+// Index is an index's name (as the database's plans name it) and columns
+// (an expression's as ""), and whether it is partial (holds only the rows
+// its WHERE names).
+type Index struct {
+	Name    string
+	Cols    []string
+	Partial bool
+}
+
+// FewerKeys says how a plan that finds its rows of table in the index
+// named in, by used of the statement's key columns, reads more than it
+// must — another index of the table leads with more of them — or "".
+func (s Schema) FewerKeys(query, table, in string, used int) string {
+	keys := map[string]bool{}
+	for c := range KeyColumns(query) {
+		if s.Columns[table][c] {
+			keys[c] = true
+		}
+	}
+	for _, ix := range s.Indexes[table] {
+		if n := Prefix(ix.Cols, keys); n > used {
+			return fmt.Sprintf("finds its rows of %s in %s by %d of the statement's key columns, where %s has %d: %v", table, in, used, ix.Name, n, ix.Cols[:n])
+		}
+	}
+	return ""
 }
