@@ -89,8 +89,10 @@ func (l *Ledger) ackStatement(batch []*ackReq) (string, []any) {
 	// into the statement's result, a third of the statement's time). On
 	// SQLite the states are +state: a term no index may serve, so the rows
 	// are found by their ids. SQLite, knowing no state's share of the
-	// table, otherwise planned the update over the state index — every
-	// live notification of every user read for each batch of acks.
+	// table, planned the update over the index of every row by state (since
+	// dropped) from 16 acks a batch — every live notification of every
+	// user read for each batch; the partial indexes by state (escalated,
+	// locked, dead) hold every user's rows as well.
 	st := stateTerm(l.q.Dialect())
 	return `UPDATE ` + orFail(l.q.Dialect()) + `notifications SET state = ?, updated = ?,
 		owner_lease = owner_lease + (CASE WHEN state = ? THEN 0 ELSE 1 END),
@@ -112,9 +114,10 @@ func returning(batch []*ackReq) string {
 }
 
 // stateTerm is the state column as a WHERE term of a statement that finds
-// its rows by id: on SQLite +state, which keeps the planner off the state
-// index (unary plus on text is no operator on PostgreSQL, whose planner
-// weighs its statistics).
+// its rows by id or by user: on SQLite +state, which keeps the planner off
+// the indexes by state, each of every user's rows in that state (unary
+// plus on text is no operator on PostgreSQL, whose planner weighs its
+// statistics).
 func stateTerm(dialect string) string {
 	if dialect == store.SQLite {
 		return "+state"

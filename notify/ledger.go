@@ -34,8 +34,8 @@ var (
 // number plus one in its insert (one writer at a time; notifications are
 // never deleted), one statement and one table less per emit. PostgreSQL
 // keeps the counters: concurrent transactions there would read the same
-// highest number, where the counter's row serializes them. The last
-// migration (SQLite 5, PostgreSQL 4) narrows the per-user index to the
+// highest number, where the counter's row serializes them. SQLite 5,
+// PostgreSQL 4 narrow the per-user index to the
 // rows addressed to a session: a user's inbox (channel A) is only ever
 // addressed to the user (Route), so its rows are found by their address,
 // USER:<user>, in the (address_key, seq) index every row is in anyway —
@@ -703,9 +703,9 @@ func (l *Ledger) List(ctx context.Context, q Query) ([]Notification, error) {
 }
 
 // listSQL is List's statement and its arguments in the dialect. Its
-// states are a filter of the user's rows (stateTerm): SQLite otherwise
-// chose the state index for one or two states and read every user's rows
-// in them.
+// states are a filter of the user's rows (stateTerm): SQLite chose the
+// index by state (since dropped) for one or two states and read every
+// user's rows in them, as it could the partial ones by state.
 func listSQL(q Query, dialect string) (string, []any) {
 	limit := q.Limit
 	if limit <= 0 {
