@@ -43,16 +43,24 @@ var (
 // 6, PostgreSQL 5 add the watchdog's indexes (watchdogIndexes); SQLite 7,
 // PostgreSQL 6 replace the state index with one of the locked rows
 // (lockedIndex); PostgreSQL 7 adds the index of the inbox's live rows
-// (inboxLiveIndex), which SQLite does without.
+// (inboxLiveIndex), which SQLite does without; SQLite 8, PostgreSQL 8 add
+// the index of the agent's live notifications by address (agentMineIndex).
 var Extension = store.Extension{
 	Name: "notify",
 	Migrations: map[string][]string{
 		store.SQLite: {schema("INTEGER"), `ALTER TABLE notifications ADD COLUMN shows INTEGER NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
-			`DROP TABLE notification_seqs`, sessionUsers, watchdogIndexes, lockedIndex},
+			`DROP TABLE notification_seqs`, sessionUsers, watchdogIndexes, lockedIndex, agentMineIndex},
 		store.Postgres: {schema("BIGINT"), `ALTER TABLE notifications ADD COLUMN shows BIGINT NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
-			sessionUsers, watchdogIndexes, lockedIndex, inboxLiveIndex},
+			sessionUsers, watchdogIndexes, lockedIndex, inboxLiveIndex, agentMineIndex},
 	},
 }
+
+// agentMineIndex holds the agent's notifications not delivered yet (to
+// act on, or held in a prompt) by address: what a session's next prompt
+// puts before the model (Awareness, every LLM turn), which otherwise read
+// every notification the user and the session were ever sent. Partial:
+// only the agent's channel writes it, never the inbox.
+const agentMineIndex = `CREATE INDEX notifications_agent_mine ON notifications (address_key, created) WHERE channel = 'C' AND state IN ('PENDING', 'DISPATCHED', 'LOCKED')`
 
 // watchdogIndexes hold only what the watchdog looks for (Due) and Dead
 // lists: the agent's notifications not delivered yet, the escalated ones
@@ -92,6 +100,9 @@ const inboxLiveIndex = `CREATE INDEX notifications_inbox_live ON notifications (
 // user are in the address's index under USER:<user> (userKey).
 const sessionUsers = `DROP INDEX notifications_by_user;
 CREATE INDEX notifications_session_user ON notifications (user_id, channel, seq) WHERE address = 'SESSION'`
+
+// sessionKey is the address key of what is addressed to the session.
+func sessionKey(session string) string { return "SESSION:" + session }
 
 // userKey is the address key of what is addressed to the user: every
 // inbox notification's (Route sends nothing addressed to a session to
@@ -657,9 +668,13 @@ func (l *Ledger) inboxSince(ctx context.Context, users []string, since time.Time
 	return out, nil
 }
 
-// inboxSQL is a page of a user's inbox, newest first; its arguments are
-// the user's address key (userKey) and the page's size.
-const inboxSQL = `SELECT ` + columns + ` FROM notifications WHERE address_key = ? AND channel = 'A' ORDER BY created DESC, seq DESC LIMIT ?`
+// inboxSQL is a page of a user's inbox, newest first — in the order of
+// the address's sequence numbers, the order the ledger stored them in,
+// so the page walks the address's index back from its end and stops once
+// it holds enough, where an order by time read every notification the
+// user was ever sent; its arguments are the user's address key (userKey)
+// and the page's size.
+const inboxSQL = `SELECT ` + columns + ` FROM notifications WHERE address_key = ? AND channel = 'A' ORDER BY seq DESC LIMIT ?`
 
 // inboxSinceSQL is inboxSince's statement for n users: their address keys
 // (userKey), then the time. (Only PostgreSQL runs it, for the instances
@@ -693,13 +708,7 @@ type Query struct {
 // List returns a user's notifications, newest first.
 func (l *Ledger) List(ctx context.Context, q Query) ([]Notification, error) {
 	sql, args := listSQL(q, l.q.Dialect())
-	var out []Notification
-	err := l.q.Query(ctx, sql, args, func(scan func(...any) error) error {
-		n, err := scanRow(scan)
-		out = append(out, n)
-		return err
-	})
-	return out, err
+	return l.list(ctx, sql, args)
 }
 
 // listSQL is List's statement and its arguments in the dialect. Its
@@ -748,12 +757,9 @@ func (l *Ledger) Awareness(ctx context.Context, sess *agentplane.Session) []stri
 		return nil
 	}
 	var lines []string
-	mine, err := l.List(ctx, Query{UserID: sess.Owner, Channel: ChannelAgent, States: []State{StatePending, StateDispatched, StateLocked}, Limit: maxAware})
+	mine, err := l.list(ctx, agentMineSQL, []any{userKey(sess.Owner), sessionKey(sess.ID), sess.Owner, maxAware})
 	if err == nil {
 		for _, n := range mine {
-			if n.Address == AddressSession && n.SessionID != sess.ID {
-				continue
-			}
 			if held, err := l.hold(ctx, n); err == nil {
 				n = held
 			} else {
@@ -772,10 +778,10 @@ func (l *Ledger) Awareness(ctx context.Context, sess *agentplane.Session) []stri
 			lines = append(lines, "When you have handled a notification, write [ack:ID] with its id in your reply (the user does not see it).")
 		}
 	}
-	seen, err := l.List(ctx, Query{UserID: sess.Owner, Channel: ChannelFloor, States: []State{StateDispatched, StateDelivered}, Limit: maxAware})
+	seen, err := l.list(ctx, seenSQL(l.q.Dialect()), []any{sessionKey(sess.ID), sess.Owner, maxAware})
 	if err == nil {
 		for _, n := range seen {
-			if n.SessionID == sess.ID && len(lines) < 2*maxAware {
+			if len(lines) < 2*maxAware {
 				lines = append(lines, "[SEEN] "+n.Title+" (the user has seen this; do not announce it again)")
 			}
 		}
@@ -784,6 +790,35 @@ func (l *Ledger) Awareness(ctx context.Context, sess *agentplane.Session) []stri
 		lines = append(lines, fmt.Sprintf("The user has %d unread notification%s in their inbox.", unread, map[bool]string{true: "", false: "s"}[unread == 1]))
 	}
 	return lines
+}
+
+// agentMineSQL is the agent's notifications a session's prompt holds or
+// may take, newest first: the owner's addressed to the owner (any of the
+// owner's sessions may act on them) and to the session, on the agent's
+// channel and not delivered yet — notifications_agent_mine's condition,
+// word for word. Its arguments: the owner's and the session's address
+// keys, the owner, how many at most.
+const agentMineSQL = `SELECT ` + columns + ` FROM notifications WHERE address_key IN (?, ?) AND user_id = ? AND channel = 'C'
+	AND state IN ('PENDING', 'DISPATCHED', 'LOCKED') ORDER BY created DESC, seq DESC LIMIT ?`
+
+// seenSQL is what the system showed on a session's floor, newest first by
+// the session address's sequence numbers (its index walked back from the
+// end); its arguments: the session's address key, the owner, how many at
+// most. The states are a filter (stateTerm).
+func seenSQL(dialect string) string {
+	return `SELECT ` + columns + ` FROM notifications WHERE address_key = ? AND user_id = ? AND channel = 'B' AND ` +
+		stateTerm(dialect) + ` IN ('DISPATCHED', 'DELIVERED') ORDER BY seq DESC LIMIT ?`
+}
+
+// list runs a read of whole notifications.
+func (l *Ledger) list(ctx context.Context, query string, args []any) ([]Notification, error) {
+	var out []Notification
+	err := l.q.Query(ctx, query, args, func(scan func(...any) error) error {
+		n, err := scanRow(scan)
+		out = append(out, n)
+		return err
+	})
+	return out, err
 }
 
 // hold makes the agent runtime the owner of an agent-channel notification

@@ -1094,3 +1094,61 @@ func TestAcknowledge(t *testing.T) {
 		})
 	}
 }
+
+// TestAwarenessIsTheSessions: a session's prompt holds what the agent
+// must act on for that session and its owner, and the [SEEN] lines of
+// that session's floor — however many newer notifications the owner's
+// other sessions have, and never another user's put at the session's
+// address (the ledger does not check a session's owner; the bus does).
+// Before, Awareness listed the owner's eight newest and only then kept
+// the session's: another session's ten newer crowded them out.
+func TestAwarenessIsTheSessions(t *testing.T) {
+	for name, open := range drivers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			l := ledgerOn(t, open)
+			emit := func(n notify.Notification) notify.Emitted {
+				t.Helper()
+				e, err := l.Emit(ctx, n, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return e
+			}
+			agent := func(user string, a notify.Address, session, title string) notify.Notification {
+				return notify.Notification{Address: a, UserID: user, SessionID: session, Target: notify.TargetAgent, Handler: notify.HandlerSystem, Title: title}
+			}
+			floor := func(user, session, title string) notify.Notification {
+				return notify.Notification{Address: notify.AddressSession, UserID: user, SessionID: session, Target: notify.TargetUser, Handler: notify.HandlerSystem, Title: title}
+			}
+			mine := emit(agent("alice", notify.AddressSession, "s1", "for s1"))
+			owners := emit(agent("alice", notify.AddressUser, "", "for alice"))
+			shown := emit(floor("alice", "s1", "shown in s1"))
+			if _, err := l.Dispatch(ctx, shown.ID); err != nil {
+				t.Fatal(err)
+			}
+			emit(agent("bob", notify.AddressSession, "s1", "bob's, at s1"))
+			for i := range 10 { // newer, in alice's other session
+				emit(agent("alice", notify.AddressSession, "s2", fmt.Sprint("for s2 ", i)))
+				f := emit(floor("alice", "s2", fmt.Sprint("shown in s2 ", i)))
+				if _, err := l.Dispatch(ctx, f.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lines := strings.Join(l.Awareness(ctx, &agentplane.Session{ID: "s1", Owner: "alice"}), "\n")
+			for _, want := range []string{"[NOTIFICATION " + mine.ID + "] for s1", "[NOTIFICATION " + owners.ID + "] for alice", "[SEEN] shown in s1"} {
+				if !strings.Contains(lines, want) {
+					t.Errorf("s1's prompt lacks %q:\n%s", want, lines)
+				}
+			}
+			for _, not := range []string{"for s2", "shown in s2", "bob's"} {
+				if strings.Contains(lines, not) {
+					t.Errorf("s1's prompt holds %q:\n%s", not, lines)
+				}
+			}
+			if n, _ := l.Get(ctx, mine.ID); n.State != notify.StateLocked {
+				t.Errorf("the notification put in s1's prompt is %s, not held", n.State)
+			}
+		})
+	}
+}

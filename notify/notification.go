@@ -228,7 +228,7 @@ func (e *InvalidError) Error() string { return "notification: " + strings.Join(e
 // addressKey is the scope of a notification's sequence and dedup key.
 func (n *Notification) addressKey() string {
 	if n.Address == AddressSession {
-		return "SESSION:" + n.SessionID
+		return sessionKey(n.SessionID)
 	}
 	return userKey(n.UserID)
 }
