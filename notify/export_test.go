@@ -65,3 +65,7 @@ func AckTogether(ctx context.Context, l *Ledger, ids, users []string, whole []bo
 	}
 	return out, ok, err
 }
+
+// UnreadStates is unreadStates: an inbox notification's states while
+// unread, quoted for SQL.
+const UnreadStates = unreadStates

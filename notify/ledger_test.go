@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1150,5 +1154,37 @@ func TestAwarenessIsTheSessions(t *testing.T) {
 				t.Errorf("the notification put in s1's prompt is %s, not held", n.State)
 			}
 		})
+	}
+}
+
+// TestUnreadStates: the unread count and its index name every state of
+// the package that is not terminal — each State constant, read from the
+// source, so that a state added later is checked too — and no terminal
+// one. A state left out would drop its notifications from the count.
+func TestUnreadStates(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "notification.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "State") {
+			return true
+		}
+		lit, ok := vs.Values[0].(*ast.BasicLit)
+		if !ok {
+			return true
+		}
+		v, _ := strconv.Unquote(lit.Value)
+		state := notify.State(v)
+		seen++
+		if listed := strings.Contains(notify.UnreadStates, "'"+v+"'"); listed == state.Terminal() {
+			t.Errorf("%s: terminal %v, counted unread %v", vs.Names[0].Name, state.Terminal(), listed)
+		}
+		return true
+	})
+	if seen < 6 {
+		t.Fatalf("%d State constants read", seen)
 	}
 }
