@@ -33,8 +33,9 @@ func (s *Store) PutCatalogVersion(ctx context.Context, version string, body []by
 func (s *Store) CatalogVersion(ctx context.Context, version string) ([]byte, bool, error) {
 	var body []byte
 	const query = `SELECT body FROM catalog_versions WHERE version = ?`
-	s.traced(query, []any{version})
-	err := s.db.QueryRowContext(ctx, query, version).Scan(&body)
+	args := []any{version}
+	s.traced(query, args)
+	err := s.db.QueryRowContext(ctx, query, args...).Scan(&body)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, false, nil

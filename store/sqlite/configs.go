@@ -31,8 +31,9 @@ func (s *Store) PutConfig(ctx context.Context, digest string, body []byte) error
 func (s *Store) Config(ctx context.Context, digest string) ([]byte, bool, error) {
 	var body []byte
 	const query = `SELECT body FROM configs WHERE digest = ?`
-	s.traced(query, []any{digest})
-	err := s.db.QueryRowContext(ctx, query, digest).Scan(&body)
+	args := []any{digest}
+	s.traced(query, args)
+	err := s.db.QueryRowContext(ctx, query, args...).Scan(&body)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, false, nil
