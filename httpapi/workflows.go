@@ -142,18 +142,17 @@ func (s *Server) postCommand(w http.ResponseWriter, r *http.Request, p auth.Prin
 	if cmd.RequestID, err = idempotencyKey(r); err != nil {
 		return err
 	}
-	seq, after, err := s.workflows.CommandResult(r.Context(), wf.ID, p.ID, cmd)
+	var seq int64
+	if !wait { // the workflow as the command left it
+		seq, wf, err = s.workflows.CommandResult(r.Context(), wf.ID, p.ID, cmd)
+	} else if seq, err = s.workflows.Command(r.Context(), wf.ID, p.ID, cmd); err == nil { // the next change after it
+		ctx, cancel := context.WithTimeout(r.Context(), maxWait)
+		defer cancel()
+		wf, err = s.workflows.Wait(ctx, wf.ID, p.ID, wf.Seq)
+	}
 	if err != nil {
 		return err
 	}
-	if wait {
-		ctx, cancel := context.WithTimeout(r.Context(), maxWait)
-		defer cancel()
-		if after, err = s.workflows.Wait(ctx, wf.ID, p.ID, wf.Seq); err != nil {
-			return err
-		}
-	}
-	wf = after
 	writeJSON(w, http.StatusOK, CommandAnswer{Seq: seq, Status: workflow.CommandApplied, Workflow: wf})
 	return nil
 }
