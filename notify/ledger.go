@@ -34,27 +34,17 @@ var (
 // number plus one in its insert (one writer at a time; notifications are
 // never deleted), one statement and one table less per emit. PostgreSQL
 // keeps the counters: concurrent transactions there would read the same
-// highest number, where the counter's row serializes them. SQLite 5,
-// PostgreSQL 4 narrow the per-user index to the
-// rows addressed to a session: a user's inbox (channel A) is only ever
-// addressed to the user (Route), so its rows are found by their address,
-// USER:<user>, in the (address_key, seq) index every row is in anyway —
-// an emit to a user writes one page of a per-user index, not two. SQLite
-// 6, PostgreSQL 5 add the watchdog's indexes (watchdogIndexes); SQLite 7,
-// PostgreSQL 6 replace the state index with one of the locked rows
-// (lockedIndex); PostgreSQL 7 adds the index of the inbox's live rows
-// (inboxLiveIndex), which SQLite does without; SQLite 8, PostgreSQL 8 add
-// the index of the agent's live notifications by address (agentMineIndex);
-// SQLite 9, PostgreSQL 9 the index of the inbox's unread notifications
-// (unreadIndex), in place of PostgreSQL's inboxLiveIndex.
+// highest number, where the counter's row serializes them. Then, on both
+// (the numbers SQLite's / PostgreSQL's), the indexes that let each read
+// find only its own rows: sessionUsers (5 / 4), watchdogIndexes (6 / 5),
+// lockedIndex (7 / 6), agentMineIndex (8 / 7), unreadIndex (9 / 8).
 var Extension = store.Extension{
 	Name: "notify",
 	Migrations: map[string][]string{
 		store.SQLite: {schema("INTEGER"), `ALTER TABLE notifications ADD COLUMN shows INTEGER NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
 			`DROP TABLE notification_seqs`, sessionUsers, watchdogIndexes, lockedIndex, agentMineIndex, unreadIndex},
 		store.Postgres: {schema("BIGINT"), `ALTER TABLE notifications ADD COLUMN shows BIGINT NOT NULL DEFAULT 0`, `DROP TABLE notification_dispatch`,
-			sessionUsers, watchdogIndexes, lockedIndex, inboxLiveIndex, agentMineIndex, `DROP INDEX notifications_inbox_live;
-` + unreadIndex},
+			sessionUsers, watchdogIndexes, lockedIndex, agentMineIndex, unreadIndex},
 	},
 }
 
@@ -103,14 +93,6 @@ CREATE INDEX notifications_dead ON notifications (state, updated) WHERE state = 
 // state index too; now only a lock's does.
 const lockedIndex = `CREATE INDEX notifications_locked ON notifications (lease_until) WHERE state = 'LOCKED';
 DROP INDEX notifications_by_state`
-
-// inboxLiveIndex (PostgreSQL) holds the inbox's notifications not
-// delivered yet, by user and when they last changed: what the inbox
-// streams of instances sharing a database look for every poll (Follow,
-// inboxSince), which otherwise read every notification the user was ever
-// sent. PostgreSQL migration 9 replaces it with unreadIndex, which holds
-// these rows and the unread count's too.
-const inboxLiveIndex = `CREATE INDEX notifications_inbox_live ON notifications (address_key, updated) WHERE channel = 'A' AND state IN ('PENDING', 'DISPATCHED')`
 
 // sessionUsers replaces the index of every row by user with one of the
 // rows addressed to a session by their user: the rows addressed to a
