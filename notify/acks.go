@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"github.com/agentplane/agentplane/store"
 )
 
 // Acks that arrive together are committed together: one transaction and
@@ -86,18 +84,15 @@ func (l *Ledger) ackStatement(batch []*ackReq) (string, []any) {
 	// names only the batch's ids, so every row it returns is one: every
 	// column when an ack of the batch wants its notification back, else
 	// the id alone (SQLite copied every column of every row it changed
-	// into the statement's result, a third of the statement's time). On
-	// SQLite the states are +state: a term no index may serve, so the rows
-	// are found by their ids. SQLite, knowing no state's share of the
-	// table, planned the update over the index of every row by state (since
-	// dropped) from 16 acks a batch — every live notification of every
-	// user read for each batch; the partial indexes by state (escalated,
-	// locked, dead) hold every user's rows as well.
-	st := stateTerm(l.q.Dialect())
+	// into the statement's result, a third of the statement's time).
+	// SQLite, knowing no state's share of the table, once planned it over
+	// an index of every row by state (since dropped) from 16 acks a batch:
+	// every live notification of every user read per batch
+	// (TestAcksFindTheirRows holds the plan to the ids at every size).
 	return `UPDATE ` + orFail(l.q.Dialect()) + `notifications SET state = ?, updated = ?,
 		owner_lease = owner_lease + (CASE WHEN state = ? THEN 0 ELSE 1 END),
 		attempts = attempts + (CASE WHEN state = ? THEN 0 ELSE 1 END)
-		WHERE (` + st + ` IN (?, ?) AND channel <> ? OR ` + st + ` = ?)
+		WHERE (state IN (?, ?) AND channel <> ? OR state = ?)
 		AND (` + where.String() + `) RETURNING ` + returning(batch), args
 }
 
@@ -111,18 +106,6 @@ func returning(batch []*ackReq) string {
 		}
 	}
 	return "id"
-}
-
-// stateTerm is the state column as a WHERE term of a statement that finds
-// its rows by id or by user: on SQLite +state, which keeps the planner off
-// the indexes by state, each of every user's rows in that state (unary
-// plus on text is no operator on PostgreSQL, whose planner weighs its
-// statistics).
-func stateTerm(dialect string) string {
-	if dialect == store.SQLite {
-		return "+state"
-	}
-	return "state"
 }
 
 // acked is the row callback of a batch's update: each row returned is an

@@ -2,8 +2,6 @@ package notify
 
 import (
 	"context"
-
-	"github.com/agentplane/agentplane/store"
 )
 
 // SentSize is how many notifications the bus remembers as sent to this
@@ -24,11 +22,14 @@ func SetSentMax(b *Bus, n int) {
 // UserStatements are the statements that find a user's notifications,
 // with example arguments for the user: a page of the inbox, the unread
 // count, what a stream catches up on, and List with and without a
-// channel.
+// channel, by states (among them those with an index of every user's
+// rows in that state).
 func UserStatements(user string) map[string][2]any {
-	list, listArgs := listSQL(Query{UserID: user}, store.SQLite)
-	listA, listAArgs := listSQL(Query{UserID: user, Channel: ChannelInbox, States: []State{StatePending}}, store.SQLite)
-	listStates, listStatesArgs := listSQL(Query{UserID: user, States: []State{StatePending, StateDispatched}}, store.SQLite)
+	list, listArgs := listSQL(Query{UserID: user})
+	listA, listAArgs := listSQL(Query{UserID: user, Channel: ChannelInbox, States: []State{StatePending}})
+	listStates, listStatesArgs := listSQL(Query{UserID: user, States: []State{StatePending, StateDispatched}})
+	listDead, listDeadArgs := listSQL(Query{UserID: user, States: []State{StateFailed}})
+	listEscalated, listEscalatedArgs := listSQL(Query{UserID: user, Channel: ChannelInbox, States: []State{StateEscalated}})
 	return map[string][2]any{
 		"inbox":          {inboxSQL, []any{userKey(user), 10}},
 		"unread":         {unreadSQL, []any{userKey(user)}},
@@ -36,6 +37,8 @@ func UserStatements(user string) map[string][2]any {
 		"list":           {list, listArgs},
 		"list A":         {listA, listAArgs},
 		"list by states": {listStates, listStatesArgs},
+		"list dead":      {listDead, listDeadArgs},
+		"list escalated": {listEscalated, listEscalatedArgs},
 	}
 }
 

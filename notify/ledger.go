@@ -707,15 +707,13 @@ type Query struct {
 
 // List returns a user's notifications, newest first.
 func (l *Ledger) List(ctx context.Context, q Query) ([]Notification, error) {
-	sql, args := listSQL(q, l.q.Dialect())
+	sql, args := listSQL(q)
 	return l.list(ctx, sql, args)
 }
 
-// listSQL is List's statement and its arguments in the dialect. Its
-// states are a filter of the user's rows (stateTerm): SQLite chose the
-// index by state (since dropped) for one or two states and read every
-// user's rows in them, as it could the partial ones by state.
-func listSQL(q Query, dialect string) (string, []any) {
+// listSQL is List's statement and its arguments: the user's rows (by
+// address and session user), the channel and states a filter.
+func listSQL(q Query) (string, []any) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 50
@@ -728,7 +726,7 @@ func listSQL(q Query, dialect string) (string, []any) {
 		args = append(args, q.Channel)
 	}
 	if len(q.States) > 0 {
-		sql += ` AND ` + stateTerm(dialect) + ` IN (` + store.Params(len(q.States)) + `)`
+		sql += ` AND state IN (` + store.Params(len(q.States)) + `)`
 		for _, s := range q.States {
 			args = append(args, s)
 		}
@@ -778,7 +776,7 @@ func (l *Ledger) Awareness(ctx context.Context, sess *agentplane.Session) []stri
 			lines = append(lines, "When you have handled a notification, write [ack:ID] with its id in your reply (the user does not see it).")
 		}
 	}
-	seen, err := l.list(ctx, seenSQL(l.q.Dialect()), []any{sessionKey(sess.ID), sess.Owner, maxAware})
+	seen, err := l.list(ctx, seenSQL, []any{sessionKey(sess.ID), sess.Owner, maxAware})
 	if err == nil {
 		for _, n := range seen {
 			if len(lines) < 2*maxAware {
@@ -804,11 +802,9 @@ const agentMineSQL = `SELECT ` + columns + ` FROM notifications WHERE address_ke
 // seenSQL is what the system showed on a session's floor, newest first by
 // the session address's sequence numbers (its index walked back from the
 // end); its arguments: the session's address key, the owner, how many at
-// most. The states are a filter (stateTerm).
-func seenSQL(dialect string) string {
-	return `SELECT ` + columns + ` FROM notifications WHERE address_key = ? AND user_id = ? AND channel = 'B' AND ` +
-		stateTerm(dialect) + ` IN ('DISPATCHED', 'DELIVERED') ORDER BY seq DESC LIMIT ?`
-}
+// most.
+const seenSQL = `SELECT ` + columns + ` FROM notifications WHERE address_key = ? AND user_id = ? AND channel = 'B'
+	AND state IN ('DISPATCHED', 'DELIVERED') ORDER BY seq DESC LIMIT ?`
 
 // list runs a read of whole notifications.
 func (l *Ledger) list(ctx context.Context, query string, args []any) ([]Notification, error) {

@@ -113,7 +113,7 @@ func allowance(query, detail string) (string, bool) {
 //   - a SCAN of a table that grows (one not in plantest.FixedTables), unless of a
 //     covering index;
 //   - a SEARCH whose every constraint is on a column of plantest.WeakColumns (the
-//     acks' plan before stateTerm), unless its index is partial: then it
+//     acks' plan over the index by state, since dropped), unless its index is partial: then it
 //     holds only the rows of those values the statement looks for (the
 //     watchdog's, the dead letters);
 //   - a SEARCH by fewer of the statement's equality columns than another
