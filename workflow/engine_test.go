@@ -640,15 +640,26 @@ func TestGetWhileHeld(t *testing.T) {
 		other := e.engine(t, nil) // another instance: it holds nothing
 		ran := func() int64 { return e.store.(store.Counted).Stats().Statements }
 
+		// the count is the store's: the engines' polls and the runner's
+		// lease renewals may land in the window, so the fewest of a few
+		// tries is Get's own — a Get that reads the database runs at
+		// least one statement every time
+		var held *workflow.Workflow
+		fewest := int64(-1)
+		for try := 0; try < 20 && fewest != 0; try++ {
+			before := ran()
+			var err error
+			if held, err = e.eng.Get(ctx, w.ID, "alice"); err != nil {
+				t.Fatal(err)
+			}
+			if n := ran() - before; fewest < 0 || n < fewest {
+				fewest = n
+			}
+		}
+		if fewest != 0 {
+			t.Fatalf("Get of a workflow this engine's runner holds ran %d statements at the fewest; want none", fewest)
+		}
 		before := ran()
-		held, err := e.eng.Get(ctx, w.ID, "alice")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := ran() - before; n != 0 {
-			t.Fatalf("Get of a workflow this engine's runner holds ran %d statements; want none", n)
-		}
-		before = ran()
 		stored, err := other.Get(ctx, w.ID, "alice")
 		if err != nil {
 			t.Fatal(err)
