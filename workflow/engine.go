@@ -93,7 +93,7 @@ type Engine struct {
 	workers *workers // the goroutines tasks run on
 
 	// written, set by tests, sees every write that succeeded.
-	written func(ctx context.Context, w *Workflow, cp *Checkpoint)
+	written func(ctx context.Context, w *Workflow, cp *Checkpoint, events []Event)
 }
 
 // Sessions is what the engine uses of the core (a *core.Core): the
@@ -804,7 +804,7 @@ func (r *runner) wrote(ctx context.Context, s *saved) {
 	}
 	r.stored = s.tasks.apply(r.stored, s.w.Tasks)
 	if r.e.written != nil {
-		r.e.written(ctx, s.w, s.cp)
+		r.e.written(ctx, s.w, s.cp, s.events)
 	}
 	last := s.w.copy()
 	r.last.Store(last)

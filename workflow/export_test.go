@@ -19,7 +19,8 @@ import (
 func CheckWrites(t testing.TB, e *Engine) {
 	var mu sync.Mutex
 	saved := map[string][]byte{} // checkpoint id -> the workflow when it was saved
-	e.written = func(ctx context.Context, w *Workflow, cp *Checkpoint) {
+	e.written = func(ctx context.Context, w *Workflow, cp *Checkpoint, events []Event) {
+		checkEvents(ctx, t, e, w.ID, events)
 		want, _ := json.Marshal(w)
 		r, err := e.j.load(ctx, w.ID)
 		if err != nil {
@@ -52,6 +53,34 @@ func CheckWrites(t testing.TB, e *Engine) {
 			}
 			if got, _ := json.Marshal(old); saved[c.ID] != nil && !bytes.Equal(got, saved[c.ID]) {
 				t.Errorf("checkpoint %s restored differs:\n got %s\nwant %s", c.ID, got, saved[c.ID])
+			}
+		}
+	}
+}
+
+// checkEvents reads back a write's events from each one on, as many as
+// there are and one fewer: the events as written, in order, each with
+// its seq, wherever in a stored row the read starts and ends.
+func checkEvents(ctx context.Context, t testing.TB, e *Engine, id string, events []Event) {
+	for k := range events {
+		for _, limit := range []int{len(events) - k, len(events) - k - 1} {
+			if limit == 0 {
+				continue
+			}
+			raws, seqs, err := e.j.events(ctx, id, events[k].Seq-1, limit)
+			if err != nil {
+				t.Errorf("events of %s after %d: %v", id, events[k].Seq-1, err)
+				return
+			}
+			if len(raws) != limit || len(seqs) != limit {
+				t.Errorf("events of %s after %d, at most %d: got %d", id, events[k].Seq-1, limit, len(raws))
+				return
+			}
+			for i := range limit {
+				want, _ := appendEvent(nil, &events[k+i])
+				if seqs[i] != events[k+i].Seq || !bytes.Equal(raws[i], want) {
+					t.Errorf("event %d of %s read back as %d %s, want %s", events[k+i].Seq, id, seqs[i], raws[i], want)
+				}
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,8 +21,8 @@ import (
 var Extension = store.Extension{
 	Name: "workflow",
 	Migrations: map[string][]string{
-		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER"), answerSchema, closeSQLite, leanSQLite, statesInHistory},
-		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT"), answerSchema, closePostgres, leanPostgres, statesInHistory},
+		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER"), answerSchema, closeSQLite, leanSQLite, statesInHistory, eventsPerCommit},
+		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT"), answerSchema, closePostgres, leanPostgres, statesInHistory, eventsPerCommit},
 	},
 }
 
@@ -140,6 +141,14 @@ UPDATE workflow_task_history SET until = COALESCE((SELECT MAX(c.n) FROM workflow
 WHERE until = 4611686018427387904 AND NOT EXISTS (SELECT 1 FROM workflow_tasks t
     WHERE t.workflow_id = workflow_task_history.workflow_id AND t.id = workflow_task_history.id);
 DROP TABLE workflow_tasks;`
+
+// eventsPerCommit is migration 7: a commit's events are one row of
+// workflow_events (eventRows), keyed by the last one's seq, where each
+// was a row. Rows written before are one event each, and are read as
+// such; the schema is as it was. The step changes nothing: it marks the
+// format, so that an agentplane older than it, which would read a row as
+// one event, refuses the database.
+const eventsPerCommit = `UPDATE workflow_events SET type = type WHERE seq < 0;`
 
 // openUntil is the until of a task state no checkpoint has replaced
 // (the triggers of migration 4 spell it out: 1 << 62).
@@ -364,14 +373,9 @@ func (j *sqlJournal) op(s *saved) store.Op {
 			}
 		}
 		buf := doc[:0] // the rows' JSON, one after another (the document is state)
-		evs := make([]any, 0, 4*len(s.events))
-		for i := range s.events {
-			ev := &s.events[i]
-			var err error
-			if buf, err = appendEvent(buf[:0], ev); err != nil {
-				return err
-			}
-			evs = append(evs, s.w.ID, ev.Seq, ev.Type, string(buf))
+		evs, buf, err := eventRows(s.w.ID, s.events, buf)
+		if err != nil {
+			return err
 		}
 		if err := insertRows(ctx, tx, `INSERT INTO workflow_events (workflow_id, seq, type, data) VALUES `, 4, "", evs); err != nil {
 			return err
@@ -657,17 +661,55 @@ func (j *sqlJournal) answeredBy(ctx context.Context, id, pause string) (seq int6
 func (j *sqlJournal) events(ctx context.Context, id string, after int64, limit int) ([]json.RawMessage, []int64, error) {
 	var out []json.RawMessage
 	var seqs []int64
+	// a row holds at least one event: limit rows hold limit events
 	err := j.q.Query(ctx, `SELECT seq, data FROM workflow_events WHERE workflow_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
 		[]any{id, after, limit}, func(scan func(...any) error) error {
-			var seq int64
-			var data string
-			if err := scan(&seq, &data); err != nil {
+			var last int64
+			var data []byte
+			if err := scan(&last, &data); err != nil {
 				return err
 			}
-			out, seqs = append(out, json.RawMessage(data)), append(seqs, seq)
+			seq := last - int64(bytes.Count(data, newline))
+			for ev := range bytes.SplitSeq(data, newline) {
+				if seq > after && len(out) < limit {
+					out, seqs = append(out, json.RawMessage(ev)), append(seqs, seq)
+				}
+				seq++
+			}
 			return nil
 		})
 	return out, seqs, err
+}
+
+var newline = []byte{'\n'}
+
+// eventRows encodes events as rows of workflow_events (4 values a row,
+// buf the room to encode in): a run of consecutive events is one row,
+// their JSON one per line — no event's JSON holds a raw newline: strings
+// are escaped and raw JSON compacted — keyed by its last event's seq and
+// typed by its first's. A commit's events are one such run: one row a
+// commit, where a row an event cost a B-tree entry, twice (the table and
+// its key), and four values to bind, each.
+func eventRows(id string, events []Event, buf []byte) ([]any, []byte, error) {
+	var rows []any
+	start := 0
+	for i := range events {
+		if i > start && events[i].Seq != events[i-1].Seq+1 {
+			rows = append(rows, id, events[i-1].Seq, events[start].Type, string(buf))
+			buf, start = buf[:0], i
+		}
+		if i > start {
+			buf = append(buf, '\n')
+		}
+		var err error
+		if buf, err = appendEvent(buf, &events[i]); err != nil {
+			return nil, buf, err
+		}
+	}
+	if len(events) > start {
+		rows = append(rows, id, events[len(events)-1].Seq, events[start].Type, string(buf))
+	}
+	return rows, buf, nil
 }
 
 func (j *sqlJournal) heads(ctx context.Context, ids []string) (map[string]int64, error) {

@@ -81,6 +81,34 @@ func TestDocumentWithTasksInside(t *testing.T) {
 		if rows != 2 || head.Tasks != nil {
 			t.Fatalf("%d current task states, and the document holds %d tasks; want 2 rows and none inside", rows, len(head.Tasks))
 		}
+		// its events: the three written a row each, then those written a
+		// commit a row, read as one sequence (env.events checks the seqs)
+		evs := e.events(t, w.ID)
+		if len(evs) <= len(events) || evs[2].Type != workflow.EventInterrupted || evs[len(evs)-1].Type != workflow.EventCompleted {
+			t.Fatalf("events: %s", types(evs))
+		}
+	})
+}
+
+// TestEventsOneRowPerCommit: a commit's events are one row of
+// workflow_events. A chain of three tasks is four commits (its start,
+// then each task's result with its layer's end and the next layer's
+// start) of 15 events.
+func TestEventsOneRowPerCommit(t *testing.T) {
+	eachSharedStore(t, func(t *testing.T, kind string) {
+		e := newEnvOn(t, kind, nil)
+		w := e.start(t, "tasks:\n  - {id: a, tool: noop}\n  - {id: b, tool: noop, depends_on: [a]}\n  - {id: c, tool: noop, depends_on: [b]}\n", "")
+		if w.Status != workflow.StatusCompleted {
+			t.Fatalf("status %s", w.Status)
+		}
+		var rows int
+		if err := e.store.(store.Querier).Query(context.Background(), `SELECT COUNT(*) FROM workflow_events WHERE workflow_id = ?`, []any{w.ID},
+			func(scan func(...any) error) error { return scan(&rows) }); err != nil {
+			t.Fatal(err)
+		}
+		if evs := e.events(t, w.ID); rows != 4 || len(evs) != 15 {
+			t.Fatalf("%d events in %d rows; want 15 in 4", len(evs), rows)
+		}
 	})
 }
 
