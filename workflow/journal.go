@@ -21,8 +21,8 @@ import (
 var Extension = store.Extension{
 	Name: "workflow",
 	Migrations: map[string][]string{
-		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER"), answerSchema, closeSQLite, leanSQLite, statesInHistory, eventsPerCommit},
-		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT"), answerSchema, closePostgres, leanPostgres, statesInHistory, eventsPerCommit},
+		store.SQLite:   {schema("INTEGER"), taskSchema("INTEGER"), answerSchema, closeSQLite, leanSQLite, statesInHistory, eventsPerCommit("INTEGER", "json_extract(workflow_events.data, '$.checkpoint_id')")},
+		store.Postgres: {schema("BIGINT"), taskSchema("BIGINT"), answerSchema, closePostgres, leanPostgres, statesInHistory, eventsPerCommit("BIGINT", "workflow_events.data::jsonb ->> 'checkpoint_id'")},
 	},
 }
 
@@ -144,11 +144,27 @@ DROP TABLE workflow_tasks;`
 
 // eventsPerCommit is migration 7: a commit's events are one row of
 // workflow_events (eventRows), keyed by the last one's seq, where each
-// was a row. Rows written before are one event each, and are read as
-// such; the schema is as it was. The step changes nothing: it marks the
-// format, so that an agentplane older than it, which would read a row as
-// one event, refuses the database.
-const eventsPerCommit = `UPDATE workflow_events SET type = type WHERE seq < 0;`
+// was a row, and a checkpoint is the cp_ columns of the row of the
+// commit that saved it, where it was a row of workflow_checkpoints: one
+// row a commit, not two, each a B-tree entry twice (the table and its
+// key) in SQLite. Rows written before are one event each, and are read
+// as such; each kept checkpoint moves to the row of its checkpoint_saved
+// event (every checkpoint was saved with one). A workflow keeps its
+// KeepCheckpoints newest checkpoints: the rows of older ones are not
+// written again to drop them (it would cost a statement and a page a
+// commit), and nothing reads them.
+func eventsPerCommit(integer, checkpointOf string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(`
+ALTER TABLE workflow_events ADD COLUMN cp_n INT NOT NULL DEFAULT 0;      -- the checkpoint the row's commit saved (its n); 0: none
+ALTER TABLE workflow_events ADD COLUMN cp_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE workflow_events ADD COLUMN cp_layer INT NOT NULL DEFAULT 0;
+ALTER TABLE workflow_events ADD COLUMN cp_state TEXT NOT NULL DEFAULT '';  -- the Workflow document when it was saved
+ALTER TABLE workflow_events ADD COLUMN cp_created INT NOT NULL DEFAULT 0;
+UPDATE workflow_events SET cp_n = c.n, cp_id = c.id, cp_layer = c.layer, cp_state = c.state, cp_created = c.created
+FROM workflow_checkpoints c
+WHERE c.workflow_id = workflow_events.workflow_id AND workflow_events.type = 'checkpoint_saved' AND c.id = CHECKPOINT;
+DROP TABLE workflow_checkpoints;`, "INT ", integer+" "), "CHECKPOINT", checkpointOf)
+}
 
 // openUntil is the until of a task state no checkpoint has replaced
 // (the triggers of migration 4 spell it out: 1 << 62).
@@ -377,10 +393,11 @@ func (j *sqlJournal) op(s *saved) store.Op {
 		if err != nil {
 			return err
 		}
-		if err := insertRows(ctx, tx, `INSERT INTO workflow_events (workflow_id, seq, type, data) VALUES `, 4, "", evs); err != nil {
-			return err
-		}
+		// the checkpoint in the last row's cp_ columns
 		if s.cp != nil {
+			if len(evs) == 0 {
+				return fmt.Errorf("workflow: %s: checkpoint %s saved without an event", s.w.ID, s.cp.ID)
+			}
 			kept := *s.cp.w
 			kept.Tasks = nil // in workflow_task_history
 			cpDoc, err := appendWorkflow(buf[:0], &kept)
@@ -388,17 +405,11 @@ func (j *sqlJournal) op(s *saved) store.Op {
 				return err
 			}
 			buf = cpDoc
-			if _, err := tx.Exec(ctx, `INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES (?, ?, ?, ?, ?, ?)`,
-				s.w.ID, s.cp.n, s.cp.ID, s.cp.Layer, string(cpDoc), s.cp.Created.UnixNano()); err != nil {
-				return err
-			}
-			if s.prune {
-				if _, err := tx.Exec(ctx, `DELETE FROM workflow_checkpoints WHERE workflow_id = ?
-				AND n NOT IN (SELECT n FROM workflow_checkpoints WHERE workflow_id = ? ORDER BY n DESC LIMIT ?)`,
-					s.w.ID, s.w.ID, KeepCheckpoints); err != nil {
-					return err
-				}
-			}
+			last := evs[len(evs)-eventWidth:]
+			last[4], last[5], last[6], last[7], last[8] = s.cp.n, s.cp.ID, s.cp.Layer, string(cpDoc), s.cp.Created.UnixNano()
+		}
+		if err := insertRows(ctx, tx, `INSERT INTO workflow_events (workflow_id, seq, type, data, cp_n, cp_id, cp_layer, cp_state, cp_created) VALUES `, eventWidth, "", evs); err != nil {
+			return err
 		}
 		if err := writeStates(ctx, tx, s, buf); err != nil {
 			return err
@@ -683,7 +694,7 @@ func (j *sqlJournal) events(ctx context.Context, id string, after int64, limit i
 
 var newline = []byte{'\n'}
 
-// eventRows encodes events as rows of workflow_events (4 values a row,
+// eventRows encodes events as rows of workflow_events (eventWidth values a row,
 // buf the room to encode in): a run of consecutive events is one row,
 // their JSON one per line — no event's JSON holds a raw newline: strings
 // are escaped and raw JSON compacted — keyed by its last event's seq and
@@ -695,7 +706,7 @@ func eventRows(id string, events []Event, buf []byte) ([]any, []byte, error) {
 	start := 0
 	for i := range events {
 		if i > start && events[i].Seq != events[i-1].Seq+1 {
-			rows = append(rows, id, events[i-1].Seq, events[start].Type, string(buf))
+			rows = append(rows, id, events[i-1].Seq, events[start].Type, string(buf), 0, "", 0, "", 0)
 			buf, start = buf[:0], i
 		}
 		if i > start {
@@ -707,10 +718,15 @@ func eventRows(id string, events []Event, buf []byte) ([]any, []byte, error) {
 		}
 	}
 	if len(events) > start {
-		rows = append(rows, id, events[len(events)-1].Seq, events[start].Type, string(buf))
+		rows = append(rows, id, events[len(events)-1].Seq, events[start].Type, string(buf), 0, "", 0, "", 0)
 	}
 	return rows, buf, nil
 }
+
+// eventWidth is the values of a row of workflow_events: the workflow,
+// seq, type, data, and the checkpoint's n, id, layer, document and time
+// (0 and "" without one).
+const eventWidth = 9
 
 func (j *sqlJournal) heads(ctx context.Context, ids []string) (map[string]int64, error) {
 	out := map[string]int64{}
@@ -739,10 +755,15 @@ func (j *sqlJournal) heads(ctx context.Context, ids []string) (map[string]int64,
 	return out, nil
 }
 
+// keptCheckpoints selects the rows of a workflow's kept checkpoints, its
+// newest (its arguments: the workflow's id, KeepCheckpoints): the
+// workflow's rows walked back from its last, by their key.
+const keptCheckpoints = `(SELECT cp_n, cp_id, cp_layer, cp_state, cp_created FROM workflow_events WHERE workflow_id = ? AND cp_n > 0 ORDER BY seq DESC LIMIT ?) AS kept`
+
 // checkpoints lists the workflow's checkpoints, oldest first.
 func (j *sqlJournal) checkpoints(ctx context.Context, id string) ([]Checkpoint, error) {
 	var out []Checkpoint
-	err := j.q.Query(ctx, `SELECT id, layer, created, n FROM workflow_checkpoints WHERE workflow_id = ? ORDER BY n`, []any{id},
+	err := j.q.Query(ctx, `SELECT cp_id, cp_layer, cp_created, cp_n FROM `+keptCheckpoints+` ORDER BY cp_n`, []any{id, KeepCheckpoints},
 		func(scan func(...any) error) error {
 			var c Checkpoint
 			var created int64

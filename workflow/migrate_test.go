@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -59,7 +60,9 @@ func TestLeanMigrationKeepsCheckpoints(t *testing.T) {
 		return out
 	}
 	before := read()
-	open(workflow.Extension)
+	v6 := workflow.Extension
+	v6.Migrations = map[string][]string{store.SQLite: workflow.Extension.Migrations[store.SQLite][:6]}
+	open(v6) // migration 7 moves the checkpoints into workflow_events: TestCheckpointsMoveIntoEvents
 	if after := read(); !reflect.DeepEqual(before, after) || len(after) != 3 {
 		t.Fatalf("checkpoints before migration 5:\n%v\nafter:\n%v", before, after)
 	}
@@ -155,6 +158,87 @@ func TestStatesMoveIntoHistory(t *testing.T) {
 		}
 		if err := q.Query(ctx, `SELECT COUNT(*) FROM workflow_tasks`, nil, func(scan func(...any) error) error { return nil }); err == nil {
 			t.Error("workflow_tasks is still there after migration 6")
+		}
+	})
+}
+
+// TestCheckpointsMoveIntoEvents: migration 7 drops workflow_checkpoints;
+// each checkpoint a database of version 6 holds moves into the cp_
+// columns of the row of its checkpoint_saved event (there, one event a
+// row), column for column, and no other row holds one.
+func TestCheckpointsMoveIntoEvents(t *testing.T) {
+	eachSharedStore(t, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		path, dsn := filepath.Join(t.TempDir(), "w.db"), ""
+		if kind == "postgres" {
+			dsn = pgtest.Schema(t)
+		}
+		open := func(n int) store.Store {
+			ext := workflow.Extension
+			ext.Migrations = map[string][]string{kind: workflow.Extension.Migrations[kind][:n]}
+			var st store.Store
+			var err error
+			if kind == "postgres" {
+				st, err = postgres.Open(ctx, dsn, &postgres.Options{Extensions: []store.Extension{ext}})
+			} else {
+				st, err = sqlite.Open(ctx, path, &sqlite.Options{Extensions: []store.Extension{ext}})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+		st := open(6)
+		op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+			for _, q := range []string{
+				`INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES
+					('wf_a', 2, 'wf_a-c2', 1, '{"layer":1}', 11), ('wf_a', 5, 'wf_a-c5', 2, '{"layer":2}', 12), ('wf_b', 1, 'wf_b-c1', 0, '{}', 13)`,
+				`INSERT INTO workflow_events (workflow_id, seq, type, data) VALUES
+					('wf_a', 1, 'workflow_started', '{"seq":1,"type":"workflow_started"}'),
+					('wf_a', 2, 'checkpoint_saved', '{"seq":2,"type":"checkpoint_saved","checkpoint_id":"wf_a-c1"}'),
+					('wf_a', 3, 'checkpoint_saved', '{"seq":3,"type":"checkpoint_saved","layer":1,"checkpoint_id":"wf_a-c2"}'),
+					('wf_a', 4, 'task_completed', '{"seq":4,"type":"task_completed","checkpoint_id":"wf_a-c5"}'),
+					('wf_a', 5, 'checkpoint_saved', '{"seq":5,"type":"checkpoint_saved","layer":2,"checkpoint_id":"wf_a-c5"}'),
+					('wf_b', 1, 'workflow_started', '{"seq":1,"type":"workflow_started"}'),
+					('wf_b', 2, 'checkpoint_saved', '{"seq":2,"type":"checkpoint_saved","checkpoint_id":"wf_b-c1"}')`,
+			} {
+				if _, err := tx.Exec(ctx, q); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err := st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		st = open(7)
+		defer st.Close()
+		var got []string
+		if err := st.(store.Querier).Query(ctx, `SELECT workflow_id, seq, cp_n, cp_id, cp_layer, cp_state, cp_created FROM workflow_events ORDER BY workflow_id, seq`, nil,
+			func(scan func(...any) error) error {
+				var wf, id, state string
+				var seq, n, layer, created int64
+				err := scan(&wf, &seq, &n, &id, &layer, &state, &created)
+				got = append(got, fmt.Sprintf("%s/%d:%d,%s,%d,%s,%d", wf, seq, n, id, layer, state, created))
+				return err
+			}); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			"wf_a/1:0,,0,,0",
+			"wf_a/2:0,,0,,0", // its checkpoint was pruned before
+			`wf_a/3:2,wf_a-c2,1,{"layer":1},11`,
+			"wf_a/4:0,,0,,0", // names a checkpoint, but did not save it
+			`wf_a/5:5,wf_a-c5,2,{"layer":2},12`,
+			"wf_b/1:0,,0,,0",
+			"wf_b/2:1,wf_b-c1,0,{},13",
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("workflow_events after migration 7:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if err := st.(store.Querier).Query(ctx, `SELECT COUNT(*) FROM workflow_checkpoints`, nil, func(scan func(...any) error) error { return nil }); err == nil {
+			t.Error("workflow_checkpoints is still there after migration 7")
 		}
 	})
 }

@@ -168,7 +168,7 @@ func writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) error {
 		return nil // the oldest kept checkpoint is the same: every state that ended ends after it
 	}
 	_, err = tx.Exec(ctx, `DELETE FROM workflow_task_history WHERE workflow_id = ?
-		AND until <= (SELECT MIN(n) FROM workflow_checkpoints WHERE workflow_id = ?)`, id, id)
+		AND until <= (SELECT MIN(cp_n) FROM `+keptCheckpoints+`)`, id, id, KeepCheckpoints)
 	return err
 }
 
@@ -309,7 +309,7 @@ func (j *sqlJournal) attachTasks(ctx context.Context, ws []*Workflow) error {
 func (j *sqlJournal) restore(ctx context.Context, id, checkpointID string) (*Workflow, error) {
 	var w *Workflow
 	var n int64
-	err := j.q.Query(ctx, `SELECT n, state FROM workflow_checkpoints WHERE workflow_id = ? AND id = ?`, []any{id, checkpointID},
+	err := j.q.Query(ctx, `SELECT cp_n, cp_state FROM `+keptCheckpoints+` WHERE cp_id = ?`, []any{id, KeepCheckpoints, checkpointID},
 		func(scan func(...any) error) error {
 			var doc string
 			if err := scan(&n, &doc); err != nil {

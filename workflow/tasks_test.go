@@ -43,16 +43,17 @@ func TestDocumentWithTasksInside(t *testing.T) {
 				VALUES (?, ?, 'alice', ?, ?, 3, 0, 'old', 1, 0, ?, ?)`, w.ID, e.session, w.Status, string(doc), now.UnixNano(), now.UnixNano()); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES (?, 1, 'wf_legacy-c1', 0, ?, ?)`,
-				w.ID, string(cpDoc), now.UnixNano()); err != nil {
-				return err
-			}
 			for _, ev := range events {
 				ev.WorkflowID, ev.Time = w.ID, now
 				data, _ := json.Marshal(ev)
 				if _, err := tx.Exec(ctx, `INSERT INTO workflow_events (workflow_id, seq, type, data) VALUES (?, ?, ?, ?)`, w.ID, ev.Seq, ev.Type, string(data)); err != nil {
 					return err
 				}
+			}
+			// the checkpoint in its event's row, as migration 7 moves it
+			if _, err := tx.Exec(ctx, `UPDATE workflow_events SET cp_n = 1, cp_id = 'wf_legacy-c1', cp_layer = 0, cp_state = ?, cp_created = ? WHERE workflow_id = ? AND seq = 2`,
+				string(cpDoc), now.UnixNano(), w.ID); err != nil {
+				return err
 			}
 			return nil
 		})
