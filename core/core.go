@@ -383,6 +383,12 @@ func (o observed) Commit(ctx context.Context, c *store.Commit) error {
 	return err
 }
 
+// SessionRequest reads as the store beneath does (in one read where it
+// can: the wrapper must not hide that).
+func (o observed) SessionRequest(ctx context.Context, key store.RequestKey) (*agentplane.Session, store.Request, bool, error) {
+	return store.SessionRequest(ctx, o.Store, key)
+}
+
 // mountTools registers s's tools: built-in, the program's own, the
 // configuration's HTTP tools and its MCP servers' tools, as wired (with
 // their secret headers). An MCP server prev mounted with the same

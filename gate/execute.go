@@ -50,7 +50,10 @@ type execution struct {
 	inv  *Invocation
 	sess *agentplane.Session // the state the invocation is decided on
 	base int64               // its version
-	mode string              // the mode it runs in
+	// loaded: sess is the store's, read with what the request key holds
+	// (the session as it was when the key was looked up)
+	loaded bool
+	mode   string // the mode it runs in
 	// switchMode: mode is a launcher's target mode, not the session's; the
 	// session switches to it when the command succeeds
 	switchMode bool
@@ -112,10 +115,20 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentp
 		return r, true, nil
 	}
 	*x = execution{g: g, ctx: ctx, inv: inv, now: g.now()}
+	keyed := inv.RequestID != "" && !strings.HasPrefix(inv.RequestID, gateKeyPrefix)
+	var prev store.Request
+	var held bool // what the key holds (x.loaded: read with the session)
 	if inv.Base != nil {
 		x.sess = inv.Base.Clone()
 	} else {
-		sess, err := g.store.Session(ctx, inv.SessionID)
+		var sess *agentplane.Session
+		var err error
+		if keyed { // the session and what its key holds, in one read
+			sess, prev, held, err = store.SessionRequest(ctx, g.store, store.RequestKey{SessionID: inv.SessionID, Principal: inv.Principal, RequestID: inv.RequestID})
+			x.loaded = true
+		} else {
+			sess, err = g.store.Session(ctx, inv.SessionID)
+		}
 		if err != nil {
 			if agentplane.ErrorCode(err) == agentplane.CodeNotFound {
 				r := rejected(agentplane.CodeNotFound, "no session %q", inv.SessionID)
@@ -145,11 +158,13 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentp
 	}
 	x.key = &store.RequestKey{SessionID: x.sess.ID, Principal: inv.Principal, RequestID: inv.RequestID}
 	x.digest = invocationDigest(inv)
-	prev, ok, err := g.store.Request(ctx, *x.key)
-	if err != nil {
-		return agentplane.ExecutionResult{}, true, fmt.Errorf("gate: look up request %s: %w", inv.RequestID, err)
+	if !x.loaded {
+		var err error
+		if prev, held, err = g.store.Request(ctx, *x.key); err != nil {
+			return agentplane.ExecutionResult{}, true, fmt.Errorf("gate: look up request %s: %w", inv.RequestID, err)
+		}
 	}
-	if !ok {
+	if !held {
 		return agentplane.ExecutionResult{}, false, nil
 	}
 	res, done := x.held(prev)
@@ -171,10 +186,11 @@ func (x *execution) held(prev store.Request) (agentplane.ExecutionResult, bool) 
 	case prev.State == store.RequestDone && prev.Result != nil:
 		res := *prev.Result
 		res.Seq = prev.Seq
-		if cur, err := x.g.store.Session(x.ctx, x.sess.ID); err == nil {
-			res.Session = cur
-		} else {
-			res.Session = x.sess
+		res.Session = x.sess // read with the key: as the store holds it now
+		if !x.loaded {
+			if cur, err := x.g.store.Session(x.ctx, x.sess.ID); err == nil {
+				res.Session = cur
+			}
 		}
 		return res, true
 	case prev.State == store.RequestRunning && prev.ClaimedAt.Before(x.staleBefore()):

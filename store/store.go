@@ -85,6 +85,32 @@ type Store interface {
 	Close() error
 }
 
+// SessionRequester is a Store that reads a session and what one of its
+// idempotency keys holds in one statement (SQLite, PostgreSQL): the
+// session, or an error with code not_found, and the key's request.
+type SessionRequester interface {
+	SessionRequest(ctx context.Context, key RequestKey) (*agentplane.Session, Request, bool, error)
+}
+
+// SessionRequest returns s.Session(key.SessionID) and s.Request(key): in
+// one read when s is a SessionRequester, else in two. (Optional, so that
+// a store that wraps another and answers Session itself — the replay's —
+// is not read past.)
+func SessionRequest(ctx context.Context, s Store, key RequestKey) (*agentplane.Session, Request, bool, error) {
+	if sr, ok := s.(SessionRequester); ok {
+		return sr.SessionRequest(ctx, key)
+	}
+	sess, err := s.Session(ctx, key.SessionID)
+	if err != nil {
+		return nil, Request{}, false, err
+	}
+	r, ok, err := s.Request(ctx, key)
+	if err != nil {
+		return nil, Request{}, false, err
+	}
+	return sess, r, ok, nil
+}
+
 // Commit is one unit of work.
 type Commit struct {
 	SessionID string

@@ -277,6 +277,34 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 	err := s.pool.QueryRow(ctx, `SELECT s.state, a.seq, a.hash FROM sessions s
 		LEFT JOIN LATERAL (SELECT seq, hash FROM audit WHERE session = s.id ORDER BY seq DESC LIMIT 1) a ON TRUE
 		WHERE s.id = $1`, id).Scan(&state, &seq, &hash)
+	return s.session(id, state, seq, hash, err)
+}
+
+// SessionRequest returns the session and what the key holds, in one
+// round trip; see store.Store.
+func (s *Store) SessionRequest(ctx context.Context, key store.RequestKey) (*agentplane.Session, store.Request, bool, error) {
+	var state, result []byte
+	var seq, rseq, claimed *int64
+	var hash, digest, rstate, running *string
+	err := s.pool.QueryRow(ctx, `SELECT s.state, a.seq, a.hash, r.digest, r.state, r.result, r.seq, r.claimed_at, r.running FROM sessions s
+		LEFT JOIN LATERAL (SELECT seq, hash FROM audit WHERE session = s.id ORDER BY seq DESC LIMIT 1) a ON TRUE
+		LEFT JOIN requests r ON r.session = s.id AND r.principal = $2 AND r.request_id = $3
+		WHERE s.id = $1`, key.SessionID, key.Principal, key.RequestID).Scan(&state, &seq, &hash, &digest, &rstate, &result, &rseq, &claimed, &running)
+	sess, err := s.session(key.SessionID, state, seq, hash, err)
+	if err != nil || digest == nil {
+		return sess, store.Request{}, false, err
+	}
+	// the request's columns are NOT NULL: with its digest, all are there
+	r := store.Request{Key: key, Digest: *digest, State: *rstate, Seq: *rseq}
+	if err := s.fillRequest(&r, result, *claimed, running); err != nil {
+		return nil, store.Request{}, false, err
+	}
+	return sess, r, true, nil
+}
+
+// session decodes a session read with its chain's head (or the read's
+// error), keeping the head.
+func (s *Store) session(id string, state []byte, seq *int64, hash *string, err error) (*agentplane.Session, error) {
 	if err == nil {
 		h := chainHead{}
 		if seq != nil && hash != nil {
@@ -364,6 +392,14 @@ func (s *Store) scanRequest(row pgx.Row, key store.RequestKey) (store.Request, b
 	if err != nil {
 		return store.Request{}, false, s.fail("load request "+key.RequestID, err)
 	}
+	if err := s.fillRequest(&r, result, claimed, running); err != nil {
+		return store.Request{}, false, err
+	}
+	return r, true, nil
+}
+
+// fillRequest sets a request's columns beyond its digest, state and seq.
+func (s *Store) fillRequest(r *store.Request, result []byte, claimed int64, running *string) error {
 	r.ClaimedAt = time.Unix(0, claimed).UTC()
 	if running != nil {
 		r.Running = json.RawMessage(*running)
@@ -371,10 +407,10 @@ func (s *Store) scanRequest(row pgx.Row, key store.RequestKey) (store.Request, b
 	if result != nil {
 		r.Result = new(agentplane.ExecutionResult)
 		if err := json.Unmarshal(result, r.Result); err != nil {
-			return store.Request{}, false, fmt.Errorf("postgres: %s: result of request %s is corrupt: %w", s.url, key.RequestID, err)
+			return fmt.Errorf("postgres: %s: result of request %s is corrupt: %w", s.url, r.Key.RequestID, err)
 		}
 	}
-	return r, true, nil
+	return nil
 }
 
 // Claim claims an idempotency key; see store.Store.

@@ -113,8 +113,12 @@ type chainHead struct {
 
 // The reads, prepared once at Open.
 const (
-	readSession       = `SELECT state FROM sessions WHERE id = ?`
-	readRequest       = `SELECT digest, state, result, seq, claimed_at, running FROM requests WHERE session = ? AND principal = ? AND request_id = ?`
+	readSession = `SELECT state FROM sessions WHERE id = ?`
+	readRequest = `SELECT digest, state, result, seq, claimed_at, running FROM requests WHERE session = ? AND principal = ? AND request_id = ?`
+	// readSessionRequest is readSession and readRequest in one: a
+	// request's columns are NULL when the key holds nothing
+	readSessionRequest = `SELECT s.state, r.digest, r.state, r.result, r.seq, r.claimed_at, r.running FROM sessions s
+		LEFT JOIN requests r ON r.session = s.id AND r.principal = ? AND r.request_id = ? WHERE s.id = ?`
 	readConfirmation  = `SELECT confirmation, used FROM confirmations WHERE digest = ?`
 	readRecords       = `SELECT record FROM audit WHERE session = ? AND seq > ? ORDER BY seq`
 	readRecordsBefore = `SELECT record FROM (SELECT seq, record FROM audit WHERE session = ? AND seq < ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`
@@ -219,7 +223,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	for _, q := range []string{readSession, readRequest, readConfirmation, readRecords, readRecordsBefore, readRecordsAfter} {
+	for _, q := range []string{readSession, readRequest, readSessionRequest, readConfirmation, readRecords, readRecordsBefore, readRecordsAfter} {
 		st, err := db.Prepare(q)
 		if err != nil {
 			s.closeReads()
@@ -478,11 +482,16 @@ func (s *Store) migrateTx(ctx context.Context, v int, current string, currentArg
 
 // Session returns a copy of the session, or an error with code not_found.
 func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, error) {
-	var state string
+	var state []byte
 	s.ran.Add(1)
 	args := []any{id} // the trace's and the query's: one slice
 	s.traced(readSession, args)
 	err := s.reads[readSession].QueryRowContext(ctx, args...).Scan(&state)
+	return s.session(id, state, err)
+}
+
+// session decodes a session read (its state, or the read's error).
+func (s *Store) session(id string, state []byte, err error) (*agentplane.Session, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", id)
 	}
@@ -490,10 +499,31 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 		return nil, s.wrap("load session "+id, err)
 	}
 	var sess agentplane.Session
-	if err := json.Unmarshal([]byte(state), &sess); err != nil {
+	if err := json.Unmarshal(state, &sess); err != nil {
 		return nil, fmt.Errorf("sqlite: %s: session %s is corrupt: %w", s.path, id, err)
 	}
 	return &sess, nil
+}
+
+// SessionRequest returns the session and what the key holds, in one
+// statement; see store.Store.
+func (s *Store) SessionRequest(ctx context.Context, key store.RequestKey) (*agentplane.Session, store.Request, bool, error) {
+	var state []byte
+	var digest, rstate, result, running sql.NullString
+	var seq, claimed sql.NullInt64
+	s.ran.Add(1)
+	args := []any{key.Principal, key.RequestID, key.SessionID}
+	s.traced(readSessionRequest, args)
+	err := s.reads[readSessionRequest].QueryRowContext(ctx, args...).Scan(&state, &digest, &rstate, &result, &seq, &claimed, &running)
+	sess, err := s.session(key.SessionID, state, err)
+	if err != nil || !digest.Valid {
+		return sess, store.Request{}, false, err
+	}
+	r := store.Request{Key: key, Digest: digest.String, State: rstate.String, Seq: seq.Int64}
+	if err := s.fillRequest(&r, result, claimed.Int64, running); err != nil {
+		return nil, store.Request{}, false, err
+	}
+	return sess, r, true, nil
 }
 
 // Head returns the head of a session's audit chain as the session keeps
@@ -579,6 +609,14 @@ func (s *Store) readRequest(_ context.Context, row scanner, key store.RequestKey
 	if err != nil {
 		return store.Request{}, false, s.wrap("load request "+key.RequestID, err)
 	}
+	if err := s.fillRequest(&r, result, claimed, running); err != nil {
+		return store.Request{}, false, err
+	}
+	return r, true, nil
+}
+
+// fillRequest sets a request's columns beyond its digest, state and seq.
+func (s *Store) fillRequest(r *store.Request, result sql.NullString, claimed int64, running sql.NullString) error {
 	r.ClaimedAt = time.Unix(0, claimed).UTC()
 	if running.Valid {
 		r.Running = json.RawMessage(running.String)
@@ -586,10 +624,10 @@ func (s *Store) readRequest(_ context.Context, row scanner, key store.RequestKey
 	if result.Valid {
 		r.Result = new(agentplane.ExecutionResult)
 		if err := json.Unmarshal([]byte(result.String), r.Result); err != nil {
-			return store.Request{}, false, fmt.Errorf("sqlite: %s: result of request %s is corrupt: %w", s.path, key.RequestID, err)
+			return fmt.Errorf("sqlite: %s: result of request %s is corrupt: %w", s.path, r.Key.RequestID, err)
 		}
 	}
-	return r, true, nil
+	return nil
 }
 
 // Confirmation returns an issued confirmation token by its digest.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/store"
 )
 
@@ -41,6 +42,50 @@ func runRequests(t *testing.T, open func(t *testing.T) store.Store) {
 			mustCommit(t, s, &store.Commit{SessionID: other.SessionID, Request: done(other, "mine")})
 			if r, _, _ := s.Request(ctx, other); r.Result.Message != "mine" {
 				t.Fatalf("%+v: %+v", other, r)
+			}
+		}
+	})
+
+	t.Run("SessionRequestIsBoth", func(t *testing.T) {
+		// store.SessionRequest answers what Session and Request answer
+		// (in one read on a store that is a SessionRequester), for
+		// every kind of key: finished with a result, finished without
+		// (a turn that ran nothing), running with what it runs, another
+		// principal's, another session's, none, and a session that is
+		// not there
+		t.Parallel()
+		s := open(t)
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 1), Record: rec("a")})
+		mustCommit(t, s, &store.Commit{SessionID: "b", Session: sess("b", 1)})
+		mustCommit(t, s, &store.Commit{SessionID: "a", Session: sess("a", 2), Record: rec("a"), Request: done(key("a", "ran"), "x")})
+		mustCommit(t, s, &store.Commit{SessionID: "a", Record: rec("a"), Request: &store.Request{Key: key("a", "routed"), Digest: "t", ClaimedAt: t0}})
+		if _, ok, err := s.Claim(ctx, store.Claim{Key: key("a", "running"), Digest: "d", Now: t0, StaleBefore: t0.Add(-time.Hour), Running: json.RawMessage(`{"tool":"send"}`)}); err != nil || !ok {
+			t.Fatalf("claim: %v %v", ok, err)
+		}
+		mustCommit(t, s, &store.Commit{SessionID: "b", Request: done(key("b", "ran"), "b's")})
+		other := store.RequestKey{SessionID: "a", Principal: "q", RequestID: "ran"}
+		for _, k := range []store.RequestKey{key("a", "ran"), key("a", "routed"), key("a", "running"), other, key("b", "ran"), key("b", "routed"), key("a", "none"), key("c", "ran")} {
+			wantSess, wantErr := s.Session(ctx, k.SessionID)
+			wantReq, wantOK, err := s.Request(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotSess, gotReq, gotOK, gotErr := store.SessionRequest(ctx, s, k)
+			if fmt.Sprint(agentplane.ErrorCode(gotErr)) != fmt.Sprint(agentplane.ErrorCode(wantErr)) || (gotErr == nil) != (wantErr == nil) {
+				t.Fatalf("%+v: error %v, want %v", k, gotErr, wantErr)
+			}
+			if wantErr != nil {
+				if gotSess != nil || gotOK {
+					t.Fatalf("%+v: no session, and yet %+v %v", k, gotSess, gotOK)
+				}
+				continue
+			}
+			g, _ := json.Marshal(gotSess)
+			w, _ := json.Marshal(wantSess)
+			gr, _ := json.Marshal(gotReq)
+			wr, _ := json.Marshal(wantReq)
+			if string(g) != string(w) || string(gr) != string(wr) || gotOK != wantOK || !gotReq.ClaimedAt.Equal(wantReq.ClaimedAt) {
+				t.Fatalf("%+v: SessionRequest %s %s %v, Session and Request %s %s %v", k, g, gr, gotOK, w, wr, wantOK)
 			}
 		}
 	})
