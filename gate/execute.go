@@ -50,10 +50,7 @@ type execution struct {
 	inv  *Invocation
 	sess *agentplane.Session // the state the invocation is decided on
 	base int64               // its version
-	// loaded: sess is the store's, read with what the request key holds
-	// (the session as it was when the key was looked up)
-	loaded bool
-	mode   string // the mode it runs in
+	mode string              // the mode it runs in
 	// switchMode: mode is a launcher's target mode, not the session's; the
 	// session switches to it when the command succeeds
 	switchMode bool
@@ -117,7 +114,7 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentp
 	*x = execution{g: g, ctx: ctx, inv: inv, now: g.now()}
 	keyed := inv.RequestID != "" && !strings.HasPrefix(inv.RequestID, gateKeyPrefix)
 	var prev store.Request
-	var held bool // what the key holds (x.loaded: read with the session)
+	var held, loaded bool // what the key holds; loaded: read with the session
 	if inv.Base != nil {
 		x.sess = inv.Base.Clone()
 	} else {
@@ -125,7 +122,7 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentp
 		var err error
 		if keyed { // the session and what its key holds, in one read
 			sess, prev, held, err = store.SessionRequest(ctx, g.store, store.RequestKey{SessionID: inv.SessionID, Principal: inv.Principal, RequestID: inv.RequestID})
-			x.loaded = true
+			loaded = true
 		} else {
 			sess, err = g.store.Session(ctx, inv.SessionID)
 		}
@@ -135,7 +132,11 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentp
 				r.RequestID = inv.RequestID
 				return r, true, nil // there is no chain to record the attempt in
 			}
-			return agentplane.ExecutionResult{}, true, fmt.Errorf("gate: load session %s: %w", inv.SessionID, err)
+			what := "session " + inv.SessionID
+			if keyed {
+				what += " with request " + inv.RequestID
+			}
+			return agentplane.ExecutionResult{}, true, fmt.Errorf("gate: load %s: %w", what, err)
 		}
 		x.sess = sess
 	}
@@ -158,7 +159,7 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentp
 	}
 	x.key = &store.RequestKey{SessionID: x.sess.ID, Principal: inv.Principal, RequestID: inv.RequestID}
 	x.digest = invocationDigest(inv)
-	if !x.loaded {
+	if !loaded {
 		var err error
 		if prev, held, err = g.store.Request(ctx, *x.key); err != nil {
 			return agentplane.ExecutionResult{}, true, fmt.Errorf("gate: look up request %s: %w", inv.RequestID, err)
@@ -167,7 +168,11 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentp
 	if !held {
 		return agentplane.ExecutionResult{}, false, nil
 	}
-	res, done := x.held(prev)
+	var cur *agentplane.Session // the session as read with prev, if it was
+	if loaded {
+		cur = x.sess
+	}
+	res, done := x.heldAt(prev, cur)
 	return res, done, x.err
 }
 
@@ -176,6 +181,14 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentp
 // used for another invocation (recorded) or is still running (not: the
 // running one records itself).
 func (x *execution) held(prev store.Request) (agentplane.ExecutionResult, bool) {
+	return x.heldAt(prev, nil)
+}
+
+// heldAt is held with cur, the session as the store held it when prev was
+// read (in the same read); nil: it is read again, after prev — a key
+// finished elsewhere since x.sess was read answers with the session its
+// run left.
+func (x *execution) heldAt(prev store.Request, cur *agentplane.Session) (agentplane.ExecutionResult, bool) {
 	switch {
 	case prev.Digest != x.digest:
 		x.res = rejected(agentplane.CodeRequestConflict, "request id %q was used for another invocation in this session; use a new id", x.inv.RequestID)
@@ -186,10 +199,11 @@ func (x *execution) held(prev store.Request) (agentplane.ExecutionResult, bool) 
 	case prev.State == store.RequestDone && prev.Result != nil:
 		res := *prev.Result
 		res.Seq = prev.Seq
-		res.Session = x.sess // read with the key: as the store holds it now
-		if !x.loaded {
-			if cur, err := x.g.store.Session(x.ctx, x.sess.ID); err == nil {
-				res.Session = cur
+		res.Session = cur
+		if cur == nil {
+			res.Session = x.sess
+			if now, err := x.g.store.Session(x.ctx, x.sess.ID); err == nil {
+				res.Session = now
 			}
 		}
 		return res, true

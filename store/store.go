@@ -100,11 +100,13 @@ func SessionRequest(ctx context.Context, s Store, key RequestKey) (*agentplane.S
 	if sr, ok := s.(SessionRequester); ok {
 		return sr.SessionRequest(ctx, key)
 	}
-	sess, err := s.Session(ctx, key.SessionID)
+	// the key first: a request finished by then has its effects in the
+	// session read after it
+	r, ok, err := s.Request(ctx, key)
 	if err != nil {
 		return nil, Request{}, false, err
 	}
-	r, ok, err := s.Request(ctx, key)
+	sess, err := s.Session(ctx, key.SessionID)
 	if err != nil {
 		return nil, Request{}, false, err
 	}

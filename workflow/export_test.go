@@ -86,6 +86,11 @@ func checkEvents(ctx context.Context, t testing.TB, e *Engine, id string, events
 	}
 }
 
+// Restore reads a workflow as one of its kept checkpoints saved it.
+func Restore(ctx context.Context, e *Engine, id, checkpointID string) (*Workflow, error) {
+	return e.j.restore(ctx, id, checkpointID)
+}
+
 // Signals is how many workflows' change signals the engine keeps.
 func Signals(e *Engine) int {
 	e.mu.Lock()

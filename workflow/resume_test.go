@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane"
 	"github.com/agentplane/agentplane/gate"
 	"github.com/agentplane/agentplane/store"
 	"github.com/agentplane/agentplane/workflow"
@@ -237,6 +238,26 @@ func TestAtMostFiveCheckpoints(t *testing.T) {
 		cps, err := e.eng.Checkpoints(context.Background(), w.ID)
 		if err != nil || len(cps) != workflow.KeepCheckpoints || cps[len(cps)-1].Layer != 8 || cps[0].Layer != 4 {
 			t.Fatalf("%+v %v", cps, err)
+		}
+		// every checkpoint it saved (its events name them): the kept ones
+		// restore, the older ones are no longer there
+		kept := map[string]bool{}
+		for _, c := range cps {
+			kept[c.ID] = true
+		}
+		saved := 0
+		for _, ev := range e.events(t, w.ID) {
+			if ev.Type != workflow.EventCheckpointSaved {
+				continue
+			}
+			saved++
+			old, err := workflow.Restore(context.Background(), e.eng, w.ID, ev.CheckpointID)
+			if kept[ev.CheckpointID] != (err == nil) || err != nil && agentplane.ErrorCode(err) != agentplane.CodeNotFound || err == nil && old.Layer != ev.Layer {
+				t.Errorf("restore %s (kept: %v): %v", ev.CheckpointID, kept[ev.CheckpointID], err)
+			}
+		}
+		if saved != 9 {
+			t.Errorf("%d checkpoints saved; want 9 (the start's and each layer's)", saved)
 		}
 		if q, ok := e.store.(store.Querier); ok {
 			// the task states only pruned checkpoints held are gone too
