@@ -15,9 +15,9 @@ import (
 
 // Extension is the workflows' tables: each workflow's document with its
 // owner's lease (a fencing token every claim increments and every write
-// checks), its events, its last KeepCheckpoints checkpoints, its tasks'
-// states (the current ones and those the checkpoints hold), and its
-// command queue.
+// checks), its events (a row a commit, with the checkpoint the commit
+// saved: its last KeepCheckpoints are kept), its tasks' states (the
+// current ones and those the checkpoints hold), and its command queue.
 var Extension = store.Extension{
 	Name: "workflow",
 	Migrations: map[string][]string{
