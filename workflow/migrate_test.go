@@ -85,51 +85,18 @@ func TestLeanMigrationKeepsCheckpoints(t *testing.T) {
 func TestStatesMoveIntoHistory(t *testing.T) {
 	eachSharedStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		path, dsn := filepath.Join(t.TempDir(), "w.db"), ""
-		if kind == "postgres" {
-			dsn = pgtest.Schema(t)
-		}
-		open := func(n int) store.Store {
-			ext := workflow.Extension
-			ext.Migrations = map[string][]string{kind: workflow.Extension.Migrations[kind][:n]}
-			var st store.Store
-			var err error
-			if kind == "postgres" {
-				st, err = postgres.Open(ctx, dsn, &postgres.Options{Extensions: []store.Extension{ext}})
-			} else {
-				st, err = sqlite.Open(ctx, path, &sqlite.Options{Extensions: []store.Extension{ext}})
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			return st
-		}
 		const open62 = 4611686018427387904
-		st := open(5)
-		op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
-			for _, q := range []string{
-				`INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES
+		st := migrated(t, kind, 5, 6,
+			`INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES
 					('wf_a', 1, 'wf_a-c1', 0, '{}', 1), ('wf_a', 3, 'wf_a-c3', 1, '{}', 2), ('wf_b', 1, 'wf_b-c1', 0, '{}', 3)`,
-				`INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES
+			`INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES
 					('wf_a', 'a', 1, 4611686018427387904, 1, 'a1'),
 					('wf_a', 'b', 1, 3, 2, 'b1'), ('wf_a', 'b', 3, 4611686018427387904, 2, 'b3'),
 					('wf_a', 'c', 1, 4611686018427387904, 3, 'c1'),
 					('wf_b', 'x', 1, 4611686018427387904, 1, 'x1')`,
-				`INSERT INTO workflow_tasks (workflow_id, id, n, state) VALUES
+			`INSERT INTO workflow_tasks (workflow_id, id, n, state) VALUES
 					('wf_a', 'a', 1, 'a4'), ('wf_a', 'b', 2, 'b4'), ('wf_a', 'd', 4, 'd4'), ('wf_b', 'x', 1, 'x1')`,
-			} {
-				if _, err := tx.Exec(ctx, q); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err := st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
-			t.Fatal(err)
-		}
-		st.Close()
-		st = open(6)
-		defer st.Close()
+		)
 		q := st.(store.Querier)
 		states := func(where string, args ...any) string {
 			var out []string
@@ -169,31 +136,10 @@ func TestStatesMoveIntoHistory(t *testing.T) {
 func TestCheckpointsMoveIntoEvents(t *testing.T) {
 	eachSharedStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		path, dsn := filepath.Join(t.TempDir(), "w.db"), ""
-		if kind == "postgres" {
-			dsn = pgtest.Schema(t)
-		}
-		open := func(n int) store.Store {
-			ext := workflow.Extension
-			ext.Migrations = map[string][]string{kind: workflow.Extension.Migrations[kind][:n]}
-			var st store.Store
-			var err error
-			if kind == "postgres" {
-				st, err = postgres.Open(ctx, dsn, &postgres.Options{Extensions: []store.Extension{ext}})
-			} else {
-				st, err = sqlite.Open(ctx, path, &sqlite.Options{Extensions: []store.Extension{ext}})
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			return st
-		}
-		st := open(6)
-		op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
-			for _, q := range []string{
-				`INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES
+		st := migrated(t, kind, 6, 7,
+			`INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES
 					('wf_a', 2, 'wf_a-c2', 1, '{"layer":1}', 11), ('wf_a', 5, 'wf_a-c5', 2, '{"layer":2}', 12), ('wf_b', 1, 'wf_b-c1', 0, '{}', 13)`,
-				`INSERT INTO workflow_events (workflow_id, seq, type, data) VALUES
+			`INSERT INTO workflow_events (workflow_id, seq, type, data) VALUES
 					('wf_a', 1, 'workflow_started', '{"seq":1,"type":"workflow_started"}'),
 					('wf_a', 2, 'checkpoint_saved', '{"seq":2,"type":"checkpoint_saved","checkpoint_id":"wf_a-c1"}'),
 					('wf_a', 3, 'checkpoint_saved', '{"seq":3,"type":"checkpoint_saved","layer":1,"checkpoint_id":"wf_a-c2"}'),
@@ -201,19 +147,7 @@ func TestCheckpointsMoveIntoEvents(t *testing.T) {
 					('wf_a', 5, 'checkpoint_saved', '{"seq":5,"type":"checkpoint_saved","layer":2,"checkpoint_id":"wf_a-c5"}'),
 					('wf_b', 1, 'workflow_started', '{"seq":1,"type":"workflow_started"}'),
 					('wf_b', 2, 'checkpoint_saved', '{"seq":2,"type":"checkpoint_saved","checkpoint_id":"wf_b-c1"}')`,
-			} {
-				if _, err := tx.Exec(ctx, q); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err := st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
-			t.Fatal(err)
-		}
-		st.Close()
-		st = open(7)
-		defer st.Close()
+		)
 		var got []string
 		if err := st.(store.Querier).Query(ctx, `SELECT workflow_id, seq, cp_n, cp_id, cp_layer, cp_state, cp_created FROM workflow_events ORDER BY workflow_id, seq`, nil,
 			func(scan func(...any) error) error {
@@ -241,4 +175,46 @@ func TestCheckpointsMoveIntoEvents(t *testing.T) {
 			t.Error("workflow_checkpoints is still there after migration 7")
 		}
 	})
+}
+
+// migrated opens a database of kind (SQLite, or a PostgreSQL schema of
+// the test's own) with the workflow tables at migration at, runs fill in
+// one commit, and opens it again migrated to to (closed when t ends).
+func migrated(t *testing.T, kind string, at, to int, fill ...string) store.Store {
+	ctx := context.Background()
+	path, dsn := filepath.Join(t.TempDir(), "w.db"), ""
+	if kind == "postgres" {
+		dsn = pgtest.Schema(t)
+	}
+	open := func(n int) store.Store {
+		ext := workflow.Extension
+		ext.Migrations = map[string][]string{kind: workflow.Extension.Migrations[kind][:n]}
+		var st store.Store
+		var err error
+		if kind == "postgres" {
+			st, err = postgres.Open(ctx, dsn, &postgres.Options{Extensions: []store.Extension{ext}})
+		} else {
+			st, err = sqlite.Open(ctx, path, &sqlite.Options{Extensions: []store.Extension{ext}})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	st := open(at)
+	op := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+		for _, q := range fill {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := st.Commit(ctx, &store.Commit{Ops: []store.Op{op}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st = open(to)
+	t.Cleanup(func() { st.Close() })
+	return st
 }
