@@ -301,8 +301,8 @@ type saved struct {
 	// with cp (diffTasks): the states writeStates records.
 	tasks, cpTasks taskDiff
 	cp             *Checkpoint
-	// prune, with cp, drops the checkpoints beyond KeepCheckpoints (the
-	// runner knows of none to drop: false)
+	// prune, with cp, drops the task states only checkpoints beyond
+	// KeepCheckpoints held (the runner knows of none: false)
 	prune bool
 	cmd   *outcome
 	// add, with cmd, appends a command to the queue as processed already
@@ -673,6 +673,7 @@ func (j *sqlJournal) events(ctx context.Context, id string, after int64, limit i
 	var out []json.RawMessage
 	var seqs []int64
 	// a row holds at least one event: limit rows hold limit events
+	nl := []byte{'\n'}
 	err := j.q.Query(ctx, `SELECT seq, data FROM workflow_events WHERE workflow_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
 		[]any{id, after, limit}, func(scan func(...any) error) error {
 			var last int64
@@ -680,8 +681,8 @@ func (j *sqlJournal) events(ctx context.Context, id string, after int64, limit i
 			if err := scan(&last, &data); err != nil {
 				return err
 			}
-			seq := last - int64(bytes.Count(data, newline))
-			for ev := range bytes.SplitSeq(data, newline) {
+			seq := last - int64(bytes.Count(data, nl))
+			for ev := range bytes.SplitSeq(data, nl) {
 				if seq > after && len(out) < limit {
 					out, seqs = append(out, json.RawMessage(ev)), append(seqs, seq)
 				}
@@ -691,8 +692,6 @@ func (j *sqlJournal) events(ctx context.Context, id string, after int64, limit i
 		})
 	return out, seqs, err
 }
-
-var newline = []byte{'\n'}
 
 // eventRows encodes events as rows of workflow_events (eventWidth values a row,
 // buf the room to encode in): a run of consecutive events is one row,
