@@ -112,6 +112,8 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentp
 		return r, true, nil
 	}
 	*x = execution{g: g, ctx: ctx, inv: inv, now: g.now()}
+	// keyed: the caller's request id names a key (one of the gate's own
+	// prefix is refused below)
 	keyed := inv.RequestID != "" && !strings.HasPrefix(inv.RequestID, gateKeyPrefix)
 	var prev store.Request
 	var held, loaded bool // what the key holds; loaded: read with the session
@@ -152,7 +154,7 @@ func (g *Gate) begin(ctx context.Context, inv *Invocation, x *execution) (agentp
 		return agentplane.ExecutionResult{}, false, nil
 	}
 	x.requestID = inv.RequestID
-	if strings.HasPrefix(inv.RequestID, gateKeyPrefix) {
+	if !keyed { // an id of the gate's own prefix
 		r := rejected(agentplane.CodeInvalidInput, "request id %q: ids starting with %q are the gate's own; use another", inv.RequestID, gateKeyPrefix)
 		r.RequestID = inv.RequestID
 		return unchanged(r, x.sess), true, nil

@@ -398,15 +398,18 @@ func (j *sqlJournal) op(s *saved) store.Op {
 			if len(evs) == 0 {
 				return fmt.Errorf("workflow: %s: checkpoint %s saved without an event", s.w.ID, s.cp.ID)
 			}
-			kept := *s.cp.w
-			kept.Tasks = nil // in workflow_task_history
-			cpDoc, err := appendWorkflow(buf[:0], &kept)
-			if err != nil {
-				return err
+			cpState := state // a checkpoint of the workflow as written (its last layer's end, a pause): its row's document
+			if s.cp.w != s.w {
+				kept := *s.cp.w
+				kept.Tasks = nil // in workflow_task_history
+				cpDoc, err := appendWorkflow(buf[:0], &kept)
+				if err != nil {
+					return err
+				}
+				buf, cpState = cpDoc, string(cpDoc)
 			}
-			buf = cpDoc
 			last := evs[len(evs)-eventWidth:]
-			last[4], last[5], last[6], last[7], last[8] = s.cp.n, s.cp.ID, s.cp.Layer, string(cpDoc), s.cp.Created.UnixNano()
+			last[4], last[5], last[6], last[7], last[8] = s.cp.n, s.cp.ID, s.cp.Layer, cpState, s.cp.Created.UnixNano()
 		}
 		if err := insertRows(ctx, tx, `INSERT INTO workflow_events (workflow_id, seq, type, data, cp_n, cp_id, cp_layer, cp_state, cp_created) VALUES `, eventWidth, "", evs); err != nil {
 			return err
