@@ -20,7 +20,7 @@ func (s *Store) PutCatalogVersion(ctx context.Context, version string, body []by
 	}
 	const query = `INSERT INTO catalog_versions (version, body, created) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING`
 	args := []any{version, body, time.Now().UnixNano()}
-	s.traced(query, args)
+	s.run(query, args)
 	_, err := s.db.ExecContext(ctx, query, args...)
 	if err != nil {
 		return s.wrap("keep catalog version", err)
@@ -34,7 +34,7 @@ func (s *Store) CatalogVersion(ctx context.Context, version string) ([]byte, boo
 	var body []byte
 	const query = `SELECT body FROM catalog_versions WHERE version = ?`
 	args := []any{version}
-	s.traced(query, args)
+	s.run(query, args)
 	err := s.db.QueryRowContext(ctx, query, args...).Scan(&body)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):

@@ -19,7 +19,7 @@ func (s *Store) PutConfig(ctx context.Context, digest string, body []byte) error
 	}
 	const query = `INSERT INTO configs (digest, body, created) VALUES (?, ?, ?) ON CONFLICT (digest) DO NOTHING`
 	args := []any{digest, body, time.Now().UnixNano()}
-	s.traced(query, args)
+	s.run(query, args)
 	_, err := s.db.ExecContext(ctx, query, args...)
 	if err != nil {
 		return s.wrap("keep configuration", err)
@@ -32,7 +32,7 @@ func (s *Store) Config(ctx context.Context, digest string) ([]byte, bool, error)
 	var body []byte
 	const query = `SELECT body FROM configs WHERE digest = ?`
 	args := []any{digest}
-	s.traced(query, args)
+	s.run(query, args)
 	err := s.db.QueryRowContext(ctx, query, args...).Scan(&body)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):

@@ -96,10 +96,16 @@ type Store struct {
 	trace func(query string, args []any)
 }
 
-// traced hands a statement to the test's trace, when there is one. A
-// caller passes the slice it runs the statement with (args...), so the
-// trace costs production no allocation.
-func (s *Store) traced(query string, args []any) {
+// run counts a statement about to run (Stats; a savepoint's, transaction
+// control, aside) and hands it to the test's trace, when there is one:
+// one call before every statement, so that none is counted and not
+// traced, or traced and not counted. A caller passes the slice it runs
+// the statement with (args...), so the trace costs production no
+// allocation.
+func (s *Store) run(query string, args []any) {
+	if !savepoint(query) {
+		s.ran.Add(1)
+	}
 	if s.trace != nil {
 		s.trace(query, args)
 	}
@@ -483,9 +489,8 @@ func (s *Store) migrateTx(ctx context.Context, v int, current string, currentArg
 // Session returns a copy of the session, or an error with code not_found.
 func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, error) {
 	var state []byte
-	s.ran.Add(1)
 	args := []any{id} // the trace's and the query's: one slice
-	s.traced(readSession, args)
+	s.run(readSession, args)
 	err := s.reads[readSession].QueryRowContext(ctx, args...).Scan(&state)
 	return s.session(id, state, err)
 }
@@ -511,9 +516,8 @@ func (s *Store) SessionRequest(ctx context.Context, key store.RequestKey) (*agen
 	var state []byte
 	var digest, rstate, result, running sql.NullString
 	var seq, claimed sql.NullInt64
-	s.ran.Add(1)
 	args := []any{key.Principal, key.RequestID, key.SessionID}
-	s.traced(readSessionRequest, args)
+	s.run(readSessionRequest, args)
 	err := s.reads[readSessionRequest].QueryRowContext(ctx, args...).Scan(&state, &digest, &rstate, &result, &seq, &claimed, &running)
 	sess, err := s.session(key.SessionID, state, err)
 	if err != nil || !digest.Valid {
@@ -530,10 +534,9 @@ func (s *Store) SessionRequest(ctx context.Context, key store.RequestKey) (*agen
 // it; see store.Store.
 func (s *Store) Head(ctx context.Context, session string) (store.Head, error) {
 	var h store.Head
-	s.ran.Add(1)
 	const query = `SELECT head_seq, head_hash FROM sessions WHERE id = ?`
 	args := []any{session}
-	s.traced(query, args)
+	s.run(query, args)
 	err := s.db.QueryRowContext(ctx, query, args...).Scan(&h.Seq, &h.Hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return h, agentplane.Errorf(agentplane.CodeNotFound, "no session %q", session)
@@ -546,11 +549,10 @@ func (s *Store) Head(ctx context.Context, session string) (store.Head, error) {
 
 // Stale returns running requests claimed before before; see store.Store.
 func (s *Store) Stale(ctx context.Context, before time.Time, limit int) ([]store.Request, error) {
-	s.ran.Add(1)
 	const query = `SELECT session, principal, request_id, digest, state, result, seq, claimed_at, running FROM requests
 		WHERE state = 'running' AND claimed_at < ? ORDER BY claimed_at, request_id LIMIT ?`
 	args := []any{before.UnixNano(), max(limit, 0)}
-	s.traced(query, args)
+	s.run(query, args)
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, s.wrap("list stale requests", err)
@@ -592,9 +594,8 @@ func nullText(b []byte) any {
 
 // Request returns what an idempotency key holds.
 func (s *Store) Request(ctx context.Context, key store.RequestKey) (store.Request, bool, error) {
-	s.ran.Add(1)
 	args := []any{key.SessionID, key.Principal, key.RequestID}
-	s.traced(readRequest, args)
+	s.run(readRequest, args)
 	return s.readRequest(ctx, s.reads[readRequest].QueryRowContext(ctx, args...), key)
 }
 
@@ -634,9 +635,8 @@ func (s *Store) fillRequest(r *store.Request, result sql.NullString, claimed int
 func (s *Store) Confirmation(ctx context.Context, digest string) (store.Confirmation, bool, error) {
 	var raw string
 	var used bool
-	s.ran.Add(1)
 	args := []any{digest}
-	s.traced(readConfirmation, args)
+	s.run(readConfirmation, args)
 	err := s.reads[readConfirmation].QueryRowContext(ctx, args...).Scan(&raw, &used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Confirmation{}, false, nil
@@ -675,8 +675,7 @@ func (s *Store) RecordsAfter(ctx context.Context, session string, after int64, l
 
 // auditRows runs one of the prepared reads of a session's audit records.
 func (s *Store) auditRows(ctx context.Context, session, read string, args ...any) ([]audit.Record, error) {
-	s.ran.Add(1)
-	s.traced(read, args)
+	s.run(read, args)
 	rows, err := s.reads[read].QueryContext(ctx, args...)
 	if err != nil {
 		return nil, s.wrap("read audit of "+session, err)
@@ -705,8 +704,7 @@ func (s *Store) Sessions(ctx context.Context, q store.SessionQuery) (store.Sessi
 		query = `SELECT state, created FROM sessions WHERE owner = ? AND (created, id) < (?, ?) ORDER BY created DESC, id DESC LIMIT ?`
 		args = []any{q.Owner, created, id, n + 1}
 	}
-	s.ran.Add(1)
-	s.traced(query, args)
+	s.run(query, args)
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return store.SessionPage{}, s.wrap("list sessions", err)
@@ -732,8 +730,7 @@ func (s *Store) Dialect() string { return store.SQLite }
 
 // Query runs a read-only query of a subsystem's tables.
 func (s *Store) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
-	s.ran.Add(1)
-	s.traced(query, args)
+	s.run(query, args)
 	st, err := s.prepared(ctx, query)
 	if err != nil {
 		return s.wrap("query", err)
@@ -865,9 +862,6 @@ func (s *Store) reconnect(ctx context.Context) error {
 // writer's connection, which tx is on. Preparing each statement once, not
 // per commit, saves about a third of a commit's CPU.
 func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
-	if !savepoint(query) {
-		s.ran.Add(1)
-	}
 	st, ok := s.stmts[query]
 	if !ok && len(s.stmts) >= maxStmts { // queries built at run time beyond the known ones: not kept
 		st, err := tx.PrepareContext(ctx, query)
@@ -902,7 +896,7 @@ func (s *Store) Stats() store.Stats {
 const maxStmts = 1024
 
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	s.traced(query, args)
+	s.run(query, args)
 	st, err := s.stmt(ctx, tx, query)
 	if err != nil {
 		return nil, err
@@ -918,7 +912,7 @@ type errRow struct{ err error }
 func (e errRow) Scan(...any) error { return e.err }
 
 func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) scanner {
-	s.traced(query, args)
+	s.run(query, args)
 	st, err := s.stmt(ctx, tx, query)
 	if err != nil {
 		return errRow{err}
@@ -1272,7 +1266,7 @@ func (t *txn) Dialect() string { return store.SQLite }
 // Exec and Query run an extension's statements prepared once, as the
 // store's own (Store.stmt): the leader runs every commit.
 func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	t.s.traced(query, args)
+	t.s.run(query, args)
 	st, err := t.s.stmt(ctx, t.tx, query)
 	if err != nil {
 		return 0, err
@@ -1285,7 +1279,7 @@ func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error
 }
 
 func (t *txn) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
-	t.s.traced(query, args)
+	t.s.run(query, args)
 	st, err := t.s.stmt(ctx, t.tx, query)
 	if err != nil {
 		return err
