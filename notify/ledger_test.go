@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane"
+	"github.com/agentplane/agentplane/internal/testkit/consttest"
 	"github.com/agentplane/agentplane/internal/testkit/pgtest"
 	"github.com/agentplane/agentplane/notify"
 	"github.com/agentplane/agentplane/store"
@@ -1167,30 +1164,11 @@ func TestAwarenessIsTheSessions(t *testing.T) {
 // source, so that a state added later is checked too — and no terminal
 // one. A state left out would drop its notifications from the count.
 func TestUnreadStates(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "notification.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := 0
-	ast.Inspect(f, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "State") {
-			return true
+	for _, c := range consttest.Strings(t, "notification.go", "State", 6) {
+		state := notify.State(c.Value)
+		if listed := strings.Contains(notify.UnreadStates, "'"+c.Value+"'"); listed == state.Terminal() {
+			t.Errorf("%s: terminal %v, counted unread %v", c.Name, state.Terminal(), listed)
 		}
-		lit, ok := vs.Values[0].(*ast.BasicLit)
-		if !ok {
-			return true
-		}
-		v, _ := strconv.Unquote(lit.Value)
-		state := notify.State(v)
-		seen++
-		if listed := strings.Contains(notify.UnreadStates, "'"+v+"'"); listed == state.Terminal() {
-			t.Errorf("%s: terminal %v, counted unread %v", vs.Names[0].Name, state.Terminal(), listed)
-		}
-		return true
-	})
-	if seen < 6 {
-		t.Fatalf("%d State constants read", seen)
 	}
 }
 
