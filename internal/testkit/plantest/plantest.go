@@ -650,22 +650,19 @@ func driveNotifications(t *testing.T, ctx context.Context, rt *plane.Runtime, s 
 	l.AgentAck(ctx, "ann", []string{acked.ID})
 	_, err = l.Emit(ctx, agent, 0)
 	must("emit to the agent", err)
-	esc, err := l.Emit(ctx, agent, 0)
-	must("emit to the agent", err)
-	_, err = l.Dispatch(ctx, esc.ID)
-	must("dispatch", err)
-	n, err = l.Claim(ctx, esc.ID, 0, time.Minute)
-	must("claim", err)
-	_, err = l.Escalate(ctx, esc.ID, n.OwnerLease)
-	must("escalate", err)
-	failed, err := l.Emit(ctx, agent, 0)
-	must("emit to the agent", err)
-	_, err = l.Dispatch(ctx, failed.ID)
-	must("dispatch", err)
-	n, err = l.Claim(ctx, failed.ID, 0, time.Minute)
-	must("claim", err)
-	_, err = l.Fail(ctx, failed.ID, n.OwnerLease)
-	must("fail", err)
+	// emitted, dispatched, locked by its owner, then ended by it
+	owned := func(end func(ctx context.Context, id string, lease int64) (notify.Notification, error), what string) {
+		e, err := l.Emit(ctx, agent, 0)
+		must("emit to the agent", err)
+		_, err = l.Dispatch(ctx, e.ID)
+		must("dispatch", err)
+		n, err := l.Claim(ctx, e.ID, 0, time.Minute)
+		must("claim", err)
+		_, err = end(ctx, e.ID, n.OwnerLease)
+		must(what, err)
+	}
+	owned(l.Escalate, "escalate")
+	owned(l.Fail, "fail")
 
 	dog := &notify.Watchdog{Bus: rt.Bus, RetryAfter: time.Minute, MaxShows: 2}
 	for range 4 {
