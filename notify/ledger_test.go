@@ -917,17 +917,7 @@ func TestWhatAUserSees(t *testing.T) {
 			}
 			q := st.(store.Querier)
 			for what, s := range notify.UserStatements("alice") {
-				var plan []string
-				err := q.Query(ctx, `EXPLAIN QUERY PLAN `+s[0].(string), s[1].([]any), func(scan func(...any) error) error {
-					var id, parent, unused int
-					var detail string
-					err := scan(&id, &parent, &unused, &detail)
-					plan = append(plan, detail)
-					return err
-				})
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
+				plan := explain(t, q, name, s[0].(string), s[1].([]any))
 				for _, step := range plan {
 					if strings.HasPrefix(step, "SCAN notifications") {
 						t.Errorf("%s scans the table: %q", what, plan)
@@ -967,31 +957,14 @@ func TestAcksFindTheirRows(t *testing.T) {
 				}
 			}
 			q := st.(store.Querier)
-			explain := `EXPLAIN QUERY PLAN `
 			if name == "postgres" {
 				if err := st.Commit(ctx, &store.Commit{Ops: []store.Op{store.Statement{Query: `ANALYZE notifications`}}}); err != nil {
 					t.Fatal(err)
 				}
-				explain = `EXPLAIN `
 			}
 			for _, k := range []int{1, 2, 6, 16, 32, 64, 128} { // every batch size up to maxAckBatch's
 				sql, args := notify.AckStatement(l, ids[:k], users[:k], k%2 == 0) // returning the ids alone, and every column
-				var plan []string
-				err := q.Query(ctx, explain+sql, args, func(scan func(...any) error) error {
-					var line string
-					if name == "sqlite" {
-						var id, parent, unused int
-						err := scan(&id, &parent, &unused, &line)
-						plan = append(plan, line)
-						return err
-					}
-					err := scan(&line)
-					plan = append(plan, line)
-					return err
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
+				plan := explain(t, q, name, sql, args)
 				joined := strings.Join(plan, "\n")
 				for _, line := range plan { // PostgreSQL: the primary key's index or none (a table this small read whole)
 					if m := pgIndexRE.FindStringSubmatch(line); name == "postgres" && m != nil && m[1]+m[2] != "notifications_pkey" {
@@ -1170,6 +1143,33 @@ func TestUnreadStates(t *testing.T) {
 			t.Errorf("%s: terminal %v, counted unread %v", c.Name, state.Terminal(), listed)
 		}
 	}
+}
+
+// explain returns a statement's plan, a line a step: SQLite's EXPLAIN
+// QUERY PLAN details, or PostgreSQL's EXPLAIN lines (driver: the store's).
+func explain(t *testing.T, q store.Querier, driver, query string, args []any) []string {
+	t.Helper()
+	var plan []string
+	prefix := `EXPLAIN QUERY PLAN `
+	if driver == "postgres" {
+		prefix = `EXPLAIN `
+	}
+	err := q.Query(context.Background(), prefix+query, args, func(scan func(...any) error) error {
+		var line string
+		var err error
+		if driver == "postgres" {
+			err = scan(&line)
+		} else {
+			var id, parent, unused int
+			err = scan(&id, &parent, &unused, &line)
+		}
+		plan = append(plan, line)
+		return err
+	})
+	if err != nil || len(plan) == 0 { // no plan would hold to every rule
+		t.Fatalf("explain %s: %d steps, %v", query, len(plan), err)
+	}
+	return plan
 }
 
 // pgIndexRE finds the index a line of PostgreSQL's EXPLAIN reads.
