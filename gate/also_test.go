@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -95,5 +96,100 @@ func TestAlsoCommitsWithTheResult(t *testing.T) {
 	again := insert("r2", false)
 	if r := exec("r2", again); again.Written || r.Seq != res2.Seq || sends.Load() != 2 {
 		t.Fatalf("a repeated request: written %v, seq %d, %d sends", again.Written, r.Seq, sends.Load())
+	}
+}
+
+// TestAlsoKeepsTheResult: a caller whose writes keep the result (Keeps:
+// a workflow's task state) spares the request key's row — only for an
+// invocation that claimed nothing (a read tool's), and only when its
+// writes committed with the result. Every other case stores the result
+// under the key, and a repeat of the request answers from it without
+// running anything.
+func TestAlsoKeepsTheResult(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ext := store.Extension{Name: "also", Migrations: map[string][]string{store.SQLite: {`CREATE TABLE also_rows (request TEXT)`}}}
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "a.db"), &sqlite.Options{Extensions: []store.Extension{ext}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var runs atomic.Int32
+	count := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		runs.Add(1)
+		return json.RawMessage(`{}`), nil
+	}
+	yaml := []byte("version: 1\nmodes: [{key: m, default: true, toolboxes: [t]}]\ntoolboxes: [{id: t, catalogs: [modes], tools: [look, act]}]\n")
+	spec := func(name string, impact tool.Impact) tool.Spec {
+		return tool.Spec{Name: name, Usage: "Counts its runs.", Impact: impact, Risk: tool.RiskLow, InputSchema: json.RawMessage(`{"type":"object"}`)}
+	}
+	g := demotest.WithYAML(t, yaml, &core.Options{Store: st, Tools: []tool.Tool{
+		&tool.Func{S: spec("look", tool.ImpactRead), Fn: count},
+		&tool.Func{S: spec("act", tool.ImpactInternal), Fn: count},
+	}})
+	if _, err := g.Open(ctx, gate.Opening{SessionID: "s", Mode: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		none    = iota // Ops builds nothing
+		written        // Ops' write commits
+		failed         // Ops' write fails: the result is committed alone
+	)
+	for i, c := range []struct {
+		tool   string
+		keeps  bool
+		writes int
+		kept   bool // the key holds the result afterwards
+	}{
+		{"look", true, written, false},
+		{"look", true, failed, true},
+		{"look", true, none, true},
+		{"look", false, written, true},
+		{"act", true, written, true}, // claimed before it ran: the key holds it
+		{"act", true, failed, true},
+		{"act", false, written, true},
+	} {
+		id := fmt.Sprintf("r%d", i)
+		also := &gate.Also{Keeps: c.keeps, Ops: func(agentplane.ExecutionResult) []store.Op {
+			if c.writes == none {
+				return nil
+			}
+			return []store.Op{store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+				if _, err := tx.Exec(ctx, `INSERT INTO also_rows (request) VALUES (?)`, id); err != nil {
+					return err
+				}
+				if c.writes == failed {
+					return errors.New("lease lost")
+				}
+				return nil
+			})}
+		}}
+		exec := func(also *gate.Also) agentplane.ExecutionResult {
+			t.Helper()
+			res, err := g.Execute(ctx, gate.Invocation{SessionID: "s", Tool: c.tool, Args: json.RawMessage(`{}`), Origin: gate.OriginWorkflow, Principal: "ann", RequestID: id, Also: also})
+			if err != nil || res.Status != agentplane.StatusSuccess {
+				t.Fatalf("case %d %+v: %+v %v", i, c, res, err)
+			}
+			return res
+		}
+		before := runs.Load()
+		res := exec(also)
+		if also.Written != (c.writes == written) {
+			t.Errorf("case %d %+v: written %v", i, c, also.Written)
+		}
+		held, ok, err := st.Request(ctx, store.RequestKey{SessionID: "s", Principal: "ann", RequestID: id})
+		if err != nil || ok != c.kept {
+			t.Errorf("case %d %+v: the key holds a result: %v (%v), want %v", i, c, ok, err, c.kept)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if held.Result == nil || held.Result.Seq != res.Seq && held.Result.Seq != 0 || held.State != store.RequestDone {
+			t.Errorf("case %d %+v: the key holds %+v", i, c, held)
+		}
+		if r := exec(nil); r.Seq != res.Seq || runs.Load() != before+1 {
+			t.Errorf("case %d %+v: a repeat ran again (%d runs) or answered record %d, not %d", i, c, runs.Load()-before, r.Seq, res.Seq)
+		}
 	}
 }

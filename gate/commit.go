@@ -35,6 +35,9 @@ func (x *execution) commitWith(also *Also) (agentplane.ExecutionResult, error) {
 			for _, op := range also.Ops(res) {
 				c.Ops = append(c.Ops, alsoOp{op})
 			}
+			if also.Keeps && len(c.Ops) > 0 && !x.claimed && x.inv.Turn == nil {
+				c.Request = nil // the caller's writes keep the result; nothing holds the key
+			}
 		}
 		err := x.g.store.Commit(x.ctx, c)
 		if _, theirs := errors.AsType[alsoError](err); theirs {

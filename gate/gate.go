@@ -131,6 +131,13 @@ type Also struct {
 	// (not one recorded before under its request key); nil adds nothing.
 	// When the writes fail, the result is committed without them.
 	Ops func(agentplane.ExecutionResult) []store.Op
+	// Keeps reports that the writes, when Ops builds any, record the
+	// result where the caller finds it again (a workflow's task state):
+	// committed with them, the result of an invocation that claimed its
+	// request key for nothing (a read tool's) is not stored under the key
+	// as well — the caller does not send that request id again once its
+	// writes are in. Committed without them, it is.
+	Keeps bool
 	// Written reports, once Execute returns, whether the writes were
 	// committed with the result.
 	Written bool

@@ -334,7 +334,7 @@ func (r *runner) runTask(ctx context.Context, id string, inv gate.Invocation, la
 	for {
 		var end *layerEnded
 		if layer != nil {
-			inv.Also = &gate.Also{Ops: func(res agentplane.ExecutionResult) []store.Op {
+			inv.Also = &gate.Also{Keeps: true, Ops: func(res agentplane.ExecutionResult) []store.Op {
 				msgs <- taskMsg{id: id, res: res, ending: true, reply: reply}
 				a := <-reply
 				end = a.end

@@ -182,14 +182,19 @@ func TestCommitsPerRun(t *testing.T) {
 	if n > 5 {
 		t.Fatalf("a 3×1 run made %d commits; want at most 5", n)
 	}
-	// the start's 4 (the workflow, its events, its first checkpoint, its
-	// task states), and per task the gate's 2 (the request, the record)
-	// with the layer's end's 4 (the workflow, events, checkpoint, task
-	// states: one statement for both the checkpoint's and the current),
-	// and the engine's few reads — no read of the command queue per
-	// layer, nothing read back for Wait (30 since workflow_tasks went)
-	if stmts > 30 {
-		t.Fatalf("a 3×1 run ran %d statements; want at most 30", stmts)
+	// the start's 4 (the session read, the workflow, its events with its
+	// first checkpoint, its task states), and per task the gate's 2 (the
+	// session with the request key, the record) with the layer's end's 3
+	// (the workflow, events with the checkpoint, task states), and the
+	// command queue read once at the end — no read of it per layer,
+	// nothing read back for Wait, and no request row: the task state
+	// keeps a read task's result (23 with it)
+	if stmts > 20 {
+		t.Fatalf("a 3×1 run ran %d statements; want at most 20", stmts)
+	}
+	var keyed int
+	if err := sq.Query(ctx, `SELECT count(*) FROM requests WHERE request_id LIKE ?`, []any{w.ID + "-%"}, func(scan func(...any) error) error { return scan(&keyed) }); err != nil || keyed != 0 {
+		t.Fatalf("%d request rows for the run's read tasks (%v); want none", keyed, err)
 	}
 	// the layers' ends leave the status column alone (running, as the
 	// start wrote it); the last one writes it
