@@ -90,7 +90,7 @@ type Engine struct {
 	swept   time.Time          // when changed was last swept of the channels Changes gave out
 	closed  bool
 	wg      sync.WaitGroup
-	workers *workers // the goroutines tasks run on
+	workers *workers // the goroutines tasks and runners run on
 
 	// written, set by tests, sees every write that succeeded.
 	written func(ctx context.Context, w *Workflow, cp *Checkpoint, events []Event)
@@ -336,8 +336,7 @@ func (e *Engine) adopt(r *runner) bool {
 		return false
 	}
 	e.runners[r.id] = r
-	e.wg.Add(1)
-	go r.loop()
+	e.workers.run(r.loop)
 	return true
 }
 

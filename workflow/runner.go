@@ -230,7 +230,6 @@ func (r *runner) answer(ctx context.Context, cmd Command) ([]Event, *outcome) {
 // whatever the runner waits for.
 func (r *runner) loop() {
 	e := r.e
-	defer e.wg.Done()
 	defer close(r.done)
 	defer func() {
 		e.mu.Lock()

@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// workers runs tasks' attempts on goroutines kept a while between tasks.
-// A task's goroutine goes deep: through the gate into the store's group
-// commit, which it leads as often as not, into SQLite. A new goroutine's
-// stack grows to that depth by copying itself, every time; a kept one
-// has grown already.
+// workers runs tasks' attempts and workflows' runners on goroutines kept
+// a while between jobs. Both go deep: through the gate into the store's
+// group commit, which they lead as often as not, into SQLite. A new
+// goroutine's stack grows to that depth by copying itself, every time; a
+// kept one has grown already.
 type workers struct {
 	jobs chan func() // unbuffered: a job sent is taken by an idle worker
 	wg   *sync.WaitGroup
