@@ -301,6 +301,16 @@ func appendWorkflow(b []byte, w *Workflow) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if len(w.Dropped) > 0 {
+		b = append(b, `,"dropped_tasks":[`...)
+		for i, id := range w.Dropped {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, id)
+		}
+		b = append(b, ']')
+	}
 	if a := w.Approval; a != nil {
 		b = append(b, `,"approval":{"decision_id":`...)
 		b = appendString(b, a.ID)

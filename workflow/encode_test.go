@@ -94,7 +94,7 @@ func TestAppendWorkflowIsJSONMarshal(t *testing.T) {
 		{ID: "wf_2", Name: "n <&>", SessionID: "s", Principal: "bob é", Roles: []string{"admin", "x\n"}, Status: StatusAwaitingApproval, PerLayerValidation: true,
 			Tasks:    []TaskRun{{Task: Task{ID: "a", Tool: "send"}, Status: TaskPending, Key: "wf_2-a"}, {Task: Task{ID: "b", Tool: "t", DependsOn: []string{"a"}}, Status: TaskCompleted, Output: json.RawMessage(`{"ok": true}`)}},
 			Approval: &Approval{ID: "d_1", CheckpointID: "wf_2-a1", Layer: 2, Tasks: []TaskCall{{ID: "a", Tool: "send", Args: json.RawMessage(`{}`), Impact: "external"}}},
-			Reason:   "why", RequestDigest: "abc", Created: at.In(time.FixedZone("x", -3600)), Updated: at},
+			Dropped:  []string{"c_r1", "d\"e"}, Reason: "why", RequestDigest: "abc", Created: at.In(time.FixedZone("x", -3600)), Updated: at},
 		{ID: "wf_3", Status: StatusAwaitingDecision, Tasks: []TaskRun{}, Approval: &Approval{},
 			Decision: &DecisionRequest{ID: "d_2", Layer: 1, Options: []string{CommandContinue, CommandAbort}}},
 		{ID: "wf_4", Status: StatusInterrupted, Roles: []string{},
@@ -121,5 +121,17 @@ func TestAppendWorkflowIsJSONMarshal(t *testing.T) {
 		if b, err := appendWorkflow(nil, &w); err == nil {
 			t.Errorf("bad workflow %d: appendWorkflow wrote %s", i, b)
 		}
+	}
+}
+
+// newTaskID names a replanned task with an id no task of the workflow has
+// had: not one it has, nor one a rollback dropped (spent).
+func TestNewTaskIDSkipsSpentIDs(t *testing.T) {
+	w := &Workflow{Tasks: []TaskRun{{Task: Task{ID: "send_r1"}}}, Dropped: []string{"send_r2", "other_r1"}}
+	if id := newTaskID(w, "send"); id != "send_r3" {
+		t.Fatalf("newTaskID = %q; want send_r3", id)
+	}
+	if id := newTaskID(w, "look"); id != "look_r1" {
+		t.Fatalf("newTaskID = %q; want look_r1", id)
 	}
 }

@@ -174,7 +174,8 @@ func fill(v core.View, name string, ctxArgs map[string]any) (map[string]any, []s
 	return args, lack
 }
 
-// newTaskID names an added task after its tool, unique in the workflow.
+// newTaskID names an added task after its tool, unique in the workflow
+// over its life: no task has it, and no rollback dropped one that had it.
 func newTaskID(w *Workflow, tool string) string {
 	base := tool
 	if len(base) > 56 {
@@ -182,7 +183,7 @@ func newTaskID(w *Workflow, tool string) string {
 	}
 	for n := 1; ; n++ {
 		id := fmt.Sprintf("%s_r%d", base, n)
-		if w.task(id) == nil {
+		if w.task(id) == nil && !slices.Contains(w.Dropped, id) {
 			return id
 		}
 	}

@@ -69,6 +69,12 @@ type Workflow struct {
 	MaxAttempts        int       `json:"max_attempts"`
 	Layer              int       `json:"layer"` // layers started so far; the current or last one
 	Tasks              []TaskRun `json:"tasks"`
+	// Dropped are the ids of tasks a rollback dropped (added after the
+	// checkpoint it went back to). They are spent: a task's id names its
+	// attempts' request ids and its downstream idempotency key, so no task
+	// added later may take one — it would be answered with what the dropped
+	// task's calls were answered.
+	Dropped []string `json:"dropped_tasks,omitempty"`
 	// Approval is the pending approval (awaiting_approval).
 	Approval *Approval `json:"approval,omitempty"`
 	// Decision is the pending decision (awaiting_decision).

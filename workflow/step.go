@@ -709,6 +709,11 @@ func (r *runner) addTasks(w *Workflow, tasks []Task) string {
 	if err := Check(def, "replan", r.e.known); err != nil {
 		return err.Error()
 	}
+	for i, t := range tasks {
+		if slices.Contains(w.Dropped, t.ID) {
+			return fmt.Sprintf("replan: tasks[%d].id: %q named a task a rollback dropped: its request ids and idempotency key are spent; name the task anew", len(w.Tasks)+i, t.ID)
+		}
+	}
 	for _, t := range tasks {
 		w.Tasks = append(w.Tasks, TaskRun{Task: t, Status: TaskPending, Key: w.ID + "-" + t.ID, Added: "replan_dag"})
 	}
@@ -766,6 +771,8 @@ func (r *runner) rollback(w, old *Workflow) {
 			back.Attempts = max(back.Attempts, t.Attempts) // request ids stay unique
 			back.n = t.n                                   // and it keeps its place
 			tasks = append(tasks, back)
+		default:
+			w.Dropped = append(slices.Clip(w.Dropped), t.ID) // its id is spent (a new array: copies share the old)
 		}
 	}
 	w.Tasks = tasks
