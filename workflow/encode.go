@@ -215,16 +215,7 @@ func appendTaskRun(b []byte, t *TaskRun) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if len(t.DependsOn) > 0 {
-		b = append(b, `,"depends_on":[`...)
-		for i, d := range t.DependsOn {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, d)
-		}
-		b = append(b, ']')
-	}
+	b = appendStrings(b, "depends_on", t.DependsOn)
 	b = appendField(b, "status", t.Status)
 	if t.Layer != 0 {
 		b = append(b, `,"layer":`...)
@@ -258,6 +249,24 @@ func appendTaskRun(b []byte, t *TaskRun) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// appendStrings appends ,"name":[...] for a list of strings that is
+// omitted when empty (omitempty).
+func appendStrings(b []byte, name string, ss []string) []byte {
+	if len(ss) == 0 {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, `":[`...)
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
+}
+
 // appendWorkflow appends a workflow's document (a row of workflows, and a
 // checkpoint's) as json.Marshal writes it. What is rare in it (a
 // decision, an interruption) still goes through json.Marshal.
@@ -267,16 +276,7 @@ func appendWorkflow(b []byte, w *Workflow) ([]byte, error) {
 	b = appendOmitEmpty(b, "name", w.Name)
 	b = appendField(b, "session_id", w.SessionID)
 	b = appendField(b, "principal", w.Principal)
-	if len(w.Roles) > 0 {
-		b = append(b, `,"roles":[`...)
-		for i, r := range w.Roles {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, r)
-		}
-		b = append(b, ']')
-	}
+	b = appendStrings(b, "roles", w.Roles)
 	b = appendField(b, "status", w.Status)
 	b = append(b, `,"per_layer_validation":`...)
 	b = strconv.AppendBool(b, w.PerLayerValidation)
@@ -301,16 +301,7 @@ func appendWorkflow(b []byte, w *Workflow) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	if len(w.Dropped) > 0 {
-		b = append(b, `,"dropped_tasks":[`...)
-		for i, id := range w.Dropped {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, id)
-		}
-		b = append(b, ']')
-	}
+	b = appendStrings(b, "dropped_tasks", w.Dropped)
 	if a := w.Approval; a != nil {
 		b = append(b, `,"approval":{"decision_id":`...)
 		b = appendString(b, a.ID)
