@@ -236,3 +236,40 @@ func TestCommandAtOnceStatements(t *testing.T) {
 		t.Fatalf("after the rejection: %+v %v", w, err)
 	}
 }
+
+// TestApprovalStartsItsLayer counts the commits from an approval to the
+// next pause, in a chain of sends each asking for one: the approval with
+// its layer's start (one write: the loop started the layer in a write of
+// its own after it), and the send's result with the layer's end and the
+// next approval — two (the send's claim before it runs is a Claim, not a
+// Commit). The approval is answered with the approved layer started, its
+// task carrying the approval.
+func TestApprovalStartsItsLayer(t *testing.T) {
+	ctx := context.Background()
+	st, eng, s := countedEngine(t, "send", tool.ImpactExternal, time.Minute) // no poll of the queue in between
+	w, err := eng.Start(ctx, workflow.Start{SessionID: s.ID, Principal: "alice", Definition: &workflow.Definition{Tasks: []workflow.Task{
+		{ID: "a", Tool: "send"}, {ID: "b", Tool: "send", DependsOn: []string{"a"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err = eng.Wait(ctx, w.ID, "alice", 0); err != nil || w.Approval == nil {
+		t.Fatalf("want a pause at the approval: %+v %v", w, err)
+	}
+	approval, commits, yes := w.Approval.CheckpointID, st.commits.Load(), true
+	_, a, err := eng.CommandResult(ctx, w.ID, "alice", workflow.Command{Type: workflow.CommandApprovalResponse, CheckpointID: approval, Approved: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the answer is the approval's write: the layer started in it
+	if a == nil || a.Status != workflow.StatusRunning || a.Layer != 1 || a.Tasks[0].Status != workflow.TaskRunning || a.Tasks[0].Approval != approval {
+		t.Fatalf("answered with %+v; want layer 1 started, its task running under the approval", a)
+	}
+	for w.Approval == nil || w.Approval.CheckpointID == approval {
+		if w, err = eng.Wait(ctx, w.ID, "alice", w.Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := st.commits.Load() - commits; n != 2 {
+		t.Fatalf("from the approval to the next one: %d commits; want 2", n)
+	}
+}
