@@ -175,7 +175,6 @@ func (r *runner) direct(ctx context.Context, q *request) answer {
 	evs, o := r.answer(ctx, cmd)
 	if err := r.write(ctx, &saved{events: evs, add: &cmd, cmd: o, digest: q.digest}); err != nil {
 		// nothing was written: the workflow is as stored
-		r.started = nil
 		if row, lerr := r.e.j.load(ctx, w.ID); lerr == nil && row.lease == r.lease {
 			r.w = row.w
 		} else {
@@ -213,21 +212,13 @@ func (r *runner) nextCommand(ctx context.Context) (int64, Command, bool, error) 
 }
 
 // answer applies a command to the runner's workflow: its outcome, and the
-// events of its change (none when rejected: nothing changed). A command
-// that sets the workflow running (an approval, continue, a replan, a
-// resume) starts what follows in the same write — the next layer
-// (started, for step), a pause or the end — as a layer's end does, unless
-// the engine is stopping or a command is queued (they go first).
+// events of its change (none when rejected: nothing changed).
 func (r *runner) answer(ctx context.Context, cmd Command) ([]Event, *outcome) {
 	o := &outcome{Status: CommandApplied, pause: cmd.DecisionID}
 	evs, err := r.apply(ctx, cmd)
 	if err != nil {
 		o.Status, o.Reason, o.Code = CommandRejected, err.Message, err.Code
-		return nil, o
-	}
-	if r.w.Status == StatusRunning && r.mayGoOn(ctx) {
-		more, layer := r.next(r.w)
-		evs, r.started = append(evs, more...), layer
+		evs = nil
 	}
 	return evs, o
 }
