@@ -94,6 +94,8 @@ type Engine struct {
 
 	// written, set by tests, sees every write that succeeded.
 	written func(ctx context.Context, w *Workflow, cp *Checkpoint, events []Event)
+	// looping, set by tests, runs as a runner's loop begins.
+	looping func()
 }
 
 // Sessions is what the engine uses of the core (a *core.Core): the

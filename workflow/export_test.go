@@ -129,3 +129,10 @@ func Steal(e *Engine, id string) {
 // LiveStatuses is liveStatuses: every status but the terminal ones,
 // quoted for SQL.
 const LiveStatuses = liveStatuses
+
+// Looping runs f as each of the engine's runners begins its loop, before
+// its first turn.
+func Looping(e *Engine, f func()) { e.looping = f }
+
+// Stopping is closed once the engine's Close began.
+func Stopping(e *Engine) <-chan struct{} { return e.stop }

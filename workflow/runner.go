@@ -236,6 +236,9 @@ func (r *runner) loop() {
 		delete(e.runners, r.id)
 		e.mu.Unlock()
 	}()
+	if e.looping != nil {
+		e.looping()
+	}
 	renewed := make(chan struct{})
 	var renewing sync.WaitGroup
 	renewing.Go(func() { r.renew(renewed) })

@@ -185,3 +185,56 @@ tasks:
 		}
 	})
 }
+
+// TestReleasedBeforeItsFirstLayerRuns: an engine closed as a workflow's
+// runner begins — after Start's write started the first layer, before
+// the runner ran it — releases the workflow, and the engine that takes
+// it over runs that layer: it does not complete the workflow without it
+// (it stepped from what next finds, and next skips tasks running). Found
+// by review.
+func TestReleasedBeforeItsFirstLayerRuns(t *testing.T) {
+	eachSharedStore(t, func(t *testing.T, kind string) {
+		e := newEnvOn(t, kind, nil)
+		rec := &sending{Core: e.core, hold: "-no task is held-", arrived: make(chan struct{})}
+		engine := func() *workflow.Engine {
+			eng, err := workflow.New(rec, e.store, &workflow.Options{Poll: 20 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { eng.Close(5 * time.Second) })
+			return eng
+		}
+		ctx := context.Background()
+		a := engine()
+		closed := make(chan struct{})
+		var once sync.Once
+		workflow.Looping(a, func() {
+			once.Do(func() {
+				go func() { a.Close(5 * time.Second); close(closed) }()
+				<-workflow.Stopping(a)
+			})
+		})
+		w, err := a.Start(ctx, workflow.Start{SessionID: e.session, Principal: "alice", Definition: def(t, "tasks: [{id: a, tool: noop}, {id: b, tool: noop, depends_on: [a]}]")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-closed
+		b := engine()
+		if err := b.ClaimDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wait, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		for err == nil && !workflow.Terminal(w.Status) {
+			w, err = b.Wait(wait, w.ID, "alice", w.Seq)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if w.Status != workflow.StatusCompleted || !slices.Equal(rec.sent, []string{w.ID + "-a-1", w.ID + "-b-1"}) {
+			t.Fatalf("taken over: %s, tasks %+v; sent %q; want completed, a then b run once each", w.Status, w.Tasks, rec.sent)
+		}
+	})
+}

@@ -20,6 +20,15 @@ import (
 func (r *runner) step(ctx context.Context) error {
 	layer := r.started
 	r.started = nil
+	if layer == nil {
+		// a layer written as started that no runner ran: Start's, when its
+		// engine stopped before its runner's first turn and released the
+		// workflow (a released workflow has nothing in flight); next would
+		// skip its tasks, running
+		for _, t := range r.w.running() {
+			layer = append(layer, t.ID)
+		}
+	}
 	var err error
 	if layer == nil { // not started with the write before (Start's, a layer's end)
 		var evs []Event
