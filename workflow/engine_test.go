@@ -231,6 +231,13 @@ tools:
 // engine returns another engine over the env's core: another instance.
 func (e *env) engine(t *testing.T, opts *workflow.Options) *workflow.Engine {
 	t.Helper()
+	return e.engineOn(t, e.core, opts)
+}
+
+// engineOn is engine calling the gate through c (a core that records or
+// holds the calls).
+func (e *env) engineOn(t *testing.T, c workflow.Sessions, opts *workflow.Options) *workflow.Engine {
+	t.Helper()
 	if opts == nil {
 		opts = &workflow.Options{}
 	}
@@ -241,7 +248,7 @@ func (e *env) engine(t *testing.T, opts *workflow.Options) *workflow.Engine {
 		opts.Backoff = time.Millisecond
 	}
 	opts.Memory = true // the journal in memory, where the env's store is
-	eng, err := workflow.New(e.core, e.store, opts)
+	eng, err := workflow.New(c, e.store, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,12 +82,7 @@ func TestDroppedTaskIDsAreSpent(t *testing.T) {
 		}
 		sug := &naming{tools: []string{"parse_xml", "noop", "parse_xml", "parse_xml"}, deps: []string{"later", "parse_xml_r1", "later", "later"}, name: reused}
 		engine := func() *workflow.Engine {
-			eng, err := workflow.New(rec, e.store, &workflow.Options{Lease: 300 * time.Millisecond, Poll: 20 * time.Millisecond, Backoff: time.Millisecond, Suggester: sug})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { eng.Close(5 * time.Second) })
-			return eng
+			return e.engineOn(t, rec, &workflow.Options{Lease: 300 * time.Millisecond, Suggester: sug})
 		}
 		ctx := context.Background()
 		wait := func(eng *workflow.Engine, id string, after int64) *workflow.Workflow {
@@ -196,14 +191,7 @@ func TestReleasedBeforeItsFirstLayerRuns(t *testing.T) {
 	eachSharedStore(t, func(t *testing.T, kind string) {
 		e := newEnvOn(t, kind, nil)
 		rec := &sending{Core: e.core, hold: "-no task is held-", arrived: make(chan struct{})}
-		engine := func() *workflow.Engine {
-			eng, err := workflow.New(rec, e.store, &workflow.Options{Poll: 20 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { eng.Close(5 * time.Second) })
-			return eng
-		}
+		engine := func() *workflow.Engine { return e.engineOn(t, rec, nil) }
 		ctx := context.Background()
 		a := engine()
 		closed := make(chan struct{})
