@@ -35,7 +35,7 @@ func (x *execution) commitWith(also *Also) (agentplane.ExecutionResult, error) {
 			for _, op := range also.Ops(res) {
 				c.Ops = append(c.Ops, alsoOp{op})
 			}
-			if also.Keeps && len(c.Ops) > 0 && !x.claimed && x.inv.Turn == nil {
+			if also.Keeps && len(c.Ops) > 0 && !x.claimed {
 				c.Request = nil // the caller's writes keep the result; nothing holds the key
 			}
 		}
