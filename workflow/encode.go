@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/agentplane/agentplane/internal/canonjson"
 )
 
 // Events are encoded as encoding/json would, byte for byte (the tests
@@ -182,7 +184,7 @@ func appendTime(b []byte, t time.Time) ([]byte, error) {
 		return append(b, j...), err
 	}
 	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = canonjson.AppendTime(b, t)
 	return append(b, '"'), nil
 }
 

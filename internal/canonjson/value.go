@@ -53,7 +53,7 @@ func appendValue(dst []byte, v reflect.Value, omit string, encoded []Member) ([]
 			return dst, fmt.Errorf("canonjson: time %v: year outside [0,9999]", tm)
 		}
 		dst = append(dst, '"')
-		return append(tm.AppendFormat(dst, time.RFC3339Nano), '"'), nil
+		return append(AppendTime(dst, tm), '"'), nil
 	case t == rawType:
 		raw := v.Bytes()
 		if len(raw) == 0 {
