@@ -364,11 +364,12 @@ func (w *Workflow) task(id string) *TaskRun {
 	if i, ok := w.at[id]; ok && i < len(w.Tasks) && w.Tasks[i].ID == id {
 		return &w.Tasks[i]
 	}
-	w.at = make(map[string]int, len(w.Tasks))
+	at := make(map[string]int, len(w.Tasks)) // a new one: copies share the old
 	for i := range w.Tasks {
-		w.at[w.Tasks[i].ID] = i
+		at[w.Tasks[i].ID] = i
 	}
-	if i, ok := w.at[id]; ok {
+	w.at = at
+	if i, ok := at[id]; ok {
 		return &w.Tasks[i]
 	}
 	return nil
@@ -382,10 +383,11 @@ func (w *Workflow) nextID(kind string) string {
 
 // copy returns a copy that later changes of w do not reach: the runner
 // changes a workflow's and its tasks' fields by replacing them, never
-// what they point to.
+// what they point to. The copy shares w's index of task places, which
+// task checks at each use and replaces, never changes.
 func (w *Workflow) copy() *Workflow {
 	c := *w
-	c.Tasks, c.at = slices.Clone(w.Tasks), nil
+	c.Tasks = slices.Clone(w.Tasks)
 	return &c
 }
 
