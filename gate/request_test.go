@@ -337,3 +337,20 @@ func TestStaleClaimIsFinishedAsInterrupted(t *testing.T) {
 		t.Fatalf("replay: %d divergences, %v\n%s", n, err, out.String())
 	}
 }
+
+// TestDownstreamKeyIsStable pins the key a tool service sees to its
+// definition: SHA-256 over "agentplane/idempotency\x00", the principal, a
+// zero byte, the session, a zero byte and the key, its first 16 bytes in
+// hex. Services dedupe on it, so it may not change from one release to
+// the next (values computed apart from this code, with Python's hashlib).
+func TestDownstreamKeyIsStable(t *testing.T) {
+	long := strings.Repeat("p", 300) // past the stack buffer
+	for _, c := range []struct{ principal, session, key, want string }{
+		{"ann", "s-1", "r-1", "e19c7961c311dbd09650d14bb3c6ffd2"},
+		{long, "s", "k", "007dbf9615217a44393d55e713f896a5"},
+	} {
+		if got := gate.DownstreamKey(c.principal, c.session, c.key); got != c.want {
+			t.Errorf("DownstreamKey(%.10q…, %q, %q) = %s, want %s", c.principal, c.session, c.key, got, c.want)
+		}
+	}
+}

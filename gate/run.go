@@ -150,12 +150,10 @@ func (x *execution) invocationContext() agentplane.InvocationContext {
 // every retry; calls of different principals or sessions never share
 // one, whatever request ids their clients or models chose.
 func DownstreamKey(principal, session, key string) string {
-	h := sha256.New()
-	h.Write([]byte("agentplane/idempotency\x00"))
-	h.Write([]byte(principal))
-	h.Write([]byte{0})
-	h.Write([]byte(session))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	const domain = "agentplane/idempotency\x00"
+	var buf [256]byte // the hashed bytes, on the stack when they fit
+	b := append(buf[:0], domain...)
+	b = append(append(append(append(append(b, principal...), 0), session...), 0), key...)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
