@@ -131,7 +131,7 @@ func New(c Sessions, st store.Store, opts *Options) (*Engine, error) {
 	var j journal
 	switch q, ok := st.(store.Querier); {
 	case ok:
-		j = &sqlJournal{st: st, q: q}
+		j = newSQLJournal(st, q)
 	case opts.Memory:
 		j = newMemJournal()
 	default:

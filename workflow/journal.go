@@ -272,6 +272,14 @@ type journal interface {
 type sqlJournal struct {
 	st store.Store
 	q  store.Querier
+	// the INSERTs of a write's event rows and task states
+	insertEvents, insertStates *rows
+}
+
+// newSQLJournal keeps workflows in st's tables.
+func newSQLJournal(st store.Store, q store.Querier) *sqlJournal {
+	return &sqlJournal{st: st, q: q, insertStates: stateRows(),
+		insertEvents: newRows(`INSERT INTO workflow_events (workflow_id, seq, type, data, cp_n, cp_id, cp_layer, cp_state, cp_created) VALUES `, eventWidth, "")}
 }
 
 // head is what a waiter and a command's door read of a workflow.
@@ -411,10 +419,10 @@ func (j *sqlJournal) op(s *saved) store.Op {
 			last := evs[len(evs)-eventWidth:]
 			last[4], last[5], last[6], last[7], last[8] = s.cp.n, s.cp.ID, s.cp.Layer, cpState, s.cp.Created.UnixNano()
 		}
-		if err := insertRows(ctx, tx, `INSERT INTO workflow_events (workflow_id, seq, type, data, cp_n, cp_id, cp_layer, cp_state, cp_created) VALUES `, eventWidth, "", evs); err != nil {
+		if err := j.insertEvents.insert(ctx, tx, evs); err != nil {
 			return err
 		}
-		if err := writeStates(ctx, tx, s, buf); err != nil {
+		if err := j.writeStates(ctx, tx, s, buf); err != nil {
 			return err
 		}
 		if s.add != nil {

@@ -130,7 +130,7 @@ func sameTask(a, b *TaskRun) bool {
 // replaced in place (the upsert); the rows of tasks no longer there are
 // ended. With prune (older checkpoints were pruned), it then drops the
 // states no kept checkpoint holds. buf is room to encode the states in.
-func writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) error {
+func (j *sqlJournal) writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) error {
 	id := s.w.ID
 	next := int64(s.w.Counter) + 1
 	vals := make([]any, 0, 6*(len(s.cpTasks.at)+len(s.tasks.at)))
@@ -144,7 +144,7 @@ func writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) error {
 			return err
 		}
 		if changedTwice(s) { // its checkpoint's row first: the one that ends it must come after its trigger ran
-			if err := insertStates(ctx, tx, vals); err != nil {
+			if err := j.insertStates.insert(ctx, tx, vals); err != nil {
 				return err
 			}
 			vals = vals[:0]
@@ -158,7 +158,7 @@ func writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) error {
 	if vals, _, err = appendStates(vals, buf, id, s.w.Tasks, s.tasks, next); err != nil {
 		return err
 	}
-	if err := insertStates(ctx, tx, vals); err != nil {
+	if err := j.insertStates.insert(ctx, tx, vals); err != nil {
 		return err
 	}
 	if err := endStates(ctx, tx, id, taskDiff{gone: s.tasks.gone}, next); err != nil {
@@ -172,11 +172,11 @@ func writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) error {
 	return err
 }
 
-// insertStates inserts state rows (appendStates'), a row no checkpoint
+// stateRows inserts state rows (appendStates'), a row no checkpoint
 // holds yet replaced in place.
-func insertStates(ctx context.Context, tx store.Tx, vals []any) error {
-	return insertRows(ctx, tx, `INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES `, 6,
-		` ON CONFLICT (workflow_id, id, since) DO UPDATE SET until = excluded.until, n = excluded.n, state = excluded.state`, vals)
+func stateRows() *rows {
+	return newRows(`INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES `, 6,
+		` ON CONFLICT (workflow_id, id, since) DO UPDATE SET until = excluded.until, n = excluded.n, state = excluded.state`)
 }
 
 // changedTwice reports whether a write records a task's state twice, at
@@ -236,26 +236,43 @@ func appendStates(vals []any, buf []byte, id string, tasks []TaskRun, d taskDiff
 // (each prepared once).
 const maxRows = 16
 
-// insertRows inserts rows of width values each (vals, row after row) with
-// as few statements as maxRows allows: head is the statement up to
-// VALUES, tail what follows the rows.
-func insertRows(ctx context.Context, tx store.Tx, head string, width int, tail string, vals []any) error {
+// rows is an INSERT of rows of width values each, its statement written
+// out once for every count of rows up to maxRows (a write builds none).
+type rows struct {
+	width int
+	texts [maxRows]string // texts[k-1]: the statement of k rows
+}
+
+// newRows makes the INSERT whose statement is head (up to VALUES), the
+// rows, then tail.
+func newRows(head string, width int, tail string) *rows {
+	r := &rows{width: width}
 	row := "(" + store.Params(width) + ")"
-	for len(vals) > 0 {
-		k := min(len(vals)/width, maxRows)
-		var q strings.Builder
+	var q strings.Builder
+	for k := range maxRows {
+		q.Reset()
 		q.WriteString(head)
-		for i := range k {
+		for i := range k + 1 {
 			if i > 0 {
 				q.WriteString(", ")
 			}
 			q.WriteString(row)
 		}
 		q.WriteString(tail)
-		if _, err := tx.Exec(ctx, q.String(), vals[:k*width]...); err != nil {
+		r.texts[k] = q.String()
+	}
+	return r
+}
+
+// insert inserts vals (row after row) with as few statements as maxRows
+// allows.
+func (r *rows) insert(ctx context.Context, tx store.Tx, vals []any) error {
+	for len(vals) > 0 {
+		k := min(len(vals)/r.width, maxRows)
+		if _, err := tx.Exec(ctx, r.texts[k-1], vals[:k*r.width]...); err != nil {
 			return err
 		}
-		vals = vals[k*width:]
+		vals = vals[k*r.width:]
 	}
 	return nil
 }
