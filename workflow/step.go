@@ -258,7 +258,9 @@ func (r *runner) ending(ctx context.Context, id string, layer []string, res agen
 		return taskReply{}
 	}
 	w := r.w.copy()
-	s, next := r.layerEnd(ctx, w, layer, []Event{r.finish(w, w.task(id), res)})
+	// room for layerEnd's events after it: the layer's end, the checkpoint, the next layer's start
+	evs := append(make([]Event, 0, 5), r.finish(w, w.task(id), res))
+	s, next := r.layerEnd(ctx, w, layer, evs)
 	r.prepare(w, s)
 	op := r.e.j.op(s)
 	if op == nil {
