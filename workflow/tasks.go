@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -267,6 +268,9 @@ func newRows(head string, width int, tail string) *rows {
 // insert inserts vals (row after row) with as few statements as maxRows
 // allows.
 func (r *rows) insert(ctx context.Context, tx store.Tx, vals []any) error {
+	if len(vals)%r.width != 0 {
+		return fmt.Errorf("workflow: %d values are not rows of %d", len(vals), r.width)
+	}
 	for len(vals) > 0 {
 		k := min(len(vals)/r.width, maxRows)
 		if _, err := tx.Exec(ctx, r.texts[k-1], vals[:k*r.width]...); err != nil {

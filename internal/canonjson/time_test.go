@@ -65,3 +65,31 @@ func BenchmarkAppendTime(b *testing.B) {
 		}
 	})
 }
+
+// TestAppendTimeAcrossTheRange walks years 0 to 9999 by a prime number of
+// days (every month and weekday lands), and every second of the days at
+// the range's ends, 1969's last and 2000's leap day, and the range's
+// edges from both sides; each against time.Format.
+func TestAppendTimeAcrossTheRange(t *testing.T) {
+	check := func(tm time.Time) {
+		t.Helper()
+		if got, want := string(AppendTime(nil, tm)), tm.Format(time.RFC3339Nano); got != want {
+			t.Fatalf("AppendTime(%d, %d) = %q, want %q", tm.Unix(), tm.Nanosecond(), got, want)
+		}
+	}
+	for u := int64(minUnix); u <= maxUnix; u += 97 * 86400 {
+		check(time.Unix(u, 0).UTC())
+		check(time.Unix(u+86399, 999999999).UTC())
+		check(time.Unix(u+43210, 500).UTC())
+	}
+	for _, day := range []int64{minUnix, -86400, 0, 951782400, maxUnix - 86399} {
+		for s := range int64(86400) {
+			check(time.Unix(day+s, 0).UTC())
+		}
+	}
+	for _, u := range []int64{minUnix - 1, minUnix, maxUnix, maxUnix + 1, -1, 1 << 40, -(1 << 40), -1 << 62, 1 << 62, 1<<63 - 1, -1 << 63} {
+		for _, ns := range []int64{0, 1, 999999999, -1} {
+			check(time.Unix(u, ns).UTC())
+		}
+	}
+}
