@@ -2,11 +2,11 @@ package canonjson
 
 import "time"
 
-// AppendTime appends t as time.RFC3339Nano formats it (what time.Time's
-// MarshalJSON writes, without the quotes), for a year in [0, 9999]. A
-// time in UTC — every time the engine stamps — is written digit by digit,
-// at a quarter of the instructions of t.AppendFormat; others go through
-// it.
+// AppendTime appends t as time.RFC3339Nano formats it (for a year in
+// [0, 9999], what time.Time's MarshalJSON writes, without the quotes). A
+// time in UTC within those years — every time the engine stamps — is
+// written digit by digit, at 45 % of t.AppendFormat's instructions
+// (callgrind: 380 against 847); others go through t.AppendFormat.
 func AppendTime(dst []byte, t time.Time) []byte {
 	if t.Location() != time.UTC {
 		return t.AppendFormat(dst, time.RFC3339Nano)
