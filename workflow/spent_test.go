@@ -72,15 +72,19 @@ func TestDroppedTaskIDsAreSpent(t *testing.T) {
 	eachSharedStore(t, func(t *testing.T, kind string) {
 		e := newEnvOn(t, kind, &workflow.Options{Lease: 300 * time.Millisecond})
 		rec := &sending{Core: e.core, hold: "-noop_r1-", arrived: make(chan struct{})}
-		reused := func(w *workflow.Workflow, tool string) string { // the default suggester's naming before the fix
-			for n := 1; ; n++ {
-				id := fmt.Sprintf("%s_r%d", tool, n)
-				if !slices.ContainsFunc(w.Tasks, func(t workflow.TaskRun) bool { return t.ID == id }) {
-					return id
+		// names the first <tool>_rN no task has; spentToo: nor a dropped
+		// one (false: the default suggester's naming before the fix)
+		namer := func(spentToo bool) func(w *workflow.Workflow, tool string) string {
+			return func(w *workflow.Workflow, tool string) string {
+				for n := 1; ; n++ {
+					id := fmt.Sprintf("%s_r%d", tool, n)
+					if !slices.ContainsFunc(w.Tasks, func(t workflow.TaskRun) bool { return t.ID == id }) && !(spentToo && slices.Contains(w.Dropped, id)) {
+						return id
+					}
 				}
 			}
 		}
-		sug := &naming{tools: []string{"parse_xml", "noop", "parse_xml", "parse_xml"}, deps: []string{"later", "parse_xml_r1", "later", "later"}, name: reused}
+		sug := &naming{tools: []string{"parse_xml", "noop", "parse_xml", "parse_xml"}, deps: []string{"later", "parse_xml_r1", "later", "later"}, name: namer(false)}
 		engine := func() *workflow.Engine {
 			return e.engineOn(t, rec, &workflow.Options{Lease: 300 * time.Millisecond, Suggester: sug})
 		}
@@ -158,13 +162,7 @@ tasks:
 			t.Fatalf("a refused replan changed the workflow: %s, %d tasks (seq %d, was %d)", w.Status, len(w.Tasks), w.Seq, seq)
 		}
 		// named anew, it runs
-		sug.name = func(w *workflow.Workflow, tool string) string {
-			for n := 1; ; n++ {
-				if id := fmt.Sprintf("%s_r%d", tool, n); !slices.Contains(w.Dropped, id) && !slices.ContainsFunc(w.Tasks, func(t workflow.TaskRun) bool { return t.ID == id }) {
-					return id
-				}
-			}
-		}
+		sug.name = namer(true)
 		w = must(command(b, w, replan))
 		w = must(command(b, w, workflow.Command{Type: workflow.CommandContinue}))
 		if i := slices.IndexFunc(w.Tasks, func(t workflow.TaskRun) bool { return t.ID == "parse_xml_r2" }); i < 0 || w.Tasks[i].Status != workflow.TaskCompleted {
