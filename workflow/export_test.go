@@ -7,7 +7,25 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentplane/agentplane/store"
 )
+
+// TaskStates reads a workflow's task states from st as the journal does:
+// the current ones, or with checkpointID those the kept checkpoint holds.
+func TaskStates(ctx context.Context, st store.Store, id, checkpointID string) ([]TaskRun, error) {
+	j := newSQLJournal(st, st.(store.Querier))
+	if checkpointID != "" {
+		w, err := j.restore(ctx, id, checkpointID)
+		if err != nil {
+			return nil, err
+		}
+		return w.Tasks, nil
+	}
+	w := &Workflow{ID: id}
+	err := j.attachTasks(ctx, []*Workflow{w})
+	return w.Tasks, err
+}
 
 // CheckWrites makes the engine read back every workflow it writes, and
 // at every checkpoint each checkpoint kept, and fail t where what was

@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -174,6 +175,91 @@ func TestCheckpointsMoveIntoEvents(t *testing.T) {
 		if err := st.(store.Querier).Query(ctx, `SELECT COUNT(*) FROM workflow_checkpoints`, nil, func(scan func(...any) error) error { return nil }); err == nil {
 			t.Error("workflow_checkpoints is still there after migration 7")
 		}
+	})
+}
+
+// TestReplacedStatesStayUntouched: migration 8 drops migration 4's
+// trigger. A database of version 7 holds a workflow with two kept
+// checkpoints (1 and 3) whose rows the trigger ended — a changed twice, c
+// dropped at 4. After it, a write of new states (a and b again, d new)
+// leaves the rows they replace as they are, and the reads answer the
+// states the rule says (heldAt: a task's newest row, unless ended),
+// before that write and after it.
+func TestReplacedStatesStayUntouched(t *testing.T) {
+	eachSharedStore(t, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		state := func(id, v string) string { return `'{"id":"` + id + `","tool":"` + v + `"}'` }
+		st := migrated(t, kind, 7, 8,
+			`INSERT INTO workflow_events (workflow_id, seq, type, data, cp_n, cp_id, cp_layer, cp_state, cp_created) VALUES
+					('wf_a', 1, 'checkpoint_saved', '{}', 1, 'wf_a-c1', 0, '{"id":"wf_a"}', 1),
+					('wf_a', 2, 'checkpoint_saved', '{}', 3, 'wf_a-c3', 1, '{"id":"wf_a","layer":1}', 2)`,
+			// one by one, as writes inserted them: the trigger ends a@1 at 3
+			`INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES ('wf_a', 'a', 1, 4611686018427387904, 1, `+state("a", "a1")+`)`,
+			`INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES ('wf_a', 'b', 1, 4611686018427387904, 2, `+state("b", "b1")+`)`,
+			`INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES ('wf_a', 'c', 1, 4611686018427387904, 3, `+state("c", "c1")+`)`,
+			`INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES ('wf_a', 'a', 3, 4611686018427387904, 1, `+state("a", "a3")+`)`,
+			`UPDATE workflow_task_history SET until = 4 WHERE workflow_id = 'wf_a' AND id = 'c' AND until = 4611686018427387904`,
+			`INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES ('wf_a', 'a', 4, 4611686018427387904, 1, `+state("a", "a4")+`)`,
+		)
+		q := st.(store.Querier)
+		read := func(cp string) string {
+			tasks, err := workflow.TaskStates(ctx, st, "wf_a", cp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, tr := range tasks {
+				out = append(out, tr.ID+"="+tr.Tool)
+			}
+			return strings.Join(out, " ")
+		}
+		rule := func(n int64) string {
+			held := heldAt(historyOf(t, q, "wf_a"), n)
+			var out []string
+			for _, id := range []string{"a", "b", "c", "d"} {
+				if r, ok := held[id]; ok {
+					var tr workflow.TaskRun
+					if err := json.Unmarshal([]byte(r.state), &tr); err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, id+"="+tr.Tool)
+				}
+			}
+			return strings.Join(out, " ")
+		}
+		check := func(when string, want map[string]string) {
+			t.Helper()
+			for cp, w := range want {
+				n := int64(-1)
+				if cp != "" {
+					n = int64(cp[len(cp)-1] - '0')
+				}
+				if got, byRule := read(cp), rule(n); got != w || byRule != w {
+					t.Errorf("%s, checkpoint %q: the reads answer %q, the rule %q; want %q", when, cp, got, byRule, w)
+				}
+			}
+		}
+		check("after migration 8", map[string]string{"": "a=a4 b=b1", "wf_a-c1": "a=a1 b=b1 c=c1", "wf_a-c3": "a=a3 b=b1 c=c1"})
+		write := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES
+					('wf_a', 'a', 5, 4611686018427387904, 1, `+state("a", "a5")+`),
+					('wf_a', 'b', 5, 4611686018427387904, 2, `+state("b", "b5")+`),
+					('wf_a', 'd', 5, 4611686018427387904, 4, `+state("d", "d5")+`)`)
+			return err
+		})
+		if err := st.Commit(ctx, &store.Commit{Ops: []store.Op{write}}); err != nil {
+			t.Fatal(err)
+		}
+		open := 0
+		for _, r := range historyOf(t, q, "wf_a") {
+			if r.until == openUntil {
+				open++
+			}
+		}
+		if open != 5 { // a@4, b@1, a@5, b@5, d@5: nothing ended the replaced ones
+			t.Errorf("%d open rows after the write; want 5 (the trigger is gone)", open)
+		}
+		check("after a write", map[string]string{"": "a=a5 b=b5 d=d5", "wf_a-c1": "a=a1 b=b1 c=c1", "wf_a-c3": "a=a3 b=b1 c=c1"})
 	})
 }
 

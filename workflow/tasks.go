@@ -14,11 +14,12 @@ import (
 	"github.com/agentplane/agentplane/store"
 )
 
-// A workflow's task states are rows valid over a range of checkpoints
-// (workflow_task_history): its current states are the rows nothing has
-// ended yet, a checkpoint's the rows whose range holds its number. A
-// write carries only what changed since the last one, so it does not cost
-// the workflow's size.
+// A workflow's task states are rows of workflow_task_history, each from
+// a checkpoint on (since): a task's current state is its newest row, a
+// checkpoint's its newest row from at or before the checkpoint — unless a
+// write ended it (until) by then: the task was dropped. A write carries
+// only what changed since the last one, so it does not cost the
+// workflow's size.
 
 // taskDiff is what changed in a workflow's tasks since an earlier state.
 type taskDiff struct {
@@ -126,11 +127,12 @@ func sameTask(a, b *TaskRun) bool {
 // that differ from the current ones (rows from its n: the checkpoint holds
 // them), then the workflow's states that differ from those (rows from
 // one past its counter, above every checkpoint so far and at or below the
-// next one's n: no checkpoint holds them yet). A new row ends the row it
-// replaces (migration 4's trigger); a row no checkpoint holds yet is
-// replaced in place (the upsert); the rows of tasks no longer there are
-// ended. With prune (older checkpoints were pruned), it then drops the
-// states no kept checkpoint holds. buf is room to encode the states in.
+// next one's n: no checkpoint holds them yet). A new row replaces its
+// task's older ones by being newer (nothing writes them); a row no
+// checkpoint holds yet is replaced in place (the upsert); the rows of
+// tasks no longer there are ended. With prune (older checkpoints were
+// pruned), it then drops the states no kept checkpoint holds. buf is room
+// to encode the states in.
 func (j *sqlJournal) writeStates(ctx context.Context, tx store.Tx, s *saved, buf []byte) error {
 	id := s.w.ID
 	next := int64(s.w.Counter) + 1
@@ -143,12 +145,6 @@ func (j *sqlJournal) writeStates(ctx context.Context, tx store.Tx, s *saved, buf
 		}
 		if vals, buf, err = appendStates(vals, buf, id, s.cp.w.Tasks, s.cpTasks, n); err != nil {
 			return err
-		}
-		if changedTwice(s) { // its checkpoint's row first: the one that ends it must come after its trigger ran
-			if err := j.insertStates.insert(ctx, tx, vals); err != nil {
-				return err
-			}
-			vals = vals[:0]
 		}
 	}
 	if s.tasks.all { // without a checkpoint only: with one, they differ from its states, which are known
@@ -168,8 +164,13 @@ func (j *sqlJournal) writeStates(ctx context.Context, tx store.Tx, s *saved, buf
 	if s.cp == nil || !s.prune {
 		return nil // the oldest kept checkpoint is the same: every state that ended ends after it
 	}
-	_, err = tx.Exec(ctx, `DELETE FROM workflow_task_history WHERE workflow_id = ?
-		AND until <= (SELECT MIN(cp_n) FROM `+keptCheckpoints+`)`, id, id, KeepCheckpoints)
+	// a state no kept checkpoint holds ended, or was replaced, at or
+	// before the oldest kept one
+	_, err = tx.Exec(ctx, `WITH oldest AS (SELECT MIN(cp_n) AS n FROM `+keptCheckpoints+`)
+		DELETE FROM workflow_task_history WHERE workflow_id = ?
+		AND (until <= (SELECT n FROM oldest) OR EXISTS (SELECT 1 FROM workflow_task_history x
+			WHERE x.workflow_id = workflow_task_history.workflow_id AND x.id = workflow_task_history.id
+			AND x.since > workflow_task_history.since AND x.since <= (SELECT n FROM oldest)))`, id, KeepCheckpoints, id)
 	return err
 }
 
@@ -178,28 +179,6 @@ func (j *sqlJournal) writeStates(ctx context.Context, tx store.Tx, s *saved, buf
 func stateRows() *rows {
 	return newRows(`INSERT INTO workflow_task_history (workflow_id, id, since, until, n, state) VALUES `, 6,
 		` ON CONFLICT (workflow_id, id, since) DO UPDATE SET until = excluded.until, n = excluded.n, state = excluded.state`)
-}
-
-// changedTwice reports whether a write records a task's state twice, at
-// its checkpoint and after it, over a state stored before. Within one
-// statement PostgreSQL runs the rows' triggers when the statement ends:
-// the later row's could end the stored state before the checkpoint's row
-// did, so the two go in two statements. (A new workflow's tasks have no
-// stored state to end.)
-func changedTwice(s *saved) bool {
-	if s.insert || len(s.cpTasks.at) == 0 || len(s.tasks.at) == 0 {
-		return false
-	}
-	at := make(map[string]bool, len(s.cpTasks.at))
-	for _, i := range s.cpTasks.at {
-		at[s.cp.w.Tasks[i].ID] = true
-	}
-	for _, i := range s.tasks.at {
-		if at[s.w.Tasks[i].ID] {
-			return true
-		}
-	}
-	return false
 }
 
 // endStates ends, at until, the current states of the tasks d says are
@@ -295,6 +274,10 @@ func scanTask(scan func(...any) error, dst *TaskRun) error {
 	return nil
 }
 
+// newerState finds a newer state (x) of a state's (h) task: the task's
+// newest row is its state (migration 8).
+const newerState = `SELECT 1 FROM workflow_task_history x WHERE x.workflow_id = h.workflow_id AND x.id = h.id AND x.since > h.since`
+
 // attachTasks reads the current task states of the workflows whose tasks
 // are not in their document, in one read per hundred workflows.
 func (j *sqlJournal) attachTasks(ctx context.Context, ws []*Workflow) error {
@@ -309,8 +292,8 @@ func (j *sqlJournal) attachTasks(ctx context.Context, ws []*Workflow) error {
 	for len(ids) > 0 {
 		batch := ids[:min(len(ids), 100)]
 		ids = ids[len(batch):]
-		err := j.q.Query(ctx, `SELECT workflow_id, n, state FROM workflow_task_history WHERE workflow_id IN (`+store.Params(len(batch))+`)
-			AND until = `+strconv.FormatInt(openUntil, 10)+` ORDER BY workflow_id, n`, batch, func(scan func(...any) error) error {
+		err := j.q.Query(ctx, `SELECT h.workflow_id, h.n, h.state FROM workflow_task_history h WHERE h.workflow_id IN (`+store.Params(len(batch))+`)
+			AND h.until = `+strconv.FormatInt(openUntil, 10)+` AND NOT EXISTS (`+newerState+`) ORDER BY h.workflow_id, h.n`, batch, func(scan func(...any) error) error {
 			var wid string
 			var t TaskRun
 			err := scanTask(func(dst ...any) error { return scan(append([]any{&wid}, dst...)...) }, &t)
@@ -348,8 +331,9 @@ func (j *sqlJournal) restore(ctx context.Context, id, checkpointID string) (*Wor
 	case w.Tasks != nil:
 		return w, nil // saved with its tasks inside, before the task rows
 	}
-	err = j.q.Query(ctx, `SELECT n, state FROM workflow_task_history WHERE workflow_id = ? AND since <= ? AND until > ? ORDER BY n`,
-		[]any{id, n, n}, func(scan func(...any) error) error {
+	err = j.q.Query(ctx, `SELECT h.n, h.state FROM workflow_task_history h WHERE h.workflow_id = ? AND h.since <= ? AND h.until > ?
+		AND NOT EXISTS (`+newerState+` AND x.since <= ?) ORDER BY h.n`,
+		[]any{id, n, n, n}, func(scan func(...any) error) error {
 			var t TaskRun
 			err := scanTask(scan, &t)
 			w.Tasks = append(w.Tasks, t)

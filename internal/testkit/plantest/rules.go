@@ -23,7 +23,7 @@ var Reached = []string{
 	"UPDATE workflows SET lease_until = 0",                            // released
 	"AND c.request_id = ?",                                            // a command under its idempotency key
 	"AND pause = ? AND pause <> ''",                                   // an answered decision
-	"AND until <= (SELECT MIN(cp_n) FROM",                             // more checkpoints than kept
+	"WITH oldest AS (SELECT MIN(cp_n) AS n FROM",                      // more checkpoints than kept
 	"AND EXISTS (SELECT 1 FROM workflows WHERE id = ? AND lease = ?)", // a queued command rejected by its holder
 	followWorkflows,
 	followInbox,
