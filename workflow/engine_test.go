@@ -705,3 +705,48 @@ func TestGetWhileHeld(t *testing.T) {
 		}
 	})
 }
+
+// TestQueuedAnswerGoesFirst: an answer another instance queued goes
+// before one sent to the runner's own instance after it, though that
+// runner has not looked at its queue since (its Poll is an hour): its
+// write of the direct answer finds the queued one and writes nothing,
+// the direct answer joins the queue behind it, and the queued rejection
+// is the one applied.
+func TestQueuedAnswerGoesFirst(t *testing.T) {
+	eachSharedStore(t, func(t *testing.T, kind string) {
+		e := newEnvOn(t, kind, &workflow.Options{Poll: time.Hour})
+		defer e.unhold()
+		other := e.engine(t, nil)
+		w := e.start(t, "name: one\ntasks:\n  - {id: h, tool: hold}\n", "")
+		if w.Status != workflow.StatusAwaitingApproval {
+			t.Fatalf("%+v", w)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		queued := make(chan error, 1)
+		go func() {
+			_, err := other.Command(ctx, w.ID, "alice", workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: no()})
+			queued <- err
+		}()
+		q := e.store.(store.Querier)
+		for n := 0; n == 0; {
+			if err := q.Query(ctx, `SELECT count(*) FROM workflow_commands WHERE workflow_id = ? AND status = 'queued'`, []any{w.ID}, func(scan func(...any) error) error { return scan(&n) }); err != nil {
+				t.Fatal(err)
+			}
+			if ctx.Err() != nil {
+				t.Fatal("the other instance's answer was never queued")
+			}
+			runtime.Gosched()
+		}
+		_, direct := e.eng.Command(ctx, w.ID, "alice", workflow.Command{Type: "approval_response", CheckpointID: w.Approval.CheckpointID, Approved: yes()})
+		if err := <-queued; err != nil {
+			t.Fatalf("the answer queued first: %v (want it applied)", err)
+		}
+		if c := agentplane.ErrorCode(direct); c != agentplane.CodeAlreadyAnswered && c != agentplane.CodeInvalidState {
+			t.Fatalf("the direct answer after it: %v (want it refused: answered already)", direct)
+		}
+		if got := e.wait(t, w.ID, 0); got.Status != workflow.StatusAborted {
+			t.Fatalf("the workflow went on as %s; want aborted by the rejection queued first", got.Status)
+		}
+	})
+}

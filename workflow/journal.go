@@ -448,20 +448,16 @@ func (j *sqlJournal) op(s *saved) store.Op {
 				return err
 			}
 			// after the row lock (the workflow's update above): a command
-			// queued meanwhile goes first
-			queued := 0
-			if err := tx.Query(ctx, `SELECT COUNT(*) FROM workflow_commands WHERE workflow_id = ? AND status = 'queued'`, []any{s.w.ID},
-				func(scan func(...any) error) error { return scan(&queued) }); err != nil {
-				return err
-			}
-			if queued > 0 {
-				return errQueued
-			}
-			_, err = tx.Exec(ctx, `INSERT INTO workflow_commands (workflow_id, seq, body, status, reason, code, pause, request_id, request_digest, created, done)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				s.w.ID, s.cmd.Seq, string(body), s.cmd.Status, s.cmd.Reason, s.cmd.Code, s.add.DecisionID, s.add.RequestID, s.digest, now, now)
+			// queued meanwhile goes first, and this one is not inserted
+			n, err := tx.Exec(ctx, `INSERT INTO workflow_commands (workflow_id, seq, body, status, reason, code, pause, request_id, request_digest, created, done)
+				SELECT ?, CAST(? AS BIGINT), ?, ?, ?, ?, ?, ?, ?, CAST(? AS BIGINT), CAST(? AS BIGINT)
+				WHERE NOT EXISTS (SELECT 1 FROM workflow_commands WHERE workflow_id = ? AND status = 'queued')`,
+				s.w.ID, s.cmd.Seq, string(body), s.cmd.Status, s.cmd.Reason, s.cmd.Code, s.add.DecisionID, s.add.RequestID, s.digest, now, now, s.w.ID)
 			if err != nil {
 				return err
+			}
+			if n == 0 {
+				return errQueued
 			}
 		} else if s.cmd != nil {
 			n, err := tx.Exec(ctx, `UPDATE workflow_commands SET status = ?, reason = ?, code = ?, done = ? WHERE workflow_id = ? AND seq = ? AND status = ?`,
