@@ -103,7 +103,7 @@ type Store struct {
 // the statement with (args...), so the trace costs production no
 // allocation.
 func (s *Store) run(query string, args []any) {
-	if !savepoint(query) {
+	if !control(query) {
 		s.ran.Add(1)
 	}
 	if s.trace != nil {
@@ -889,16 +889,14 @@ func (s *Store) reconnect(ctx context.Context) error {
 }
 
 // stmt returns the leader's prepared statement for query, on the
-// writer's connection, which tx is on. Preparing each statement once, not
-// per commit, saves about a third of a commit's CPU.
-func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+// writer's connection, where the group's transaction is. Preparing each
+// statement once, not per commit, saves about a third of a commit's CPU.
+// Beyond maxStmts (queries built at run time beyond the known ones) it
+// keeps none and returns nil: the caller runs the query's text.
+func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	st, ok := s.stmts[query]
-	if !ok && len(s.stmts) >= maxStmts { // queries built at run time beyond the known ones: not kept
-		st, err := tx.PrepareContext(ctx, query)
-		if err != nil {
-			return nil, s.wrap("prepare", err)
-		}
-		return st, nil
+	if !ok && len(s.stmts) >= maxStmts {
+		return nil, nil
 	}
 	if !ok {
 		var err error
@@ -910,10 +908,22 @@ func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, 
 	return st, nil // on the writer's connection, which tx is on
 }
 
-// savepoint reports a savepoint's statement: transaction control, not
+// The group's transaction control (BEGIN IMMEDIATE: it takes the write
+// lock at once, as the connection's _txlock asks of database/sql's).
+const (
+	beginTx    = `BEGIN IMMEDIATE`
+	commitTx   = `COMMIT`
+	rollbackTx = `ROLLBACK`
+)
+
+// control reports transaction control — the group's, a savepoint's — not
 // counted in Stats.
-func savepoint(query string) bool {
-	return query == `SAVEPOINT c` || query == `ROLLBACK TO c` || query == `RELEASE c`
+func control(query string) bool {
+	switch query {
+	case beginTx, commitTx, rollbackTx, `SAVEPOINT c`, `ROLLBACK TO c`, `RELEASE c`:
+		return true
+	}
+	return false
 }
 
 // Stats returns the store's counters; see store.Stats.
@@ -925,11 +935,14 @@ func (s *Store) Stats() store.Stats {
 // extensions' are far fewer.
 const maxStmts = 1024
 
-func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	s.run(query, args)
-	st, err := s.stmt(ctx, tx, query)
+	st, err := s.stmt(ctx, query)
 	if err != nil {
 		return nil, err
+	}
+	if st == nil {
+		return s.writer.ExecContext(ctx, query, args...)
 	}
 	return st.ExecContext(ctx, args...)
 }
@@ -941,11 +954,14 @@ type errRow struct{ err error }
 
 func (e errRow) Scan(...any) error { return e.err }
 
-func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) scanner {
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) scanner {
 	s.run(query, args)
-	st, err := s.stmt(ctx, tx, query)
+	st, err := s.stmt(ctx, query)
 	if err != nil {
 		return errRow{err}
+	}
+	if st == nil {
+		return s.writer.QueryRowContext(ctx, query, args...)
 	}
 	return st.QueryRowContext(ctx, args...)
 }
@@ -976,41 +992,49 @@ func (s *Store) tryGroup(group []*request, savepoints bool) bool {
 			}
 		}
 	}
-	tx, err := s.writer.BeginTx(ctx, nil)
+	// BEGIN and COMMIT are statements prepared once on the writer, as the
+	// commits' are: a database/sql transaction would prepare them each time
+	// and watch its context on a goroutine of its own
+	_, err := s.exec(ctx, beginTx)
 	if errors.Is(err, sql.ErrConnDone) { // the connection went bad: a new one
 		if err = s.reconnect(ctx); err == nil {
-			tx, err = s.writer.BeginTx(ctx, nil)
+			_, err = s.exec(ctx, beginTx)
 		}
 	}
 	if err != nil {
 		fail(s.wrap("begin", err))
 		return true
 	}
-	defer tx.Rollback()
+	committed := false
+	defer func() {
+		if !committed { // a commit that fails may leave the transaction open
+			s.exec(ctx, rollbackTx)
+		}
+	}()
 	for _, r := range group {
 		if !savepoints {
 			var partial bool
-			if partial, r.err = s.apply(ctx, tx, r); partial {
+			if partial, r.err = s.apply(ctx, r); partial {
 				return false
 			}
 			continue
 		}
-		if _, err := s.exec(ctx, tx, `SAVEPOINT c`); err != nil {
+		if _, err := s.exec(ctx, `SAVEPOINT c`); err != nil {
 			fail(s.wrap("savepoint", err))
 			return true
 		}
-		if _, r.err = s.apply(ctx, tx, r); r.err != nil {
-			if _, err := s.exec(ctx, tx, `ROLLBACK TO c`); err != nil {
+		if _, r.err = s.apply(ctx, r); r.err != nil {
+			if _, err := s.exec(ctx, `ROLLBACK TO c`); err != nil {
 				fail(s.wrap("rollback to savepoint", err))
 				return true
 			}
 		}
-		if _, err := s.exec(ctx, tx, `RELEASE c`); err != nil {
+		if _, err := s.exec(ctx, `RELEASE c`); err != nil {
 			fail(s.wrap("release savepoint", err))
 			return true
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := s.exec(ctx, commitTx); err != nil {
 		for _, r := range group {
 			r.err = s.wrap("commit", err)
 		}
@@ -1019,6 +1043,7 @@ func (s *Store) tryGroup(group []*request, savepoints bool) bool {
 		s.headsMu.Unlock()
 		return true
 	}
+	committed = true
 	s.txs.Add(1)
 	s.remember(group)
 	return true
@@ -1069,7 +1094,7 @@ func (s *Store) cachedHead(session string) (chainHead, bool) {
 // session's head already — the chain's own last record. The record holds
 // the state after the commit: a record-only commit's is the caller's
 // (appendRecord checks that the session is still at its version).
-func (s *Store) seal(ctx context.Context, tx *sql.Tx, c *store.Commit, enc audit.Encoded, sealed *audit.Record, again bool) error {
+func (s *Store) seal(ctx context.Context, c *store.Commit, enc audit.Encoded, sealed *audit.Record, again bool) error {
 	state := sealed.State
 	*sealed = *c.Record
 	if again && state != nil {
@@ -1081,7 +1106,7 @@ func (s *Store) seal(ctx context.Context, tx *sql.Tx, c *store.Commit, enc audit
 		if again {
 			query = `SELECT seq, hash FROM audit WHERE session = ? ORDER BY seq DESC LIMIT 1`
 		}
-		err := s.queryRow(ctx, tx, query, c.SessionID).Scan(&head.seq, &head.hash)
+		err := s.queryRow(ctx, query, c.SessionID).Scan(&head.seq, &head.hash)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return s.wrap("read chain head", err)
 		}
@@ -1097,16 +1122,16 @@ func (s *Store) seal(ctx context.Context, tx *sql.Tx, c *store.Commit, enc audit
 // is at that version (or has no row); when another commit moved it on, the
 // record is sealed again on the state as stored, read back in this
 // transaction.
-func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, c *store.Commit, enc audit.Encoded, sealed *audit.Record) error {
+func (s *Store) appendRecord(ctx context.Context, c *store.Commit, enc audit.Encoded, sealed *audit.Record) error {
 	snapshot := store.Snapshot(c)
 	for retried := false; ; {
 		var res sql.Result
 		var err error
 		if snapshot {
-			res, err = s.exec(ctx, tx, `INSERT INTO audit (session, seq, hash, record) SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = ? AND version <> ?)`,
+			res, err = s.exec(ctx, `INSERT INTO audit (session, seq, hash, record) SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = ? AND version <> ?)`,
 				c.SessionID, sealed.Seq, sealed.Hash, sealed.Raw, c.SessionID, c.Record.State.Version)
 		} else {
-			res, err = s.exec(ctx, tx, `INSERT INTO audit (session, seq, hash, record) VALUES (?, ?, ?, ?)`,
+			res, err = s.exec(ctx, `INSERT INTO audit (session, seq, hash, record) VALUES (?, ?, ?, ?)`,
 				c.SessionID, sealed.Seq, sealed.Hash, sealed.Raw)
 		}
 		var se *sqlite.Error
@@ -1115,11 +1140,11 @@ func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, c *store.Commit, e
 			s.headsMu.Lock()
 			delete(s.heads, c.SessionID)
 			s.headsMu.Unlock()
-			if err := s.seal(ctx, tx, c, enc, sealed, true); err != nil {
+			if err := s.seal(ctx, c, enc, sealed, true); err != nil {
 				return err
 			}
 			if q := c.Request; q != nil {
-				if _, err := s.exec(ctx, tx, `UPDATE requests SET seq = ? WHERE session = ? AND principal = ? AND request_id = ?`,
+				if _, err := s.exec(ctx, `UPDATE requests SET seq = ? WHERE session = ? AND principal = ? AND request_id = ?`,
 					sealed.Seq, q.Key.SessionID, q.Key.Principal, q.Key.RequestID); err != nil {
 					return s.wrap("store request", err)
 				}
@@ -1138,7 +1163,7 @@ func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, c *store.Commit, e
 		// the session moved on from the caller's state: record it as stored
 		snapshot = false
 		var state string
-		if err := s.queryRow(ctx, tx, readSession, c.SessionID).Scan(&state); err != nil {
+		if err := s.queryRow(ctx, readSession, c.SessionID).Scan(&state); err != nil {
 			return s.wrap("load session "+c.SessionID, err)
 		}
 		var cur agentplane.Session
@@ -1157,16 +1182,16 @@ func (s *Store) appendRecord(ctx context.Context, tx *sql.Tx, c *store.Commit, e
 // nothing when they fail; partial reports whether it may have written
 // something before failing (then only a savepoint or the whole
 // transaction can undo it).
-func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool, err error) {
+func (s *Store) apply(ctx context.Context, r *request) (partial bool, err error) {
 	if r.claim != nil {
-		return s.applyClaim(ctx, tx, r)
+		return s.applyClaim(ctx, r)
 	}
 	c := r.c
 	wrote := false
 	// The record is sealed first: the rows the commit changes name where
 	// it lands (the request its seq, the session its head).
 	if c.Record != nil && !s.sealedOnHead(r) {
-		if err := s.seal(ctx, tx, c, r.enc.Record, &r.sealed, false); err != nil {
+		if err := s.seal(ctx, c, r.enc.Record, &r.sealed, false); err != nil {
 			return false, err
 		}
 	}
@@ -1175,7 +1200,7 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 		if r.enc.Result != nil {
 			result = string(r.enc.Result)
 		}
-		res, err := s.exec(ctx, tx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at, seq) VALUES (?, ?, ?, ?, 'done', ?, ?, ?)
+		res, err := s.exec(ctx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at, seq) VALUES (?, ?, ?, ?, 'done', ?, ?, ?)
 			ON CONFLICT (session, principal, request_id) DO UPDATE SET state = 'done', result = excluded.result, seq = excluded.seq, running = NULL WHERE requests.state = 'running'`,
 			q.Key.SessionID, q.Key.Principal, q.Key.RequestID, q.Digest, result, q.ClaimedAt.UnixNano(), r.sealed.Seq)
 		if err != nil {
@@ -1196,13 +1221,13 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 		var res sql.Result
 		switch {
 		case c.Session.Version == 1:
-			res, err = s.exec(ctx, tx, `INSERT INTO sessions (id, version, state, owner, created, head_seq, head_hash) VALUES (?, 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			res, err = s.exec(ctx, `INSERT INTO sessions (id, version, state, owner, created, head_seq, head_hash) VALUES (?, 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 				c.Session.ID, string(state), c.Session.Owner, store.CreatedAt(c).UnixNano(), r.sealed.Seq, r.sealed.Hash)
 		case c.Record != nil:
-			res, err = s.exec(ctx, tx, `UPDATE sessions SET version = ?, state = ?, head_seq = ?, head_hash = ? WHERE id = ? AND version = ?`,
+			res, err = s.exec(ctx, `UPDATE sessions SET version = ?, state = ?, head_seq = ?, head_hash = ? WHERE id = ? AND version = ?`,
 				c.Session.Version, string(state), r.sealed.Seq, r.sealed.Hash, c.Session.ID, c.Session.Version-1)
 		default:
-			res, err = s.exec(ctx, tx, `UPDATE sessions SET version = ?, state = ? WHERE id = ? AND version = ?`,
+			res, err = s.exec(ctx, `UPDATE sessions SET version = ?, state = ? WHERE id = ? AND version = ?`,
 				c.Session.Version, string(state), c.Session.ID, c.Session.Version-1)
 		}
 		if err != nil {
@@ -1210,11 +1235,11 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
 			var have int64
-			s.queryRow(ctx, tx, `SELECT version FROM sessions WHERE id = ?`, c.Session.ID).Scan(&have)
+			s.queryRow(ctx, `SELECT version FROM sessions WHERE id = ?`, c.Session.ID).Scan(&have)
 			return wrote, agentplane.Errorf(agentplane.CodeVersionConflict, "session %q is at version %d; cannot store version %d", c.Session.ID, have, c.Session.Version)
 		}
 	}
-	if err := s.write(ctx, tx, r); err != nil {
+	if err := s.write(ctx, r); err != nil {
 		return true, err
 	}
 	return false, nil
@@ -1224,9 +1249,9 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (partial bool
 // is stale, and otherwise reads who holds it. A claim that uses a
 // confirmation marks it used; when it cannot, the claim fails after its
 // key was written (partial).
-func (s *Store) applyClaim(ctx context.Context, tx *sql.Tx, r *request) (partial bool, err error) {
+func (s *Store) applyClaim(ctx context.Context, r *request) (partial bool, err error) {
 	c := r.claim
-	res, err := s.exec(ctx, tx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at, running) VALUES (?, ?, ?, ?, 'running', NULL, ?, ?)
+	res, err := s.exec(ctx, `INSERT INTO requests (session, principal, request_id, digest, state, result, claimed_at, running) VALUES (?, ?, ?, ?, 'running', NULL, ?, ?)
 		ON CONFLICT (session, principal, request_id) DO UPDATE SET claimed_at = excluded.claimed_at, running = COALESCE(excluded.running, requests.running)
 		WHERE requests.state = 'running' AND requests.claimed_at < ? AND requests.digest = excluded.digest`,
 		c.Key.SessionID, c.Key.Principal, c.Key.RequestID, c.Digest, c.Now.UnixNano(), nullText(c.Running), c.StaleBefore.UnixNano())
@@ -1234,7 +1259,7 @@ func (s *Store) applyClaim(ctx context.Context, tx *sql.Tx, r *request) (partial
 		return false, s.wrap("claim request", err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		r.holder, _, err = s.readRequest(ctx, s.queryRow(ctx, tx, readRequest, c.Key.SessionID, c.Key.Principal, c.Key.RequestID), c.Key)
+		r.holder, _, err = s.readRequest(ctx, s.queryRow(ctx, readRequest, c.Key.SessionID, c.Key.Principal, c.Key.RequestID), c.Key)
 		return false, err
 	}
 	if c.Use != nil {
@@ -1243,7 +1268,7 @@ func (s *Store) applyClaim(ctx context.Context, tx *sql.Tx, r *request) (partial
 		if pending {
 			query = `UPDATE confirmations SET used = 1 WHERE pending = ? AND used = 0`
 		}
-		res, err := s.exec(ctx, tx, query, key)
+		res, err := s.exec(ctx, query, key)
 		if err != nil {
 			return true, s.wrap("use confirmation", err)
 		}
@@ -1257,10 +1282,10 @@ func (s *Store) applyClaim(ctx context.Context, tx *sql.Tx, r *request) (partial
 
 // write writes what a commit adds once its checks have passed: the audit
 // record, an issued confirmation token, the subsystems' ops.
-func (s *Store) write(ctx context.Context, tx *sql.Tx, r *request) error {
+func (s *Store) write(ctx context.Context, r *request) error {
 	c := r.c
 	if c.Record != nil {
-		if err := s.appendRecord(ctx, tx, c, r.enc.Record, &r.sealed); err != nil {
+		if err := s.appendRecord(ctx, c, r.enc.Record, &r.sealed); err != nil {
 			return err
 		}
 	}
@@ -1270,12 +1295,12 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, r *request) error {
 		if c.Issue.Pending {
 			pending = store.PendingKey(c.Issue.SessionID, c.Issue.Version)
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO confirmations (digest, used, confirmation, pending) VALUES (?, 0, ?, ?)`, c.Issue.Digest, string(raw), pending); err != nil {
+		if _, err := s.exec(ctx, `INSERT INTO confirmations (digest, used, confirmation, pending) VALUES (?, 0, ?, ?)`, c.Issue.Digest, string(raw), pending); err != nil {
 			return s.wrap("store confirmation", err)
 		}
 	}
 	if len(c.Ops) > 0 {
-		t := &txn{s: s, tx: tx}
+		t := &txn{s: s}
 		for _, op := range c.Ops {
 			if err := op.Apply(ctx, t); err != nil {
 				return err
@@ -1286,10 +1311,7 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, r *request) error {
 }
 
 // txn is the store.Tx of a group's transaction, for subsystems' ops.
-type txn struct {
-	s  *Store
-	tx *sql.Tx
-}
+type txn struct{ s *Store }
 
 func (t *txn) Dialect() string { return store.SQLite }
 
@@ -1297,11 +1319,16 @@ func (t *txn) Dialect() string { return store.SQLite }
 // store's own (Store.stmt): the leader runs every commit.
 func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	t.s.run(query, args)
-	st, err := t.s.stmt(ctx, t.tx, query)
+	st, err := t.s.stmt(ctx, query)
 	if err != nil {
 		return 0, err
 	}
-	res, err := st.ExecContext(ctx, args...)
+	var res sql.Result
+	if st == nil {
+		res, err = t.s.writer.ExecContext(ctx, query, args...)
+	} else {
+		res, err = st.ExecContext(ctx, args...)
+	}
 	if err != nil {
 		return 0, t.s.wrap("exec", err)
 	}
@@ -1310,11 +1337,16 @@ func (t *txn) Exec(ctx context.Context, query string, args ...any) (int64, error
 
 func (t *txn) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
 	t.s.run(query, args)
-	st, err := t.s.stmt(ctx, t.tx, query)
+	st, err := t.s.stmt(ctx, query)
 	if err != nil {
 		return err
 	}
-	rows, err := st.QueryContext(ctx, args...)
+	var rows *sql.Rows
+	if st == nil {
+		rows, err = t.s.writer.QueryContext(ctx, query, args...)
+	} else {
+		rows, err = st.QueryContext(ctx, args...)
+	}
 	if err != nil {
 		return t.s.wrap("query", err)
 	}
