@@ -175,7 +175,10 @@ DROP TABLE workflow_checkpoints;`, "INT ", integer+" "), "CHECKPOINT", checkpoin
 // ends those, as before. The trigger's update of the replaced row cost
 // 5 % of the instructions of a three-task run on SQLite; the reads find a
 // task's newer row by the primary key. Rows the trigger ended read the
-// same either way: their replacement is newer.
+// same either way: their replacement is newer. A binary from before it,
+// still running beside the new one, would write states nothing ends and
+// read them all as current: it must stop first (docs/operations.md,
+// Upgrades).
 const (
 	replacedSQLite   = `DROP TRIGGER workflow_task_history_close;`
 	replacedPostgres = `
@@ -183,8 +186,9 @@ DROP TRIGGER workflow_task_history_close ON workflow_task_history;
 DROP FUNCTION workflow_task_history_close();`
 )
 
-// openUntil is the until of a task state no checkpoint has replaced
-// (the triggers of migration 4 spell it out: 1 << 62).
+// openUntil is the until of a task state no write has ended (since
+// migration 8 a state replaced by a newer row stays open: the newer row
+// replaces it)
 const openUntil = int64(1) << 62
 
 func schema(integer string) string {
