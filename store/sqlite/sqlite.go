@@ -491,26 +491,8 @@ func (s *Store) Session(ctx context.Context, id string) (*agentplane.Session, er
 	var state []byte
 	args := []any{id} // the trace's and the query's: one slice
 	s.run(readSession, args)
-	rctx, err := reading(ctx)
-	if err == nil {
-		err = s.reads[readSession].QueryRowContext(rctx, args...).Scan(&state)
-	}
+	err := s.reads[readSession].QueryRowContext(ctx, args...).Scan(&state)
 	return s.session(id, state, err)
-}
-
-// reading is the context a point read or a subsystem's read runs its
-// statements with: ctx's values without its cancellation, or ctx's error
-// when it is done already. Through database/sql a cancellable context
-// costs a read two goroutines, its watcher and the driver's (about 1 % of
-// a workflow's run); these reads look at ctx themselves instead, before
-// they start and between rows (Query). A step of theirs is short: they
-// find their rows by index (TestEveryStatementFindsItsRows), and in WAL
-// mode a reader waits for no lock.
-func reading(ctx context.Context) (context.Context, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return context.WithoutCancel(ctx), nil
 }
 
 // session decodes a session read (its state, or the read's error).
@@ -536,10 +518,7 @@ func (s *Store) SessionRequest(ctx context.Context, key store.RequestKey) (*agen
 	var seq, claimed sql.NullInt64
 	args := []any{key.Principal, key.RequestID, key.SessionID}
 	s.run(readSessionRequest, args)
-	rctx, err := reading(ctx)
-	if err == nil {
-		err = s.reads[readSessionRequest].QueryRowContext(rctx, args...).Scan(&state, &digest, &rstate, &result, &seq, &claimed, &running)
-	}
+	err := s.reads[readSessionRequest].QueryRowContext(ctx, args...).Scan(&state, &digest, &rstate, &result, &seq, &claimed, &running)
 	sess, err := s.session(key.SessionID, state, err)
 	if err != nil || !digest.Valid {
 		return sess, store.Request{}, false, err
@@ -752,30 +731,21 @@ func (s *Store) Dialect() string { return store.SQLite }
 // Query runs a read-only query of a subsystem's tables.
 func (s *Store) Query(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error {
 	s.run(query, args)
-	rctx, err := reading(ctx)
-	if err != nil {
-		return s.wrap("query", err)
-	}
-	st, err := s.prepared(rctx, query)
+	st, err := s.prepared(ctx, query)
 	if err != nil {
 		return s.wrap("query", err)
 	}
 	var rows *sql.Rows
 	if st != nil {
-		rows, err = st.QueryContext(rctx, args...)
+		rows, err = st.QueryContext(ctx, args...)
 	} else {
-		rows, err = s.db.QueryContext(rctx, query, args...)
+		rows, err = s.db.QueryContext(ctx, query, args...)
 	}
 	if err != nil {
 		return s.wrap("query", err)
 	}
 	defer rows.Close()
-	return store.EachRow(rows, func(scan func(dest ...any) error) error {
-		if err := ctx.Err(); err != nil { // between rows: see reading
-			return err
-		}
-		return row(scan)
-	})
+	return store.EachRow(rows, row)
 }
 
 // Commit applies c atomically; see store.Store. It may be committed

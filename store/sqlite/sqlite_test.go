@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -460,45 +459,5 @@ func migratedOnce(t *testing.T, path string) {
 	db.QueryRow(`SELECT version FROM schema_extensions WHERE name = 'counters'`).Scan(&ext)
 	if rows != distinct || rows == 0 || ext != 2 {
 		t.Fatalf("schema_version has %d rows for %d versions; counters at %d", rows, distinct, ext)
-	}
-}
-
-// TestReadsStopWithTheirContext: the reads run their statements without
-// the context's cancellation (reading) and look at it themselves: a done
-// context reads nothing, and a query whose context ends between rows
-// stops there, with the context's error.
-func TestReadsStopWithTheirContext(t *testing.T) {
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := s.Session(done, "s1"); !errors.Is(err, context.Canceled) {
-		t.Errorf("Session with a done context: %v; want context.Canceled", err)
-	}
-	if _, _, _, err := s.SessionRequest(done, store.RequestKey{SessionID: "s1", Principal: "p", RequestID: "r"}); !errors.Is(err, context.Canceled) {
-		t.Errorf("SessionRequest with a done context: %v; want context.Canceled", err)
-	}
-	const versions = `SELECT version FROM schema_version ORDER BY version`
-	rows := 0
-	if err := s.Query(done, versions, nil, func(func(...any) error) error { rows++; return nil }); !errors.Is(err, context.Canceled) || rows != 0 {
-		t.Errorf("Query with a done context: %v after %d rows; want context.Canceled before any", err, rows)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	all := 0
-	if err := s.Query(ctx, versions, nil, func(func(...any) error) error { all++; return nil }); err != nil || all < 2 {
-		t.Fatalf("Query: %v, %d rows; want the migrations' (several)", err, all)
-	}
-	rows = 0
-	err = s.Query(ctx, versions, nil, func(scan func(...any) error) error {
-		rows++
-		cancel() // ends during the first row
-		return nil
-	})
-	if !errors.Is(err, context.Canceled) || rows != 1 {
-		t.Errorf("Query whose context ended at its first row: %v after %d of %d rows; want context.Canceled after 1", err, rows, all)
 	}
 }
