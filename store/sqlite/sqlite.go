@@ -340,11 +340,17 @@ func (s *Store) Path() string { return s.path }
 // wrap names the file in an error, and says what a lock held by another
 // process means.
 func (s *Store) wrap(op string, err error) error {
-	var se *sqlite.Error
-	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED) {
+	if locked(err) {
 		return fmt.Errorf("sqlite: %s: %s: the database is locked by another process (waited %s); stop it or use another --db", s.path, op, s.busy)
 	}
 	return fmt.Errorf("sqlite: %s: %s: %w", s.path, op, err)
+}
+
+// locked reports an error of SQLite's that says another connection holds
+// the lock asked for (SQLITE_BUSY, SQLITE_LOCKED).
+func locked(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED)
 }
 
 func (s *Store) migrate(ctx context.Context, exts []store.Extension) error {
@@ -966,8 +972,17 @@ func (s *Store) tryGroup(group []*request, savepoints bool) bool {
 	// commits' are: a database/sql transaction would prepare them each time
 	// and watch its context on a goroutine of its own
 	_, err := s.exec(ctx, beginTx)
-	if errors.Is(err, sql.ErrConnDone) { // the connection went bad: a new one
+	switch {
+	case errors.Is(err, sql.ErrConnDone): // the connection went bad: a new one
 		if err = s.reconnect(ctx); err == nil {
+			_, err = s.exec(ctx, beginTx)
+		}
+	case err != nil && !locked(err):
+		// a transaction left open on the writer (only the leader begins
+		// one there, so it is a group's that did not end: its ROLLBACK
+		// failed, or its connection was closed under it and came back
+		// from the pool): end it and begin again
+		if _, rerr := s.exec(ctx, rollbackTx); rerr == nil {
 			_, err = s.exec(ctx, beginTx)
 		}
 	}

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -459,5 +460,82 @@ func migratedOnce(t *testing.T, path string) {
 	db.QueryRow(`SELECT version FROM schema_extensions WHERE name = 'counters'`).Scan(&ext)
 	if rows != distinct || rows == 0 || ext != 2 {
 		t.Fatalf("schema_version has %d rows for %d versions; counters at %d", rows, distinct, ext)
+	}
+}
+
+// TestReadsKeepTheirDeadline: with every reader connection held, a read
+// waits for one only until its context's deadline (a read that ran its
+// statements without its context's cancellation, to spare database/sql's
+// watcher goroutines, waited for good: found by a review).
+func TestReadsKeepTheirDeadline(t *testing.T) {
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	release := make(chan struct{})
+	var inside, done sync.WaitGroup
+	const holders = 63 // every connection but the writer's
+	inside.Add(holders)
+	for range holders {
+		done.Go(func() {
+			first := true
+			s.Query(context.Background(), `SELECT version FROM schema_version`, nil, func(func(...any) error) error {
+				if first {
+					first = false
+					inside.Done()
+					<-release
+				}
+				return nil
+			})
+		})
+	}
+	inside.Wait()
+	defer func() { close(release); done.Wait() }()
+	for name, read := range map[string]func(ctx context.Context) error{
+		"Session": func(ctx context.Context) error { _, err := s.Session(ctx, "s1"); return err },
+		"SessionRequest": func(ctx context.Context) error {
+			_, _, _, err := s.SessionRequest(ctx, store.RequestKey{SessionID: "s1", Principal: "p", RequestID: "r"})
+			return err
+		},
+		"Query": func(ctx context.Context) error {
+			return s.Query(ctx, `SELECT 1`, nil, func(func(...any) error) error { return nil })
+		},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		if err := read(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s with every connection held: %v; want context.DeadlineExceeded", name, err)
+		}
+		cancel()
+	}
+}
+
+// TestTransactionLeftOpenOnTheWriter: a transaction left open on the
+// writer's connection (a group whose ROLLBACK failed) is ended by the
+// next group, whose commit lands, where every later BEGIN failed ("within
+// a transaction") and the store could commit nothing again (found by a
+// review).
+func TestTransactionLeftOpenOnTheWriter(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "a.db"), &sqlite.Options{Extensions: []store.Extension{storetest.Counters}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.LeaveTransactionOpen(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		add := store.OpFunc(func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO counters (name, n) VALUES (?, 1)`, fmt.Sprint("c", i))
+			return err
+		})
+		if err := s.Commit(ctx, &store.Commit{Ops: []store.Op{add}}); err != nil {
+			t.Fatalf("commit %d after a transaction was left open: %v", i, err)
+		}
+	}
+	n := 0
+	if err := s.Query(ctx, `SELECT count(*) FROM counters`, nil, func(scan func(...any) error) error { return scan(&n) }); err != nil || n != 3 {
+		t.Fatalf("%d counters committed (%v); want 3", n, err)
 	}
 }
