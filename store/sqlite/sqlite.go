@@ -881,7 +881,7 @@ func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 		}
 		s.stmts[query] = st
 	}
-	return st, nil // on the writer's connection, which tx is on
+	return st, nil // on the writer's connection
 }
 
 // The group's transaction control (BEGIN IMMEDIATE: it takes the write
