@@ -11,6 +11,9 @@ import (
 	"github.com/agentplane/agentplane/store"
 )
 
+// OpenUntil is the until of a task state no write has ended.
+const OpenUntil = openUntil
+
 // TaskStates reads a workflow's task states from st as the journal does:
 // the current ones, or with checkpointID those the kept checkpoint holds.
 func TaskStates(ctx context.Context, st store.Store, id, checkpointID string) ([]TaskRun, error) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentplane/agentplane/store"
+	"github.com/agentplane/agentplane/workflow"
 )
 
 // historyRow is a row of workflow_task_history: a task's state from a
@@ -14,9 +15,6 @@ type historyRow struct {
 	since, until int64
 	state        string
 }
-
-// openUntil is the until of a state nothing ended.
-const openUntil = int64(1) << 62
 
 // historyOf reads a workflow's rows of workflow_task_history.
 func historyOf(t *testing.T, q store.Querier, workflowID string) []historyRow {
@@ -50,7 +48,7 @@ func heldAt(rows []historyRow, n int64) map[string]historyRow {
 		}
 	}
 	for id, r := range newest {
-		if n < 0 && r.until != openUntil || n >= 0 && r.until <= n {
+		if n < 0 && r.until != workflow.OpenUntil || n >= 0 && r.until <= n {
 			delete(newest, id)
 		}
 	}

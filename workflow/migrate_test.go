@@ -86,7 +86,6 @@ func TestLeanMigrationKeepsCheckpoints(t *testing.T) {
 func TestStatesMoveIntoHistory(t *testing.T) {
 	eachSharedStore(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		const open62 = 4611686018427387904
 		st := migrated(t, kind, 5, 6,
 			`INSERT INTO workflow_checkpoints (workflow_id, n, id, layer, state, created) VALUES
 					('wf_a', 1, 'wf_a-c1', 0, '{}', 1), ('wf_a', 3, 'wf_a-c3', 1, '{}', 2), ('wf_b', 1, 'wf_b-c1', 0, '{}', 3)`,
@@ -112,7 +111,7 @@ func TestStatesMoveIntoHistory(t *testing.T) {
 			}
 			return strings.Join(out, " ")
 		}
-		if got, want := states(`until = ?`, int64(open62)), "wf_a/a=a4 wf_a/b=b4 wf_a/d=d4 wf_b/x=x1"; got != want {
+		if got, want := states(`until = ?`, workflow.OpenUntil), "wf_a/a=a4 wf_a/b=b4 wf_a/d=d4 wf_b/x=x1"; got != want {
 			t.Errorf("current states after migration 6: %s, want %s", got, want)
 		}
 		for _, c := range []struct {
@@ -252,7 +251,7 @@ func TestReplacedStatesStayUntouched(t *testing.T) {
 		}
 		open := 0
 		for _, r := range historyOf(t, q, "wf_a") {
-			if r.until == openUntil {
+			if r.until == workflow.OpenUntil {
 				open++
 			}
 		}

@@ -165,10 +165,11 @@ func (j *sqlJournal) writeStates(ctx context.Context, tx store.Tx, s *saved, buf
 		return nil // the oldest kept checkpoint is the same: every state that ended ends after it
 	}
 	// a state no kept checkpoint holds ended, or was replaced, at or
-	// before the oldest kept one
+	// before the oldest kept one (only a state from before it can be:
+	// the others are not probed)
 	_, err = tx.Exec(ctx, `WITH oldest AS (SELECT MIN(cp_n) AS n FROM `+keptCheckpoints+`)
 		DELETE FROM workflow_task_history WHERE workflow_id = ?
-		AND (until <= (SELECT n FROM oldest) OR EXISTS (SELECT 1 FROM workflow_task_history x
+		AND (until <= (SELECT n FROM oldest) OR since < (SELECT n FROM oldest) AND EXISTS (SELECT 1 FROM workflow_task_history x
 			WHERE x.workflow_id = workflow_task_history.workflow_id AND x.id = workflow_task_history.id
 			AND x.since > workflow_task_history.since AND x.since <= (SELECT n FROM oldest)))`, id, KeepCheckpoints, id)
 	return err
